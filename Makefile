@@ -1,0 +1,136 @@
+# agency: GNU make.  "make check" and "make demo" install the Debian
+# packages they need first (scripts/deps), then build.
+
+PREFIX ?=	/usr/local
+BINDIR ?=	$(PREFIX)/bin
+SBINDIR ?=	$(PREFIX)/sbin
+LIBEXECDIR ?=	$(PREFIX)/libexec
+MANDIR ?=	$(PREFIX)/share/man
+SYSCONFDIR ?=	/etc
+DESTDIR ?=
+
+CC ?=		cc
+YACC =		byacc
+PKGS =		libbsd-overlay libevent json-c libseccomp
+
+# The path agencyd runs the proxy from; tests point it elsewhere with -P.
+PROXY_PATH ?=	$(LIBEXECDIR)/agency-proxy
+
+WARN =		-Wall -Wextra -Wstrict-prototypes -Wmissing-prototypes \
+		-Wshadow -Wpointer-arith -Wcast-qual -Wsign-compare -Werror
+CFLAGS ?=	-O2 -g
+CFLAGS +=	$(WARN) -std=gnu11 -Icommon \
+		$(shell pkg-config --cflags $(PKGS) 2>/dev/null) \
+		-DPROXY_PATH=\"$(PROXY_PATH)\"
+LDLIBS +=	$(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+ifeq ($(SANITIZE),1)
+CFLAGS +=	-fsanitize=address,undefined -fno-omit-frame-pointer
+LDFLAGS +=	-fsanitize=address,undefined
+endif
+
+COMMON_SRCS =	$(wildcard common/*.c)
+AGENCYD_SRCS =	$(filter-out agencyd/agencyd.c agencyd/parse.c, \
+		    $(wildcard agencyd/*.c)) agencyd/parse.c
+PROXY_SRCS =	$(filter-out agency-proxy/proxy.c, \
+		    $(wildcard agency-proxy/*.c))
+CTL_SRCS =	$(filter-out agency-ctl/agency-ctl.c, \
+		    $(wildcard agency-ctl/*.c))
+FAKELM_SRCS =	$(wildcard regress/fakelm/*.c)
+UNIT_SRCS =	$(wildcard regress/unit/*_test.c)
+
+COMMON_LIB =	common/libcommon.a
+AGENCYD_LIB =	agencyd/libagencyd.a
+PROXY_LIB =	agency-proxy/libproxy.a
+CTL_LIB =	agency-ctl/libctl.a
+
+PROGS =		agencyd/agencyd agency-proxy/agency-proxy \
+		agency-ctl/agency-ctl
+TEST_PROGS =	regress/fakelm/fakelm $(UNIT_SRCS:.c=)
+
+all: $(PROGS) $(TEST_PROGS)
+
+deps:
+	@scripts/deps build
+
+agencyd/parse.c: agencyd/parse.y
+	$(YACC) -o $@ $<
+
+# The generated parser is not held to our warnings.
+agencyd/parse.o: agencyd/parse.c
+	$(CC) $(CFLAGS) -Wno-unused-but-set-variable -Iagencyd -c -o $@ $<
+
+$(COMMON_LIB): $(COMMON_SRCS:.c=.o)
+	rm -f $@ && ar rcs $@ $^
+$(AGENCYD_LIB): $(AGENCYD_SRCS:.c=.o)
+	rm -f $@ && ar rcs $@ $^
+$(PROXY_LIB): $(PROXY_SRCS:.c=.o)
+	rm -f $@ && ar rcs $@ $^
+$(CTL_LIB): $(CTL_SRCS:.c=.o)
+	rm -f $@ && ar rcs $@ $^
+
+agencyd/agencyd: agencyd/agencyd.o $(AGENCYD_LIB) $(COMMON_LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+agency-proxy/agency-proxy: agency-proxy/proxy.o $(PROXY_LIB) $(COMMON_LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+agency-ctl/agency-ctl: agency-ctl/agency-ctl.o $(CTL_LIB) $(COMMON_LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+regress/fakelm/fakelm: $(FAKELM_SRCS:.c=.o) $(COMMON_LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# Unit tests link the libraries; the linker takes only what they use.
+regress/unit/%_test: regress/unit/%_test.o $(AGENCYD_LIB) $(PROXY_LIB) \
+    $(COMMON_LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(shell pkg-config --libs atf-c)
+regress/unit/%_test.o: regress/unit/%_test.c
+	$(CC) $(CFLAGS) -Iagencyd -Iagency-proxy \
+	    $(shell pkg-config --cflags atf-c) -c -o $@ $<
+
+agencyd/%.o: agencyd/%.c agencyd/*.h common/*.h
+	$(CC) $(CFLAGS) -Iagencyd -c -o $@ $<
+agency-proxy/%.o: agency-proxy/%.c agency-proxy/*.h common/*.h
+	$(CC) $(CFLAGS) -Iagency-proxy -c -o $@ $<
+agency-ctl/%.o: agency-ctl/%.c common/*.h
+	$(CC) $(CFLAGS) -Iagency-ctl -c -o $@ $<
+common/%.o: common/%.c common/*.h
+	$(CC) $(CFLAGS) -c -o $@ $<
+regress/fakelm/%.o: regress/fakelm/%.c common/*.h
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+check:
+	@scripts/deps check
+	@$(MAKE) --no-print-directory all
+	@regress/run-tests
+
+demo:
+	@scripts/deps check
+	@$(MAKE) --no-print-directory all
+	@scripts/demo
+
+bench:
+	@scripts/deps bench
+	@$(MAKE) --no-print-directory all
+	@bench/run
+
+install: $(PROGS)
+	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) \
+	    $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(MANDIR)/man5 \
+	    $(DESTDIR)$(MANDIR)/man8
+	install -m 0755 agencyd/agencyd $(DESTDIR)$(SBINDIR)/agencyd
+	install -m 0755 agency-proxy/agency-proxy \
+	    $(DESTDIR)$(LIBEXECDIR)/agency-proxy
+	install -m 0755 agency-ctl/agency-ctl $(DESTDIR)$(BINDIR)/agency-ctl
+	for m in man/*.5; do [ -f "$$m" ] && \
+	    install -m 0644 "$$m" $(DESTDIR)$(MANDIR)/man5/ || :; done
+	for m in man/*.8; do [ -f "$$m" ] && \
+	    install -m 0644 "$$m" $(DESTDIR)$(MANDIR)/man8/ || :; done
+
+clean:
+	rm -f common/*.o agencyd/*.o agency-proxy/*.o agency-ctl/*.o \
+	    regress/fakelm/*.o regress/unit/*.o agencyd/parse.c \
+	    $(COMMON_LIB) $(AGENCYD_LIB) $(PROXY_LIB) $(CTL_LIB) \
+	    $(PROGS) $(TEST_PROGS)
+	rm -rf regress/.kyua
+
+.PHONY: all deps check demo bench install clean
+.SUFFIXES:

@@ -1,0 +1,142 @@
+/*
+ * The configuration shared by agencyd (which parses it) and agency-proxy
+ * (which receives the parts it needs over imsg).  Strings live in fixed
+ * arrays so a record can cross the socketpair as one exact-size payload.
+ */
+#ifndef AGENCY_CONFIG_H
+#define AGENCY_CONFIG_H
+
+#include <sys/types.h>
+#include <sys/queue.h>
+#include <sys/socket.h>
+
+#include <netinet/in.h>
+#include <stdint.h>
+
+#define AGENCY_NAME_MAX		128	/* model, runtime, alias, user; with NUL */
+#define AGENCY_PATH_MAX		1024	/* upstream, socket, probe path */
+#define AGENCY_CMD_MAX		4096	/* a command template */
+#define AGENCY_ENV_MAX		1024	/* one K=V */
+#define AGENCY_FIELD_MAX	128	/* a JSON field name in a rule */
+#define AGENCY_BODY_MAX		1024	/* a probe's request body */
+
+#define AGENCY_CONF		"/etc/agency.conf"
+#define AGENCY_SOCKET		"/run/agency.sock"
+#define AGENCY_USER		"_agency"
+#define AGENCY_MODEL_USER	"_agencym"
+
+#define DEFAULT_PORT_LO		5800
+#define DEFAULT_PORT_HI		5999
+#define DEFAULT_MAX_BODY	(16LL * 1024 * 1024)
+#define DEFAULT_LOAD_TIMEOUT	(10LL * 60 * 1000)	/* ms */
+#define DEFAULT_REQUEST_TIMEOUT	(10LL * 60 * 1000)	/* ms */
+
+enum model_kind {
+	KIND_CHAT,
+	KIND_EMBEDDING,
+	KIND_SPEECH,
+	KIND_IMAGE,
+	KIND_VISION,
+};
+
+enum stops_on_close {
+	STOPS_ALWAYS,
+	STOPS_NEVER,
+	STOPS_STREAM,		/* only when the body has "stream": true */
+};
+
+enum ready_method {
+	READY_GET,
+	READY_POST,
+};
+
+struct strent {
+	TAILQ_ENTRY(strent)	 entry;
+	char			*s;
+};
+TAILQ_HEAD(strlist, strent);
+
+struct rule_move {
+	TAILQ_ENTRY(rule_move)	 entry;
+	char			 from[AGENCY_FIELD_MAX];
+	char			 to[AGENCY_FIELD_MAX];
+};
+TAILQ_HEAD(rule_moves, rule_move);
+
+struct listen_conf {
+	TAILQ_ENTRY(listen_conf) entry;
+	struct sockaddr_storage	 ss;
+	socklen_t		 sslen;
+	char			 host[AGENCY_NAME_MAX];	/* as written */
+	in_port_t		 port;			/* host order */
+	int			 fd;			/* -1 until bound */
+};
+TAILQ_HEAD(listen_list, listen_conf);
+
+struct runtime_conf {
+	TAILQ_ENTRY(runtime_conf) entry;
+	char			 name[AGENCY_NAME_MAX];
+	char			 command[AGENCY_CMD_MAX];
+	enum ready_method	 ready_method;
+	char			 ready_path[AGENCY_PATH_MAX];
+	char			 ready_body[AGENCY_BODY_MAX];
+	enum model_kind		 kind;
+	enum stops_on_close	 stops;
+	int64_t			 max_tokens;	/* 0: no cap */
+	struct strlist		 env;		/* K=V */
+	struct strlist		 routes;	/* empty: the kind's routes */
+	struct strlist		 parts;		/* allowed content-part types */
+	struct strlist		 refuse;	/* refused fields */
+	struct rule_moves	 moves;
+	int			 line;		/* where it was defined */
+};
+TAILQ_HEAD(runtime_list, runtime_conf);
+
+struct model_conf {
+	TAILQ_ENTRY(model_conf)	 entry;
+	char			 name[AGENCY_NAME_MAX];
+	char			 runtime[AGENCY_NAME_MAX];
+	struct runtime_conf	*rt;		/* resolved after parsing */
+	char			 upstream[AGENCY_PATH_MAX];
+	int			 lazy;
+	int64_t			 memory;	/* bytes; 0: from upstream size */
+	int64_t			 idle_timeout;	/* ms; 0: never */
+	int64_t			 load_timeout;	/* ms */
+	int64_t			 max_tokens;	/* 0: the runtime's */
+	struct strlist		 aliases;
+	struct strlist		 env;
+	int			 line;
+};
+TAILQ_HEAD(model_list, model_conf);
+
+struct agency_conf {
+	struct listen_list	 listens;
+	char			 socket[AGENCY_PATH_MAX];
+	char			 rsocket[AGENCY_PATH_MAX];	/* restricted */
+	char			 user[AGENCY_NAME_MAX];
+	char			 model_user[AGENCY_NAME_MAX];
+	char			 default_model[AGENCY_NAME_MAX];
+	in_port_t		 port_lo;
+	in_port_t		 port_hi;
+	int64_t			 reserve;	/* bytes; -1: min(2G, 5%) */
+	int64_t			 budget;	/* bytes; 0: none */
+	int			 overcommit;
+	int64_t			 max_body;	/* bytes */
+	int64_t			 request_timeout;	/* ms */
+	int64_t			 load_timeout;		/* ms, default */
+	int64_t			 idle_timeout;		/* ms, default; 0 */
+	struct runtime_list	 runtimes;
+	struct model_list	 models;
+};
+
+/* config.c */
+struct agency_conf	*config_new(void);
+void			 config_free(struct agency_conf *);
+struct model_conf	*config_find_model(struct agency_conf *, const char *);
+struct runtime_conf	*config_find_runtime(struct agency_conf *,
+			    const char *);
+int			 strlist_add(struct strlist *, const char *);
+void			 strlist_clear(struct strlist *);
+int			 strlist_contains(const struct strlist *, const char *);
+
+#endif /* AGENCY_CONFIG_H */

@@ -1,0 +1,116 @@
+/*
+ * agency's own imsg: framed messages with an optional passed fd over a
+ * unix stream socket, in the shape of OpenBSD's imsg(3) API.
+ *
+ * A message is a header (type, len, peerid, pid; len counts the header)
+ * and len - IMSG_HEADER_SIZE bytes of payload.  Messages larger than
+ * MAX_IMSGSIZE are refused on both sides.
+ */
+#ifndef AGENCY_IMSG_H
+#define AGENCY_IMSG_H
+
+#include <sys/types.h>
+#include <sys/queue.h>
+#include <sys/uio.h>
+
+#include <event.h>
+#include <stdint.h>
+
+#define MAX_IMSGSIZE		16384
+#define IMSG_READ_BUFSIZE	65536
+
+struct imsg_hdr {
+	uint32_t	type;
+	uint32_t	len;		/* header included */
+	uint32_t	peerid;
+	uint32_t	pid;
+};
+#define IMSG_HEADER_SIZE	sizeof(struct imsg_hdr)
+
+/* One queued outgoing message. */
+struct ibuf {
+	TAILQ_ENTRY(ibuf)	 entry;
+	unsigned char		*buf;
+	size_t			 size;
+	size_t			 wpos;		/* bytes filled */
+	size_t			 rpos;		/* bytes written out */
+	int			 fd;		/* to pass, or -1 */
+};
+
+struct msgbuf {
+	TAILQ_HEAD(, ibuf)	 bufs;
+	uint32_t		 queued;
+	int			 fd;
+};
+
+/* Received fds waiting for the message they came with. */
+struct imsg_fd {
+	TAILQ_ENTRY(imsg_fd)	 entry;
+	int			 fd;
+};
+
+struct imsgbuf {
+	TAILQ_HEAD(, imsg_fd)	 fds;
+	unsigned char		 rbuf[IMSG_READ_BUFSIZE];
+	size_t			 rlen;		/* bytes in rbuf */
+	struct msgbuf		 w;
+	int			 fd;
+	pid_t			 pid;
+};
+
+struct imsg {
+	struct imsg_hdr		 hdr;
+	int			 fd;		/* passed with it, or -1 */
+	void			*data;		/* payload, or NULL */
+};
+
+void	 imsg_init(struct imsgbuf *, int);
+/* -1 with errno (EAGAIN when nothing to read yet), 0 at EOF, else bytes */
+ssize_t	 imsg_read(struct imsgbuf *);
+/* -1 with errno (EBADMSG, ERANGE) on a bad header, 0 none yet, else > 0 */
+ssize_t	 imsg_get(struct imsgbuf *, struct imsg *);
+int	 imsg_compose(struct imsgbuf *, uint32_t, uint32_t, pid_t, int,
+	    const void *, size_t);
+int	 imsg_composev(struct imsgbuf *, uint32_t, uint32_t, pid_t, int,
+	    const struct iovec *, int);
+/* -1 with errno on error, 0 when the peer closed, 1 after progress; a
+ * socket that would block is progress of nothing and keeps the queue. */
+int	 imsg_write(struct imsgbuf *);
+int	 imsg_flush(struct imsgbuf *);
+void	 imsg_free(struct imsg *);
+void	 imsg_clear(struct imsgbuf *);
+
+uint32_t imsg_get_type(const struct imsg *);
+uint32_t imsg_get_id(const struct imsg *);
+pid_t	 imsg_get_pid(const struct imsg *);
+size_t	 imsg_get_len(const struct imsg *);	/* payload bytes */
+int	 imsg_get_fd(struct imsg *);		/* the caller owns it */
+/* 0 when the payload is exactly that many bytes, else -1 with EBADMSG */
+int	 imsg_get_data(const struct imsg *, void *, size_t);
+/* A NUL-terminated payload that fits the buffer, else -1 with EBADMSG. */
+int	 imsg_get_string(const struct imsg *, char *, size_t);
+
+/*
+ * libevent glue, on the default base (event_init, event_set), as the
+ * daemons use it: write events are asked for only while messages are
+ * queued.  The handler is called with EV_READ and/or EV_WRITE.
+ */
+struct imsgev {
+	struct imsgbuf		 ibuf;
+	void			(*handler)(int, short, void *);
+	struct event		 ev;
+	void			*data;
+	short			 events;
+};
+
+void	 imsgev_init(struct imsgev *, int, void (*)(int, short, void *),
+	    void *);
+void	 imsgev_add(struct imsgev *);		/* (re)arm for the queue */
+void	 imsgev_clear(struct imsgev *);		/* del event, free queues */
+int	 imsgev_compose(struct imsgev *, uint32_t, uint32_t, pid_t, int,
+	    const void *, size_t);
+/* Default I/O for a handler: read or write as the event says.  Returns
+ * -1 when the channel is dead (error or EOF), else 0. */
+int	 imsgev_io(struct imsgev *, short);
+
+#endif /* AGENCY_IMSG_H */

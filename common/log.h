@@ -1,0 +1,41 @@
+/*
+ * Logging in the manner of OpenBSD's daemons: stderr in the foreground,
+ * syslog otherwise, or a hook that carries each line elsewhere (a child
+ * process sends its lines to the parent over imsg).
+ */
+#ifndef AGENCY_LOG_H
+#define AGENCY_LOG_H
+
+#include <stdarg.h>
+#include <syslog.h>
+
+#ifndef __dead
+#define __dead		__attribute__((__noreturn__))
+#endif
+
+/* Where a line goes when a hook is set: priority, then the whole line. */
+typedef void	(*log_hook_t)(int, const char *);
+
+void	log_init(int, int);
+void	log_procinit(const char *);
+void	log_setverbose(int);
+int	log_getverbose(void);
+void	log_sethook(log_hook_t);
+void	log_warn(const char *, ...)
+	    __attribute__((__format__ (printf, 1, 2)));
+void	log_warnx(const char *, ...)
+	    __attribute__((__format__ (printf, 1, 2)));
+void	log_info(const char *, ...)
+	    __attribute__((__format__ (printf, 1, 2)));
+void	log_debug(const char *, ...)
+	    __attribute__((__format__ (printf, 1, 2)));
+void	logit(int, const char *, ...)
+	    __attribute__((__format__ (printf, 2, 3)));
+void	vlog(int, const char *, va_list)
+	    __attribute__((__format__ (printf, 2, 0)));
+__dead void fatal(const char *, ...)
+	    __attribute__((__format__ (printf, 1, 2)));
+__dead void fatalx(const char *, ...)
+	    __attribute__((__format__ (printf, 1, 2)));
+
+#endif /* AGENCY_LOG_H */

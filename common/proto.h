@@ -1,0 +1,227 @@
+/*
+ * The messages between agencyd and agency-proxy over their socketpair,
+ * and between agencyd and agency-ctl over the control socket.
+ *
+ * Every payload is a fixed-size struct: the receiver takes it only when
+ * the length is exact (imsg_get_data) and every string in it is
+ * NUL-terminated inside its array (proto_strok).  agencyd treats anything
+ * else from the proxy as an attack and restarts the proxy.
+ */
+#ifndef AGENCY_PROTO_H
+#define AGENCY_PROTO_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "config.h"
+
+#define PROTO_MSG_MAX		512	/* a refusal or error message */
+#define PROTO_PROBE_BODY	500	/* bytes of a probe answer kept */
+#define PROTO_LOGLINE_MAX	1024
+
+enum imsg_type {
+	IMSG_NONE,
+
+	/* parent -> proxy: the configuration, in this order */
+	IMSG_CONF_START,	/* struct proto_conf_global */
+	IMSG_CONF_LISTEN,	/* struct proto_listen, with the socket fd */
+	IMSG_CONF_RUNTIME,	/* struct proto_runtime */
+	IMSG_CONF_ROUTE,	/* struct proto_str, of the last runtime */
+	IMSG_CONF_PART,		/* struct proto_str, of the last runtime */
+	IMSG_CONF_REFUSE,	/* struct proto_str, of the last runtime */
+	IMSG_CONF_MOVE,		/* struct proto_move, of the last runtime */
+	IMSG_CONF_MODEL,	/* struct proto_model */
+	IMSG_CONF_ALIAS,	/* struct proto_str, of the last model */
+	IMSG_CONF_END,		/* no payload: swap in the new config */
+
+	/* holds */
+	IMSG_HOLD_REQ,		/* proxy -> parent: struct proto_hold_req */
+	IMSG_HOLD_WITHDRAW,	/* proxy -> parent: struct proto_reqid */
+	IMSG_HOLD_GRANT,	/* parent -> proxy: struct proto_hold_grant */
+	IMSG_HOLD_REFUSE,	/* parent -> proxy: struct proto_hold_refuse */
+	IMSG_HOLD_RELEASE,	/* proxy -> parent: struct proto_holdid */
+
+	/* readiness probes, run by the proxy for the parent */
+	IMSG_PROBE,		/* parent -> proxy: struct proto_probe */
+	IMSG_PROBE_CANCEL,	/* parent -> proxy: struct proto_loadid */
+	IMSG_PROBE_RESULT,	/* proxy -> parent: struct proto_probe_result */
+
+	/* status for GET /v1/agency/status and agency-ctl status */
+	IMSG_STATUS_REQ,	/* struct proto_reqid */
+	IMSG_STATUS_MODEL,	/* struct proto_status, one a model */
+	IMSG_STATUS_END,	/* struct proto_reqid */
+
+	/* ending the requests in progress of one model */
+	IMSG_CANCEL,		/* either way: struct proto_cancel */
+	IMSG_CANCEL_DONE,	/* either way: struct proto_cancel */
+
+	IMSG_LOG,		/* proxy -> parent: struct proto_log */
+	IMSG_PROXY_READY,	/* proxy -> parent: serving, no payload */
+
+	/* agency-ctl <-> agencyd */
+	IMSG_CTL_LOAD,		/* struct proto_ctl_model */
+	IMSG_CTL_UNLOAD,	/* struct proto_ctl_model */
+	IMSG_CTL_CANCEL,	/* struct proto_ctl_model */
+	IMSG_CTL_RELOAD,	/* no payload */
+	IMSG_CTL_VERBOSE,	/* struct proto_ctl_verbose */
+	IMSG_CTL_LOGS,		/* struct proto_ctl_model */
+	IMSG_CTL_LOGLINE,	/* struct proto_log */
+	IMSG_CTL_OK,		/* struct proto_ctl_result */
+	IMSG_CTL_ERROR,		/* struct proto_ctl_result */
+	IMSG_CTL_INFO,		/* struct proto_ctl_result: a line to print */
+	IMSG_CTL_END,		/* no payload: the answer is complete */
+
+	IMSG_MAXTYPE
+};
+
+enum proto_refusal {
+	REFUSE_NOT_LOADED,
+	REFUSE_LOAD_FAILED,
+	REFUSE_NOT_ENOUGH_MEMORY,
+	REFUSE_STOPPING,
+	REFUSE_UNKNOWN_MODEL,	/* a race with a reload removing it */
+};
+
+enum proto_state {
+	STATE_STOPPED,
+	STATE_LOADING,
+	STATE_READY,
+	STATE_FAILED,
+};
+
+struct proto_str {
+	char		s[AGENCY_PATH_MAX];
+};
+
+struct proto_reqid {
+	uint64_t	reqid;
+};
+
+struct proto_holdid {
+	uint64_t	holdid;
+};
+
+struct proto_loadid {
+	uint64_t	loadid;
+};
+
+struct proto_conf_global {
+	int64_t		max_body;
+	int64_t		request_timeout;	/* ms */
+	uint16_t	port_lo;
+	uint16_t	port_hi;
+	char		default_model[AGENCY_NAME_MAX];
+};
+
+struct proto_listen {
+	char		host[AGENCY_NAME_MAX];
+	uint16_t	port;
+};
+
+struct proto_runtime {
+	char		name[AGENCY_NAME_MAX];
+	int32_t		kind;		/* enum model_kind */
+	int32_t		stops;		/* enum stops_on_close */
+	int64_t		max_tokens;
+};
+
+struct proto_move {
+	char		from[AGENCY_FIELD_MAX];
+	char		to[AGENCY_FIELD_MAX];
+};
+
+struct proto_model {
+	char		name[AGENCY_NAME_MAX];
+	char		runtime[AGENCY_NAME_MAX];
+	char		upstream[AGENCY_PATH_MAX];
+	char		label[AGENCY_PATH_MAX];
+	int64_t		max_tokens;	/* 0: the runtime's */
+};
+
+struct proto_hold_req {
+	uint64_t	reqid;
+	char		model[AGENCY_NAME_MAX];	/* the served name */
+};
+
+struct proto_hold_grant {
+	uint64_t	reqid;
+	uint64_t	holdid;
+	uint16_t	port;
+	char		upstream[AGENCY_PATH_MAX];
+	char		label[AGENCY_PATH_MAX];
+};
+
+struct proto_hold_refuse {
+	uint64_t	reqid;
+	int32_t		reason;		/* enum proto_refusal */
+	char		message[PROTO_MSG_MAX];
+};
+
+struct proto_probe {
+	uint64_t	loadid;
+	uint16_t	port;
+	int32_t		method;		/* enum ready_method */
+	char		path[AGENCY_PATH_MAX];
+	char		body[AGENCY_BODY_MAX];
+	char		label[AGENCY_PATH_MAX];
+};
+
+struct proto_probe_result {
+	uint64_t	loadid;
+	int32_t		ok;		/* answered 2xx */
+	int32_t		status;		/* HTTP status, 0: no answer */
+	char		body[PROTO_PROBE_BODY + 1];
+};
+
+struct proto_status {
+	uint64_t	reqid;
+	char		model[AGENCY_NAME_MAX];
+	char		runtime[AGENCY_NAME_MAX];
+	int32_t		state;		/* enum proto_state */
+	int32_t		lazy;
+	char		error[PROTO_MSG_MAX];
+	uint32_t	in_progress;
+	int64_t		last_used;	/* ms since the epoch; -1: never */
+	int32_t		pid;		/* 0: none */
+	uint16_t	port;		/* 0: none */
+	int64_t		need;		/* bytes */
+	uint64_t	requests;
+	uint64_t	loads;
+	uint64_t	restarts;
+	int64_t		loaded_at;	/* ms since the epoch; -1: never */
+};
+
+struct proto_cancel {
+	uint64_t	reqid;
+	char		model[AGENCY_NAME_MAX];
+	uint32_t	cancelled;
+};
+
+struct proto_log {
+	int32_t		pri;
+	char		line[PROTO_LOGLINE_MAX];
+};
+
+struct proto_ctl_model {
+	char		model[AGENCY_NAME_MAX];
+	int32_t		wait;		/* load: answer when ready */
+};
+
+struct proto_ctl_verbose {
+	int32_t		verbose;
+};
+
+struct proto_ctl_result {
+	char		message[PROTO_MSG_MAX];
+};
+
+/* Whether every string array in a payload ends inside itself. */
+static inline int
+proto_strok(const char *s, size_t size)
+{
+	return (memchr(s, '\0', size) != NULL);
+}
+
+#define PROTO_STROK(a)	proto_strok((a), sizeof(a))
+
+#endif /* AGENCY_PROTO_H */
