@@ -2,9 +2,18 @@
  * agency's own imsg: framed messages with an optional passed fd over a
  * unix stream socket, in the shape of OpenBSD's imsg(3) API.
  *
- * A message is a header (type, len, peerid, pid; len counts the header)
- * and len - IMSG_HEADER_SIZE bytes of payload.  Messages larger than
- * MAX_IMSGSIZE are refused on both sides.
+ * A message is a header (type, len, peerid, pid, flags; len counts the
+ * header) and len - IMSG_HEADER_SIZE bytes of payload.  Messages larger
+ * than MAX_IMSGSIZE are refused on both sides.
+ *
+ * Passed fds: the sender sets IMSGF_HASFD and sends the fd with the
+ * first byte of its message, one fd a sendmsg.  The receiver queues fds
+ * in arrival order and each IMSGF_HASFD message takes the oldest.  A
+ * flagged message without a queued fd, an fd no message claims, or an
+ * unknown flag is a broken peer: imsg_get fails with EBADMSG.
+ *
+ * imsg_init leaves the socket's mode alone: on a blocking socket
+ * imsg_read and imsg_write block.  imsgev_init makes it non-blocking.
  */
 #ifndef AGENCY_IMSG_H
 #define AGENCY_IMSG_H
@@ -24,8 +33,10 @@ struct imsg_hdr {
 	uint32_t	len;		/* header included */
 	uint32_t	peerid;
 	uint32_t	pid;
+	uint32_t	flags;		/* IMSGF_* */
 };
 #define IMSG_HEADER_SIZE	sizeof(struct imsg_hdr)
+#define IMSGF_HASFD		0x1	/* an fd came with the first byte */
 
 /* One queued outgoing message. */
 struct ibuf {
@@ -52,7 +63,8 @@ struct imsg_fd {
 struct imsgbuf {
 	TAILQ_HEAD(, imsg_fd)	 fds;
 	unsigned char		 rbuf[IMSG_READ_BUFSIZE];
-	size_t			 rlen;		/* bytes in rbuf */
+	size_t			 roff;		/* first byte not handed out */
+	size_t			 rlen;		/* bytes in rbuf, from 0 */
 	struct msgbuf		 w;
 	int			 fd;
 	pid_t			 pid;
@@ -65,10 +77,16 @@ struct imsg {
 };
 
 void	 imsg_init(struct imsgbuf *, int);
-/* -1 with errno (EAGAIN when nothing to read yet), 0 at EOF, else bytes */
+/* -1 with errno (EAGAIN when nothing to read yet, ENOBUFS when the read
+ * buffer is full because imsg_get was not called), 0 at EOF, else bytes */
 ssize_t	 imsg_read(struct imsgbuf *);
-/* -1 with errno (EBADMSG, ERANGE) on a bad header, 0 none yet, else > 0 */
+/* -1 with EBADMSG for a broken peer (bad length, flags or fds: drop it),
+ * 0 when no whole message is buffered yet, else the message's len */
 ssize_t	 imsg_get(struct imsgbuf *, struct imsg *);
+/* 1 when queued, -1 with errno (ERANGE when over MAX_IMSGSIZE).  A pid
+ * of 0 sends our own (getpid() at imsg_init).
+ * The fd (or -1) is the buffer's on success and closed once sent; on
+ * failure it stays the caller's. */
 int	 imsg_compose(struct imsgbuf *, uint32_t, uint32_t, pid_t, int,
 	    const void *, size_t);
 int	 imsg_composev(struct imsgbuf *, uint32_t, uint32_t, pid_t, int,
@@ -76,9 +94,11 @@ int	 imsg_composev(struct imsgbuf *, uint32_t, uint32_t, pid_t, int,
 /* -1 with errno on error, 0 when the peer closed, 1 after progress; a
  * socket that would block is progress of nothing and keeps the queue. */
 int	 imsg_write(struct imsgbuf *);
+/* Write until the queue is empty, polling while the socket is full:
+ * 0, or -1 with errno (EPIPE when the peer closed). */
 int	 imsg_flush(struct imsgbuf *);
-void	 imsg_free(struct imsg *);
-void	 imsg_clear(struct imsgbuf *);
+void	 imsg_free(struct imsg *);		/* closes an fd not taken */
+void	 imsg_clear(struct imsgbuf *);		/* drops queues, closes fds */
 
 uint32_t imsg_get_type(const struct imsg *);
 uint32_t imsg_get_id(const struct imsg *);
@@ -87,13 +107,18 @@ size_t	 imsg_get_len(const struct imsg *);	/* payload bytes */
 int	 imsg_get_fd(struct imsg *);		/* the caller owns it */
 /* 0 when the payload is exactly that many bytes, else -1 with EBADMSG */
 int	 imsg_get_data(const struct imsg *, void *, size_t);
-/* A NUL-terminated payload that fits the buffer, else -1 with EBADMSG. */
+/* 0 when the payload fits the buffer and holds a NUL (the string ends at
+ * the first one), else -1 with EBADMSG. */
 int	 imsg_get_string(const struct imsg *, char *, size_t);
 
 /*
- * libevent glue, on the default base (event_init, event_set), as the
+ * libevent glue, on the default base (call event_init first), as the
  * daemons use it: write events are asked for only while messages are
- * queued.  The handler is called with EV_READ and/or EV_WRITE.
+ * queued.  The handler is called with EV_READ and/or EV_WRITE and the
+ * data given to imsgev_init (pass the imsgev or what holds it).  The
+ * event is not persistent: imsgev_io and imsgev_compose re-arm it, and
+ * a handler that composes with imsg_compose calls imsgev_add.
+ * imsgev_clear does not close the socket; its owner does.
  */
 struct imsgev {
 	struct imsgbuf		 ibuf;
