@@ -19,7 +19,7 @@ PROXY_PATH ?=	$(LIBEXECDIR)/agency-proxy
 WARN =		-Wall -Wextra -Wstrict-prototypes -Wmissing-prototypes \
 		-Wshadow -Wpointer-arith -Wcast-qual -Wsign-compare -Werror
 CFLAGS ?=	-O2 -g
-CFLAGS +=	$(WARN) -std=gnu11 -Icommon \
+CFLAGS +=	$(WARN) -std=gnu11 -D_GNU_SOURCE -Icommon \
 		$(shell pkg-config --cflags $(PKGS) 2>/dev/null) \
 		-DPROXY_PATH=\"$(PROXY_PATH)\"
 LDLIBS +=	$(shell pkg-config --libs $(PKGS) 2>/dev/null)
@@ -31,7 +31,8 @@ endif
 
 COMMON_SRCS =	$(wildcard common/*.c)
 AGENCYD_SRCS =	$(filter-out agencyd/agencyd.c agencyd/parse.c, \
-		    $(wildcard agencyd/*.c)) agencyd/parse.c
+		    $(wildcard agencyd/*.c)) \
+		$(patsubst %.y,%.c,$(wildcard agencyd/parse.y))
 PROXY_SRCS =	$(filter-out agency-proxy/proxy.c, \
 		    $(wildcard agency-proxy/*.c))
 CTL_SRCS =	$(filter-out agency-ctl/agency-ctl.c, \
