@@ -1,0 +1,189 @@
+/*
+ * The pool: one record per served model, its state, its holds, and the
+ * one queue on which every change of state runs (see DESIGN.md, "The
+ * pool").  It is a pure state machine: every effect (spawning, signals,
+ * readiness probes, the clock, timers, memory, logging, answers) goes
+ * through struct pool_ops, so that the tests drive it with fake ones.
+ *
+ * Callbacks may read (pool_count, pool_status, pool_plan) but must not
+ * otherwise call back into the pool, with two exceptions: spawn may
+ * answer with pool_spawned from within, and the done callbacks of
+ * pool_load, pool_unload and pool_stop_all may call anything.  kill and
+ * probe must answer later (from the event loop), never from within.
+ */
+#ifndef AGENCY_POOL_H
+#define AGENCY_POOL_H
+
+#include <sys/types.h>
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "proto.h"
+
+#define POOL_STOP_GRACE		5000		/* ms, SIGTERM to SIGKILL */
+#define POOL_EXIT_GRACE		250		/* ms, an exit before stop-all */
+#define POOL_BACKOFF_MIN	1000		/* ms, first restart */
+#define POOL_BACKOFF_MAX	(5 * 60 * 1000)	/* ms */
+#define POOL_BACKOFF_RESET	(5 * 60 * 1000)	/* ms ready: backoff resets */
+#define POOL_REPROBE		250		/* ms, after a probe gave up */
+#define POOL_GIB		(1024LL * 1024 * 1024)
+
+/* What is fixed about a served model. */
+struct pool_plan {
+	char		 name[AGENCY_NAME_MAX];
+	char		 upstream[AGENCY_PATH_MAX];
+	char		 label[AGENCY_PATH_MAX];	/* in messages */
+	int		 lazy;
+	int64_t		 need;		/* bytes */
+	int64_t		 idle_timeout;	/* ms; 0: never (lazy only) */
+	int64_t		 load_timeout;	/* ms; 0: never */
+	void		*arg;		/* the caller's (its model_conf) */
+};
+
+struct pool_settings {
+	int64_t		 reserve;	/* bytes; -1: min(2 GiB, 5% of total) */
+	int64_t		 budget;	/* bytes; 0: none */
+	int		 overcommit;
+	uint16_t	 port_lo;
+	uint16_t	 port_hi;
+};
+
+/* Also defined by memory.h; whichever header comes first defines it. */
+#ifndef MEM_SNAPSHOT_DEFINED
+#define MEM_SNAPSHOT_DEFINED
+struct mem_snapshot {
+	int64_t		available;	/* bytes */
+	int64_t		total;		/* bytes */
+};
+#endif
+
+struct pool_ops {
+	/* Start the process for a load on port; answer with pool_spawned,
+	 * later or from within. */
+	void	 (*spawn)(void *, const struct pool_plan *, uint64_t spawnid,
+		    uint16_t port);
+	/* 1 when nothing listens on port. */
+	int	 (*port_free)(void *, uint16_t port);
+	/* Signal a process group. */
+	void	 (*kill)(void *, pid_t pgid, int sig);
+	/* Ask the proxy to probe port; answer with pool_probe_result. */
+	void	 (*probe)(void *, const struct pool_plan *, uint64_t loadid,
+		    uint16_t port);
+	void	 (*probe_cancel)(void *, uint64_t loadid);
+	int64_t	 (*now)(void *);		/* ms since the epoch */
+	void	*(*timer_add)(void *, int64_t ms, void (*)(void *), void *);
+	void	 (*timer_del)(void *, void *);	/* never for a fired one */
+	int	 (*memory)(void *, struct mem_snapshot *);	/* -1: unknown */
+	void	 (*log)(void *, int pri, const char *line);
+	void	 (*granted)(void *, uint64_t reqid, uint64_t holdid,
+		    const struct pool_plan *, uint16_t port);
+	void	 (*refused)(void *, uint64_t reqid, int reason,
+		    const char *message);
+	/* A record changed state. */
+	void	 (*changed)(void *, const struct pool_plan *);
+};
+
+/* Counters for metrics. */
+struct pool_stats {
+	uint64_t	 grants;
+	uint64_t	 refusals;
+	uint64_t	 evictions;
+	uint64_t	 load_failures;
+	uint64_t	 deaths;	/* exits the pool did not cause */
+	uint64_t	 idle_unloads;
+};
+
+/* One record as the eviction candidate sees it. */
+struct pool_view {
+	enum proto_state state;
+	int		 lazy;
+	uint32_t	 in_progress;
+	int64_t		 last_used;	/* -1: never */
+};
+
+struct pool;
+
+typedef void	(*pool_load_cb)(void *, int ok, const char *err);
+typedef void	(*pool_done_cb)(void *);
+
+/* A pool with no models; the settings are copied. */
+struct pool	*pool_new(const struct pool_ops *, void *,
+		    const struct pool_settings *);
+/* Free everything without signalling or answering anyone. */
+void		 pool_free(struct pool *);
+/* Add a served model (the plan is copied), in config order; -1 when the
+ * name is taken or out of memory. */
+int		 pool_add(struct pool *, const struct pool_plan *);
+/* Queue a load of every model that is not lazy, in config order. */
+void		 pool_start(struct pool *);
+
+/* Hold a model for request reqid of owner: answered with granted or
+ * refused, possibly before returning.  A lazy model is loaded first; a
+ * loading one is waited for. */
+void		 pool_acquire(struct pool *, const char *, uint64_t reqid,
+		    uint32_t owner);
+/* The client of a waiting request left: it is never granted or refused;
+ * the load goes on. */
+void		 pool_withdraw(struct pool *, uint64_t reqid, uint32_t owner);
+/* Release a hold; -1 (nothing changed) when owner holds no such hold,
+ * which includes a second release of the same hold. */
+int		 pool_release(struct pool *, uint64_t holdid, uint32_t owner);
+/* Owner is gone: release all its holds and forget its waiting requests. */
+void		 pool_release_owner(struct pool *, uint32_t owner);
+
+/* Warm a model, clearing an explicit unload; cb (may be NULL) when it is
+ * ready or the load failed, at once when it is ready already.  -1 for
+ * an unknown model. */
+int		 pool_load(struct pool *, const char *, pool_load_cb, void *);
+/* Unload a model until the next pool_load: a load in progress is ended
+ * (its waiters get load-failed); done (may be NULL) after the exit.  -1
+ * for an unknown model. */
+int		 pool_unload(struct pool *, const char *, pool_done_cb, void *);
+/* Refuse everything from now on, SIGTERM every process group, SIGKILL
+ * after POOL_STOP_GRACE; done once every process has been reaped. */
+void		 pool_stop_all(struct pool *, pool_done_cb, void *);
+/* Whether pool_stop_all was called. */
+int		 pool_stopping(struct pool *);
+
+/* The answer to ops->spawn: pid > 0, or err. */
+void		 pool_spawned(struct pool *, uint64_t spawnid, pid_t,
+		    const char *err);
+/* The answer to ops->probe: ok, or the status and the start of the body
+ * of a wrong answer; status 0 (no answer: the prober gave up) asks again
+ * after POOL_REPROBE, within the load timeout. */
+void		 pool_probe_result(struct pool *, uint64_t loadid, int ok,
+		    int status, const char *body);
+/* A reaped child; addr_in_use: its output said its port was taken.
+ * Unknown pids are ignored. */
+void		 pool_child_exited(struct pool *, pid_t, int wstatus,
+		    int addr_in_use);
+
+/* The number of models, and the status of the i-th in config order
+ * (model, state, lazy, error, in_progress, last_used, pid, port, need,
+ * requests, loads, restarts, loaded_at; reqid and runtime are the
+ * caller's); -1 when i is out of range. */
+size_t		 pool_count(struct pool *);
+int		 pool_status(struct pool *, size_t, struct proto_status *);
+/* A model's plan, or NULL. */
+const struct pool_plan *pool_plan(struct pool *, const char *);
+/* The counters since pool_new. */
+void		 pool_stats(struct pool *, struct pool_stats *);
+
+/*
+ * Pure decisions, exported for the tests.
+ */
+/* The reserve: setting when >= 0, else min(2 GiB, 5% of total). */
+int64_t		 pool_reserve(int64_t setting, int64_t total);
+/* 1 when need fits: available >= need + reserve (mem NULL: unknown, not
+ * checked) and, with a budget, committed + need <= budget. */
+int		 pool_fits(const struct mem_snapshot *, int64_t reserve,
+		    int64_t budget, int64_t committed, int64_t need);
+/* The index of the ready, idle, lazy view used least recently (the first
+ * among equals), or -1. */
+ssize_t		 pool_eviction_candidate(const struct pool_view *, size_t);
+/* "exited with N" or "was killed by SIGNAME". */
+void		 pool_describe_exit(int wstatus, char *, size_t);
+
+#endif /* AGENCY_POOL_H */

@@ -1,0 +1,1416 @@
+/*
+ * The pool driven by fake operations: a clock advanced by hand, timers
+ * fired when it passes them, spawns, signals and probes recorded and
+ * answered by the test.  No processes, no sockets, no sleeping.
+ */
+#include <sys/types.h>
+#include <sys/wait.h>
+
+#include <atf-c.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+
+#include "pool.h"
+
+#define GIB	POOL_GIB
+#define NREC	256
+
+struct ftimer {
+	int		 used;
+	int64_t		 at;
+	void		 (*fn)(void *);
+	void		*arg;
+};
+
+struct fcall {
+	char		 name[AGENCY_NAME_MAX];
+	uint64_t	 id;
+	uint16_t	 port;
+};
+
+struct fkill {
+	pid_t		 pid;
+	int		 sig;
+};
+
+struct fgrant {
+	uint64_t	 reqid;
+	uint64_t	 holdid;
+	char		 name[AGENCY_NAME_MAX];
+	uint16_t	 port;
+};
+
+struct frefusal {
+	uint64_t	 reqid;
+	int		 reason;
+	char		 msg[PROTO_MSG_MAX];
+};
+
+struct flog {
+	int		 pri;
+	char		 line[PROTO_LOGLINE_MAX];
+};
+
+static struct fake {
+	struct pool		*p;
+	int64_t			 now;
+	struct ftimer		 timers[NREC];
+	struct fcall		 spawns[NREC];
+	size_t			 nspawns;
+	struct fkill		 kills[NREC];
+	size_t			 nkills;
+	struct fcall		 probes[NREC];
+	size_t			 nprobes;
+	uint64_t		 cancels[NREC];
+	size_t			 ncancels;
+	struct fgrant		 grants[NREC];
+	size_t			 ngrants;
+	struct frefusal		 refusals[NREC];
+	size_t			 nrefusals;
+	struct flog		 logs[NREC];
+	size_t			 nlogs;
+	uint16_t		 busy_port;
+	struct mem_snapshot	 mem;
+	int			 sync_spawn;	/* answer from within spawn */
+	pid_t			 next_pid;
+	int			 dones;
+	int			 load_ok;
+	char			 load_err[PROTO_MSG_MAX];
+} F;
+
+static void
+f_spawn(void *ctx, const struct pool_plan *plan, uint64_t id, uint16_t port)
+{
+	struct fcall	*c;
+
+	(void)ctx;
+	ATF_REQUIRE(F.nspawns < NREC);
+	c = &F.spawns[F.nspawns++];
+	strlcpy(c->name, plan->name, sizeof(c->name));
+	c->id = id;
+	c->port = port;
+	if (F.sync_spawn)
+		pool_spawned(F.p, id, F.next_pid++, NULL);
+}
+
+static int
+f_port_free(void *ctx, uint16_t port)
+{
+	(void)ctx;
+	return (port != F.busy_port);
+}
+
+static void
+f_kill(void *ctx, pid_t pid, int sig)
+{
+	(void)ctx;
+	ATF_REQUIRE(F.nkills < NREC);
+	F.kills[F.nkills].pid = pid;
+	F.kills[F.nkills++].sig = sig;
+}
+
+static void
+f_probe(void *ctx, const struct pool_plan *plan, uint64_t id, uint16_t port)
+{
+	struct fcall	*c;
+
+	(void)ctx;
+	ATF_REQUIRE(F.nprobes < NREC);
+	c = &F.probes[F.nprobes++];
+	strlcpy(c->name, plan->name, sizeof(c->name));
+	c->id = id;
+	c->port = port;
+}
+
+static void
+f_probe_cancel(void *ctx, uint64_t id)
+{
+	(void)ctx;
+	ATF_REQUIRE(F.ncancels < NREC);
+	F.cancels[F.ncancels++] = id;
+}
+
+static int64_t
+f_now(void *ctx)
+{
+	(void)ctx;
+	return (F.now);
+}
+
+static void *
+f_timer_add(void *ctx, int64_t ms, void (*fn)(void *), void *arg)
+{
+	size_t	 i;
+
+	(void)ctx;
+	for (i = 0; i < NREC; i++) {
+		if (!F.timers[i].used) {
+			F.timers[i].used = 1;
+			F.timers[i].at = F.now + ms;
+			F.timers[i].fn = fn;
+			F.timers[i].arg = arg;
+			return (&F.timers[i]);
+		}
+	}
+	atf_tc_fail("out of fake timers");
+	return (NULL);
+}
+
+static void
+f_timer_del(void *ctx, void *t)
+{
+	struct ftimer	*ft = t;
+
+	(void)ctx;
+	ATF_REQUIRE(ft->used);
+	ft->used = 0;
+}
+
+static int
+f_memory(void *ctx, struct mem_snapshot *m)
+{
+	(void)ctx;
+	*m = F.mem;
+	return (0);
+}
+
+static void
+f_log(void *ctx, int pri, const char *line)
+{
+	(void)ctx;
+	if (F.nlogs < NREC) {
+		F.logs[F.nlogs].pri = pri;
+		strlcpy(F.logs[F.nlogs++].line, line, PROTO_LOGLINE_MAX);
+	}
+}
+
+static void
+f_granted(void *ctx, uint64_t reqid, uint64_t holdid,
+    const struct pool_plan *plan, uint16_t port)
+{
+	struct fgrant	*g;
+
+	(void)ctx;
+	ATF_REQUIRE(F.ngrants < NREC);
+	g = &F.grants[F.ngrants++];
+	g->reqid = reqid;
+	g->holdid = holdid;
+	strlcpy(g->name, plan->name, sizeof(g->name));
+	g->port = port;
+}
+
+static void
+f_refused(void *ctx, uint64_t reqid, int reason, const char *msg)
+{
+	struct frefusal	*r;
+
+	(void)ctx;
+	ATF_REQUIRE(F.nrefusals < NREC);
+	r = &F.refusals[F.nrefusals++];
+	r->reqid = reqid;
+	r->reason = reason;
+	strlcpy(r->msg, msg, sizeof(r->msg));
+}
+
+static void
+f_changed(void *ctx, const struct pool_plan *plan)
+{
+	(void)ctx;
+	(void)plan;
+}
+
+static const struct pool_ops fops = {
+	.spawn = f_spawn,
+	.port_free = f_port_free,
+	.kill = f_kill,
+	.probe = f_probe,
+	.probe_cancel = f_probe_cancel,
+	.now = f_now,
+	.timer_add = f_timer_add,
+	.timer_del = f_timer_del,
+	.memory = f_memory,
+	.log = f_log,
+	.granted = f_granted,
+	.refused = f_refused,
+	.changed = f_changed,
+};
+
+static void
+done_cb(void *arg)
+{
+	(void)arg;
+	F.dones++;
+}
+
+static void
+load_cb(void *arg, int ok, const char *err)
+{
+	(void)arg;
+	F.dones++;
+	F.load_ok = ok;
+	strlcpy(F.load_err, err != NULL ? err : "", sizeof(F.load_err));
+}
+
+static struct pool *
+setup_with(int64_t reserve, int64_t budget, int overcommit)
+{
+	struct pool_settings	 set;
+
+	memset(&F, 0, sizeof(F));
+	F.now = 1000000;
+	F.mem.available = 64 * GIB;
+	F.mem.total = 128 * GIB;
+	F.next_pid = 1000;
+	memset(&set, 0, sizeof(set));
+	set.reserve = reserve;
+	set.budget = budget;
+	set.overcommit = overcommit;
+	set.port_lo = 5800;
+	set.port_hi = 5809;
+	F.p = pool_new(&fops, NULL, &set);
+	ATF_REQUIRE(F.p != NULL);
+	return (F.p);
+}
+
+static struct pool *
+setup(void)
+{
+	return (setup_with(0, 0, 0));
+}
+
+static void
+model(const char *name, int lazy, int64_t need)
+{
+	struct pool_plan	 plan;
+
+	memset(&plan, 0, sizeof(plan));
+	strlcpy(plan.name, name, sizeof(plan.name));
+	strlcpy(plan.upstream, name, sizeof(plan.upstream));
+	snprintf(plan.label, sizeof(plan.label), "server for %s", name);
+	plan.lazy = lazy;
+	plan.need = need;
+	plan.load_timeout = 600000;
+	ATF_REQUIRE_EQ(pool_add(F.p, &plan), 0);
+}
+
+/* Move the clock to now + ms, firing the timers it passes, in order. */
+static void
+advance(int64_t ms)
+{
+	int64_t		 end = F.now + ms;
+	struct ftimer	*t;
+	size_t		 i;
+
+	for (;;) {
+		t = NULL;
+		for (i = 0; i < NREC; i++)
+			if (F.timers[i].used && F.timers[i].at <= end &&
+			    (t == NULL || F.timers[i].at < t->at))
+				t = &F.timers[i];
+		if (t == NULL)
+			break;
+		if (t->at > F.now)
+			F.now = t->at;
+		t->used = 0;
+		t->fn(t->arg);
+	}
+	F.now = end;
+}
+
+static void
+spawned(size_t i, pid_t pid)
+{
+	ATF_REQUIRE(i < F.nspawns);
+	pool_spawned(F.p, F.spawns[i].id, pid, NULL);
+}
+
+static void
+probed_last(void)
+{
+	ATF_REQUIRE(F.nprobes > 0);
+	pool_probe_result(F.p, F.probes[F.nprobes - 1].id, 1, 200, "{}");
+}
+
+static void
+exited(pid_t pid, int code)
+{
+	pool_child_exited(F.p, pid, W_EXITCODE(code, 0), 0);
+}
+
+static void
+signalled(pid_t pid, int sig)
+{
+	pool_child_exited(F.p, pid, W_EXITCODE(0, sig), 0);
+}
+
+static void
+status(const char *name, struct proto_status *st)
+{
+	size_t	 i;
+
+	for (i = 0; i < pool_count(F.p); i++) {
+		ATF_REQUIRE_EQ(pool_status(F.p, i, st), 0);
+		if (strcmp(st->model, name) == 0)
+			return;
+	}
+	atf_tc_fail("no model %s", name);
+}
+
+static int
+state(const char *name)
+{
+	struct proto_status	 st;
+
+	status(name, &st);
+	return (st.state);
+}
+
+static uint32_t
+in_progress(const char *name)
+{
+	struct proto_status	 st;
+
+	status(name, &st);
+	return (st.in_progress);
+}
+
+static int
+killed_with(pid_t pid, int sig)
+{
+	size_t	 i;
+	int	 n = 0;
+
+	for (i = 0; i < F.nkills; i++)
+		if (F.kills[i].pid == pid && F.kills[i].sig == sig)
+			n++;
+	return (n);
+}
+
+static int
+logged(int pri, const char *s)
+{
+	size_t	 i;
+
+	for (i = 0; i < F.nlogs; i++)
+		if ((pri == -1 || F.logs[i].pri == pri) &&
+		    strstr(F.logs[i].line, s) != NULL)
+			return (1);
+	return (0);
+}
+
+/* Load a model to ready with process pid. */
+static void
+bring_up(const char *name, pid_t pid)
+{
+	size_t	 n = F.nspawns;
+
+	ATF_REQUIRE_EQ(pool_load(F.p, name, NULL, NULL), 0);
+	ATF_REQUIRE_EQ(F.nspawns, n + 1);
+	spawned(n, pid);
+	probed_last();
+	ATF_REQUIRE_EQ(state(name), STATE_READY);
+}
+
+/* Acquire a ready model, returning the hold id. */
+static uint64_t
+hold(const char *name, uint64_t reqid, uint32_t owner)
+{
+	size_t	 n = F.ngrants;
+
+	pool_acquire(F.p, name, reqid, owner);
+	ATF_REQUIRE_EQ(F.ngrants, n + 1);
+	return (F.grants[n].holdid);
+}
+
+ATF_TC_WITHOUT_HEAD(one_process_for_two_waits);
+ATF_TC_BODY(one_process_for_two_waits, tc)
+{
+	struct proto_status	 st;
+
+	setup();
+	model("a", 1, GIB);
+	pool_acquire(F.p, "a", 1, 7);
+	pool_acquire(F.p, "a", 2, 7);
+	ATF_REQUIRE_EQ(pool_load(F.p, "a", load_cb, NULL), 0);
+	ATF_REQUIRE_EQ(pool_load(F.p, "a", load_cb, NULL), 0);
+	ATF_REQUIRE_EQ(F.nspawns, 1);
+	ATF_REQUIRE_EQ(state("a"), STATE_LOADING);
+	spawned(0, 100);
+	ATF_REQUIRE_EQ(F.nprobes, 1);
+	ATF_REQUIRE_EQ(F.probes[0].port, F.spawns[0].port);
+	ATF_REQUIRE_EQ(F.ngrants, 0);
+	probed_last();
+	ATF_REQUIRE_EQ(F.nspawns, 1);
+	ATF_REQUIRE_EQ(F.ngrants, 2);
+	ATF_REQUIRE_EQ(F.grants[0].reqid, 1);
+	ATF_REQUIRE_EQ(F.grants[1].reqid, 2);
+	ATF_REQUIRE_EQ(F.grants[0].port, F.spawns[0].port);
+	ATF_REQUIRE_EQ(F.dones, 2);
+	ATF_REQUIRE_EQ(F.load_ok, 1);
+	status("a", &st);
+	ATF_REQUIRE_EQ(st.state, STATE_READY);
+	ATF_REQUIRE_EQ(st.pid, 100);
+	ATF_REQUIRE_EQ(st.in_progress, 2);
+	ATF_REQUIRE_EQ(st.requests, 2);
+	ATF_REQUIRE_EQ(st.loads, 1);
+	/* Ready: the next one is granted at once, and a load is done. */
+	hold("a", 3, 7);
+	pool_load(F.p, "a", load_cb, NULL);
+	ATF_REQUIRE_EQ(F.dones, 3);
+	ATF_REQUIRE_EQ(F.nspawns, 1);
+	pool_free(F.p);
+}
+
+ATF_TC_WITHOUT_HEAD(loads_one_at_a_time);
+ATF_TC_BODY(loads_one_at_a_time, tc)
+{
+	setup();
+	model("a", 1, GIB);
+	model("b", 1, GIB);
+	pool_acquire(F.p, "a", 1, 7);
+	pool_acquire(F.p, "b", 2, 7);
+	ATF_REQUIRE_EQ(F.nspawns, 1);
+	ATF_REQUIRE_STREQ(F.spawns[0].name, "a");
+	ATF_REQUIRE_EQ(state("b"), STATE_LOADING);
+	spawned(0, 100);
+	ATF_REQUIRE_EQ(F.nspawns, 1);
+	probed_last();
+	ATF_REQUIRE_EQ(F.nspawns, 2);
+	ATF_REQUIRE_STREQ(F.spawns[1].name, "b");
+	ATF_REQUIRE(F.spawns[1].port != F.spawns[0].port);
+	spawned(1, 200);
+	probed_last();
+	ATF_REQUIRE_EQ(F.ngrants, 2);
+	ATF_REQUIRE_STREQ(F.grants[1].name, "b");
+	pool_free(F.p);
+}
+
+ATF_TC_WITHOUT_HEAD(second_release);
+ATF_TC_BODY(second_release, tc)
+{
+	uint64_t	 h1, h2;
+
+	setup();
+	model("a", 1, GIB);
+	bring_up("a", 100);
+	h1 = hold("a", 1, 7);
+	h2 = hold("a", 2, 7);
+	ATF_REQUIRE_EQ(in_progress("a"), 2);
+	/* Another owner's hold is not this owner's to release. */
+	ATF_REQUIRE_EQ(pool_release(F.p, h1, 8), -1);
+	ATF_REQUIRE_EQ(in_progress("a"), 2);
+	ATF_REQUIRE_EQ(pool_release(F.p, h1, 7), 0);
+	ATF_REQUIRE_EQ(in_progress("a"), 1);
+	ATF_REQUIRE_EQ(pool_release(F.p, h1, 7), -1);
+	ATF_REQUIRE_EQ(in_progress("a"), 1);
+	ATF_REQUIRE_EQ(pool_release(F.p, 999, 7), -1);
+	ATF_REQUIRE_EQ(pool_release(F.p, h2, 7), 0);
+	ATF_REQUIRE_EQ(in_progress("a"), 0);
+	ATF_REQUIRE_EQ(pool_release(F.p, h2, 7), -1);
+	ATF_REQUIRE_EQ(in_progress("a"), 0);
+	pool_free(F.p);
+}
+
+ATF_TC_WITHOUT_HEAD(hold_stamps_last_used);
+ATF_TC_BODY(hold_stamps_last_used, tc)
+{
+	struct proto_status	 st;
+	uint64_t		 h;
+
+	setup();
+	model("a", 1, GIB);
+	status("a", &st);
+	ATF_REQUIRE_EQ(st.last_used, -1);
+	bring_up("a", 100);
+	advance(1000);
+	h = hold("a", 1, 7);
+	status("a", &st);
+	ATF_REQUIRE_EQ(st.last_used, F.now);
+	advance(1000);
+	ATF_REQUIRE_EQ(pool_release(F.p, h, 7), 0);
+	status("a", &st);
+	ATF_REQUIRE_EQ(st.last_used, F.now);
+	pool_free(F.p);
+}
+
+ATF_TC_WITHOUT_HEAD(reload_gets_new_port);
+ATF_TC_BODY(reload_gets_new_port, tc)
+{
+	uint16_t	 first;
+
+	setup();
+	model("a", 1, GIB);
+	bring_up("a", 100);
+	first = F.spawns[0].port;
+	ATF_REQUIRE_EQ(pool_unload(F.p, "a", done_cb, NULL), 0);
+	ATF_REQUIRE_EQ(state("a"), STATE_STOPPED);
+	ATF_REQUIRE_EQ(killed_with(100, SIGTERM), 1);
+	ATF_REQUIRE_EQ(F.dones, 0);
+	signalled(100, SIGTERM);
+	ATF_REQUIRE_EQ(F.dones, 1);
+	bring_up("a", 101);
+	ATF_REQUIRE(F.spawns[1].port != first);
+	pool_free(F.p);
+}
+
+ATF_TC_WITHOUT_HEAD(unload_during_load);
+ATF_TC_BODY(unload_during_load, tc)
+{
+	setup();
+	model("a", 1, GIB);
+	pool_acquire(F.p, "a", 1, 7);
+	spawned(0, 100);
+	ATF_REQUIRE_EQ(pool_unload(F.p, "a", done_cb, NULL), 0);
+	ATF_REQUIRE_EQ(killed_with(100, SIGTERM), 1);
+	ATF_REQUIRE_EQ(F.ncancels, 1);
+	ATF_REQUIRE_EQ(F.cancels[0], F.probes[0].id);
+	ATF_REQUIRE_EQ(F.nrefusals, 0);
+	signalled(100, SIGTERM);
+	ATF_REQUIRE_EQ(F.nrefusals, 1);
+	ATF_REQUIRE_EQ(F.refusals[0].reqid, 1);
+	ATF_REQUIRE_EQ(F.refusals[0].reason, REFUSE_LOAD_FAILED);
+	ATF_REQUIRE_STREQ(F.refusals[0].msg,
+	    "server for a was killed by SIGTERM before it was ready");
+	ATF_REQUIRE_EQ(F.dones, 1);
+	ATF_REQUIRE_EQ(state("a"), STATE_STOPPED);
+	ATF_REQUIRE_EQ(F.ngrants, 0);
+	pool_free(F.p);
+}
+
+ATF_TC_WITHOUT_HEAD(unload_before_spawn);
+ATF_TC_BODY(unload_before_spawn, tc)
+{
+	setup();
+	model("a", 1, GIB);
+	model("b", 1, GIB);
+	pool_acquire(F.p, "a", 1, 7);
+	pool_acquire(F.p, "b", 2, 7);
+	ATF_REQUIRE_EQ(F.nspawns, 1);
+	pool_unload(F.p, "b", done_cb, NULL);
+	spawned(0, 100);
+	probed_last();
+	/* b's load gave up before its spawn: nothing spawned for it. */
+	ATF_REQUIRE_EQ(F.nspawns, 1);
+	ATF_REQUIRE_EQ(F.ngrants, 1);
+	ATF_REQUIRE_EQ(F.nrefusals, 1);
+	ATF_REQUIRE_EQ(F.refusals[0].reqid, 2);
+	ATF_REQUIRE_EQ(F.refusals[0].reason, REFUSE_LOAD_FAILED);
+	ATF_REQUIRE_EQ(F.dones, 1);
+	ATF_REQUIRE_EQ(state("b"), STATE_STOPPED);
+	ATF_REQUIRE_EQ(F.nkills, 0);
+	pool_free(F.p);
+}
+
+ATF_TC_WITHOUT_HEAD(unload_during_spawn);
+ATF_TC_BODY(unload_during_spawn, tc)
+{
+	setup();
+	model("a", 1, GIB);
+	pool_acquire(F.p, "a", 1, 7);
+	ATF_REQUIRE_EQ(F.nspawns, 1);
+	pool_unload(F.p, "a", done_cb, NULL);
+	ATF_REQUIRE_EQ(F.nkills, 0);
+	spawned(0, 100);
+	/* Killed as soon as the spawn answered, never probed. */
+	ATF_REQUIRE_EQ(killed_with(100, SIGTERM), 1);
+	ATF_REQUIRE_EQ(F.nprobes, 0);
+	ATF_REQUIRE_EQ(F.dones, 0);
+	signalled(100, SIGTERM);
+	ATF_REQUIRE_EQ(F.dones, 1);
+	ATF_REQUIRE_EQ(F.nrefusals, 1);
+	ATF_REQUIRE_EQ(F.refusals[0].reason, REFUSE_LOAD_FAILED);
+	ATF_REQUIRE(strstr(F.refusals[0].msg, "before it was ready") != NULL);
+	ATF_REQUIRE_EQ(state("a"), STATE_STOPPED);
+	pool_free(F.p);
+}
+
+ATF_TC_WITHOUT_HEAD(spawn_from_within);
+ATF_TC_BODY(spawn_from_within, tc)
+{
+	setup();
+	F.sync_spawn = 1;
+	model("a", 1, GIB);
+	model("b", 1, GIB);
+	pool_acquire(F.p, "a", 1, 7);
+	pool_acquire(F.p, "b", 2, 7);
+	ATF_REQUIRE_EQ(F.nspawns, 1);
+	ATF_REQUIRE_EQ(F.nprobes, 1);
+	probed_last();
+	ATF_REQUIRE_EQ(F.nprobes, 2);
+	probed_last();
+	ATF_REQUIRE_EQ(F.ngrants, 2);
+	ATF_REQUIRE_EQ(state("a"), STATE_READY);
+	ATF_REQUIRE_EQ(state("b"), STATE_READY);
+	pool_free(F.p);
+}
+
+ATF_TC_WITHOUT_HEAD(spawn_error);
+ATF_TC_BODY(spawn_error, tc)
+{
+	struct proto_status	 st;
+
+	setup();
+	model("a", 1, GIB);
+	pool_acquire(F.p, "a", 1, 7);
+	pool_spawned(F.p, F.spawns[0].id, -1, "no such file");
+	ATF_REQUIRE_EQ(F.nrefusals, 1);
+	ATF_REQUIRE_EQ(F.refusals[0].reason, REFUSE_LOAD_FAILED);
+	ATF_REQUIRE_STREQ(F.refusals[0].msg,
+	    "server for a could not be started: no such file");
+	status("a", &st);
+	ATF_REQUIRE_EQ(st.state, STATE_FAILED);
+	ATF_REQUIRE_STREQ(st.error, F.refusals[0].msg);
+	/* A stale answer is ignored. */
+	pool_spawned(F.p, F.spawns[0].id, 555, NULL);
+	ATF_REQUIRE_EQ(killed_with(555, SIGKILL), 1);
+	pool_free(F.p);
+}
+
+ATF_TC_WITHOUT_HEAD(probe_wrong_answer);
+ATF_TC_BODY(probe_wrong_answer, tc)
+{
+	struct proto_status	 st;
+
+	setup();
+	model("a", 1, GIB);
+	pool_acquire(F.p, "a", 1, 7);
+	spawned(0, 100);
+	pool_probe_result(F.p, F.probes[0].id, 0, 503, "loading model");
+	ATF_REQUIRE_EQ(killed_with(100, SIGTERM), 1);
+	ATF_REQUIRE_EQ(state("a"), STATE_LOADING);
+	signalled(100, SIGTERM);
+	status("a", &st);
+	ATF_REQUIRE_EQ(st.state, STATE_FAILED);
+	ATF_REQUIRE_STREQ(st.error, "server for a answered 503 to the "
+	    "readiness request: loading model");
+	ATF_REQUIRE_EQ(F.nrefusals, 1);
+	ATF_REQUIRE_EQ(F.refusals[0].reason, REFUSE_LOAD_FAILED);
+	ATF_REQUIRE_STREQ(F.refusals[0].msg, st.error);
+	pool_free(F.p);
+}
+
+ATF_TC_WITHOUT_HEAD(probe_gave_up_asks_again);
+ATF_TC_BODY(probe_gave_up_asks_again, tc)
+{
+	setup();
+	model("a", 1, GIB);
+	pool_acquire(F.p, "a", 1, 7);
+	spawned(0, 100);
+	pool_probe_result(F.p, F.probes[0].id, 0, 0, "proxy gone");
+	ATF_REQUIRE_EQ(F.nkills, 0);
+	ATF_REQUIRE_EQ(F.nprobes, 1);
+	advance(POOL_REPROBE);
+	ATF_REQUIRE_EQ(F.nprobes, 2);
+	/* The old load id is stale. */
+	pool_probe_result(F.p, F.probes[0].id, 1, 200, "");
+	ATF_REQUIRE_EQ(F.ngrants, 0);
+	probed_last();
+	ATF_REQUIRE_EQ(F.ngrants, 1);
+	pool_free(F.p);
+}
+
+ATF_TC_WITHOUT_HEAD(other_exit_does_not_end_load);
+ATF_TC_BODY(other_exit_does_not_end_load, tc)
+{
+	setup();
+	model("a", 1, GIB);
+	model("b", 1, GIB);
+	bring_up("a", 100);
+	pool_acquire(F.p, "b", 1, 7);
+	spawned(1, 200);
+	exited(100, 1);
+	ATF_REQUIRE_EQ(state("a"), STATE_FAILED);
+	ATF_REQUIRE_EQ(state("b"), STATE_LOADING);
+	ATF_REQUIRE_EQ(F.nrefusals, 0);
+	/* An unknown pid changes nothing. */
+	exited(4242, 0);
+	ATF_REQUIRE_EQ(state("b"), STATE_LOADING);
+	probed_last();
+	ATF_REQUIRE_EQ(state("b"), STATE_READY);
+	ATF_REQUIRE_EQ(F.ngrants, 1);
+	pool_free(F.p);
+}
+
+ATF_TC_WITHOUT_HEAD(death_after_ready_lazy);
+ATF_TC_BODY(death_after_ready_lazy, tc)
+{
+	struct proto_status	 st;
+
+	setup();
+	model("a", 1, GIB);
+	bring_up("a", 100);
+	signalled(100, SIGKILL);
+	status("a", &st);
+	ATF_REQUIRE_EQ(st.state, STATE_FAILED);
+	ATF_REQUIRE_STREQ(st.error, "server for a was killed by SIGKILL");
+	ATF_REQUIRE_EQ(st.pid, 0);
+	advance(POOL_EXIT_GRACE);
+	ATF_REQUIRE(logged(LOG_ERR, "server for a was killed by SIGKILL"));
+	advance(60 * 60 * 1000);
+	/* Not restarted by itself; its next request loads it. */
+	ATF_REQUIRE_EQ(F.nspawns, 1);
+	pool_acquire(F.p, "a", 1, 7);
+	ATF_REQUIRE_EQ(F.nspawns, 2);
+	spawned(1, 101);
+	probed_last();
+	ATF_REQUIRE_EQ(F.ngrants, 1);
+	status("a", &st);
+	ATF_REQUIRE_EQ(st.loads, 2);
+	ATF_REQUIRE_EQ(st.restarts, 0);
+	pool_free(F.p);
+}
+
+ATF_TC_WITHOUT_HEAD(death_after_ready_restarts);
+ATF_TC_BODY(death_after_ready_restarts, tc)
+{
+	struct proto_status	 st;
+
+	setup();
+	model("n", 0, GIB);
+	pool_start(F.p);
+	ATF_REQUIRE_EQ(F.nspawns, 1);
+	spawned(0, 100);
+	probed_last();
+	ATF_REQUIRE_EQ(state("n"), STATE_READY);
+
+	exited(100, 3);
+	status("n", &st);
+	ATF_REQUIRE_EQ(st.state, STATE_FAILED);
+	ATF_REQUIRE_STREQ(st.error, "server for n exited with 3");
+	pool_acquire(F.p, "n", 1, 7);
+	ATF_REQUIRE_EQ(F.nrefusals, 1);
+	ATF_REQUIRE_EQ(F.refusals[0].reason, REFUSE_NOT_LOADED);
+	ATF_REQUIRE(strstr(F.refusals[0].msg, "exited with 3") != NULL);
+	/* Restarted 1 s after the failure is declared. */
+	advance(POOL_EXIT_GRACE);
+	ATF_REQUIRE(logged(LOG_ERR, "server for n exited with 3"));
+	advance(999);
+	ATF_REQUIRE_EQ(F.nspawns, 1);
+	advance(1);
+	ATF_REQUIRE_EQ(F.nspawns, 2);
+	spawned(1, 101);
+	probed_last();
+	status("n", &st);
+	ATF_REQUIRE_EQ(st.state, STATE_READY);
+	ATF_REQUIRE_EQ(st.restarts, 1);
+
+	/* Then 2 s. */
+	exited(101, 3);
+	advance(POOL_EXIT_GRACE + 1999);
+	ATF_REQUIRE_EQ(F.nspawns, 2);
+	advance(1);
+	ATF_REQUIRE_EQ(F.nspawns, 3);
+	/* A failed restart backs off further: 4 s. */
+	spawned(2, 102);
+	exited(102, 1);
+	ATF_REQUIRE_EQ(state("n"), STATE_FAILED);
+	advance(3999);
+	ATF_REQUIRE_EQ(F.nspawns, 3);
+	advance(1);
+	ATF_REQUIRE_EQ(F.nspawns, 4);
+	spawned(3, 103);
+	probed_last();
+	/* Ready for long enough: back to 1 s. */
+	advance(POOL_BACKOFF_RESET);
+	exited(103, 3);
+	advance(POOL_EXIT_GRACE + 1000);
+	ATF_REQUIRE_EQ(F.nspawns, 5);
+	status("n", &st);
+	ATF_REQUIRE_EQ(st.restarts, 4);
+	pool_free(F.p);
+}
+
+ATF_TC_WITHOUT_HEAD(eviction_candidate_pure);
+ATF_TC_BODY(eviction_candidate_pure, tc)
+{
+	struct pool_view	 v[8];
+
+	memset(v, 0, sizeof(v));
+	ATF_REQUIRE_EQ(pool_eviction_candidate(v, 0), -1);
+	/* 0 busy, 1 not lazy, 2 loading, 3 stopped, 4 failed: all skipped */
+	v[0] = (struct pool_view){ STATE_READY, 1, 1, 10 };
+	v[1] = (struct pool_view){ STATE_READY, 0, 0, 10 };
+	v[2] = (struct pool_view){ STATE_LOADING, 1, 0, 10 };
+	v[3] = (struct pool_view){ STATE_STOPPED, 1, 0, 10 };
+	v[4] = (struct pool_view){ STATE_FAILED, 1, 0, 10 };
+	ATF_REQUIRE_EQ(pool_eviction_candidate(v, 5), -1);
+	v[5] = (struct pool_view){ STATE_READY, 1, 0, 300 };
+	v[6] = (struct pool_view){ STATE_READY, 1, 0, 200 };
+	v[7] = (struct pool_view){ STATE_READY, 1, 0, 400 };
+	ATF_REQUIRE_EQ(pool_eviction_candidate(v, 8), 6);
+	v[6].in_progress = 1;
+	ATF_REQUIRE_EQ(pool_eviction_candidate(v, 8), 5);
+	/* Equals: the first in config order. */
+	v[7].last_used = 300;
+	ATF_REQUIRE_EQ(pool_eviction_candidate(v, 8), 5);
+}
+
+ATF_TC_WITHOUT_HEAD(fit_pure);
+ATF_TC_BODY(fit_pure, tc)
+{
+	struct mem_snapshot	 m = { 10 * GIB, 100 * GIB };
+
+	ATF_REQUIRE_EQ(pool_reserve(-1, 100 * GIB), 2 * GIB);
+	ATF_REQUIRE_EQ(pool_reserve(-1, 20 * GIB), GIB);
+	ATF_REQUIRE_EQ(pool_reserve(512, 100 * GIB), 512);
+	ATF_REQUIRE_EQ(pool_reserve(0, 100 * GIB), 0);
+	ATF_REQUIRE(pool_fits(&m, 2 * GIB, 0, 0, 8 * GIB));
+	ATF_REQUIRE(!pool_fits(&m, 2 * GIB, 0, 0, 8 * GIB + 1));
+	ATF_REQUIRE(pool_fits(NULL, 2 * GIB, 0, 50 * GIB, 80 * GIB));
+	/* The budget counts needs, not what is measured. */
+	ATF_REQUIRE(pool_fits(&m, 0, 10 * GIB, 6 * GIB, 4 * GIB));
+	ATF_REQUIRE(!pool_fits(&m, 0, 10 * GIB, 6 * GIB + 1, 4 * GIB));
+	ATF_REQUIRE(!pool_fits(NULL, 0, 10 * GIB, 0, 11 * GIB));
+}
+
+ATF_TC_WITHOUT_HEAD(reserve_default);
+ATF_TC_BODY(reserve_default, tc)
+{
+	/* 20 GiB total: the reserve is 5%, 1 GiB. */
+	setup_with(-1, 0, 0);
+	F.mem.total = 20 * GIB;
+	F.mem.available = 5 * GIB - 1;
+	model("a", 1, 4 * GIB);
+	pool_acquire(F.p, "a", 1, 7);
+	ATF_REQUIRE_EQ(F.nspawns, 0);
+	ATF_REQUIRE_EQ(F.refusals[0].reason, REFUSE_NOT_ENOUGH_MEMORY);
+	F.mem.available = 5 * GIB;
+	pool_acquire(F.p, "a", 2, 7);
+	ATF_REQUIRE_EQ(F.nspawns, 1);
+	pool_free(F.p);
+
+	/* 128 GiB total: 2 GiB. */
+	setup_with(-1, 0, 0);
+	F.mem.available = 6 * GIB - 1;
+	model("a", 1, 4 * GIB);
+	pool_acquire(F.p, "a", 1, 7);
+	ATF_REQUIRE_EQ(F.nspawns, 0);
+	F.mem.available = 6 * GIB;
+	pool_acquire(F.p, "a", 2, 7);
+	ATF_REQUIRE_EQ(F.nspawns, 1);
+	pool_free(F.p);
+}
+
+ATF_TC_WITHOUT_HEAD(eviction_order);
+ATF_TC_BODY(eviction_order, tc)
+{
+	setup_with(0, 12 * GIB, 0);
+	model("n", 0, 2 * GIB);		/* not lazy, oldest */
+	model("a", 1, 3 * GIB);
+	model("b", 1, 3 * GIB);
+	model("c", 1, 3 * GIB);
+	model("d", 1, 3 * GIB);
+	model("e", 1, 3 * GIB);
+	pool_start(F.p);
+	spawned(0, 100);
+	probed_last();
+	advance(1000);
+	bring_up("a", 101);		/* 2 + 3 */
+	advance(1000);
+	bring_up("b", 102);		/* 2 + 3 + 3 */
+	advance(1000);
+	bring_up("c", 103);		/* 2 + 3 + 3 + 3 = 11 */
+	advance(1000);
+	/* a is the least recently used, but busy; b is next. */
+	hold("a", 1, 7);
+	pool_acquire(F.p, "d", 2, 7);
+	ATF_REQUIRE_EQ(killed_with(102, SIGTERM), 1);
+	ATF_REQUIRE_EQ(state("b"), STATE_STOPPED);
+	ATF_REQUIRE_EQ(F.nspawns, 4);
+	ATF_REQUIRE(logged(LOG_INFO, "server for b: stopping it to make room "
+	    "for server for d"));
+	advance(1000);
+	signalled(102, SIGTERM);
+	ATF_REQUIRE_EQ(F.nspawns, 5);
+	ATF_REQUIRE_STREQ(F.spawns[4].name, "d");
+	spawned(4, 104);
+	probed_last();
+	ATF_REQUIRE_EQ(F.ngrants, 2);
+	/* Used: a (busy), n (not lazy), c, d.  Next for e: c. */
+	advance(1000);
+	pool_acquire(F.p, "e", 3, 7);
+	ATF_REQUIRE_EQ(killed_with(103, SIGTERM), 1);
+	ATF_REQUIRE_EQ(killed_with(100, SIGTERM), 0);
+	ATF_REQUIRE_EQ(killed_with(101, SIGTERM), 0);
+	ATF_REQUIRE_EQ(killed_with(104, SIGTERM), 0);
+	pool_free(F.p);
+}
+
+ATF_TC_WITHOUT_HEAD(not_enough_memory);
+ATF_TC_BODY(not_enough_memory, tc)
+{
+	struct proto_status	 st;
+
+	setup();
+	F.mem.available = 20 * GIB;
+	model("n", 0, 2 * GIB);
+	model("a", 1, 3 * GIB);
+	model("m", 1, 6 * GIB);
+	pool_start(F.p);
+	spawned(0, 100);
+	probed_last();
+	bring_up("a", 101);
+	hold("a", 1, 7);
+	F.mem.available = (int64_t)(3.1 * GIB);
+	pool_acquire(F.p, "m", 2, 7);
+	ATF_REQUIRE_EQ(F.nkills, 0);
+	ATF_REQUIRE_EQ(F.nspawns, 2);
+	ATF_REQUIRE_EQ(F.nrefusals, 1);
+	ATF_REQUIRE_EQ(F.refusals[0].reason, REFUSE_NOT_ENOUGH_MEMORY);
+	ATF_REQUIRE_STREQ(F.refusals[0].msg, "not enough memory for m "
+	    "(needs 6.0 GiB, 3.1 GiB available): n (not lazy), a (busy)");
+	status("m", &st);
+	ATF_REQUIRE_EQ(st.state, STATE_FAILED);
+	ATF_REQUIRE_EQ(state("a"), STATE_READY);
+	ATF_REQUIRE_EQ(state("n"), STATE_READY);
+	/* A lazy model that failed to fit tries again on its next request. */
+	F.mem.available = 20 * GIB;
+	pool_acquire(F.p, "m", 3, 7);
+	ATF_REQUIRE_EQ(F.nspawns, 3);
+	pool_free(F.p);
+}
+
+ATF_TC_WITHOUT_HEAD(overcommit);
+ATF_TC_BODY(overcommit, tc)
+{
+	setup_with(0, 0, 1);
+	model("a", 1, 3 * GIB);
+	model("m", 1, 6 * GIB);
+	bring_up("a", 101);
+	hold("a", 1, 7);
+	F.mem.available = 4 * GIB;
+	pool_acquire(F.p, "m", 2, 7);
+	ATF_REQUIRE_EQ(F.nkills, 0);
+	ATF_REQUIRE_EQ(F.nrefusals, 0);
+	ATF_REQUIRE_EQ(F.nspawns, 2);
+	ATF_REQUIRE(logged(LOG_WARNING, "not enough memory for m"));
+	ATF_REQUIRE(logged(LOG_WARNING, "overcommit"));
+	spawned(1, 102);
+	probed_last();
+	ATF_REQUIRE_EQ(F.ngrants, 2);
+	pool_free(F.p);
+}
+
+ATF_TC_WITHOUT_HEAD(budget);
+ATF_TC_BODY(budget, tc)
+{
+	setup_with(0, 7 * GIB, 0);
+	model("a", 1, 4 * GIB);
+	model("b", 1, 3 * GIB);
+	model("c", 1, 4 * GIB);
+	model("big", 1, 8 * GIB);
+	bring_up("a", 101);
+	/* 4 + 3 = 7: fits the budget exactly. */
+	bring_up("b", 102);
+	ATF_REQUIRE_EQ(F.nkills, 0);
+	advance(1000);
+	hold("a", 1, 7);
+	/*
+	 * 7 + 4 > 7, and stopping b (idle) would still leave 4 + 4 > 7:
+	 * by need the budget is exact, so nothing is stopped in vain.
+	 */
+	pool_acquire(F.p, "c", 2, 7);
+	ATF_REQUIRE_EQ(killed_with(102, SIGTERM), 0);
+	ATF_REQUIRE_EQ(F.refusals[0].reason, REFUSE_NOT_ENOUGH_MEMORY);
+	ATF_REQUIRE(strstr(F.refusals[0].msg, "budget 7.0 GiB") != NULL);
+	ATF_REQUIRE(strstr(F.refusals[0].msg, "a (busy)") != NULL);
+	/* Larger than the budget alone: nothing is stopped in vain. */
+	pool_release(F.p, F.grants[0].holdid, 7);
+	pool_acquire(F.p, "big", 3, 7);
+	ATF_REQUIRE_EQ(F.nkills, 0);
+	ATF_REQUIRE_EQ(F.refusals[1].reason, REFUSE_NOT_ENOUGH_MEMORY);
+	/* Now a is idle: b (used longer ago), then a, make room for c. */
+	pool_acquire(F.p, "c", 4, 7);
+	ATF_REQUIRE_EQ(killed_with(102, SIGTERM), 1);
+	ATF_REQUIRE_EQ(killed_with(101, SIGTERM), 0);
+	signalled(102, SIGTERM);
+	ATF_REQUIRE_EQ(killed_with(101, SIGTERM), 1);
+	ATF_REQUIRE_EQ(F.nspawns, 2);
+	signalled(101, SIGTERM);
+	ATF_REQUIRE_EQ(F.nspawns, 3);
+	ATF_REQUIRE_STREQ(F.spawns[2].name, "c");
+	pool_free(F.p);
+}
+
+ATF_TC_WITHOUT_HEAD(warmed_counts_as_used);
+ATF_TC_BODY(warmed_counts_as_used, tc)
+{
+	struct proto_status	 st;
+
+	setup_with(0, 6 * GIB, 0);
+	model("a", 1, 3 * GIB);
+	model("b", 1, 3 * GIB);
+	model("c", 1, 3 * GIB);
+	bring_up("a", 101);
+	advance(1000);
+	pool_load(F.p, "b", NULL, NULL);
+	spawned(1, 102);
+	advance(5000);
+	probed_last();
+	status("b", &st);
+	ATF_REQUIRE_EQ(st.last_used, F.now);
+	ATF_REQUIRE_EQ(st.loaded_at, F.now);
+	/* a was used earlier (its load finished first): a goes. */
+	pool_acquire(F.p, "c", 1, 7);
+	ATF_REQUIRE_EQ(killed_with(101, SIGTERM), 1);
+	ATF_REQUIRE_EQ(killed_with(102, SIGTERM), 0);
+	pool_free(F.p);
+}
+
+ATF_TC_WITHOUT_HEAD(stubborn_child);
+ATF_TC_BODY(stubborn_child, tc)
+{
+	setup();
+	model("a", 1, GIB);
+	bring_up("a", 100);
+	pool_unload(F.p, "a", done_cb, NULL);
+	ATF_REQUIRE_EQ(killed_with(100, SIGTERM), 1);
+	advance(POOL_STOP_GRACE - 1);
+	ATF_REQUIRE_EQ(killed_with(100, SIGKILL), 0);
+	advance(1);
+	ATF_REQUIRE_EQ(killed_with(100, SIGKILL), 1);
+	ATF_REQUIRE(logged(LOG_WARNING, "sending SIGKILL"));
+	ATF_REQUIRE_EQ(F.dones, 0);
+	signalled(100, SIGKILL);
+	ATF_REQUIRE_EQ(F.dones, 1);
+	pool_free(F.p);
+}
+
+ATF_TC_WITHOUT_HEAD(stop_all);
+ATF_TC_BODY(stop_all, tc)
+{
+	setup();
+	model("a", 1, GIB);
+	model("b", 0, GIB);
+	model("c", 1, GIB);
+	model("d", 1, GIB);
+	bring_up("a", 100);
+	bring_up("b", 200);
+	pool_acquire(F.p, "c", 1, 7);
+	spawned(2, 300);
+	pool_acquire(F.p, "d", 2, 7);
+	pool_stop_all(F.p, done_cb, NULL);
+	/* Every waiter refused, every group signalled at once. */
+	ATF_REQUIRE_EQ(F.nrefusals, 2);
+	ATF_REQUIRE_EQ(F.refusals[0].reason, REFUSE_STOPPING);
+	ATF_REQUIRE_EQ(F.refusals[1].reason, REFUSE_STOPPING);
+	ATF_REQUIRE_EQ(killed_with(100, SIGTERM), 1);
+	ATF_REQUIRE_EQ(killed_with(200, SIGTERM), 1);
+	ATF_REQUIRE_EQ(killed_with(300, SIGTERM), 1);
+	ATF_REQUIRE_EQ(state("a"), STATE_STOPPED);
+	ATF_REQUIRE_EQ(state("b"), STATE_STOPPED);
+	pool_acquire(F.p, "a", 3, 7);
+	ATF_REQUIRE_EQ(F.refusals[2].reason, REFUSE_STOPPING);
+	pool_load(F.p, "a", load_cb, NULL);
+	ATF_REQUIRE_EQ(F.load_ok, 0);
+	F.dones = 0;
+	signalled(100, SIGTERM);
+	signalled(300, SIGTERM);
+	ATF_REQUIRE_EQ(F.dones, 0);
+	/* d's queued load never spawned. */
+	ATF_REQUIRE_EQ(F.nspawns, 3);
+	advance(POOL_STOP_GRACE);
+	ATF_REQUIRE_EQ(killed_with(200, SIGKILL), 1);
+	ATF_REQUIRE_EQ(killed_with(100, SIGKILL), 0);
+	ATF_REQUIRE_EQ(F.dones, 0);
+	signalled(200, SIGKILL);
+	ATF_REQUIRE_EQ(F.dones, 1);
+	ATF_REQUIRE_EQ(state("a"), STATE_STOPPED);
+	ATF_REQUIRE_EQ(state("b"), STATE_STOPPED);
+	ATF_REQUIRE_EQ(state("c"), STATE_STOPPED);
+	ATF_REQUIRE_EQ(state("d"), STATE_STOPPED);
+	/* After it, still refused; nothing restarted. */
+	pool_acquire(F.p, "b", 4, 7);
+	ATF_REQUIRE_EQ(F.refusals[F.nrefusals - 1].reason, REFUSE_STOPPING);
+	advance(10 * 60 * 1000);
+	ATF_REQUIRE_EQ(F.nspawns, 3);
+	/* A second stop all is done at once. */
+	pool_stop_all(F.p, done_cb, NULL);
+	ATF_REQUIRE_EQ(F.dones, 2);
+	pool_free(F.p);
+}
+
+ATF_TC_WITHOUT_HEAD(stop_all_during_spawn);
+ATF_TC_BODY(stop_all_during_spawn, tc)
+{
+	setup();
+	model("a", 1, GIB);
+	pool_acquire(F.p, "a", 1, 7);
+	pool_stop_all(F.p, done_cb, NULL);
+	ATF_REQUIRE_EQ(F.dones, 0);
+	spawned(0, 100);
+	ATF_REQUIRE_EQ(killed_with(100, SIGTERM), 1);
+	ATF_REQUIRE_EQ(F.nprobes, 0);
+	signalled(100, SIGTERM);
+	ATF_REQUIRE_EQ(F.dones, 1);
+	ATF_REQUIRE_EQ(state("a"), STATE_STOPPED);
+	pool_free(F.p);
+}
+
+ATF_TC_WITHOUT_HEAD(load_timeout);
+ATF_TC_BODY(load_timeout, tc)
+{
+	struct pool_plan	 plan;
+	struct proto_status	 st;
+
+	setup();
+	memset(&plan, 0, sizeof(plan));
+	strlcpy(plan.name, "a", sizeof(plan.name));
+	strlcpy(plan.label, "server for a", sizeof(plan.label));
+	plan.lazy = 1;
+	plan.need = GIB;
+	plan.load_timeout = 10000;
+	ATF_REQUIRE_EQ(pool_add(F.p, &plan), 0);
+	pool_acquire(F.p, "a", 1, 7);
+	spawned(0, 100);
+	advance(9999);
+	ATF_REQUIRE_EQ(F.nkills, 0);
+	advance(1);
+	ATF_REQUIRE_EQ(killed_with(100, SIGTERM), 1);
+	ATF_REQUIRE_EQ(F.ncancels, 1);
+	advance(POOL_STOP_GRACE);
+	ATF_REQUIRE_EQ(killed_with(100, SIGKILL), 1);
+	signalled(100, SIGKILL);
+	status("a", &st);
+	ATF_REQUIRE_EQ(st.state, STATE_FAILED);
+	ATF_REQUIRE_STREQ(st.error,
+	    "server for a did not become ready within 10s");
+	ATF_REQUIRE_EQ(F.refusals[0].reason, REFUSE_LOAD_FAILED);
+	pool_free(F.p);
+}
+
+ATF_TC_WITHOUT_HEAD(unloaded_until_load);
+ATF_TC_BODY(unloaded_until_load, tc)
+{
+	setup();
+	model("a", 1, GIB);
+	bring_up("a", 100);
+	pool_unload(F.p, "a", done_cb, NULL);
+	/* Refused at once, while it is still exiting, and after. */
+	pool_acquire(F.p, "a", 1, 7);
+	ATF_REQUIRE_EQ(F.refusals[0].reason, REFUSE_NOT_LOADED);
+	ATF_REQUIRE_STREQ(F.refusals[0].msg, "a is not loaded");
+	signalled(100, SIGTERM);
+	pool_acquire(F.p, "a", 2, 7);
+	ATF_REQUIRE_EQ(F.refusals[1].reason, REFUSE_NOT_LOADED);
+	ATF_REQUIRE_EQ(F.nspawns, 1);
+	/* Unloading a stopped model keeps it unloaded too. */
+	pool_unload(F.p, "a", done_cb, NULL);
+	ATF_REQUIRE_EQ(F.dones, 2);
+	pool_load(F.p, "a", load_cb, NULL);
+	ATF_REQUIRE_EQ(F.nspawns, 2);
+	pool_acquire(F.p, "a", 3, 7);
+	spawned(1, 101);
+	probed_last();
+	ATF_REQUIRE_EQ(F.load_ok, 1);
+	ATF_REQUIRE_EQ(F.ngrants, 1);
+	ATF_REQUIRE_EQ(F.grants[0].reqid, 3);
+	pool_free(F.p);
+}
+
+ATF_TC_WITHOUT_HEAD(withdraw);
+ATF_TC_BODY(withdraw, tc)
+{
+	setup();
+	model("a", 1, GIB);
+	pool_acquire(F.p, "a", 1, 7);
+	pool_acquire(F.p, "a", 2, 7);
+	pool_withdraw(F.p, 1, 7);
+	pool_withdraw(F.p, 2, 8);	/* not that owner's */
+	spawned(0, 100);
+	probed_last();
+	ATF_REQUIRE_EQ(state("a"), STATE_READY);
+	ATF_REQUIRE_EQ(F.ngrants, 1);
+	ATF_REQUIRE_EQ(F.grants[0].reqid, 2);
+	ATF_REQUIRE_EQ(F.nrefusals, 0);
+	ATF_REQUIRE_EQ(in_progress("a"), 1);
+	pool_free(F.p);
+}
+
+ATF_TC_WITHOUT_HEAD(release_owner);
+ATF_TC_BODY(release_owner, tc)
+{
+	uint64_t	 h;
+
+	setup();
+	model("a", 1, GIB);
+	model("b", 1, GIB);
+	bring_up("a", 100);
+	hold("a", 1, 7);
+	hold("a", 2, 7);
+	h = hold("a", 3, 8);
+	pool_acquire(F.p, "b", 4, 7);
+	pool_acquire(F.p, "b", 5, 8);
+	pool_release_owner(F.p, 7);
+	ATF_REQUIRE_EQ(in_progress("a"), 1);
+	spawned(1, 200);
+	probed_last();
+	ATF_REQUIRE_EQ(F.ngrants, 4);
+	ATF_REQUIRE_EQ(F.grants[3].reqid, 5);
+	ATF_REQUIRE_EQ(in_progress("b"), 1);
+	ATF_REQUIRE_EQ(pool_release(F.p, F.grants[0].holdid, 7), -1);
+	ATF_REQUIRE_EQ(pool_release(F.p, h, 8), 0);
+	ATF_REQUIRE_EQ(in_progress("a"), 0);
+	pool_free(F.p);
+}
+
+ATF_TC_WITHOUT_HEAD(idle_timeout);
+ATF_TC_BODY(idle_timeout, tc)
+{
+	struct pool_plan	 plan;
+	uint64_t		 h;
+
+	setup();
+	memset(&plan, 0, sizeof(plan));
+	strlcpy(plan.name, "a", sizeof(plan.name));
+	strlcpy(plan.label, "server for a", sizeof(plan.label));
+	plan.lazy = 1;
+	plan.need = GIB;
+	plan.idle_timeout = 60000;
+	ATF_REQUIRE_EQ(pool_add(F.p, &plan), 0);
+	bring_up("a", 100);
+	/* Busy: never stopped, however long. */
+	h = hold("a", 1, 7);
+	advance(600000);
+	ATF_REQUIRE_EQ(F.nkills, 0);
+	pool_release(F.p, h, 7);
+	advance(59999);
+	ATF_REQUIRE_EQ(F.nkills, 0);
+	/* A request in between starts the count again. */
+	h = hold("a", 2, 7);
+	pool_release(F.p, h, 7);
+	advance(59999);
+	ATF_REQUIRE_EQ(F.nkills, 0);
+	advance(1);
+	ATF_REQUIRE_EQ(killed_with(100, SIGTERM), 1);
+	ATF_REQUIRE_EQ(state("a"), STATE_STOPPED);
+	signalled(100, SIGTERM);
+	/* Not unloaded for good: its next request loads it. */
+	pool_acquire(F.p, "a", 3, 7);
+	ATF_REQUIRE_EQ(F.nspawns, 2);
+	pool_free(F.p);
+}
+
+ATF_TC_WITHOUT_HEAD(exit_grace);
+ATF_TC_BODY(exit_grace, tc)
+{
+	struct pool_stats	 ps;
+
+	setup();
+	model("n", 0, GIB);
+	pool_start(F.p);
+	spawned(0, 100);
+	probed_last();
+	exited(100, 130);
+	advance(POOL_EXIT_GRACE - 1);
+	pool_stop_all(F.p, done_cb, NULL);
+	/* Nothing left to reap. */
+	ATF_REQUIRE_EQ(F.dones, 1);
+	ATF_REQUIRE_EQ(state("n"), STATE_STOPPED);
+	ATF_REQUIRE(!logged(LOG_ERR, "exited with 130"));
+	pool_stats(F.p, &ps);
+	ATF_REQUIRE_EQ(ps.deaths, 0);
+	advance(60000);
+	ATF_REQUIRE_EQ(F.nspawns, 1);
+	pool_free(F.p);
+}
+
+ATF_TC_WITHOUT_HEAD(addr_in_use_retry);
+ATF_TC_BODY(addr_in_use_retry, tc)
+{
+	struct proto_status	 st;
+
+	setup();
+	model("a", 1, GIB);
+	F.busy_port = 5801;
+	pool_acquire(F.p, "a", 1, 7);
+	ATF_REQUIRE_EQ(F.spawns[0].port, 5800);
+	spawned(0, 100);
+	pool_child_exited(F.p, 100, W_EXITCODE(1, 0), 1);
+	ATF_REQUIRE_EQ(F.nspawns, 2);
+	/* Another port, skipping the one port_free says is taken. */
+	ATF_REQUIRE_EQ(F.spawns[1].port, 5802);
+	ATF_REQUIRE_EQ(F.nrefusals, 0);
+	spawned(1, 101);
+	pool_child_exited(F.p, 101, W_EXITCODE(1, 0), 1);
+	/* Once only. */
+	ATF_REQUIRE_EQ(F.nspawns, 2);
+	status("a", &st);
+	ATF_REQUIRE_EQ(st.state, STATE_FAILED);
+	ATF_REQUIRE_STREQ(st.error,
+	    "server for a exited with 1 before it was ready");
+	ATF_REQUIRE_EQ(F.refusals[0].reason, REFUSE_LOAD_FAILED);
+	pool_free(F.p);
+}
+
+ATF_TC_WITHOUT_HEAD(unknown_model);
+ATF_TC_BODY(unknown_model, tc)
+{
+	setup();
+	model("a", 1, GIB);
+	pool_acquire(F.p, "zz", 1, 7);
+	ATF_REQUIRE_EQ(F.refusals[0].reason, REFUSE_UNKNOWN_MODEL);
+	ATF_REQUIRE_EQ(pool_load(F.p, "zz", NULL, NULL), -1);
+	ATF_REQUIRE_EQ(pool_unload(F.p, "zz", NULL, NULL), -1);
+	ATF_REQUIRE(pool_plan(F.p, "a") != NULL);
+	ATF_REQUIRE(pool_plan(F.p, "zz") == NULL);
+	ATF_REQUIRE_EQ(pool_add(F.p, pool_plan(F.p, "a")), -1);
+	pool_free(F.p);
+}
+
+ATF_TC_WITHOUT_HEAD(describe_exit);
+ATF_TC_BODY(describe_exit, tc)
+{
+	char	 buf[64];
+
+	pool_describe_exit(W_EXITCODE(2, 0), buf, sizeof(buf));
+	ATF_REQUIRE_STREQ(buf, "exited with 2");
+	pool_describe_exit(W_EXITCODE(0, SIGKILL), buf, sizeof(buf));
+	ATF_REQUIRE_STREQ(buf, "was killed by SIGKILL");
+	pool_describe_exit(W_EXITCODE(0, SIGSEGV), buf, sizeof(buf));
+	ATF_REQUIRE_STREQ(buf, "was killed by SIGSEGV");
+}
+
+ATF_TP_ADD_TCS(tp)
+{
+	ATF_TP_ADD_TC(tp, one_process_for_two_waits);
+	ATF_TP_ADD_TC(tp, loads_one_at_a_time);
+	ATF_TP_ADD_TC(tp, second_release);
+	ATF_TP_ADD_TC(tp, hold_stamps_last_used);
+	ATF_TP_ADD_TC(tp, reload_gets_new_port);
+	ATF_TP_ADD_TC(tp, unload_during_load);
+	ATF_TP_ADD_TC(tp, unload_before_spawn);
+	ATF_TP_ADD_TC(tp, unload_during_spawn);
+	ATF_TP_ADD_TC(tp, spawn_from_within);
+	ATF_TP_ADD_TC(tp, spawn_error);
+	ATF_TP_ADD_TC(tp, probe_wrong_answer);
+	ATF_TP_ADD_TC(tp, probe_gave_up_asks_again);
+	ATF_TP_ADD_TC(tp, other_exit_does_not_end_load);
+	ATF_TP_ADD_TC(tp, death_after_ready_lazy);
+	ATF_TP_ADD_TC(tp, death_after_ready_restarts);
+	ATF_TP_ADD_TC(tp, eviction_candidate_pure);
+	ATF_TP_ADD_TC(tp, fit_pure);
+	ATF_TP_ADD_TC(tp, reserve_default);
+	ATF_TP_ADD_TC(tp, eviction_order);
+	ATF_TP_ADD_TC(tp, not_enough_memory);
+	ATF_TP_ADD_TC(tp, overcommit);
+	ATF_TP_ADD_TC(tp, budget);
+	ATF_TP_ADD_TC(tp, warmed_counts_as_used);
+	ATF_TP_ADD_TC(tp, stubborn_child);
+	ATF_TP_ADD_TC(tp, stop_all);
+	ATF_TP_ADD_TC(tp, stop_all_during_spawn);
+	ATF_TP_ADD_TC(tp, load_timeout);
+	ATF_TP_ADD_TC(tp, unloaded_until_load);
+	ATF_TP_ADD_TC(tp, withdraw);
+	ATF_TP_ADD_TC(tp, release_owner);
+	ATF_TP_ADD_TC(tp, idle_timeout);
+	ATF_TP_ADD_TC(tp, exit_grace);
+	ATF_TP_ADD_TC(tp, addr_in_use_retry);
+	ATF_TP_ADD_TC(tp, unknown_model);
+	ATF_TP_ADD_TC(tp, describe_exit);
+
+	return (atf_no_error());
+}
