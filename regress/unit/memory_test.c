@@ -1,0 +1,418 @@
+/*
+ * memory.c: /proc/meminfo, cgroup limits, reserve, need, formatting.
+ * Sample files live in data/ next to this program (srcdir).
+ */
+#include <sys/stat.h>
+
+#include <atf-c.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "memory.h"
+
+#define GIB	MEM_GIB
+#define MIB	MEM_MIB
+
+static char	pathbuf[4][PATH_MAX];
+static int	pathidx;
+
+/* A file under data/; four rotating buffers so a call can take several. */
+static const char *
+data(const atf_tc_t *tc, const char *name)
+{
+	char	*p = pathbuf[pathidx++ % 4];
+
+	snprintf(p, PATH_MAX, "%s/data/%s",
+	    atf_tc_get_config_var(tc, "srcdir"), name);
+	return (p);
+}
+
+static void
+setup(void)
+{
+	log_init(1, LOG_DAEMON);
+}
+
+static void
+mkfile(const char *path, off_t size)
+{
+	int	 fd;
+
+	ATF_REQUIRE((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644)) !=
+	    -1);
+	ATF_REQUIRE(ftruncate(fd, size) == 0);
+	close(fd);
+}
+
+static void
+mkdirs(const char *path)
+{
+	ATF_REQUIRE_MSG(mkdir(path, 0755) == 0, "mkdir %s", path);
+}
+
+static int
+cgroom(const atf_tc_t *tc, const char *proc, int64_t *room)
+{
+	*room = -42;
+	return (mem_cgroup_room(data(tc, proc), data(tc, "cg2"),
+	    data(tc, "cg1"), room));
+}
+
+ATF_TC_WITHOUT_HEAD(meminfo_parse);
+ATF_TC_BODY(meminfo_parse, tc)
+{
+	int64_t	 avail = 0, total = 0;
+
+	setup();
+	ATF_REQUIRE_EQ(mem_read_meminfo(data(tc, "meminfo.sample"), &avail,
+	    &total), 0);
+	ATF_CHECK_EQ(avail, 22359608LL * 1024);
+	ATF_CHECK_EQ(total, 24684084LL * 1024);
+}
+
+ATF_TC_WITHOUT_HEAD(meminfo_malformed);
+ATF_TC_BODY(meminfo_malformed, tc)
+{
+	int64_t	 avail, total;
+
+	setup();
+	ATF_CHECK_EQ(mem_read_meminfo(data(tc, "meminfo.noavail"), &avail,
+	    &total), -1);
+	ATF_CHECK_EQ(mem_read_meminfo(data(tc, "meminfo.badnum"), &avail,
+	    &total), -1);
+	ATF_CHECK_EQ(mem_read_meminfo(data(tc, "proc_cgroup.empty"), &avail,
+	    &total), -1);
+	ATF_CHECK_EQ(mem_read_meminfo(data(tc, "no-such-file"), &avail,
+	    &total), -1);
+}
+
+ATF_TC_WITHOUT_HEAD(cgroup_v2_max);
+ATF_TC_BODY(cgroup_v2_max, tc)
+{
+	int64_t	 room;
+
+	setup();
+	/* memory.max "max" and a root without memory.max: no limit. */
+	ATF_CHECK_EQ(cgroom(tc, "proc_cgroup.v2unlimited", &room), 1);
+	ATF_CHECK_EQ(room, -42);
+	/* A cgroup that is not under the mount (no cgroup namespace). */
+	ATF_CHECK_EQ(cgroom(tc, "proc_cgroup.v2missing", &room), 1);
+}
+
+ATF_TC_WITHOUT_HEAD(cgroup_v2_limit);
+ATF_TC_BODY(cgroup_v2_limit, tc)
+{
+	int64_t	 room;
+
+	setup();
+	ATF_REQUIRE_EQ(cgroom(tc, "proc_cgroup.v2limited", &room), 0);
+	ATF_CHECK_EQ(room, 7 * GIB);
+	/* Usage above the limit is no room, not a negative one. */
+	ATF_REQUIRE_EQ(cgroom(tc, "proc_cgroup.v2over", &room), 0);
+	ATF_CHECK_EQ(room, 0);
+}
+
+ATF_TC_WITHOUT_HEAD(cgroup_v2_nested);
+ATF_TC_BODY(cgroup_v2_nested, tc)
+{
+	int64_t	 room;
+
+	setup();
+	/*
+	 * leaf: 2G - 512M = 1.5G; child: max; nested: 4G - 3G = 1G.
+	 * The tightest is an ancestor's.
+	 */
+	ATF_REQUIRE_EQ(cgroom(tc, "proc_cgroup.v2nested", &room), 0);
+	ATF_CHECK_EQ(room, 1 * GIB);
+}
+
+ATF_TC_WITHOUT_HEAD(cgroup_v1_limit);
+ATF_TC_BODY(cgroup_v1_limit, tc)
+{
+	int64_t	 room;
+
+	setup();
+	/* grp: 2G - 512M; the v1 root's huge limit is none; v2 has none. */
+	ATF_REQUIRE_EQ(cgroom(tc, "proc_cgroup.v1limited", &room), 0);
+	ATF_CHECK_EQ(room, 2 * GIB - 512 * MIB);
+	/* memory co-mounted with another controller. */
+	ATF_REQUIRE_EQ(cgroom(tc, "proc_cgroup.v1comount", &room), 0);
+	ATF_CHECK_EQ(room, 2 * GIB - 512 * MIB);
+	/* Without a v1 root the v1 line is not looked at. */
+	ATF_CHECK_EQ(mem_cgroup_room(data(tc, "proc_cgroup.v1limited"),
+	    data(tc, "cg2"), NULL, &room), 1);
+}
+
+ATF_TC_WITHOUT_HEAD(cgroup_none);
+ATF_TC_BODY(cgroup_none, tc)
+{
+	int64_t	 room;
+
+	setup();
+	/* v1 "unlimited" (page-rounded LLONG_MAX) at every level. */
+	ATF_CHECK_EQ(cgroom(tc, "proc_cgroup.v1free", &room), 1);
+	ATF_CHECK_EQ(room, -42);
+}
+
+ATF_TC_WITHOUT_HEAD(cgroup_malformed);
+ATF_TC_BODY(cgroup_malformed, tc)
+{
+	int64_t	 room;
+
+	setup();
+	ATF_CHECK_EQ(cgroom(tc, "proc_cgroup.malformed", &room), -1);
+	ATF_CHECK_EQ(cgroom(tc, "proc_cgroup.badid", &room), -1);
+	ATF_CHECK_EQ(cgroom(tc, "proc_cgroup.empty", &room), -1);
+	ATF_CHECK_EQ(cgroom(tc, "proc_cgroup.v2bad", &room), -1);
+	ATF_CHECK_EQ(cgroom(tc, "no-such-file", &room), -1);
+	ATF_CHECK_EQ(room, -42);
+}
+
+ATF_TC_WITHOUT_HEAD(snapshot_live);
+ATF_TC_BODY(snapshot_live, tc)
+{
+	struct mem_snapshot	 ms;
+	int64_t			 avail, total;
+
+	(void)tc;
+	setup();
+	if (access(MEM_PROC_MEMINFO, R_OK) == -1)
+		atf_tc_skip("no %s", MEM_PROC_MEMINFO);
+	ATF_REQUIRE_EQ(mem_read_meminfo(MEM_PROC_MEMINFO, &avail, &total),
+	    0);
+	ATF_REQUIRE_EQ(mem_snapshot(&ms), 0);
+	ATF_CHECK(ms.total == total);
+	ATF_CHECK(ms.available >= 0);
+	ATF_CHECK(ms.available <= ms.total);
+}
+
+ATF_TC_WITHOUT_HEAD(reserve_default);
+ATF_TC_BODY(reserve_default, tc)
+{
+	(void)tc;
+	ATF_CHECK_EQ(mem_reserve_default(8 * GIB), 8 * GIB / 20);
+	ATF_CHECK_EQ(mem_reserve_default(100 * GIB), 2 * GIB);
+	ATF_CHECK_EQ(mem_reserve_default(40 * GIB), 2 * GIB);
+}
+
+ATF_TC_WITHOUT_HEAD(need_configured);
+ATF_TC_BODY(need_configured, tc)
+{
+	(void)tc;
+	setup();
+	ATF_CHECK_EQ(mem_need("/no/such/model.gguf", 6 * GIB, KIND_CHAT),
+	    6 * GIB);
+	ATF_CHECK_EQ(mem_need("org/name", 3 * GIB, KIND_IMAGE), 3 * GIB);
+}
+
+ATF_TC_WITHOUT_HEAD(need_file);
+ATF_TC_BODY(need_file, tc)
+{
+	char	 cwd[PATH_MAX], path[PATH_MAX + 32];
+
+	(void)tc;
+	setup();
+	ATF_REQUIRE(getcwd(cwd, sizeof(cwd)) != NULL);
+	snprintf(path, sizeof(path), "%s/model.gguf", cwd);
+	mkfile(path, 5 * MIB);
+	ATF_CHECK_EQ(mem_need(path, 0, KIND_CHAT), 5 * MIB + GIB);
+	ATF_CHECK_EQ(mem_need(path, -1, KIND_EMBEDDING), 5 * MIB + GIB);
+	/* Missing: the headroom alone. */
+	snprintf(path, sizeof(path), "%s/absent.gguf", cwd);
+	ATF_CHECK_EQ(mem_need(path, 0, KIND_CHAT), GIB);
+}
+
+ATF_TC_WITHOUT_HEAD(need_dir);
+ATF_TC_BODY(need_dir, tc)
+{
+	char	 cwd[PATH_MAX], dir[PATH_MAX + 64], p[PATH_MAX + 128];
+
+	(void)tc;
+	setup();
+	ATF_REQUIRE(getcwd(cwd, sizeof(cwd)) != NULL);
+	snprintf(dir, sizeof(dir), "%s/model", cwd);
+	mkdirs(dir);
+	snprintf(p, sizeof(p), "%s/weights-1.safetensors", dir);
+	mkfile(p, 3 * MIB);
+	snprintf(p, sizeof(p), "%s/weights-2.safetensors", dir);
+	mkfile(p, 2 * MIB);
+	snprintf(p, sizeof(p), "%s/sub", dir);
+	mkdirs(p);
+	snprintf(p, sizeof(p), "%s/sub/tokenizer.json", dir);
+	mkfile(p, 1000);
+	/* A symlink to a file outside counts (HF snapshots are links). */
+	snprintf(p, sizeof(p), "%s/blob", cwd);
+	mkfile(p, 7 * MIB);
+	snprintf(p, sizeof(p), "%s/linked.safetensors", dir);
+	ATF_REQUIRE(symlink("../blob", p) == 0);
+	/* A symlink to a directory is not entered. */
+	snprintf(p, sizeof(p), "%s/other", cwd);
+	mkdirs(p);
+	snprintf(p, sizeof(p), "%s/other/big", cwd);
+	mkfile(p, 100 * MIB);
+	snprintf(p, sizeof(p), "%s/otherlink", dir);
+	ATF_REQUIRE(symlink("../other", p) == 0);
+	/* A dangling link is ignored. */
+	snprintf(p, sizeof(p), "%s/dangling", dir);
+	ATF_REQUIRE(symlink("../nowhere", p) == 0);
+
+	ATF_CHECK_EQ(mem_disk_size(dir), 12 * MIB + 1000);
+	ATF_CHECK_EQ(mem_need(dir, 0, KIND_CHAT), 12 * MIB + 1000 + GIB);
+}
+
+ATF_TC_WITHOUT_HEAD(need_image);
+ATF_TC_BODY(need_image, tc)
+{
+	char	 cwd[PATH_MAX], path[PATH_MAX + 32];
+
+	(void)tc;
+	setup();
+	ATF_REQUIRE(getcwd(cwd, sizeof(cwd)) != NULL);
+	snprintf(path, sizeof(path), "%s/sd.safetensors", cwd);
+	mkfile(path, 2 * MIB);
+	ATF_CHECK_EQ(mem_need(path, 0, KIND_IMAGE), 2 * MIB + 4 * GIB);
+	ATF_CHECK_EQ(mem_need("/no/such/thing", 0, KIND_IMAGE), 4 * GIB);
+}
+
+/* An HF cache repo: blobs a (4M) and b (1M), old (8M) from another rev. */
+static void
+hf_repo(const char *hub, const char *repo, int withref)
+{
+	char	 p[PATH_MAX];
+	FILE	*fp;
+
+	snprintf(p, sizeof(p), "%s/%s", hub, repo);
+	mkdirs(p);
+	snprintf(p, sizeof(p), "%s/%s/blobs", hub, repo);
+	mkdirs(p);
+	snprintf(p, sizeof(p), "%s/%s/blobs/aaaa", hub, repo);
+	mkfile(p, 4 * MIB);
+	snprintf(p, sizeof(p), "%s/%s/blobs/bbbb", hub, repo);
+	mkfile(p, 1 * MIB);
+	snprintf(p, sizeof(p), "%s/%s/blobs/oooo", hub, repo);
+	mkfile(p, 8 * MIB);
+	snprintf(p, sizeof(p), "%s/%s/snapshots", hub, repo);
+	mkdirs(p);
+	snprintf(p, sizeof(p), "%s/%s/snapshots/rev1", hub, repo);
+	mkdirs(p);
+	snprintf(p, sizeof(p), "%s/%s/snapshots/rev1/model.safetensors", hub,
+	    repo);
+	ATF_REQUIRE(symlink("../../blobs/aaaa", p) == 0);
+	snprintf(p, sizeof(p), "%s/%s/snapshots/rev1/config.json", hub, repo);
+	ATF_REQUIRE(symlink("../../blobs/bbbb", p) == 0);
+	snprintf(p, sizeof(p), "%s/%s/snapshots/rev0", hub, repo);
+	mkdirs(p);
+	snprintf(p, sizeof(p), "%s/%s/snapshots/rev0/model.safetensors", hub,
+	    repo);
+	ATF_REQUIRE(symlink("../../blobs/oooo", p) == 0);
+	if (!withref)
+		return;
+	snprintf(p, sizeof(p), "%s/%s/refs", hub, repo);
+	mkdirs(p);
+	snprintf(p, sizeof(p), "%s/%s/refs/main", hub, repo);
+	ATF_REQUIRE((fp = fopen(p, "w")) != NULL);
+	fputs("rev1", fp);		/* HF writes no newline */
+	fclose(fp);
+}
+
+ATF_TC_WITHOUT_HEAD(need_hf_cache);
+ATF_TC_BODY(need_hf_cache, tc)
+{
+	char	 cwd[PATH_MAX], hub[PATH_MAX + 32], home[PATH_MAX + 32];
+
+	(void)tc;
+	setup();
+	ATF_REQUIRE(getcwd(cwd, sizeof(cwd)) != NULL);
+	snprintf(hub, sizeof(hub), "%s/hub", cwd);
+	mkdirs(hub);
+	hf_repo(hub, "models--Org--Model-7B", 1);
+	hf_repo(hub, "models--noref", 0);
+	ATF_REQUIRE(setenv("HF_HUB_CACHE", hub, 1) == 0);
+
+	/* refs/main's snapshot only: 4M + 1M. */
+	ATF_CHECK_EQ(mem_need("Org/Model-7B", 0, KIND_CHAT), 5 * MIB + GIB);
+	/* A llama.cpp-style ":quant" tag is not part of the repo name. */
+	ATF_CHECK_EQ(mem_need("Org/Model-7B:Q4_K_M", 0, KIND_CHAT),
+	    5 * MIB + GIB);
+	/* No refs/main: every blob, 4M + 1M + 8M. */
+	ATF_CHECK_EQ(mem_need("noref", 0, KIND_CHAT), 13 * MIB + GIB);
+	/* Not in the cache: the headroom alone. */
+	ATF_CHECK_EQ(mem_need("Org/Absent", 0, KIND_CHAT), GIB);
+	ATF_CHECK_EQ(mem_need("Org/Absent", 0, KIND_IMAGE), 4 * GIB);
+
+	/* HF_HOME/hub when HF_HUB_CACHE is not set. */
+	ATF_REQUIRE(unsetenv("HF_HUB_CACHE") == 0);
+	ATF_REQUIRE(setenv("HF_HOME", cwd, 1) == 0);
+	ATF_CHECK_EQ(mem_need("Org/Model-7B", 0, KIND_CHAT), 5 * MIB + GIB);
+
+	/* ~/.cache/huggingface/hub last. */
+	ATF_REQUIRE(unsetenv("HF_HOME") == 0);
+	snprintf(home, sizeof(home), "%s/home", cwd);
+	mkdirs(home);
+	ATF_REQUIRE(setenv("HOME", home, 1) == 0);
+	ATF_CHECK_EQ(mem_need("Org/Model-7B", 0, KIND_CHAT), GIB);
+	snprintf(hub, sizeof(hub), "%s/home/.cache", cwd);
+	mkdirs(hub);
+	snprintf(hub, sizeof(hub), "%s/home/.cache/huggingface", cwd);
+	mkdirs(hub);
+	snprintf(hub, sizeof(hub), "%s/home/.cache/huggingface/hub", cwd);
+	mkdirs(hub);
+	hf_repo(hub, "models--Org--Model-7B", 1);
+	ATF_CHECK_EQ(mem_need("Org/Model-7B", 0, KIND_CHAT), 5 * MIB + GIB);
+}
+
+ATF_TC_WITHOUT_HEAD(fmt);
+ATF_TC_BODY(fmt, tc)
+{
+	char	 buf[MEM_FMT_LEN];
+
+	(void)tc;
+	mem_fmt(buf, sizeof(buf), 6 * GIB);
+	ATF_CHECK_STREQ(buf, "6.0 GiB");
+	mem_fmt(buf, sizeof(buf), 512 * MIB);
+	ATF_CHECK_STREQ(buf, "512 MiB");
+	mem_fmt(buf, sizeof(buf), 3 * GIB / 2);
+	ATF_CHECK_STREQ(buf, "1.5 GiB");
+	mem_fmt(buf, sizeof(buf), 4096);
+	ATF_CHECK_STREQ(buf, "4 KiB");
+	mem_fmt(buf, sizeof(buf), 100);
+	ATF_CHECK_STREQ(buf, "100 B");
+	mem_fmt(buf, sizeof(buf), 0);
+	ATF_CHECK_STREQ(buf, "0 B");
+	mem_fmt(buf, sizeof(buf), -2 * GIB);
+	ATF_CHECK_STREQ(buf, "-2.0 GiB");
+	mem_fmt(buf, sizeof(buf), 2048 * GIB);
+	ATF_CHECK_STREQ(buf, "2.0 TiB");
+	mem_fmt(buf, sizeof(buf), INT64_MIN);
+	ATF_CHECK(strstr(buf, "TiB") != NULL);
+	/* Truncated, still terminated. */
+	mem_fmt(buf, 4, 6 * GIB);
+	ATF_CHECK_STREQ(buf, "6.0");
+}
+
+ATF_TP_ADD_TCS(tp)
+{
+	ATF_TP_ADD_TC(tp, meminfo_parse);
+	ATF_TP_ADD_TC(tp, meminfo_malformed);
+	ATF_TP_ADD_TC(tp, cgroup_v2_max);
+	ATF_TP_ADD_TC(tp, cgroup_v2_limit);
+	ATF_TP_ADD_TC(tp, cgroup_v2_nested);
+	ATF_TP_ADD_TC(tp, cgroup_v1_limit);
+	ATF_TP_ADD_TC(tp, cgroup_none);
+	ATF_TP_ADD_TC(tp, cgroup_malformed);
+	ATF_TP_ADD_TC(tp, snapshot_live);
+	ATF_TP_ADD_TC(tp, reserve_default);
+	ATF_TP_ADD_TC(tp, need_configured);
+	ATF_TP_ADD_TC(tp, need_file);
+	ATF_TP_ADD_TC(tp, need_dir);
+	ATF_TP_ADD_TC(tp, need_image);
+	ATF_TP_ADD_TC(tp, need_hf_cache);
+	ATF_TP_ADD_TC(tp, fmt);
+	return (atf_no_error());
+}

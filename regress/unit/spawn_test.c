@@ -1,0 +1,701 @@
+/*
+ * spawn.c: argv and environment building, the ring, exit descriptions,
+ * and real children of /bin/sh whose output is drained by a libevent
+ * loop that runs until a condition holds or a deadline passes.
+ */
+#include <sys/types.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+
+#include <atf-c.h>
+#include <grp.h>
+#include <errno.h>
+#include <event.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "log.h"
+#include "spawn.h"
+
+#define DEADLINE	10	/* seconds for any wait on a child */
+
+static char	 err[SPAWN_ERR_MAX];
+
+/* What the children said, in the order the callbacks saw it. */
+static struct ring	 seen;
+static struct ring	 logged;
+static int		 eof;
+static int		 timed_out;
+static const char	*want;		/* stop the loop on this line */
+static int		 got_want;
+
+static void
+on_line(void *arg, const char *line)
+{
+	(void)arg;
+	ring_push(&seen, line);
+	if (want != NULL && strcmp(line, want) == 0)
+		got_want = 1;
+}
+
+static void
+on_eof(void *arg)
+{
+	(void)arg;
+	eof = 1;
+}
+
+static void
+on_log(int pri, const char *line)
+{
+	(void)pri;
+	ring_push(&logged, line);
+}
+
+static void
+on_deadline(int fd, short ev, void *arg)
+{
+	(void)fd;
+	(void)ev;
+	(void)arg;
+	timed_out = 1;
+}
+
+static void
+setup(void)
+{
+	log_init(1, LOG_DAEMON);
+	log_sethook(on_log);
+	ATF_REQUIRE(ring_init(&seen, 1000) == 0);
+	ATF_REQUIRE(ring_init(&logged, 1000) == 0);
+	event_init();
+	eof = timed_out = got_want = 0;
+	want = NULL;
+}
+
+/* Run the loop until *cond or the deadline; returns *cond. */
+static int
+loop_until(const int *cond)
+{
+	struct event	 deadline;
+	struct timeval	 tv = { DEADLINE, 0 };
+
+	timed_out = 0;
+	evtimer_set(&deadline, on_deadline, NULL);
+	evtimer_add(&deadline, &tv);
+	while (!*cond && !timed_out)
+		event_loop(EVLOOP_ONCE);
+	evtimer_del(&deadline);
+	return (*cond);
+}
+
+/* waitpid with a deadline; the status, or fails the test. */
+static int
+reap(pid_t pid)
+{
+	struct timespec	 ts = { 0, 10 * 1000 * 1000 };
+	time_t		 end = time(NULL) + DEADLINE;
+	pid_t		 r;
+	int		 status;
+
+	for (;;) {
+		r = waitpid(pid, &status, WNOHANG);
+		if (r == pid)
+			return (status);
+		ATF_REQUIRE_MSG(r == 0, "waitpid: %s", strerror(errno));
+		if (time(NULL) > end) {
+			kill(pid, SIGKILL);
+			atf_tc_fail("child %d did not exit in time", (int)pid);
+		}
+		nanosleep(&ts, NULL);
+	}
+}
+
+static int
+seen_index(const struct ring *r, const char *line)
+{
+	size_t	 i;
+
+	for (i = 0; i < ring_count(r); i++)
+		if (strcmp(ring_get(r, i), line) == 0)
+			return ((int)i);
+	return (-1);
+}
+
+static pid_t
+start_sh(const char *script, char **envp, struct spawn_proc *sp,
+    struct ring *ring)
+{
+	char			*argv[] = { "/bin/sh", "-c", NULL, NULL };
+	struct spawn_req	 req;
+	pid_t			 pid;
+
+	argv[2] = (char *)(uintptr_t)script;
+	memset(&req, 0, sizeof(req));
+	req.argv = argv;
+	req.envp = envp;
+	req.label = "m1";
+	req.ring = ring;
+	req.line_cb = on_line;
+	req.eof_cb = on_eof;
+	pid = spawn_start(&req, sp, err, sizeof(err));
+	ATF_REQUIRE_MSG(pid > 0, "spawn_start: %s", err);
+	return (pid);
+}
+
+static char **
+base_env(void)
+{
+	char	**envp;
+
+	ATF_REQUIRE_MSG(spawn_env("tester", "/nonexistent", "m1", "5801",
+	    NULL, NULL, &envp, err, sizeof(err)) == 0, "spawn_env: %s", err);
+	return (envp);
+}
+
+ATF_TC_WITHOUT_HEAD(argv_split);
+ATF_TC_BODY(argv_split, tc)
+{
+	char	**v;
+
+	(void)tc;
+	ATF_REQUIRE_MSG(spawn_argv("  /bin/x  -a\tb 'c d' \"e \\\" f\" "
+	    "g\\ h 'i'\"j\"k \"\" '\\n'  ", "1", "u", "m", &v, err,
+	    sizeof(err)) == 0, "%s", err);
+	ATF_CHECK_STREQ(v[0], "/bin/x");
+	ATF_CHECK_STREQ(v[1], "-a");
+	ATF_CHECK_STREQ(v[2], "b");
+	ATF_CHECK_STREQ(v[3], "c d");
+	ATF_CHECK_STREQ(v[4], "e \" f");
+	ATF_CHECK_STREQ(v[5], "g h");
+	ATF_CHECK_STREQ(v[6], "ijk");
+	ATF_CHECK_STREQ(v[7], "");
+	ATF_CHECK_STREQ(v[8], "\\n");	/* single quotes keep backslashes */
+	ATF_CHECK(v[9] == NULL);
+	spawn_argv_free(v);
+
+	/* A bare name is looked up in PATH by the child. */
+	ATF_REQUIRE(spawn_argv("llama-server --port %p", "1", "u", "m", &v,
+	    err, sizeof(err)) == 0);
+	ATF_CHECK_STREQ(v[0], "llama-server");
+	spawn_argv_free(v);
+}
+
+ATF_TC_WITHOUT_HEAD(argv_expand);
+ATF_TC_BODY(argv_expand, tc)
+{
+	char	**v;
+
+	(void)tc;
+	ATF_REQUIRE_MSG(spawn_argv("/usr/bin/llama-server --host 127.0.0.1 "
+	    "--port %p -m %u --alias %m --pct 100%% --x=%p:%m %%p",
+	    "5801", "/srv/my models/q 7b.gguf", "qwen", &v, err,
+	    sizeof(err)) == 0, "%s", err);
+	ATF_CHECK_STREQ(v[0], "/usr/bin/llama-server");
+	ATF_CHECK_STREQ(v[4], "5801");
+	ATF_CHECK_STREQ(v[5], "-m");
+	/* An expansion never splits a word. */
+	ATF_CHECK_STREQ(v[6], "/srv/my models/q 7b.gguf");
+	ATF_CHECK_STREQ(v[8], "qwen");
+	ATF_CHECK_STREQ(v[10], "100%");
+	ATF_CHECK_STREQ(v[11], "--x=5801:qwen");
+	ATF_CHECK_STREQ(v[12], "%p");
+	ATF_CHECK(v[13] == NULL);
+	spawn_argv_free(v);
+
+	/* Quotes around an expansion are fine too; a value's quotes stay. */
+	ATF_REQUIRE(spawn_argv("/bin/x \"%u\"", "1", "it's \"q\"", "m", &v,
+	    err, sizeof(err)) == 0);
+	ATF_CHECK_STREQ(v[1], "it's \"q\"");
+	ATF_CHECK(v[2] == NULL);
+	spawn_argv_free(v);
+}
+
+static void
+argv_fails(const char *tmpl, const char *port, const char *msg)
+{
+	char	**v = (char **)1;
+
+	err[0] = '\0';
+	ATF_CHECK_EQ_MSG(spawn_argv(tmpl, port, "u", "m", &v, err,
+	    sizeof(err)), -1, "template [%s] accepted", tmpl);
+	ATF_CHECK(v == NULL);
+	ATF_CHECK_MSG(strstr(err, msg) != NULL,
+	    "template [%s]: error [%s] lacks [%s]", tmpl, err, msg);
+}
+
+ATF_TC_WITHOUT_HEAD(argv_errors);
+ATF_TC_BODY(argv_errors, tc)
+{
+	(void)tc;
+	argv_fails("/bin/x --port %x", "1", "unknown %x");
+	argv_fails("/bin/x --port %P", "1", "unknown %P");
+	argv_fails("/bin/x 100%", "1", "trailing %");
+	argv_fails("/bin/x 'abc", "1", "unterminated single quote");
+	argv_fails("/bin/x \"abc", "1", "unterminated double quote");
+	argv_fails("/bin/x \"abc\\\"", "1", "unterminated double quote");
+	argv_fails("/bin/x abc\\", "1", "trailing backslash");
+	argv_fails("", "1", "empty command");
+	argv_fails(" \t\n ", "1", "empty command");
+	argv_fails("./llama-server", "1", "./llama-server");
+	argv_fails("'' -x", "1", "neither an absolute path");
+	argv_fails("/bin/x --port %p", NULL, "%p");
+}
+
+static const char *
+env_get(char **envp, const char *name)
+{
+	size_t	 n = strlen(name);
+
+	for (; *envp != NULL; envp++)
+		if (strncmp(*envp, name, n) == 0 && (*envp)[n] == '=')
+			return (*envp + n + 1);
+	return (NULL);
+}
+
+static int
+env_count(char **envp, const char *name)
+{
+	size_t	 n = strlen(name);
+	int	 c = 0;
+
+	for (; *envp != NULL; envp++)
+		if (strncmp(*envp, name, n) == 0 && (*envp)[n] == '=')
+			c++;
+	return (c);
+}
+
+ATF_TC_WITHOUT_HEAD(env_precedence);
+ATF_TC_BODY(env_precedence, tc)
+{
+	struct strlist	 rt, md, bad;
+	char		**e;
+
+	(void)tc;
+	TAILQ_INIT(&rt);
+	TAILQ_INIT(&md);
+	TAILQ_INIT(&bad);
+	ATF_REQUIRE(strlist_add(&rt, "HF_HUB_OFFLINE=1") == 0);
+	ATF_REQUIRE(strlist_add(&rt, "LANG=en_US.UTF-8") == 0);
+	ATF_REQUIRE(strlist_add(&rt, "SHARED=runtime") == 0);
+	ATF_REQUIRE(strlist_add(&md, "SHARED=model") == 0);
+	ATF_REQUIRE(strlist_add(&md, "CUDA_VISIBLE_DEVICES=") == 0);
+	ATF_REQUIRE(strlist_add(&md, "AGENCY_PORT=9") == 0);
+	ATF_REQUIRE(setenv("SPAWN_TEST_SECRET", "leak", 1) == 0);
+
+	ATF_REQUIRE_MSG(spawn_env("_agencym", "/var/empty", "qwen", "5801",
+	    &rt, &md, &e, err, sizeof(err)) == 0, "%s", err);
+	ATF_CHECK_STREQ(env_get(e, "PATH"), SPAWN_PATH);
+	ATF_CHECK_STREQ(env_get(e, "HOME"), "/var/empty");
+	ATF_CHECK_STREQ(env_get(e, "USER"), "_agencym");
+	ATF_CHECK_STREQ(env_get(e, "LOGNAME"), "_agencym");
+	ATF_CHECK_STREQ(env_get(e, "AGENCY_EXIT_WITH_PARENT"), "1");
+	ATF_CHECK_STREQ(env_get(e, "AGENCY_MODEL"), "qwen");
+	ATF_CHECK_STREQ(env_get(e, "HF_HUB_OFFLINE"), "1");
+	/* The runtime over the defaults, the model over the runtime. */
+	ATF_CHECK_STREQ(env_get(e, "LANG"), "en_US.UTF-8");
+	ATF_CHECK_STREQ(env_get(e, "SHARED"), "model");
+	ATF_CHECK_STREQ(env_get(e, "AGENCY_PORT"), "9");
+	ATF_CHECK_STREQ(env_get(e, "CUDA_VISIBLE_DEVICES"), "");
+	ATF_CHECK_EQ(env_count(e, "SHARED"), 1);
+	ATF_CHECK_EQ(env_count(e, "AGENCY_PORT"), 1);
+	ATF_CHECK_EQ(env_count(e, "LANG"), 1);
+	/* Nothing of ours leaks in. */
+	ATF_CHECK(env_get(e, "SPAWN_TEST_SECRET") == NULL);
+	spawn_argv_free(e);
+
+	/* Without user and lists: the defaults alone. */
+	ATF_REQUIRE(spawn_env(NULL, NULL, "m", "1", NULL, NULL, &e, err,
+	    sizeof(err)) == 0);
+	ATF_CHECK(env_get(e, "HOME") == NULL);
+	ATF_CHECK(env_get(e, "USER") == NULL);
+	ATF_CHECK_STREQ(env_get(e, "LANG"), "C.UTF-8");
+	spawn_argv_free(e);
+
+	ATF_REQUIRE(strlist_add(&bad, "NOEQUALS") == 0);
+	ATF_CHECK_EQ(spawn_env(NULL, NULL, "m", "1", NULL, &bad, &e, err,
+	    sizeof(err)), -1);
+	ATF_CHECK(strstr(err, "NOEQUALS") != NULL);
+	ATF_CHECK(e == NULL);
+	strlist_clear(&bad);
+	ATF_REQUIRE(strlist_add(&bad, "=value") == 0);
+	ATF_CHECK_EQ(spawn_env(NULL, NULL, "m", "1", &bad, NULL, &e, err,
+	    sizeof(err)), -1);
+	strlist_clear(&bad);
+	strlist_clear(&rt);
+	strlist_clear(&md);
+}
+
+ATF_TC_WITHOUT_HEAD(ring_wrap);
+ATF_TC_BODY(ring_wrap, tc)
+{
+	struct ring	 r;
+	char		 line[32];
+	int		 i;
+
+	(void)tc;
+	ATF_REQUIRE(ring_init(&r, SPAWN_RING_LINES) == 0);
+	ATF_CHECK_EQ(ring_count(&r), 0);
+	ATF_CHECK(ring_get(&r, 0) == NULL);
+	for (i = 0; i < 150; i++) {
+		snprintf(line, sizeof(line), "line %d", i);
+		ring_push(&r, line);
+	}
+	ATF_CHECK_EQ(ring_count(&r), 150);
+	ATF_CHECK_STREQ(ring_get(&r, 0), "line 0");
+	ATF_CHECK_STREQ(ring_get(&r, 149), "line 149");
+	for (; i < 450; i++) {
+		snprintf(line, sizeof(line), "line %d", i);
+		ring_push(&r, line);
+	}
+	/* The newest 200, oldest first. */
+	ATF_REQUIRE_EQ(ring_count(&r), 200);
+	for (i = 0; i < 200; i++) {
+		snprintf(line, sizeof(line), "line %d", 250 + i);
+		ATF_CHECK_STREQ(ring_get(&r, i), line);
+	}
+	ATF_CHECK(ring_get(&r, 200) == NULL);
+	ring_clear(&r);
+	ATF_CHECK_EQ(ring_count(&r), 0);
+	ring_push(&r, "again");
+	ATF_CHECK_EQ(ring_count(&r), 1);
+	ATF_CHECK_STREQ(ring_get(&r, 0), "again");
+	ring_free(&r);
+	ring_free(&r);
+}
+
+ATF_TC_WITHOUT_HEAD(describe_exit);
+ATF_TC_BODY(describe_exit, tc)
+{
+	char	 buf[64];
+	pid_t	 pid;
+
+	(void)tc;
+	if ((pid = fork()) == 0)
+		_exit(3);
+	ATF_REQUIRE(pid > 0);
+	spawn_describe_exit(reap(pid), buf, sizeof(buf));
+	ATF_CHECK_STREQ(buf, "exited with 3");
+
+	if ((pid = fork()) == 0) {
+		pause();
+		_exit(0);
+	}
+	ATF_REQUIRE(pid > 0);
+	ATF_REQUIRE(kill(pid, SIGKILL) == 0);
+	spawn_describe_exit(reap(pid), buf, sizeof(buf));
+	ATF_CHECK_STREQ(buf, "was killed by SIGKILL");
+
+	/* Statuses as the kernel encodes them. */
+	spawn_describe_exit(0, buf, sizeof(buf));
+	ATF_CHECK_STREQ(buf, "exited with 0");
+	spawn_describe_exit(SIGTERM, buf, sizeof(buf));
+	ATF_CHECK_STREQ(buf, "was killed by SIGTERM");
+	spawn_describe_exit(SIGSEGV | 0x80, buf, sizeof(buf));
+	ATF_CHECK_STREQ(buf, "was killed by SIGSEGV (core dumped)");
+}
+
+ATF_TC_WITHOUT_HEAD(addr_in_use);
+ATF_TC_BODY(addr_in_use, tc)
+{
+	(void)tc;
+	ATF_CHECK(spawn_line_addr_in_use("error: Address already in use"));
+	ATF_CHECK(spawn_line_addr_in_use("listen tcp 127.0.0.1:5800: bind: "
+	    "address already in use"));
+	ATF_CHECK(spawn_line_addr_in_use("Error: listen EADDRINUSE: "
+	    "address already in use :::5800"));
+	ATF_CHECK(spawn_line_addr_in_use("main: couldn't bind HTTP server "
+	    "socket, hostname: 127.0.0.1, port: 5800"));
+	ATF_CHECK(spawn_line_addr_in_use("ERROR:    [Errno 98] error while "
+	    "attempting to bind on address ('127.0.0.1', 5800)"));
+	ATF_CHECK(spawn_line_addr_in_use("bind failed"));
+	ATF_CHECK(!spawn_line_addr_in_use("server listening on 127.0.0.1"));
+	ATF_CHECK(!spawn_line_addr_in_use("loading model"));
+	ATF_CHECK(!spawn_line_addr_in_use(""));
+}
+
+ATF_TC_WITHOUT_HEAD(spawn_output);
+ATF_TC_BODY(spawn_output, tc)
+{
+	struct spawn_proc	 sp;
+	struct ring		 r, outs, errs;
+	char			**envp, x1024[SPAWN_LINE_MAX + 1], x452[453];
+	pid_t			 pid;
+	size_t			 i;
+
+	(void)tc;
+	setup();
+	ATF_REQUIRE(ring_init(&r, SPAWN_RING_LINES) == 0);
+	envp = base_env();
+	pid = start_sh(
+	    "echo out1; echo err1 >&2; echo out2; echo err2 >&2; "
+	    "head -c 2500 /dev/zero | tr '\\0' x; echo; "
+	    "printf 'crlf\\r\\n'; printf 'esc\\033[0m\\n'; "
+	    "echo out3; printf 'last-no-newline'", envp, &sp, &r);
+	ATF_CHECK_EQ(sp.pid, pid);
+	ATF_REQUIRE_MSG(loop_until(&eof), "no EOF before the deadline");
+	ATF_CHECK_EQ(reap(pid), 0);
+	spawn_close(&sp);
+
+	/* Each stream in its own order; the last line flushed at EOF. */
+	/*
+	 * Each stream in its own order (how the two interleave is up to
+	 * the scheduler); the last line flushed at EOF; 2500 x cut at
+	 * 1024, 1024, then the 452 left.
+	 */
+	ATF_REQUIRE(ring_init(&outs, 100) == 0);
+	ATF_REQUIRE(ring_init(&errs, 100) == 0);
+	for (i = 0; i < ring_count(&seen); i++)
+		ring_push(strncmp(ring_get(&seen, i), "err", 3) == 0 ?
+		    &errs : &outs, ring_get(&seen, i));
+	memset(x1024, 'x', SPAWN_LINE_MAX);
+	x1024[SPAWN_LINE_MAX] = '\0';
+	memset(x452, 'x', 452);
+	x452[452] = '\0';
+	{
+		const char	*want_out[] = { "out1", "out2", x1024, x1024,
+		    x452, "crlf", "esc?[0m", "out3", "last-no-newline" };
+		const char	*want_err[] = { "err1", "err2" };
+
+		ATF_CHECK_EQ(ring_count(&outs), 9);
+		for (i = 0; i < 9 && i < ring_count(&outs); i++)
+			ATF_CHECK_STREQ_MSG(ring_get(&outs, i), want_out[i],
+			    "stdout line %zu", i);
+		ATF_CHECK_EQ(ring_count(&errs), 2);
+		for (i = 0; i < 2 && i < ring_count(&errs); i++)
+			ATF_CHECK_STREQ(ring_get(&errs, i), want_err[i]);
+	}
+	ring_free(&outs);
+	ring_free(&errs);
+
+	/* The model's ring holds the same lines; the log has the label. */
+	ATF_CHECK_EQ(ring_count(&r), ring_count(&seen));
+	for (i = 0; i < ring_count(&r); i++)
+		ATF_CHECK_STREQ(ring_get(&r, i), ring_get(&seen, i));
+	ATF_CHECK(seen_index(&logged, "m1: out1") >= 0);
+	ATF_CHECK(seen_index(&logged, "m1: err2") >= 0);
+	ATF_CHECK(seen_index(&logged, "m1: last-no-newline") >= 0);
+
+	/* The ring outlives the process record. */
+	memset(&sp, 0xa5, sizeof(sp));
+	ATF_CHECK(seen_index(&r, "last-no-newline") >= 0);
+	ring_free(&r);
+	spawn_argv_free(envp);
+}
+
+ATF_TC_WITHOUT_HEAD(spawn_pgrp_env_stdin);
+ATF_TC_BODY(spawn_pgrp_env_stdin, tc)
+{
+	struct spawn_proc	 sp;
+	char			**envp;
+	pid_t			 pid;
+
+	(void)tc;
+	setup();
+	ATF_REQUIRE(setenv("SPAWN_TEST_SECRET", "leak", 1) == 0);
+	envp = base_env();
+	/* The child blocks on stdin until we close our end. */
+	pid = start_sh("env; echo ENV-DONE; cat >/dev/null; echo stdin-eof",
+	    envp, &sp, NULL);
+
+	/* Its own session and process group, set up before exec. */
+	ATF_CHECK_EQ(getpgid(pid), pid);
+	ATF_CHECK_EQ(getsid(pid), pid);
+
+	want = "ENV-DONE";
+	ATF_REQUIRE_MSG(loop_until(&got_want), "no ENV-DONE in time");
+	ATF_CHECK(seen_index(&seen, "AGENCY_EXIT_WITH_PARENT=1") >= 0);
+	ATF_CHECK(seen_index(&seen, "AGENCY_MODEL=m1") >= 0);
+	ATF_CHECK(seen_index(&seen, "AGENCY_PORT=5801") >= 0);
+	ATF_CHECK(seen_index(&seen, "PATH=" SPAWN_PATH) >= 0);
+	ATF_CHECK(seen_index(&seen, "SPAWN_TEST_SECRET=leak") == -1);
+	ATF_CHECK(seen_index(&seen, "stdin-eof") == -1);
+	/* Still waiting on stdin. */
+	ATF_CHECK_EQ(waitpid(pid, NULL, WNOHANG), 0);
+
+	close(sp.stdin_fd);
+	sp.stdin_fd = -1;
+	ATF_REQUIRE_MSG(loop_until(&eof), "no EOF after closing stdin");
+	ATF_CHECK(seen_index(&seen, "stdin-eof") >= 0);
+	ATF_CHECK_EQ(reap(pid), 0);
+	spawn_close(&sp);
+	spawn_argv_free(envp);
+}
+
+ATF_TC_WITHOUT_HEAD(spawn_drain_at_close);
+ATF_TC_BODY(spawn_drain_at_close, tc)
+{
+	struct spawn_proc	 sp;
+	struct ring		 r;
+	char			**envp;
+	pid_t			 pid;
+
+	(void)tc;
+	setup();
+	ATF_REQUIRE(ring_init(&r, SPAWN_RING_LINES) == 0);
+	envp = base_env();
+	/* The loop never runs: spawn_close() must read what is left. */
+	pid = start_sh("i=0; while [ $i -lt 300 ]; do echo line $i; "
+	    "i=$((i+1)); done; printf tail", envp, &sp, &r);
+	ATF_CHECK_EQ(reap(pid), 0);
+	spawn_close(&sp);
+	ATF_CHECK_EQ(ring_count(&r), 200);
+	ATF_CHECK_STREQ(ring_get(&r, 0), "line 101");
+	ATF_CHECK_STREQ(ring_get(&r, 198), "line 299");
+	ATF_CHECK_STREQ(ring_get(&r, 199), "tail");
+	ATF_CHECK_EQ(sp.out.fd, -1);
+	ATF_CHECK_EQ(sp.err.fd, -1);
+	ATF_CHECK_EQ(sp.stdin_fd, -1);
+	spawn_close(&sp);		/* twice is harmless */
+	ring_free(&r);
+	spawn_argv_free(envp);
+}
+
+ATF_TC_WITHOUT_HEAD(spawn_exec_missing);
+ATF_TC_BODY(spawn_exec_missing, tc)
+{
+	char			*argv1[] = { "/nonexistent/agency-model", NULL };
+	char			*argv2[] = { "agency-no-such-program", NULL };
+	char			*argv3[] = { "/dev/null", NULL };
+	struct spawn_req	 req;
+	struct spawn_proc	 sp;
+	char			**envp;
+
+	(void)tc;
+	setup();
+	envp = base_env();
+	memset(&req, 0, sizeof(req));
+	req.envp = envp;
+	req.label = "m1";
+
+	req.argv = argv1;
+	ATF_CHECK_EQ(spawn_start(&req, &sp, err, sizeof(err)), -1);
+	ATF_CHECK_MSG(strstr(err, "/nonexistent/agency-model") != NULL &&
+	    strstr(err, strerror(ENOENT)) != NULL, "err: %s", err);
+
+	/* Looked up in PATH, not found anywhere. */
+	req.argv = argv2;
+	ATF_CHECK_EQ(spawn_start(&req, &sp, err, sizeof(err)), -1);
+	ATF_CHECK_MSG(strstr(err, "agency-no-such-program") != NULL &&
+	    strstr(err, strerror(ENOENT)) != NULL, "err: %s", err);
+
+	req.argv = argv3;
+	ATF_CHECK_EQ(spawn_start(&req, &sp, err, sizeof(err)), -1);
+	ATF_CHECK_MSG(strstr(err, "/dev/null") != NULL &&
+	    strstr(err, strerror(EACCES)) != NULL, "err: %s", err);
+
+	req.argv = argv1;
+	req.user = "agency-no-such-user";
+	ATF_CHECK_EQ(spawn_start(&req, &sp, err, sizeof(err)), -1);
+	ATF_CHECK_MSG(strstr(err, "agency-no-such-user") != NULL,
+	    "err: %s", err);
+
+	/* The failed children were reaped; nothing is left over. */
+	ATF_CHECK_EQ(waitpid(-1, NULL, WNOHANG), -1);
+	ATF_CHECK_EQ(errno, ECHILD);
+	spawn_argv_free(envp);
+}
+
+ATF_TC_WITHOUT_HEAD(spawn_user);
+ATF_TC_BODY(spawn_user, tc)
+{
+	char			*argv[] = { "/bin/sh", "-c",
+	    "echo uid=$(id -u) gid=$(id -g) groups=$(id -G); "
+	    "grep -E '^(Uid|Gid|Groups):' /proc/self/status", NULL };
+	struct spawn_req	 req;
+	struct spawn_proc	 sp;
+	struct passwd		*pw;
+	char			**envp, line[128];
+	gid_t			 ours[] = { 0, 4 };
+	pid_t			 pid;
+
+	(void)tc;
+	if (geteuid() != 0)
+		atf_tc_skip("switching users needs root");
+	if ((pw = getpwnam("nobody")) == NULL)
+		atf_tc_skip("no user nobody");
+	/* Groups of our own that the child must not keep. */
+	ATF_REQUIRE(setgroups(2, ours) == 0);
+	setup();
+	envp = base_env();
+	memset(&req, 0, sizeof(req));
+	req.argv = argv;
+	req.envp = envp;
+	req.user = "nobody";
+	req.label = "m1";
+	req.line_cb = on_line;
+	req.eof_cb = on_eof;
+	ATF_REQUIRE_MSG((pid = spawn_start(&req, &sp, err, sizeof(err))) > 0,
+	    "%s", err);
+	ATF_REQUIRE(loop_until(&eof));
+	ATF_CHECK_EQ(reap(pid), 0);
+	spawn_close(&sp);
+	/* Supplementary groups are nobody's own, not root's. */
+	snprintf(line, sizeof(line), "uid=%u gid=%u groups=%u",
+	    (unsigned)pw->pw_uid, (unsigned)pw->pw_gid,
+	    (unsigned)pw->pw_gid);
+	ATF_CHECK_MSG(seen_index(&seen, line) >= 0, "no line [%s]", line);
+	spawn_argv_free(envp);
+}
+
+ATF_TC_WITHOUT_HEAD(spawn_pdeathsig);
+ATF_TC_BODY(spawn_pdeathsig, tc)
+{
+	char			*argv[] = { "/bin/sleep", "60", NULL };
+	struct spawn_req	 req;
+	struct spawn_proc	 sp;
+	pid_t			 mid, pid;
+	int			 p[2], status;
+
+	(void)tc;
+	/* Orphans come to us, so we can see how the model ended. */
+	ATF_REQUIRE(prctl(PR_SET_CHILD_SUBREAPER, 1) == 0);
+	ATF_REQUIRE(pipe(p) == 0);
+	if ((mid = fork()) == 0) {
+		/* A stand-in agencyd that starts a model and dies. */
+		close(p[0]);
+		event_init();
+		memset(&req, 0, sizeof(req));
+		req.argv = argv;
+		req.envp = NULL;
+		req.label = "m1";
+		pid = spawn_start(&req, &sp, err, sizeof(err));
+		(void)write(p[1], &pid, sizeof(pid));
+		_exit(pid > 0 ? 0 : 1);
+	}
+	ATF_REQUIRE(mid > 0);
+	close(p[1]);
+	ATF_REQUIRE_EQ(read(p[0], &pid, sizeof(pid)), (ssize_t)sizeof(pid));
+	close(p[0]);
+	ATF_CHECK_EQ(reap(mid), 0);
+	ATF_REQUIRE(pid > 0);
+	status = reap(pid);
+	ATF_CHECK_MSG(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+	    "model status %#x", status);
+}
+
+ATF_TP_ADD_TCS(tp)
+{
+	ATF_TP_ADD_TC(tp, argv_split);
+	ATF_TP_ADD_TC(tp, argv_expand);
+	ATF_TP_ADD_TC(tp, argv_errors);
+	ATF_TP_ADD_TC(tp, env_precedence);
+	ATF_TP_ADD_TC(tp, ring_wrap);
+	ATF_TP_ADD_TC(tp, describe_exit);
+	ATF_TP_ADD_TC(tp, addr_in_use);
+	ATF_TP_ADD_TC(tp, spawn_output);
+	ATF_TP_ADD_TC(tp, spawn_pgrp_env_stdin);
+	ATF_TP_ADD_TC(tp, spawn_drain_at_close);
+	ATF_TP_ADD_TC(tp, spawn_exec_missing);
+	ATF_TP_ADD_TC(tp, spawn_user);
+	ATF_TP_ADD_TC(tp, spawn_pdeathsig);
+	return (atf_no_error());
+}
