@@ -138,5 +138,7 @@ struct runtime_conf	*config_find_runtime(struct agency_conf *,
 int			 strlist_add(struct strlist *, const char *);
 void			 strlist_clear(struct strlist *);
 int			 strlist_contains(const struct strlist *, const char *);
+/* The control socket when none is configured; -1 if it does not fit. */
+int			 config_default_socket(char *, size_t);
 
 #endif /* AGENCY_CONFIG_H */

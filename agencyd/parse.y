@@ -1,0 +1,1498 @@
+/*
+ * agency.conf(5): a hand-written lexer with include files and macros, a
+ * byacc grammar, and the checks that need the whole file.  Every error is
+ * reported as "FILE:LINE: message"; parse_config() returns NULL if there
+ * was any.
+ */
+
+%{
+#include <sys/types.h>
+#include <sys/queue.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include <netinet/in.h>
+#include <arpa/inet.h>
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agencyd.h"
+#include "log.h"
+
+#define MAXINCLUDE	16	/* include depth; also stops include loops */
+#define MAXUNGET	16
+
+TAILQ_HEAD(files, file)		 files = TAILQ_HEAD_INITIALIZER(files);
+static struct file {
+	TAILQ_ENTRY(file)	 entry;
+	FILE			*stream;
+	char			*name;
+	int			 lineno;
+	int			 unget[MAXUNGET];
+	int			 nunget;
+} *file;
+
+/* Where something was written, for the checks made after parsing. */
+struct pos {
+	char			*file;
+	int			 line;
+};
+
+TAILQ_HEAD(symhead, sym)	 symhead = TAILQ_HEAD_INITIALIZER(symhead);
+struct sym {
+	TAILQ_ENTRY(sym)	 entry;
+	int			 persist;	/* from -D: the file cannot override */
+	char			*name;
+	char			*val;
+};
+
+typedef struct {
+	union {
+		int64_t		 number;
+		char		*string;
+	} v;
+	int lineno;
+} YYSTYPE;
+#define YYSTYPE_IS_DECLARED 1
+
+int		 yyparse(void);
+int		 yylex(void);
+int		 yyerror(const char *, ...)
+		    __attribute__((__format__ (printf, 1, 2)));
+
+static struct file	*pushfile(const char *, int);
+static int		 popfile(void);
+static int		 lex(void);
+static int		 lgetc(int);
+static void		 lungetc(int);
+static int		 findeol(void);
+static int		 lookup(const char *);
+static int		 kw_cmp(const void *, const void *);
+static void		 conf_verror(const char *, int, const char *, va_list)
+			    __attribute__((__format__ (printf, 3, 0)));
+static void		 conf_error(const struct pos *, const char *, ...)
+			    __attribute__((__format__ (printf, 2, 3)));
+static int		 here(struct pos *);
+static int		 symset(const char *, const char *, int);
+static const char	*symget(const char *);
+static void		 symclear(void);
+static int		 setstr(char *, size_t, const char *, const char *);
+static int		 addstr(struct strlist *, const char *, size_t,
+			    const char *);
+static int		 check_command(const char *);
+static int		 check_upstream(const char *);
+static int		 check_env(const char *);
+static int64_t		 parse_size(const char *);
+static int64_t		 parse_duration(const char *);
+static int		 add_listen(const char *, int64_t);
+static void		 runtime_start(char *);
+static void		 runtime_end(void);
+static void		 model_start(char *);
+static void		 model_end(void);
+static void		 model_alias(char *);
+static void		 check_all(void);
+
+static struct agency_conf	*conf;
+static int			 errors;
+static int			 opts;
+static int			 lex_error;	/* the lexer already said why */
+static int			 last_token;
+
+static struct runtime_conf	*rt;		/* the block being read */
+static int			 rt_keep;
+static int			 rt_command;	/* written, good or bad */
+static struct pos		 rt_pos;
+static struct model_conf	*model;
+static int			 model_keep;
+static int			 model_idle_set;
+static int			 model_runtime;	/* written, good or bad */
+static int			 model_upstream;
+static struct pos		 model_pos;
+
+static struct pos		*listen_pos;	/* one per listen statement */
+static size_t			 nlisten_pos;
+static struct pos		 ports_pos;
+static struct pos		 default_pos;
+static struct pos		 rsocket_pos;
+%}
+
+%token	ALIAS ALWAYS BODY BUDGET CHAT CLOSE COMMAND DEFAULT EMBEDDING ENV
+%token	GET IDLE IMAGE INCLUDE KIND LAZY LISTEN LOAD MAX MEMORY MODEL MOVE
+%token	NEVER NO ON OVERCOMMIT PART PORT PORTS POST READY REFUSE REQUEST
+%token	RESERVE RESTRICTED ROUTE RUNTIME SOCKET SPEECH STOPS STREAM TIMEOUT
+%token	TO TOKENS UPSTREAM USER VISION YES
+%token	ERROR
+%token	<v.string>	STRING
+%token	<v.number>	NUMBER
+%type	<v.number>	size duration yesno kind stops
+%type	<v.string>	macroval
+/* Strings that error recovery throws away. */
+%destructor	{ (void)msg; free($$); } <v.string>
+%%
+
+grammar		: /* empty */
+		| grammar '\n'
+		| grammar include '\n'
+		| grammar varset '\n'
+		| grammar main '\n'
+		| grammar runtime '\n'
+		| grammar model '\n'
+		| grammar error '\n'		{ yyerrok; }
+		;
+
+include		: INCLUDE STRING		{
+			struct file	*nfile;
+
+			if ((nfile = pushfile($2, 1)) != NULL) {
+				file = nfile;
+				/* Ends the include statement in the new file. */
+				lungetc('\n');
+			}
+			free($2);
+		}
+		;
+
+varset		: STRING '=' macroval		{
+			const char	*s;
+
+			for (s = $1; *s != '\0'; s++)
+				if (!isalnum((unsigned char)*s) && *s != '_')
+					break;
+			if (*$1 == '\0' || *s != '\0')
+				yyerror("invalid macro name \"%s\"", $1);
+			else if (symset($1, $3, 0) == -1)
+				fatal("%s: symset", __func__);
+			free($1);
+			free($3);
+		}
+		;
+
+macroval	: STRING			{ $$ = $1; }
+		| NUMBER			{
+			if (asprintf(&$$, "%lld", (long long)$1) == -1)
+				fatal("%s: asprintf", __func__);
+		}
+		;
+
+main		: LISTEN ON STRING PORT NUMBER	{
+			(void)add_listen($3, $5);
+			free($3);
+		}
+		| LISTEN ON NUMBER PORT NUMBER	{
+			yyerror("invalid listen address \"%lld\"",
+			    (long long)$3);
+		}
+		| SOCKET STRING			{
+			struct sockaddr_un	 sun;
+
+			if ($2[0] != '/')
+				yyerror("socket path must be absolute");
+			else if (strlen($2) >= sizeof(sun.sun_path))
+				yyerror("socket path too long");
+			else
+				(void)setstr(conf->socket, sizeof(conf->socket),
+				    $2, "socket path");
+			free($2);
+		}
+		| SOCKET STRING RESTRICTED	{
+			struct sockaddr_un	 sun;
+
+			if ($2[0] != '/')
+				yyerror("socket path must be absolute");
+			else if (strlen($2) >= sizeof(sun.sun_path))
+				yyerror("socket path too long");
+			else if (setstr(conf->rsocket, sizeof(conf->rsocket),
+			    $2, "socket path") == 0) {
+				free(rsocket_pos.file);
+				(void)here(&rsocket_pos);
+			}
+			free($2);
+		}
+		| USER STRING			{
+			(void)setstr(conf->user, sizeof(conf->user), $2,
+			    "user");
+			free($2);
+		}
+		| MODEL USER STRING		{
+			(void)setstr(conf->model_user,
+			    sizeof(conf->model_user), $3, "model user");
+			free($3);
+		}
+		| PORTS NUMBER TO NUMBER	{
+			if ($2 < 1 || $2 > 65535 || $4 < 1 || $4 > 65535)
+				yyerror("port range %lld to %lld is outside "
+				    "1 to 65535", (long long)$2, (long long)$4);
+			else if ($2 > $4)
+				yyerror("port range %lld to %lld is empty",
+				    (long long)$2, (long long)$4);
+			else {
+				conf->port_lo = $2;
+				conf->port_hi = $4;
+				free(ports_pos.file);
+				(void)here(&ports_pos);
+			}
+		}
+		| MEMORY RESERVE size		{
+			if ($3 >= 0)
+				conf->reserve = $3;
+		}
+		| MEMORY BUDGET size		{
+			if ($3 >= 0)
+				conf->budget = $3;
+		}
+		| OVERCOMMIT yesno		{
+			conf->overcommit = $2;
+		}
+		| MAX BODY size			{
+			if ($3 == 0)
+				yyerror("max body must be more than 0");
+			else if ($3 > 0)
+				conf->max_body = $3;
+		}
+		| REQUEST TIMEOUT duration	{
+			if ($3 == 0)
+				yyerror("request timeout must be more than 0");
+			else if ($3 > 0)
+				conf->request_timeout = $3;
+		}
+		| LOAD TIMEOUT duration		{
+			if ($3 == 0)
+				yyerror("load timeout must be more than 0");
+			else if ($3 > 0)
+				conf->load_timeout = $3;
+		}
+		| IDLE TIMEOUT duration		{
+			if ($3 >= 0)
+				conf->idle_timeout = $3;
+		}
+		| DEFAULT MODEL STRING		{
+			if (setstr(conf->default_model,
+			    sizeof(conf->default_model), $3, "model name") == 0) {
+				free(default_pos.file);
+				(void)here(&default_pos);
+			}
+			free($3);
+		}
+		;
+
+runtime		: RUNTIME STRING		{
+			runtime_start($2);
+			$2 = NULL;	/* freed; still on the stack */
+		}
+		    '{' rtbody rtlast '}'	{ runtime_end(); }
+		;
+
+rtbody		: /* empty */
+		| rtbody '\n'
+		| rtbody rtopt '\n'
+		| rtbody error '\n'		{ yyerrok; }
+		;
+
+rtlast		: /* empty */
+		| rtopt
+		;
+
+rtopt		: COMMAND STRING		{
+			rt_command = 1;
+			if (check_command($2) == 0)
+				(void)setstr(rt->command, sizeof(rt->command),
+				    $2, "command");
+			free($2);
+		}
+		| READY GET STRING		{
+			if ($3[0] != '/')
+				yyerror("ready path must begin with /");
+			else if (setstr(rt->ready_path,
+			    sizeof(rt->ready_path), $3, "ready path") == 0) {
+				rt->ready_method = READY_GET;
+				rt->ready_body[0] = '\0';
+			}
+			free($3);
+		}
+		| READY POST STRING		{
+			if ($3[0] != '/')
+				yyerror("ready path must begin with /");
+			else if (setstr(rt->ready_path,
+			    sizeof(rt->ready_path), $3, "ready path") == 0) {
+				rt->ready_method = READY_POST;
+				rt->ready_body[0] = '\0';
+			}
+			free($3);
+		}
+		| READY POST STRING BODY STRING	{
+			if ($3[0] != '/')
+				yyerror("ready path must begin with /");
+			else if (setstr(rt->ready_path,
+			    sizeof(rt->ready_path), $3, "ready path") == 0 &&
+			    setstr(rt->ready_body, sizeof(rt->ready_body), $5,
+			    "ready body") == 0)
+				rt->ready_method = READY_POST;
+			free($3);
+			free($5);
+		}
+		| KIND kind			{ rt->kind = $2; }
+		| STOPS ON CLOSE stops		{ rt->stops = $4; }
+		| ENV STRING			{
+			if (check_env($2) == 0)
+				(void)addstr(&rt->env, $2, AGENCY_ENV_MAX,
+				    "env");
+			free($2);
+		}
+		| ROUTE STRING			{
+			if ($2[0] != '/')
+				yyerror("route must begin with /");
+			else if (strlist_contains(&rt->routes, $2))
+				yyerror("route \"%s\" given twice", $2);
+			else
+				(void)addstr(&rt->routes, $2, AGENCY_PATH_MAX,
+				    "route");
+			free($2);
+		}
+		| MOVE STRING TO STRING		{
+			struct rule_move	*mv;
+
+			if ($2[0] == '\0' || $4[0] == '\0')
+				yyerror("empty field name");
+			else if (strcmp($2, $4) == 0)
+				yyerror("move \"%s\" to itself", $2);
+			else if (strlen($2) >= AGENCY_FIELD_MAX ||
+			    strlen($4) >= AGENCY_FIELD_MAX)
+				yyerror("field name too long");
+			else {
+				if ((mv = calloc(1, sizeof(*mv))) == NULL)
+					fatal("%s: calloc", __func__);
+				(void)strlcpy(mv->from, $2, sizeof(mv->from));
+				(void)strlcpy(mv->to, $4, sizeof(mv->to));
+				TAILQ_INSERT_TAIL(&rt->moves, mv, entry);
+			}
+			free($2);
+			free($4);
+		}
+		| REFUSE STRING			{
+			if ($2[0] == '\0')
+				yyerror("empty field name");
+			else if (!strlist_contains(&rt->refuse, $2))
+				(void)addstr(&rt->refuse, $2, AGENCY_FIELD_MAX,
+				    "field name");
+			free($2);
+		}
+		| PART STRING			{
+			if ($2[0] == '\0')
+				yyerror("empty part type");
+			else if (!strlist_contains(&rt->parts, $2))
+				(void)addstr(&rt->parts, $2, AGENCY_FIELD_MAX,
+				    "part type");
+			free($2);
+		}
+		| MAX TOKENS NUMBER		{
+			if ($3 < 1)
+				yyerror("max tokens must be more than 0");
+			else
+				rt->max_tokens = $3;
+		}
+		;
+
+kind		: CHAT				{ $$ = KIND_CHAT; }
+		| EMBEDDING			{ $$ = KIND_EMBEDDING; }
+		| SPEECH			{ $$ = KIND_SPEECH; }
+		| IMAGE				{ $$ = KIND_IMAGE; }
+		| VISION			{ $$ = KIND_VISION; }
+		;
+
+stops		: ALWAYS			{ $$ = STOPS_ALWAYS; }
+		| NEVER				{ $$ = STOPS_NEVER; }
+		| STREAM			{ $$ = STOPS_STREAM; }
+		;
+
+model		: MODEL STRING			{
+			model_start($2);
+			$2 = NULL;	/* freed; still on the stack */
+		}
+		    '{' mbody mlast '}'		{ model_end(); }
+		;
+
+mbody		: /* empty */
+		| mbody '\n'
+		| mbody mopt '\n'
+		| mbody error '\n'		{ yyerrok; }
+		;
+
+mlast		: /* empty */
+		| mopt
+		;
+
+mopt		: RUNTIME STRING		{
+			struct runtime_conf	*r;
+
+			model_runtime = 1;
+			if ((r = config_find_runtime(conf, $2)) == NULL)
+				yyerror("unknown runtime \"%s\"", $2);
+			else {
+				(void)strlcpy(model->runtime, r->name,
+				    sizeof(model->runtime));
+				model->rt = r;
+			}
+			free($2);
+		}
+		| UPSTREAM STRING		{
+			model_upstream = 1;
+			if (check_upstream($2) == 0)
+				(void)setstr(model->upstream,
+				    sizeof(model->upstream), $2, "upstream");
+			free($2);
+		}
+		| LAZY				{ model->lazy = 1; }
+		| MEMORY size			{
+			if ($2 >= 0)
+				model->memory = $2;
+		}
+		| IDLE TIMEOUT duration		{
+			if ($3 >= 0) {
+				model->idle_timeout = $3;
+				model_idle_set = 1;
+			}
+		}
+		| LOAD TIMEOUT duration		{
+			if ($3 == 0)
+				yyerror("load timeout must be more than 0");
+			else if ($3 > 0)
+				model->load_timeout = $3;
+		}
+		| MAX TOKENS NUMBER		{
+			if ($3 < 1)
+				yyerror("max tokens must be more than 0");
+			else
+				model->max_tokens = $3;
+		}
+		| ALIAS STRING			{ model_alias($2); }
+		| ENV STRING			{
+			if (check_env($2) == 0)
+				(void)addstr(&model->env, $2, AGENCY_ENV_MAX,
+				    "env");
+			free($2);
+		}
+		;
+
+size		: NUMBER			{ $$ = $1; }
+		| STRING			{
+			$$ = parse_size($1);
+			free($1);
+		}
+		;
+
+duration	: STRING			{
+			$$ = parse_duration($1);
+			free($1);
+		}
+		| NUMBER			{
+			yyerror("duration %lld needs a unit: ms, s, m or h",
+			    (long long)$1);
+			$$ = -1;
+		}
+		;
+
+yesno		: YES				{ $$ = 1; }
+		| NO				{ $$ = 0; }
+		;
+
+%%
+
+struct keywords {
+	const char	*k_name;
+	int		 k_val;
+};
+
+static void
+conf_verror(const char *name, int line, const char *fmt, va_list ap)
+{
+	char	*msg;
+
+	errors++;
+	if (vasprintf(&msg, fmt, ap) == -1)
+		fatal("%s: vasprintf", __func__);
+	if (opts & AGENCYD_OPT_NOACTION)
+		fprintf(stderr, "%s:%d: %s\n", name, line, msg);
+	else
+		log_warnx("%s:%d: %s", name, line, msg);
+	free(msg);
+}
+
+int
+yyerror(const char *fmt, ...)
+{
+	va_list	ap;
+
+	/* A token the lexer refused: its message is out already. */
+	if (lex_error) {
+		lex_error = 0;
+		if (strcmp(fmt, "syntax error") == 0)
+			return (0);
+	}
+	va_start(ap, fmt);
+	conf_verror(file->name, yylval.lineno, fmt, ap);
+	va_end(ap);
+	return (0);
+}
+
+static void
+conf_error(const struct pos *p, const char *fmt, ...)
+{
+	va_list	ap;
+
+	va_start(ap, fmt);
+	conf_verror(p->file, p->line, fmt, ap);
+	va_end(ap);
+}
+
+static int
+here(struct pos *p)
+{
+	if ((p->file = strdup(file->name)) == NULL)
+		fatal("%s: strdup", __func__);
+	p->line = yylval.lineno;
+	return (0);
+}
+
+static int
+kw_cmp(const void *k, const void *e)
+{
+	return (strcmp(k, ((const struct keywords *)e)->k_name));
+}
+
+static int
+lookup(const char *s)
+{
+	/* Sorted, for bsearch. */
+	static const struct keywords keywords[] = {
+		{ "alias",		ALIAS },
+		{ "always",		ALWAYS },
+		{ "body",		BODY },
+		{ "budget",		BUDGET },
+		{ "chat",		CHAT },
+		{ "close",		CLOSE },
+		{ "command",		COMMAND },
+		{ "default",		DEFAULT },
+		{ "embedding",		EMBEDDING },
+		{ "env",		ENV },
+		{ "get",		GET },
+		{ "idle",		IDLE },
+		{ "image",		IMAGE },
+		{ "include",		INCLUDE },
+		{ "kind",		KIND },
+		{ "lazy",		LAZY },
+		{ "listen",		LISTEN },
+		{ "load",		LOAD },
+		{ "max",		MAX },
+		{ "memory",		MEMORY },
+		{ "model",		MODEL },
+		{ "move",		MOVE },
+		{ "never",		NEVER },
+		{ "no",			NO },
+		{ "on",			ON },
+		{ "overcommit",		OVERCOMMIT },
+		{ "part",		PART },
+		{ "port",		PORT },
+		{ "ports",		PORTS },
+		{ "post",		POST },
+		{ "ready",		READY },
+		{ "refuse",		REFUSE },
+		{ "request",		REQUEST },
+		{ "reserve",		RESERVE },
+		{ "restricted",		RESTRICTED },
+		{ "route",		ROUTE },
+		{ "runtime",		RUNTIME },
+		{ "socket",		SOCKET },
+		{ "speech",		SPEECH },
+		{ "stops",		STOPS },
+		{ "stream",		STREAM },
+		{ "timeout",		TIMEOUT },
+		{ "to",			TO },
+		{ "tokens",		TOKENS },
+		{ "upstream",		UPSTREAM },
+		{ "user",		USER },
+		{ "vision",		VISION },
+		{ "yes",		YES },
+	};
+	const struct keywords	*p;
+
+	p = bsearch(s, keywords, sizeof(keywords) / sizeof(keywords[0]),
+	    sizeof(keywords[0]), kw_cmp);
+	if (p != NULL)
+		return (p->k_val);
+	return (STRING);
+}
+
+/*
+ * One character.  Outside quotes a backslash before a newline joins the
+ * lines; inside quotes the string reader handles backslashes itself.
+ */
+static int
+lgetc(int quoted)
+{
+	int	c, next;
+
+	if (file->nunget > 0)
+		return (file->unget[--file->nunget]);
+	c = getc(file->stream);
+	if (quoted)
+		return (c);
+	while (c == '\\') {
+		next = getc(file->stream);
+		if (next != '\n') {
+			lungetc(next);
+			break;
+		}
+		file->lineno++;
+		c = getc(file->stream);
+	}
+	return (c);
+}
+
+static void
+lungetc(int c)
+{
+	if (c == EOF)
+		return;
+	if (file->nunget >= MAXUNGET)
+		fatalx("%s: too many characters pushed back", __func__);
+	file->unget[file->nunget++] = c;
+}
+
+/* Skip the rest of a bad line, leaving its newline to end the statement. */
+static int
+findeol(void)
+{
+	int	c;
+
+	while ((c = lgetc(0)) != '\n' && c != EOF)
+		;
+	lungetc(c);
+	lex_error = 1;
+	return (ERROR);
+}
+
+/* Characters of an unquoted word. */
+static int
+isword(int c)
+{
+	if (c == EOF || c <= ' ' || c == 0x7f)
+		return (0);
+	return (strchr("{}=#;\"$", c) == NULL);
+}
+
+int
+yylex(void)
+{
+	last_token = lex();
+	return (last_token);
+}
+
+static int
+lex(void)
+{
+	char		 buf[8192], name[AGENCY_NAME_MAX];
+	const char	*val;
+	char		*p;
+	const char	*errstr;
+	int		 c, next, expanded, digits;
+	size_t		 n;
+
+top:
+	p = buf;
+	while ((c = lgetc(0)) == ' ' || c == '\t')
+		;
+	yylval.lineno = file->lineno;
+	if (c == '#')
+		while ((c = lgetc(0)) != '\n' && c != EOF)
+			;
+	if (c == EOF) {
+		/* Every file's last statement ends, newline or not. */
+		if (last_token != '\n')
+			return ('\n');
+		if (popfile() == EOF)
+			return (0);
+		goto top;
+	}
+	if (c == '\n') {
+		yylval.lineno = file->lineno++;
+		return ('\n');
+	}
+	if (c == ';') {
+		/* Ends a statement as a newline does. */
+		return ('\n');
+	}
+	if (c == '{' || c == '}' || c == '=')
+		return (c);
+
+	if (c == '"') {
+		for (;;) {
+			c = lgetc(1);
+			if (c == EOF || c == '\n') {
+				lungetc(c);
+				yyerror("unterminated quoted string");
+				return (findeol());
+			}
+			if (c == '"')
+				break;
+			if (c == '\\') {
+				next = lgetc(1);
+				if (next == '\n') {
+					file->lineno++;
+					continue;
+				}
+				if (next == '"' || next == '\\')
+					c = next;
+				else
+					lungetc(next);
+			} else if (c < ' ' && c != '\t') {
+				yyerror("control character in string");
+				return (findeol());
+			}
+			if (p + 1 >= buf + sizeof(buf)) {
+				yyerror("string too long");
+				return (findeol());
+			}
+			*p++ = c;
+		}
+		*p = '\0';
+		if ((yylval.v.string = strdup(buf)) == NULL)
+			fatal("%s: strdup", __func__);
+		return (STRING);
+	}
+
+	if (!isword(c) && c != '$') {
+		yyerror("unexpected character '%c'", c);
+		return (findeol());
+	}
+
+	/* A word; $name in it is replaced by the macro's value. */
+	expanded = 0;
+	do {
+		if (c == '$') {
+			n = 0;
+			while ((c = lgetc(0)) != EOF &&
+			    (isalnum(c) || c == '_')) {
+				if (n + 1 >= sizeof(name)) {
+					yyerror("macro name too long");
+					return (findeol());
+				}
+				name[n++] = c;
+			}
+			lungetc(c);
+			name[n] = '\0';
+			if (n == 0) {
+				yyerror("$ without a macro name");
+				return (findeol());
+			}
+			if ((val = symget(name)) == NULL) {
+				yyerror("macro \"%s\" not defined", name);
+				return (findeol());
+			}
+			if (strlen(val) >= (size_t)(buf + sizeof(buf) - p)) {
+				yyerror("string too long");
+				return (findeol());
+			}
+			p += strlcpy(p, val, buf + sizeof(buf) - p);
+			expanded = 1;
+			continue;
+		}
+		if (p + 1 >= buf + sizeof(buf)) {
+			yyerror("string too long");
+			return (findeol());
+		}
+		*p++ = c;
+	} while ((c = lgetc(0)) != EOF && (isword(c) || c == '$'));
+	lungetc(c);
+	*p = '\0';
+
+	/* An expanded word is never a keyword. */
+	if (!expanded && lookup(buf) != STRING)
+		return (lookup(buf));
+
+	digits = buf[0] != '\0';
+	for (p = buf; *p != '\0'; p++)
+		if (!isdigit((unsigned char)*p))
+			digits = 0;
+	if (digits) {
+		yylval.v.number = strtonum(buf, 0, INT64_MAX, &errstr);
+		if (errstr != NULL) {
+			yyerror("number %s is %s", buf, errstr);
+			return (findeol());
+		}
+		return (NUMBER);
+	}
+	if ((yylval.v.string = strdup(buf)) == NULL)
+		fatal("%s: strdup", __func__);
+	return (STRING);
+}
+
+static struct file *
+pushfile(const char *name, int included)
+{
+	struct file	*nfile;
+	struct stat	 st;
+	char		*path = NULL;
+	const char	*slash;
+	int		 depth = 0, saved_errno;
+
+	TAILQ_FOREACH(nfile, &files, entry)
+		depth++;
+	if (depth >= MAXINCLUDE) {
+		yyerror("include nested too deeply");
+		return (NULL);
+	}
+	/* A relative include is found next to the file that includes it. */
+	if (included && name[0] != '/' &&
+	    (slash = strrchr(file->name, '/')) != NULL) {
+		if (asprintf(&path, "%.*s/%s", (int)(slash - file->name),
+		    file->name, name) == -1)
+			fatal("%s: asprintf", __func__);
+	} else if ((path = strdup(name)) == NULL)
+		fatal("%s: strdup", __func__);
+
+	if ((nfile = calloc(1, sizeof(*nfile))) == NULL)
+		fatal("%s: calloc", __func__);
+	nfile->name = path;
+	if ((nfile->stream = fopen(path, "r")) != NULL) {
+		if (fstat(fileno(nfile->stream), &st) == -1)
+			saved_errno = errno;
+		else if (S_ISDIR(st.st_mode))
+			saved_errno = EISDIR;
+		else if (!S_ISREG(st.st_mode))
+			saved_errno = EINVAL;
+		else
+			saved_errno = 0;
+		if (saved_errno != 0) {
+			fclose(nfile->stream);
+			nfile->stream = NULL;
+			errno = saved_errno;
+		}
+	}
+	if (nfile->stream == NULL) {
+		if (included)
+			yyerror("%s: %s", path, strerror(errno));
+		else if (opts & AGENCYD_OPT_NOACTION) {
+			fprintf(stderr, "%s: %s\n", path, strerror(errno));
+			errors++;
+		} else {
+			log_warn("%s", path);
+			errors++;
+		}
+		free(nfile->name);
+		free(nfile);
+		return (NULL);
+	}
+	nfile->lineno = 1;
+	TAILQ_INSERT_TAIL(&files, nfile, entry);
+	return (nfile);
+}
+
+static int
+popfile(void)
+{
+	struct file	*prev;
+
+	if ((prev = TAILQ_PREV(file, files, entry)) == NULL)
+		return (EOF);
+	TAILQ_REMOVE(&files, file, entry);
+	fclose(file->stream);
+	free(file->name);
+	free(file);
+	file = prev;
+	return (0);
+}
+
+static void
+closefiles(void)
+{
+	struct file	*f;
+
+	while ((f = TAILQ_FIRST(&files)) != NULL) {
+		TAILQ_REMOVE(&files, f, entry);
+		fclose(f->stream);
+		free(f->name);
+		free(f);
+	}
+	file = NULL;
+}
+
+static int
+symset(const char *name, const char *val, int persist)
+{
+	struct sym	*sym;
+
+	TAILQ_FOREACH(sym, &symhead, entry) {
+		if (strcmp(sym->name, name) == 0)
+			break;
+	}
+	if (sym != NULL) {
+		if (sym->persist)
+			return (0);	/* -D wins over the file */
+		TAILQ_REMOVE(&symhead, sym, entry);
+		free(sym->name);
+		free(sym->val);
+		free(sym);
+	}
+	if ((sym = calloc(1, sizeof(*sym))) == NULL)
+		return (-1);
+	if ((sym->name = strdup(name)) == NULL ||
+	    (sym->val = strdup(val)) == NULL) {
+		free(sym->name);
+		free(sym);
+		return (-1);
+	}
+	sym->persist = persist;
+	TAILQ_INSERT_TAIL(&symhead, sym, entry);
+	return (0);
+}
+
+static const char *
+symget(const char *name)
+{
+	struct sym	*sym;
+
+	TAILQ_FOREACH(sym, &symhead, entry) {
+		if (strcmp(sym->name, name) == 0)
+			return (sym->val);
+	}
+	return (NULL);
+}
+
+/* Macros from the file go; those from -D stay for a reload. */
+static void
+symclear(void)
+{
+	struct sym	*sym, *next;
+
+	for (sym = TAILQ_FIRST(&symhead); sym != NULL; sym = next) {
+		next = TAILQ_NEXT(sym, entry);
+		if (sym->persist)
+			continue;
+		TAILQ_REMOVE(&symhead, sym, entry);
+		free(sym->name);
+		free(sym->val);
+		free(sym);
+	}
+}
+
+int
+cmdline_symset(char *s)
+{
+	char		*eq, *name;
+	const char	*c;
+	int		 ret;
+
+	if ((eq = strchr(s, '=')) == NULL || eq == s)
+		return (-1);
+	if ((name = strndup(s, eq - s)) == NULL)
+		return (-1);
+	for (c = name; *c != '\0'; c++)
+		if (!isalnum((unsigned char)*c) && *c != '_') {
+			free(name);
+			return (-1);
+		}
+	ret = symset(name, eq + 1, 1);
+	free(name);
+	return (ret);
+}
+
+/* Copy a string into one of the fixed arrays of config.h. */
+static int
+setstr(char *dst, size_t len, const char *s, const char *what)
+{
+	if (s[0] == '\0') {
+		yyerror("empty %s", what);
+		return (-1);
+	}
+	if (strlen(s) >= len) {
+		yyerror("%s too long", what);
+		return (-1);
+	}
+	(void)strlcpy(dst, s, len);
+	return (0);
+}
+
+static int
+addstr(struct strlist *list, const char *s, size_t max, const char *what)
+{
+	if (s[0] == '\0') {
+		yyerror("empty %s", what);
+		return (-1);
+	}
+	if (strlen(s) >= max) {
+		yyerror("%s too long", what);
+		return (-1);
+	}
+	if (strlist_add(list, s) == -1)
+		fatal("%s: strlist_add", __func__);
+	return (0);
+}
+
+/* %p port, %u upstream, %m model name, %% a percent sign. */
+static int
+check_command(const char *cmd)
+{
+	const char	*s;
+	int		 port = 0;
+
+	for (s = cmd; *s != '\0'; s++) {
+		if (*s != '%')
+			continue;
+		switch (s[1]) {
+		case 'p':
+			port = 1;
+			break;
+		case 'u':
+		case 'm':
+		case '%':
+			break;
+		case '\0':
+			yyerror("command ends with a lone %%");
+			return (-1);
+		default:
+			yyerror("unknown placeholder %%%c in command", s[1]);
+			return (-1);
+		}
+		s++;
+	}
+	if (!port) {
+		yyerror("command has no %%p for the port");
+		return (-1);
+	}
+	return (0);
+}
+
+/*
+ * An absolute path, or a bare model id ("name" or "org/name") that the
+ * runtime resolves itself; anything else would depend on agencyd's
+ * working directory.
+ */
+static int
+check_upstream(const char *up)
+{
+	const char	*s, *comp;
+	size_t		 len;
+	int		 ncomp = 0;
+
+	if (up[0] == '/' || up[0] == '\0')
+		return (0);	/* setstr reports the empty one */
+	for (comp = up;; comp = s + 1) {
+		if ((s = strchr(comp, '/')) == NULL)
+			s = comp + strlen(comp);
+		len = s - comp;
+		ncomp++;
+		if (len == 0 || (len == 1 && comp[0] == '.') ||
+		    (len == 2 && comp[0] == '.' && comp[1] == '.') ||
+		    ncomp > 2) {
+			yyerror("upstream \"%s\" is a relative path: use an "
+			    "absolute path or a model id", up);
+			return (-1);
+		}
+		if (*s == '\0')
+			break;
+	}
+	return (0);
+}
+
+static int
+check_env(const char *kv)
+{
+	const char	*s;
+
+	for (s = kv; *s != '\0' && *s != '='; s++)
+		if (!isalnum((unsigned char)*s) && *s != '_')
+			break;
+	if (s == kv || *s != '=' || isdigit((unsigned char)kv[0])) {
+		yyerror("env \"%s\" is not NAME=value", kv);
+		return (-1);
+	}
+	return (0);
+}
+
+/* A number of bytes with an optional K, M, G or T (powers of 1024). */
+static int64_t
+parse_size(const char *s)
+{
+	const char	*errstr;
+	char		*num;
+	size_t		 len = strlen(s);
+	int64_t		 v, mult = 1;
+
+	if (len > 1) {
+		switch (s[len - 1]) {
+		case 'K':
+		case 'k':
+			mult = 1LL << 10;
+			break;
+		case 'M':
+		case 'm':
+			mult = 1LL << 20;
+			break;
+		case 'G':
+		case 'g':
+			mult = 1LL << 30;
+			break;
+		case 'T':
+		case 't':
+			mult = 1LL << 40;
+			break;
+		default:
+			break;
+		}
+	}
+	if ((num = strndup(s, mult == 1 ? len : len - 1)) == NULL)
+		fatal("%s: strndup", __func__);
+	if (num[0] == '\0' || strspn(num, "0123456789") != strlen(num)) {
+		yyerror("invalid size \"%s\": a number with K, M, G or T", s);
+		free(num);
+		return (-1);
+	}
+	v = strtonum(num, 0, INT64_MAX / mult, &errstr);
+	free(num);
+	if (errstr != NULL) {
+		yyerror("size \"%s\" is too large", s);
+		return (-1);
+	}
+	return (v * mult);
+}
+
+/* A duration in milliseconds: a number with ms, s, m or h. */
+static int64_t
+parse_duration(const char *s)
+{
+	const char	*errstr;
+	char		*num;
+	size_t		 n, len = strlen(s);
+	int64_t		 v, mult;
+
+	n = strspn(s, "0123456789");
+	if (n == 0 || n == len)
+		goto bad;
+	if (strcmp(s + n, "ms") == 0)
+		mult = 1;
+	else if (strcmp(s + n, "s") == 0)
+		mult = 1000;
+	else if (strcmp(s + n, "m") == 0)
+		mult = 60 * 1000;
+	else if (strcmp(s + n, "h") == 0)
+		mult = 60 * 60 * 1000;
+	else
+		goto bad;
+	if ((num = strndup(s, n)) == NULL)
+		fatal("%s: strndup", __func__);
+	v = strtonum(num, 0, INT64_MAX / mult, &errstr);
+	free(num);
+	if (errstr != NULL) {
+		yyerror("duration \"%s\" is too large", s);
+		return (-1);
+	}
+	return (v * mult);
+ bad:
+	yyerror("invalid duration \"%s\": a number with ms, s, m or h", s);
+	return (-1);
+}
+
+static int
+add_listen(const char *host, int64_t port)
+{
+	struct addrinfo		 hints, *res;
+	struct listen_conf	*lc, *l;
+	struct in_addr		 in4;
+	const char		*addr = host;
+	int			 error;
+
+	if (port < 1 || port > 65535) {
+		yyerror("listen port %lld is outside 1 to 65535",
+		    (long long)port);
+		return (-1);
+	}
+	if (strlen(host) >= sizeof(lc->host)) {
+		yyerror("listen address too long");
+		return (-1);
+	}
+	/* No resolver: localhost is always the IPv4 loopback. */
+	if (strcmp(host, "localhost") == 0)
+		addr = "127.0.0.1";
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE;
+	hints.ai_socktype = SOCK_STREAM;
+	if (strchr(addr, ':') != NULL)
+		hints.ai_family = AF_INET6;
+	else {
+		/* getaddrinfo would take "1" or "127.1"; we do not. */
+		hints.ai_family = AF_INET;
+		if (inet_pton(AF_INET, addr, &in4) != 1) {
+			yyerror("invalid listen address \"%s\"", host);
+			return (-1);
+		}
+	}
+	if ((error = getaddrinfo(addr, NULL, &hints, &res)) != 0) {
+		yyerror("invalid listen address \"%s\"", host);
+		return (-1);
+	}
+	if ((lc = calloc(1, sizeof(*lc))) == NULL)
+		fatal("%s: calloc", __func__);
+	memcpy(&lc->ss, res->ai_addr, res->ai_addrlen);
+	lc->sslen = res->ai_addrlen;
+	freeaddrinfo(res);
+	if (lc->ss.ss_family == AF_INET)
+		((struct sockaddr_in *)&lc->ss)->sin_port = htons(port);
+	else
+		((struct sockaddr_in6 *)&lc->ss)->sin6_port = htons(port);
+	(void)strlcpy(lc->host, host, sizeof(lc->host));
+	lc->port = port;
+	lc->fd = -1;
+
+	TAILQ_FOREACH(l, &conf->listens, entry) {
+		if (l->sslen == lc->sslen &&
+		    memcmp(&l->ss, &lc->ss, lc->sslen) == 0) {
+			yyerror("listen on %s port %lld given twice", host,
+			    (long long)port);
+			free(lc);
+			return (-1);
+		}
+	}
+	TAILQ_INSERT_TAIL(&conf->listens, lc, entry);
+
+	listen_pos = reallocarray(listen_pos, nlisten_pos + 1,
+	    sizeof(*listen_pos));
+	if (listen_pos == NULL)
+		fatal("%s: reallocarray", __func__);
+	(void)here(&listen_pos[nlisten_pos++]);
+	return (0);
+}
+
+static void
+runtime_start(char *name)
+{
+	if ((rt = calloc(1, sizeof(*rt))) == NULL)
+		fatal("%s: calloc", __func__);
+	TAILQ_INIT(&rt->env);
+	TAILQ_INIT(&rt->routes);
+	TAILQ_INIT(&rt->parts);
+	TAILQ_INIT(&rt->refuse);
+	TAILQ_INIT(&rt->moves);
+	rt->ready_method = READY_GET;
+	(void)strlcpy(rt->ready_path, "/health", sizeof(rt->ready_path));
+	rt->kind = KIND_CHAT;
+	rt->stops = STOPS_ALWAYS;
+	rt->line = yylval.lineno;
+	rt_command = 0;
+	(void)here(&rt_pos);
+
+	/* A bad runtime is still read, for the errors inside it. */
+	rt_keep = 0;
+	if (setstr(rt->name, sizeof(rt->name), name, "runtime name") == 0) {
+		if (config_find_runtime(conf, name) != NULL)
+			yyerror("runtime \"%s\" defined twice", name);
+		else
+			rt_keep = 1;
+	}
+	free(name);
+	if (rt_keep)
+		TAILQ_INSERT_TAIL(&conf->runtimes, rt, entry);
+}
+
+static void
+runtime_end(void)
+{
+	struct rule_move	*mv;
+
+	/* A command that was written but wrong has had its error. */
+	if (!rt_command)
+		conf_error(&rt_pos, "runtime \"%s\" has no command", rt->name);
+	if (!rt_keep) {
+		strlist_clear(&rt->env);
+		strlist_clear(&rt->routes);
+		strlist_clear(&rt->parts);
+		strlist_clear(&rt->refuse);
+		while ((mv = TAILQ_FIRST(&rt->moves)) != NULL) {
+			TAILQ_REMOVE(&rt->moves, mv, entry);
+			free(mv);
+		}
+		free(rt);
+	}
+	rt = NULL;
+	free(rt_pos.file);
+	rt_pos.file = NULL;
+}
+
+static void
+model_start(char *name)
+{
+	struct model_conf	*m;
+
+	if ((model = calloc(1, sizeof(*model))) == NULL)
+		fatal("%s: calloc", __func__);
+	TAILQ_INIT(&model->aliases);
+	TAILQ_INIT(&model->env);
+	model->load_timeout = -1;	/* the global one, after parsing */
+	model->line = yylval.lineno;
+	model_idle_set = 0;
+	model_runtime = model_upstream = 0;
+	(void)here(&model_pos);
+
+	model_keep = 0;
+	if (setstr(model->name, sizeof(model->name), name, "model name") == 0) {
+		if ((m = config_find_model(conf, name)) == NULL)
+			model_keep = 1;
+		else if (strcmp(m->name, name) == 0)
+			yyerror("model \"%s\" defined twice", name);
+		else
+			yyerror("model \"%s\" is already an alias of "
+			    "model \"%s\"", name, m->name);
+	}
+	free(name);
+	if (model_keep)
+		TAILQ_INSERT_TAIL(&conf->models, model, entry);
+}
+
+static void
+model_alias(char *alias)
+{
+	struct model_conf	*m;
+
+	if (alias[0] == '\0')
+		yyerror("empty alias");
+	else if (strlen(alias) >= AGENCY_NAME_MAX)
+		yyerror("alias too long");
+	else if ((m = config_find_model(conf, alias)) != NULL ||
+	    strcmp(alias, model->name) == 0 ||
+	    strlist_contains(&model->aliases, alias)) {
+		if (m == NULL || strcmp(m->name, alias) != 0)
+			yyerror("alias \"%s\" given twice", alias);
+		else
+			yyerror("alias \"%s\" is the name of a model", alias);
+	} else if (strlist_add(&model->aliases, alias) == -1)
+		fatal("%s: strlist_add", __func__);
+	free(alias);
+}
+
+static void
+model_end(void)
+{
+	if (!model_runtime)
+		conf_error(&model_pos, "model \"%s\" has no runtime",
+		    model->name);
+	if (!model_upstream)
+		conf_error(&model_pos, "model \"%s\" has no upstream",
+		    model->name);
+	if (model_idle_set && !model->lazy && model->idle_timeout != 0)
+		conf_error(&model_pos, "model \"%s\" has an idle timeout "
+		    "but is not lazy", model->name);
+	if (!model_keep) {
+		strlist_clear(&model->aliases);
+		strlist_clear(&model->env);
+		free(model);
+	} else if (!model_idle_set)
+		model->idle_timeout = -1;	/* the global one */
+	model = NULL;
+	free(model_pos.file);
+	model_pos.file = NULL;
+}
+
+/* What needs the whole file: defaults that depend on it, and checks. */
+static void
+check_all(void)
+{
+	struct listen_conf	*lc;
+	struct model_conf	*m;
+	size_t			 i;
+
+	if (TAILQ_EMPTY(&conf->listens)) {
+		if ((lc = calloc(1, sizeof(*lc))) == NULL)
+			fatal("%s: calloc", __func__);
+		((struct sockaddr_in *)&lc->ss)->sin_family = AF_INET;
+		((struct sockaddr_in *)&lc->ss)->sin_addr.s_addr =
+		    htonl(INADDR_LOOPBACK);
+		((struct sockaddr_in *)&lc->ss)->sin_port = htons(8080);
+		lc->sslen = sizeof(struct sockaddr_in);
+		(void)strlcpy(lc->host, "127.0.0.1", sizeof(lc->host));
+		lc->port = 8080;
+		lc->fd = -1;
+		TAILQ_INSERT_TAIL(&conf->listens, lc, entry);
+		if (lc->port >= conf->port_lo && lc->port <= conf->port_hi &&
+		    ports_pos.file != NULL)
+			conf_error(&ports_pos, "port range %u to %u holds the "
+			    "default listen port %u", conf->port_lo,
+			    conf->port_hi, lc->port);
+	} else {
+		i = 0;
+		TAILQ_FOREACH(lc, &conf->listens, entry) {
+			if (lc->port >= conf->port_lo &&
+			    lc->port <= conf->port_hi)
+				conf_error(&listen_pos[i], "listen port %u is "
+				    "inside the model port range %u to %u",
+				    lc->port, conf->port_lo, conf->port_hi);
+			i++;
+		}
+	}
+
+	if (conf->rsocket[0] != '\0' &&
+	    strcmp(conf->rsocket, conf->socket) == 0)
+		conf_error(&rsocket_pos, "restricted socket \"%s\" is also "
+		    "the control socket", conf->rsocket);
+
+	if (conf->default_model[0] != '\0' &&
+	    config_find_model(conf, conf->default_model) == NULL)
+		conf_error(&default_pos, "default model \"%s\" is not a model "
+		    "or an alias", conf->default_model);
+
+	TAILQ_FOREACH(m, &conf->models, entry) {
+		if (m->load_timeout == -1)
+			m->load_timeout = conf->load_timeout;
+		if (m->idle_timeout == -1)
+			m->idle_timeout = m->lazy ? conf->idle_timeout : 0;
+	}
+}
+
+struct agency_conf *
+parse_config(const char *filename, int xopts)
+{
+	size_t	i;
+
+	opts = xopts;
+	errors = 0;
+	lex_error = 0;
+	last_token = '\n';
+	if ((conf = config_new()) == NULL)
+		fatal("%s: config_new", __func__);
+
+	if ((file = pushfile(filename, 0)) == NULL) {
+		config_free(conf);
+		return (NULL);
+	}
+	yyparse();
+	closefiles();
+	check_all();
+	symclear();
+
+	for (i = 0; i < nlisten_pos; i++)
+		free(listen_pos[i].file);
+	free(listen_pos);
+	listen_pos = NULL;
+	nlisten_pos = 0;
+	free(ports_pos.file);
+	free(default_pos.file);
+	free(rsocket_pos.file);
+	memset(&rsocket_pos, 0, sizeof(rsocket_pos));
+	memset(&ports_pos, 0, sizeof(ports_pos));
+	memset(&default_pos, 0, sizeof(default_pos));
+
+	if (errors) {
+		config_free(conf);
+		return (NULL);
+	}
+	return (conf);
+}

@@ -1,0 +1,234 @@
+/*
+ * The normalized configuration, as "agencyd -nv" prints it: a fixed order,
+ * one statement a line, canonical units.  Parsing the output gives the
+ * same configuration, and printing that gives the same text.
+ */
+#include <sys/types.h>
+#include <sys/queue.h>
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "agencyd.h"
+
+static void	print_string(FILE *, const char *);
+static void	print_size(FILE *, int64_t);
+static void	print_duration(FILE *, int64_t);
+static void	print_strlist(FILE *, const char *, const struct strlist *);
+static void	print_runtime(FILE *, const struct runtime_conf *);
+static void	print_model(FILE *, const struct agency_conf *,
+		    const struct model_conf *);
+
+static void
+print_string(FILE *fp, const char *s)
+{
+	fputc('"', fp);
+	for (; *s != '\0'; s++) {
+		if (*s == '"' || *s == '\\')
+			fputc('\\', fp);
+		fputc(*s, fp);
+	}
+	fputc('"', fp);
+}
+
+/* The largest unit that divides the size exactly. */
+static void
+print_size(FILE *fp, int64_t v)
+{
+	static const struct {
+		char	 suffix;
+		int	 shift;
+	} units[] = { { 'T', 40 }, { 'G', 30 }, { 'M', 20 }, { 'K', 10 } };
+	size_t	 i;
+
+	for (i = 0; v != 0 && i < sizeof(units) / sizeof(units[0]); i++) {
+		if (v % (1LL << units[i].shift) == 0) {
+			fprintf(fp, "%" PRId64 "%c", v >> units[i].shift,
+			    units[i].suffix);
+			return;
+		}
+	}
+	fprintf(fp, "%" PRId64, v);
+}
+
+/* The largest unit that divides the duration (in ms) exactly. */
+static void
+print_duration(FILE *fp, int64_t ms)
+{
+	if (ms == 0)
+		fprintf(fp, "0s");
+	else if (ms % (60 * 60 * 1000) == 0)
+		fprintf(fp, "%" PRId64 "h", ms / (60 * 60 * 1000));
+	else if (ms % (60 * 1000) == 0)
+		fprintf(fp, "%" PRId64 "m", ms / (60 * 1000));
+	else if (ms % 1000 == 0)
+		fprintf(fp, "%" PRId64 "s", ms / 1000);
+	else
+		fprintf(fp, "%" PRId64 "ms", ms);
+}
+
+static void
+print_strlist(FILE *fp, const char *keyword, const struct strlist *list)
+{
+	const struct strent	*se;
+
+	TAILQ_FOREACH(se, list, entry) {
+		fprintf(fp, "\t%s ", keyword);
+		print_string(fp, se->s);
+		fputc('\n', fp);
+	}
+}
+
+static void
+print_runtime(FILE *fp, const struct runtime_conf *rt)
+{
+	static const char	*kinds[] = {
+		[KIND_CHAT] = "chat",
+		[KIND_EMBEDDING] = "embedding",
+		[KIND_SPEECH] = "speech",
+		[KIND_IMAGE] = "image",
+		[KIND_VISION] = "vision",
+	};
+	static const char	*stops[] = {
+		[STOPS_ALWAYS] = "always",
+		[STOPS_NEVER] = "never",
+		[STOPS_STREAM] = "stream",
+	};
+	const struct rule_move	*mv;
+
+	fprintf(fp, "runtime ");
+	print_string(fp, rt->name);
+	fprintf(fp, " {\n\tcommand ");
+	print_string(fp, rt->command);
+	fprintf(fp, "\n\tready %s ",
+	    rt->ready_method == READY_POST ? "post" : "get");
+	print_string(fp, rt->ready_path);
+	if (rt->ready_method == READY_POST && rt->ready_body[0] != '\0') {
+		fprintf(fp, " body ");
+		print_string(fp, rt->ready_body);
+	}
+	fprintf(fp, "\n\tkind %s\n", kinds[rt->kind]);
+	fprintf(fp, "\tstops on close %s\n", stops[rt->stops]);
+	if (rt->max_tokens != 0)
+		fprintf(fp, "\tmax tokens %" PRId64 "\n", rt->max_tokens);
+	print_strlist(fp, "env", &rt->env);
+	print_strlist(fp, "route", &rt->routes);
+	print_strlist(fp, "part", &rt->parts);
+	TAILQ_FOREACH(mv, &rt->moves, entry) {
+		fprintf(fp, "\tmove ");
+		print_string(fp, mv->from);
+		fprintf(fp, " to ");
+		print_string(fp, mv->to);
+		fputc('\n', fp);
+	}
+	print_strlist(fp, "refuse", &rt->refuse);
+	fprintf(fp, "}\n");
+}
+
+/* Timeouts equal to the global defaults are left to them. */
+static void
+print_model(FILE *fp, const struct agency_conf *conf,
+    const struct model_conf *m)
+{
+	fprintf(fp, "model ");
+	print_string(fp, m->name);
+	fprintf(fp, " {\n\truntime ");
+	print_string(fp, m->runtime);
+	fprintf(fp, "\n\tupstream ");
+	print_string(fp, m->upstream);
+	fputc('\n', fp);
+	if (m->lazy)
+		fprintf(fp, "\tlazy\n");
+	if (m->memory != 0) {
+		fprintf(fp, "\tmemory ");
+		print_size(fp, m->memory);
+		fputc('\n', fp);
+	}
+	if (m->lazy && m->idle_timeout != conf->idle_timeout) {
+		fprintf(fp, "\tidle timeout ");
+		print_duration(fp, m->idle_timeout);
+		fputc('\n', fp);
+	}
+	if (m->load_timeout != conf->load_timeout) {
+		fprintf(fp, "\tload timeout ");
+		print_duration(fp, m->load_timeout);
+		fputc('\n', fp);
+	}
+	if (m->max_tokens != 0)
+		fprintf(fp, "\tmax tokens %" PRId64 "\n", m->max_tokens);
+	print_strlist(fp, "alias", &m->aliases);
+	print_strlist(fp, "env", &m->env);
+	fprintf(fp, "}\n");
+}
+
+/*
+ * Everything is printed, defaults included, except what has no written
+ * form (an automatic reserve, no budget, no idle timeout, no default
+ * model) and the control socket when it is the default: that one depends
+ * on who runs agencyd.
+ */
+void
+print_config(FILE *fp, const struct agency_conf *conf)
+{
+	const struct listen_conf	*lc;
+	const struct runtime_conf	*rt;
+	const struct model_conf		*m;
+	char				 defsock[sizeof(conf->socket)];
+
+	TAILQ_FOREACH(lc, &conf->listens, entry)
+		fprintf(fp, "listen on %s port %u\n", lc->host, lc->port);
+	if (config_default_socket(defsock, sizeof(defsock)) == -1 ||
+	    strcmp(defsock, conf->socket) != 0) {
+		fprintf(fp, "socket ");
+		print_string(fp, conf->socket);
+		fputc('\n', fp);
+	}
+	if (conf->rsocket[0] != '\0') {
+		fprintf(fp, "socket ");
+		print_string(fp, conf->rsocket);
+		fprintf(fp, " restricted\n");
+	}
+	fprintf(fp, "user ");
+	print_string(fp, conf->user);
+	fprintf(fp, "\nmodel user ");
+	print_string(fp, conf->model_user);
+	fprintf(fp, "\nports %u to %u\n", conf->port_lo, conf->port_hi);
+	if (conf->reserve != -1) {
+		fprintf(fp, "memory reserve ");
+		print_size(fp, conf->reserve);
+		fputc('\n', fp);
+	}
+	if (conf->budget != 0) {
+		fprintf(fp, "memory budget ");
+		print_size(fp, conf->budget);
+		fputc('\n', fp);
+	}
+	fprintf(fp, "overcommit %s\n", conf->overcommit ? "yes" : "no");
+	fprintf(fp, "max body ");
+	print_size(fp, conf->max_body);
+	fprintf(fp, "\nrequest timeout ");
+	print_duration(fp, conf->request_timeout);
+	fprintf(fp, "\nload timeout ");
+	print_duration(fp, conf->load_timeout);
+	fputc('\n', fp);
+	if (conf->idle_timeout != 0) {
+		fprintf(fp, "idle timeout ");
+		print_duration(fp, conf->idle_timeout);
+		fputc('\n', fp);
+	}
+	if (conf->default_model[0] != '\0') {
+		fprintf(fp, "default model ");
+		print_string(fp, conf->default_model);
+		fputc('\n', fp);
+	}
+
+	TAILQ_FOREACH(rt, &conf->runtimes, entry) {
+		fputc('\n', fp);
+		print_runtime(fp, rt);
+	}
+	TAILQ_FOREACH(m, &conf->models, entry) {
+		fputc('\n', fp);
+		print_model(fp, conf, m);
+	}
+}

@@ -1,0 +1,179 @@
+/*
+ * The configuration's lifetime and look-ups.  agencyd builds it in
+ * parse.y; agency-ctl only needs the default control socket.
+ */
+#include <sys/types.h>
+#include <sys/queue.h>
+#include <sys/un.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+
+struct agency_conf *
+config_new(void)
+{
+	struct agency_conf	*conf;
+
+	if ((conf = calloc(1, sizeof(*conf))) == NULL)
+		return (NULL);
+	TAILQ_INIT(&conf->listens);
+	TAILQ_INIT(&conf->runtimes);
+	TAILQ_INIT(&conf->models);
+
+	/* The listen default is applied after parsing: any listen replaces it. */
+	if (config_default_socket(conf->socket, sizeof(conf->socket)) == -1)
+		conf->socket[0] = '\0';
+	(void)strlcpy(conf->user, AGENCY_USER, sizeof(conf->user));
+	(void)strlcpy(conf->model_user, AGENCY_MODEL_USER,
+	    sizeof(conf->model_user));
+	conf->port_lo = DEFAULT_PORT_LO;
+	conf->port_hi = DEFAULT_PORT_HI;
+	conf->reserve = -1;
+	conf->budget = 0;
+	conf->overcommit = 0;
+	conf->max_body = DEFAULT_MAX_BODY;
+	conf->request_timeout = DEFAULT_REQUEST_TIMEOUT;
+	conf->load_timeout = DEFAULT_LOAD_TIMEOUT;
+	conf->idle_timeout = 0;
+	return (conf);
+}
+
+/*
+ * The control socket when none is configured: the system one for root,
+ * the user's runtime directory otherwise (user mode).
+ */
+int
+config_default_socket(char *buf, size_t len)
+{
+	struct sockaddr_un	 sun;
+	const char		*dir;
+	int			 n;
+
+	if (getuid() == 0)
+		n = snprintf(buf, len, "%s", AGENCY_SOCKET);
+	else if ((dir = getenv("XDG_RUNTIME_DIR")) != NULL && dir[0] == '/')
+		n = snprintf(buf, len, "%s/agency.sock", dir);
+	else
+		n = snprintf(buf, len, "/tmp/agency-%lu.sock",
+		    (unsigned long)getuid());
+	if (n < 0 || (size_t)n >= len || (size_t)n >= sizeof(sun.sun_path))
+		return (-1);
+	return (0);
+}
+
+static void
+runtime_free(struct runtime_conf *rt)
+{
+	struct rule_move	*mv;
+
+	strlist_clear(&rt->env);
+	strlist_clear(&rt->routes);
+	strlist_clear(&rt->parts);
+	strlist_clear(&rt->refuse);
+	while ((mv = TAILQ_FIRST(&rt->moves)) != NULL) {
+		TAILQ_REMOVE(&rt->moves, mv, entry);
+		free(mv);
+	}
+	free(rt);
+}
+
+static void
+model_free(struct model_conf *m)
+{
+	strlist_clear(&m->aliases);
+	strlist_clear(&m->env);
+	free(m);
+}
+
+void
+config_free(struct agency_conf *conf)
+{
+	struct listen_conf	*lc;
+	struct runtime_conf	*rt;
+	struct model_conf	*m;
+
+	if (conf == NULL)
+		return;
+	while ((lc = TAILQ_FIRST(&conf->listens)) != NULL) {
+		TAILQ_REMOVE(&conf->listens, lc, entry);
+		free(lc);
+	}
+	while ((rt = TAILQ_FIRST(&conf->runtimes)) != NULL) {
+		TAILQ_REMOVE(&conf->runtimes, rt, entry);
+		runtime_free(rt);
+	}
+	while ((m = TAILQ_FIRST(&conf->models)) != NULL) {
+		TAILQ_REMOVE(&conf->models, m, entry);
+		model_free(m);
+	}
+	free(conf);
+}
+
+/* A model by its name or by one of its aliases. */
+struct model_conf *
+config_find_model(struct agency_conf *conf, const char *name)
+{
+	struct model_conf	*m;
+
+	TAILQ_FOREACH(m, &conf->models, entry) {
+		if (strcmp(m->name, name) == 0 ||
+		    strlist_contains(&m->aliases, name))
+			return (m);
+	}
+	return (NULL);
+}
+
+struct runtime_conf *
+config_find_runtime(struct agency_conf *conf, const char *name)
+{
+	struct runtime_conf	*rt;
+
+	TAILQ_FOREACH(rt, &conf->runtimes, entry) {
+		if (strcmp(rt->name, name) == 0)
+			return (rt);
+	}
+	return (NULL);
+}
+
+int
+strlist_add(struct strlist *list, const char *s)
+{
+	struct strent	*se;
+
+	if ((se = calloc(1, sizeof(*se))) == NULL)
+		return (-1);
+	if ((se->s = strdup(s)) == NULL) {
+		free(se);
+		return (-1);
+	}
+	TAILQ_INSERT_TAIL(list, se, entry);
+	return (0);
+}
+
+void
+strlist_clear(struct strlist *list)
+{
+	struct strent	*se;
+
+	while ((se = TAILQ_FIRST(list)) != NULL) {
+		TAILQ_REMOVE(list, se, entry);
+		free(se->s);
+		free(se);
+	}
+}
+
+int
+strlist_contains(const struct strlist *list, const char *s)
+{
+	const struct strent	*se;
+
+	TAILQ_FOREACH(se, list, entry) {
+		if (strcmp(se->s, s) == 0)
+			return (1);
+	}
+	return (0);
+}
