@@ -1,37 +1,76 @@
+/*
+ * agencyd: the supervisor.  It owns the pool of model processes, starts
+ * agency-proxy (the unprivileged front door) and restarts it when it
+ * dies, and answers agency-ctl on its control socket.  It never parses
+ * bytes that came from the network or from a model process.
+ */
 #include <sys/types.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <err.h>
+#include <errno.h>
+#include <event.h>
+#include <pwd.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <syslog.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agencyd.h"
+#include "control.h"
 #include "log.h"
+#include "memory.h"
+
+struct agencyd	*env;
 
 __dead static void	usage(void);
+static void		agencyd_sig(int, short, void *);
+static void		agencyd_reap(struct agencyd *);
+static void		agencyd_shutdown(struct agencyd *);
+static struct pool	*agencyd_pool(struct agencyd *);
 
 __dead static void
 usage(void)
 {
 	extern char	*__progname;
 
-	fprintf(stderr, "usage: %s [-dnv] [-D macro=value] [-f file]\n",
-	    __progname);
+	fprintf(stderr, "usage: %s [-dnv] [-D macro=value] [-f file] "
+	    "[-P proxy] [-s socket]\n", __progname);
 	exit(1);
+}
+
+int64_t
+mono_ms(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
 }
 
 int
 main(int argc, char *argv[])
 {
+	struct agencyd		 d;
 	struct agency_conf	*conf;
-	const char		*conffile = AGENCY_CONF;
-	int			 ch, debug = 0, noaction = 0, verbose = 0;
-	int			 opts;
+	struct event		 ev_sigint, ev_sigterm, ev_sighup, ev_sigchld;
+	const char		*sockpath = NULL;
+	int			 ch, noaction = 0, opts;
+
+	memset(&d, 0, sizeof(d));
+	TAILQ_INIT(&d.models);
+	TAILQ_INIT(&d.probes);
+	d.conffile = AGENCY_CONF;
+	d.proxy_path = PROXY_PATH;
+	env = &d;
 
 	log_init(1, LOG_DAEMON);	/* stderr until we know better */
 
-	while ((ch = getopt(argc, argv, "D:df:nv")) != -1) {
+	while ((ch = getopt(argc, argv, "D:df:nP:s:v")) != -1) {
 		switch (ch) {
 		case 'D':
 			if (cmdline_symset(optarg) < 0)
@@ -39,16 +78,22 @@ main(int argc, char *argv[])
 				    optarg);
 			break;
 		case 'd':
-			debug = 1;
+			d.debug = 1;
 			break;
 		case 'f':
-			conffile = optarg;
+			d.conffile = optarg;
 			break;
 		case 'n':
 			noaction = 1;
 			break;
+		case 'P':
+			d.proxy_path = optarg;
+			break;
+		case 's':
+			sockpath = optarg;
+			break;
 		case 'v':
-			verbose++;
+			d.verbose++;
 			break;
 		default:
 			usage();
@@ -59,20 +104,160 @@ main(int argc, char *argv[])
 	if (argc > 0)
 		usage();
 
-	opts = (verbose ? AGENCYD_OPT_VERBOSE : 0) |
-	    (verbose > 1 ? AGENCYD_OPT_VERBOSE2 : 0) |
+	opts = (d.verbose ? AGENCYD_OPT_VERBOSE : 0) |
+	    (d.verbose > 1 ? AGENCYD_OPT_VERBOSE2 : 0) |
 	    (noaction ? AGENCYD_OPT_NOACTION : 0);
-	if ((conf = parse_config(conffile, opts)) == NULL)
+	if ((conf = parse_config(d.conffile, opts)) == NULL)
 		exit(1);
+	if (sockpath != NULL && strlcpy(conf->socket, sockpath,
+	    sizeof(conf->socket)) >= sizeof(conf->socket))
+		errx(1, "socket path too long");
 
 	if (noaction) {
-		if (verbose)
+		if (d.verbose)
 			print_config(stdout, conf);
 		fprintf(stderr, "configuration OK\n");
 		config_free(conf);
 		exit(0);
 	}
+	d.conf = conf;
 
-	(void)debug;
-	errx(1, "serving is not built yet: only -n works in this build");
+	if (access(d.proxy_path, X_OK) == -1)
+		err(1, "%s", d.proxy_path);
+	if (getuid() == 0 && getpwnam(conf->user) == NULL)
+		errx(1, "unknown user %s", conf->user);
+
+	/* Fail in the foreground, where the operator can see it. */
+	if (control_check(conf->socket) == -1)
+		exit(1);
+	if (listeners_bind(conf) == -1)
+		exit(1);
+
+	log_init(d.debug, LOG_DAEMON);
+	log_setverbose(d.verbose + d.debug);
+	if (!d.debug && daemon(0, 0) == -1)
+		fatal("daemon");
+
+	event_init();
+	signal(SIGPIPE, SIG_IGN);
+	signal_set(&ev_sigint, SIGINT, agencyd_sig, &d);
+	signal_set(&ev_sigterm, SIGTERM, agencyd_sig, &d);
+	signal_set(&ev_sighup, SIGHUP, agencyd_sig, &d);
+	signal_set(&ev_sigchld, SIGCHLD, agencyd_sig, &d);
+	signal_add(&ev_sigint, NULL);
+	signal_add(&ev_sigterm, NULL);
+	signal_add(&ev_sighup, NULL);
+	signal_add(&ev_sigchld, NULL);
+
+	if (control_init(&d, conf->socket, conf->rsocket) == -1)
+		fatalx("cannot open the control socket");
+	if ((d.pool = agencyd_pool(&d)) == NULL)
+		fatal("pool");
+	if (models_setup(&d) == -1)
+		fatal("models");
+	if (proxy_start(&d) == -1)
+		fatalx("cannot start agency-proxy");
+	pool_start(d.pool);
+
+	log_info("agencyd started, %zu models, pid %d",
+	    pool_count(d.pool), (int)getpid());
+	event_dispatch();
+
+	control_cleanup(&d);
+	pool_free(d.pool);
+	models_free(&d);
+	config_free(d.conf);
+	log_info("agencyd exiting");
+	return (0);
+}
+
+static struct pool *
+agencyd_pool(struct agencyd *d)
+{
+	struct pool_settings	ps;
+
+	memset(&ps, 0, sizeof(ps));
+	ps.reserve = d->conf->reserve;
+	ps.budget = d->conf->budget;
+	ps.overcommit = d->conf->overcommit;
+	ps.port_lo = d->conf->port_lo;
+	ps.port_hi = d->conf->port_hi;
+	return (pool_new(&model_pool_ops, d, &ps));
+}
+
+void
+agencyd_proxy_ready(struct agencyd *d)
+{
+	(void)d;
+}
+
+static void
+agencyd_sig(int sig, short event, void *arg)
+{
+	struct agencyd	*d = arg;
+
+	(void)event;
+	switch (sig) {
+	case SIGINT:
+	case SIGTERM:
+		agencyd_shutdown(d);
+		break;
+	case SIGHUP:
+		log_info("SIGHUP: reloading %s", d->conffile);
+		(void)agencyd_reload(d, NULL);
+		break;
+	case SIGCHLD:
+		agencyd_reap(d);
+		break;
+	default:
+		fatalx("unexpected signal %d", sig);
+	}
+}
+
+static void
+agencyd_reap(struct agencyd *d)
+{
+	pid_t	pid;
+	int	status;
+
+	for (;;) {
+		pid = waitpid(-1, &status, WNOHANG);
+		if (pid == -1) {
+			if (errno == EINTR)
+				continue;
+			if (errno != ECHILD)
+				log_warn("%s: waitpid", __func__);
+			return;
+		}
+		if (pid == 0)
+			return;
+		if (pid == d->proxy_pid)
+			proxy_died(d, status);
+		else
+			models_reaped(d, pid, status);
+	}
+}
+
+static void
+agencyd_shutdown(struct agencyd *d)
+{
+	if (d->stopping) {
+		log_info("still stopping the model processes");
+		return;
+	}
+	log_info("stopping");
+	d->stopping = 1;
+	/* No new connections: the proxy goes first. */
+	proxy_stop(d);
+	control_close(d);
+	pool_stop_all(d->pool, agencyd_shutdown_done, d);
+}
+
+void
+agencyd_shutdown_done(void *arg)
+{
+	struct agencyd	*d = arg;
+
+	(void)d;
+	event_loopexit(NULL);
 }

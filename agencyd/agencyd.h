@@ -1,9 +1,17 @@
 #ifndef AGENCYD_H
 #define AGENCYD_H
 
+#include <sys/types.h>
+#include <sys/queue.h>
+
+#include <event.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "config.h"
+#include "imsg.h"
+#include "pool.h"
+#include "spawn.h"
 
 #define AGENCYD_OPT_VERBOSE	0x01
 #define AGENCYD_OPT_VERBOSE2	0x02
@@ -17,5 +25,75 @@ int			 cmdline_symset(char *);
 
 /* printconf.c: the normalized form, which parses back to the same. */
 void			 print_config(FILE *, const struct agency_conf *);
+
+/* One served model: its configuration, its pool plan, its process. */
+struct model {
+	TAILQ_ENTRY(model)	 entry;
+	struct model_conf	*mc;
+	struct pool_plan	 plan;
+	struct ring		 ring;		/* the last lines it wrote */
+	struct spawn_proc	 sp;
+	int			 sp_open;
+	int			 addr_in_use;	/* its output said so */
+};
+TAILQ_HEAD(model_head, model);
+
+/* A readiness probe asked of the proxy, kept until it is answered so
+ * that a new proxy gets it again. */
+struct probe {
+	TAILQ_ENTRY(probe)	 entry;
+	struct proto_probe	 p;
+};
+TAILQ_HEAD(probe_head, probe);
+
+struct agencyd {
+	struct agency_conf	*conf;
+	const char		*conffile;
+	const char		*proxy_path;
+	int			 debug;
+	int			 verbose;
+	struct pool		*pool;
+	struct model_head	 models;
+	struct probe_head	 probes;
+
+	/* agency-proxy */
+	struct imsgev		 proxy_iev;
+	pid_t			 proxy_pid;
+	uint32_t		 proxy_gen;	/* the owner of its holds */
+	int			 proxy_up;	/* channel open */
+	int			 proxy_ready;
+	int64_t			 proxy_started;	/* ms, monotonic */
+	int			 proxy_quick_deaths;
+	struct event		 proxy_restart_ev;
+
+	int			 stopping;
+};
+
+extern struct agencyd	*env;
+
+/* agencyd.c */
+int64_t		 mono_ms(void);
+void		 agencyd_shutdown_done(void *);
+void		 agencyd_proxy_ready(struct agencyd *);
+
+/* models.c: the pool's effects, done for real */
+extern const struct pool_ops	model_pool_ops;
+int		 models_setup(struct agencyd *);
+struct model	*model_find(struct agencyd *, const char *);
+struct model	*model_by_pid(struct agencyd *, pid_t);
+void		 models_reaped(struct agencyd *, pid_t, int);
+void		 models_free(struct agencyd *);
+void		 models_restart(struct agencyd *, struct model *);
+void		 models_fill_status(struct agencyd *, struct proto_status *);
+
+/* proxylink.c: agencyd's side of the socketpair */
+int		 proxy_start(struct agencyd *);
+void		 proxy_died(struct agencyd *, int);
+void		 proxy_stop(struct agencyd *);
+int		 proxy_send_config(struct agencyd *);
+void		 proxy_send_probe(struct agencyd *, const struct proto_probe *);
+void		 proxy_compose(struct agencyd *, uint32_t, const void *,
+		    size_t);
+int		 listeners_bind(struct agency_conf *);
 
 #endif /* AGENCYD_H */

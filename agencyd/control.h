@@ -1,0 +1,24 @@
+#ifndef AGENCYD_CONTROL_H
+#define AGENCYD_CONTROL_H
+
+#include "proto.h"
+
+struct agencyd;
+struct ctl_conn;
+
+#define CONTROL_MAX_CONNS	256
+#define CONTROL_BACKLOG		16
+
+int	control_check(const char *);
+int	control_init(struct agencyd *, const char *, const char *);
+void	control_close(struct agencyd *);
+void	control_cleanup(struct agencyd *);
+void	control_cancel_done(struct agencyd *, const struct proto_cancel *);
+/* A line for the client that asked for a reload (NULL: only the log). */
+void	control_info(struct ctl_conn *, const char *, ...)
+	    __attribute__((__format__ (printf, 2, 3)));
+
+/* reload.c: 0 when the new configuration is in force */
+int	agencyd_reload(struct agencyd *, struct ctl_conn *);
+
+#endif /* AGENCYD_CONTROL_H */

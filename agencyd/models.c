@@ -1,0 +1,445 @@
+/*
+ * The pool's effects done for real: model processes through spawn.c,
+ * signals to their process groups, probes through the proxy, timers on
+ * libevent, memory from memory.c, answers to the proxy.
+ */
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include <netinet/in.h>
+
+#include <errno.h>
+#include <event.h>
+#include <libgen.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agencyd.h"
+#include "log.h"
+#include "memory.h"
+#include "proto.h"
+
+struct ptimer {
+	struct event	  ev;
+	void		(*fn)(void *);
+	void		 *arg;
+};
+
+static void	 op_spawn(void *, const struct pool_plan *, uint64_t, uint16_t);
+static int	 op_port_free(void *, uint16_t);
+static void	 op_kill(void *, pid_t, int);
+static void	 op_probe(void *, const struct pool_plan *, uint64_t, uint16_t);
+static void	 op_probe_cancel(void *, uint64_t);
+static int64_t	 op_now(void *);
+static void	*op_timer_add(void *, int64_t, void (*)(void *), void *);
+static void	 op_timer_del(void *, void *);
+static int	 op_memory(void *, struct mem_snapshot *);
+static void	 op_log(void *, int, const char *);
+static void	 op_granted(void *, uint64_t, uint64_t, const struct pool_plan *,
+		    uint16_t);
+static void	 op_refused(void *, uint64_t, int, const char *);
+static void	 op_changed(void *, const struct pool_plan *);
+
+const struct pool_ops model_pool_ops = {
+	.spawn = op_spawn,
+	.port_free = op_port_free,
+	.kill = op_kill,
+	.probe = op_probe,
+	.probe_cancel = op_probe_cancel,
+	.now = op_now,
+	.timer_add = op_timer_add,
+	.timer_del = op_timer_del,
+	.memory = op_memory,
+	.log = op_log,
+	.granted = op_granted,
+	.refused = op_refused,
+	.changed = op_changed,
+};
+
+/* "llama-server for /srv/models/x.gguf": how messages name a process. */
+static void
+model_label(struct model *m)
+{
+	char	**argv = NULL, err[SPAWN_ERR_MAX], *base;
+
+	if (spawn_argv(m->mc->rt->command, "0", m->mc->upstream, m->mc->name,
+	    &argv, err, sizeof(err)) == -1 || argv[0] == NULL) {
+		(void)snprintf(m->plan.label, sizeof(m->plan.label), "%s",
+		    m->mc->name);
+	} else {
+		base = basename(argv[0]);
+		if (snprintf(m->plan.label, sizeof(m->plan.label),
+		    "%s for %.*s", base, (int)(sizeof(m->plan.label) / 2),
+		    m->mc->upstream) < 0)
+			m->plan.label[0] = '\0';
+	}
+	spawn_argv_free(argv);
+}
+
+int
+models_setup(struct agencyd *d)
+{
+	struct model_conf	*mc;
+	struct model		*m;
+
+	TAILQ_FOREACH(mc, &d->conf->models, entry) {
+		if ((m = calloc(1, sizeof(*m))) == NULL)
+			return (-1);
+		m->mc = mc;
+		if (ring_init(&m->ring, SPAWN_RING_LINES) == -1) {
+			free(m);
+			return (-1);
+		}
+		if (strlcpy(m->plan.name, mc->name, sizeof(m->plan.name)) >=
+		    sizeof(m->plan.name) ||
+		    strlcpy(m->plan.upstream, mc->upstream,
+		    sizeof(m->plan.upstream)) >= sizeof(m->plan.upstream)) {
+			ring_free(&m->ring);
+			free(m);
+			errno = ENAMETOOLONG;
+			return (-1);
+		}
+		model_label(m);
+		m->plan.lazy = mc->lazy;
+		m->plan.need = mem_need(mc->upstream, mc->memory,
+		    mc->rt->kind);
+		m->plan.idle_timeout = mc->lazy ? mc->idle_timeout : 0;
+		m->plan.load_timeout = mc->load_timeout;
+		m->plan.arg = m;
+		TAILQ_INSERT_TAIL(&d->models, m, entry);
+		if (pool_add(d->pool, &m->plan) == -1)
+			return (-1);
+	}
+	return (0);
+}
+
+struct model *
+model_find(struct agencyd *d, const char *name)
+{
+	struct model	*m;
+
+	TAILQ_FOREACH(m, &d->models, entry)
+		if (strcmp(m->plan.name, name) == 0)
+			return (m);
+	return (NULL);
+}
+
+struct model *
+model_by_pid(struct agencyd *d, pid_t pid)
+{
+	struct model	*m;
+
+	TAILQ_FOREACH(m, &d->models, entry)
+		if (m->sp_open && m->sp.pid == pid)
+			return (m);
+	return (NULL);
+}
+
+void
+models_free(struct agencyd *d)
+{
+	struct model	*m;
+
+	while ((m = TAILQ_FIRST(&d->models)) != NULL) {
+		TAILQ_REMOVE(&d->models, m, entry);
+		if (m->sp_open)
+			spawn_close(&m->sp);
+		ring_free(&m->ring);
+		free(m);
+	}
+}
+
+/* A model process was reaped: read what it left, then tell the pool. */
+void
+models_reaped(struct agencyd *d, pid_t pid, int status)
+{
+	struct model	*m;
+	int		 addr_in_use = 0;
+
+	if ((m = model_by_pid(d, pid)) != NULL) {
+		spawn_close(&m->sp);
+		m->sp_open = 0;
+		addr_in_use = m->addr_in_use;
+		m->addr_in_use = 0;
+	}
+	pool_child_exited(d->pool, pid, status, addr_in_use);
+}
+
+static void
+model_line(void *arg, const char *line)
+{
+	struct model	*m = arg;
+
+	if (spawn_line_addr_in_use(line))
+		m->addr_in_use = 1;
+}
+
+static void
+op_spawn(void *ctx, const struct pool_plan *plan, uint64_t spawnid,
+    uint16_t port)
+{
+	struct agencyd		*d = ctx;
+	struct model		*m = plan->arg;
+	struct model_conf	*mc = m->mc;
+	struct spawn_req	 req;
+	char			 portstr[8], err[SPAWN_ERR_MAX];
+	char			**argv = NULL, **envp = NULL;
+	const char		*user = NULL, *envuser = NULL, *home = NULL;
+	struct passwd		*pw;
+	pid_t			 pid = -1;
+
+	(void)snprintf(portstr, sizeof(portstr), "%u", port);
+	if (getuid() == 0) {
+		user = d->conf->model_user;
+		if ((pw = getpwnam(user)) == NULL) {
+			(void)snprintf(err, sizeof(err),
+			    "model user %s does not exist", user);
+			goto done;
+		}
+	} else if ((pw = getpwuid(getuid())) == NULL) {
+		(void)snprintf(err, sizeof(err), "who am I? uid %u",
+		    (unsigned)getuid());
+		goto done;
+	}
+	envuser = pw->pw_name;
+	home = pw->pw_dir;
+
+	if (spawn_argv(mc->rt->command, portstr, mc->upstream, mc->name,
+	    &argv, err, sizeof(err)) == -1)
+		goto done;
+	if (spawn_env(envuser, home, mc->name, portstr, &mc->rt->env, &mc->env,
+	    &envp, err, sizeof(err)) == -1)
+		goto done;
+
+	if (m->sp_open) {
+		/* The last process's pipes, if the pool started anew first. */
+		spawn_close(&m->sp);
+		m->sp_open = 0;
+	}
+	memset(&req, 0, sizeof(req));
+	req.argv = argv;
+	req.envp = envp;
+	req.user = user;
+	req.label = plan->label;
+	req.ring = &m->ring;
+	req.line_cb = model_line;
+	req.cb_arg = m;
+	m->addr_in_use = 0;
+	if ((pid = spawn_start(&req, &m->sp, err, sizeof(err))) != -1) {
+		m->sp_open = 1;
+		log_info("%s: started, pid %d, port %u", plan->label,
+		    (int)pid, port);
+	}
+ done:
+	spawn_argv_free(argv);
+	spawn_argv_free(envp);
+	pool_spawned(d->pool, spawnid, pid, pid == -1 ? err : NULL);
+}
+
+/* Free when binding the loopback address on it works. */
+static int
+op_port_free(void *ctx, uint16_t port)
+{
+	struct sockaddr_in	 sin;
+	int			 s, ok;
+
+	(void)ctx;
+	if ((s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+		return (0);
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_port = htons(port);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ok = bind(s, (struct sockaddr *)&sin, sizeof(sin)) == 0;
+	close(s);
+	return (ok);
+}
+
+static void
+op_kill(void *ctx, pid_t pgid, int sig)
+{
+	(void)ctx;
+	if (pgid <= 1)
+		return;
+	if (kill(-pgid, sig) == -1 && errno != ESRCH)
+		log_warn("%s: kill %d", __func__, (int)pgid);
+}
+
+static void
+op_probe(void *ctx, const struct pool_plan *plan, uint64_t loadid,
+    uint16_t port)
+{
+	struct agencyd		*d = ctx;
+	struct model		*m = plan->arg;
+	struct runtime_conf	*rt = m->mc->rt;
+	struct probe		*pr;
+
+	if ((pr = calloc(1, sizeof(*pr))) == NULL)
+		fatal("%s", __func__);
+	pr->p.loadid = loadid;
+	pr->p.port = port;
+	pr->p.method = rt->ready_method;
+	(void)strlcpy(pr->p.path, rt->ready_path, sizeof(pr->p.path));
+	(void)strlcpy(pr->p.body, rt->ready_body, sizeof(pr->p.body));
+	(void)strlcpy(pr->p.label, plan->label, sizeof(pr->p.label));
+	TAILQ_INSERT_TAIL(&d->probes, pr, entry);
+	proxy_send_probe(d, &pr->p);
+}
+
+static void
+op_probe_cancel(void *ctx, uint64_t loadid)
+{
+	struct agencyd		*d = ctx;
+	struct probe		*pr;
+	struct proto_loadid	 l;
+
+	TAILQ_FOREACH(pr, &d->probes, entry)
+		if (pr->p.loadid == loadid)
+			break;
+	if (pr == NULL)
+		return;
+	TAILQ_REMOVE(&d->probes, pr, entry);
+	free(pr);
+	memset(&l, 0, sizeof(l));
+	l.loadid = loadid;
+	proxy_compose(d, IMSG_PROBE_CANCEL, &l, sizeof(l));
+}
+
+static int64_t
+op_now(void *ctx)
+{
+	struct timespec	ts;
+
+	(void)ctx;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+}
+
+static void
+ptimer_fire(int fd, short ev, void *arg)
+{
+	struct ptimer	*t = arg;
+	void		(*fn)(void *) = t->fn;
+	void		*fnarg = t->arg;
+
+	(void)fd;
+	(void)ev;
+	free(t);
+	fn(fnarg);
+}
+
+static void *
+op_timer_add(void *ctx, int64_t ms, void (*fn)(void *), void *arg)
+{
+	struct ptimer	*t;
+	struct timeval	 tv;
+
+	(void)ctx;
+	if ((t = calloc(1, sizeof(*t))) == NULL)
+		fatal("%s", __func__);
+	t->fn = fn;
+	t->arg = arg;
+	if (ms < 0)
+		ms = 0;
+	tv.tv_sec = ms / 1000;
+	tv.tv_usec = (ms % 1000) * 1000;
+	evtimer_set(&t->ev, ptimer_fire, t);
+	evtimer_add(&t->ev, &tv);
+	return (t);
+}
+
+static void
+op_timer_del(void *ctx, void *timer)
+{
+	struct ptimer	*t = timer;
+
+	(void)ctx;
+	if (t == NULL)
+		return;
+	evtimer_del(&t->ev);
+	free(t);
+}
+
+static int
+op_memory(void *ctx, struct mem_snapshot *ms)
+{
+	(void)ctx;
+	return (mem_snapshot(ms));
+}
+
+static void
+op_log(void *ctx, int pri, const char *line)
+{
+	(void)ctx;
+	logit(pri, "%s", line);
+}
+
+static void
+op_granted(void *ctx, uint64_t reqid, uint64_t holdid,
+    const struct pool_plan *plan, uint16_t port)
+{
+	struct agencyd		*d = ctx;
+	struct proto_hold_grant	 g;
+
+	memset(&g, 0, sizeof(g));
+	g.reqid = reqid;
+	g.holdid = holdid;
+	g.port = port;
+	(void)strlcpy(g.upstream, plan->upstream, sizeof(g.upstream));
+	(void)strlcpy(g.label, plan->label, sizeof(g.label));
+	proxy_compose(d, IMSG_HOLD_GRANT, &g, sizeof(g));
+}
+
+static void
+op_refused(void *ctx, uint64_t reqid, int reason, const char *message)
+{
+	struct agencyd		*d = ctx;
+	struct proto_hold_refuse r;
+
+	memset(&r, 0, sizeof(r));
+	r.reqid = reqid;
+	r.reason = reason;
+	(void)strlcpy(r.message, message, sizeof(r.message));
+	proxy_compose(d, IMSG_HOLD_REFUSE, &r, sizeof(r));
+}
+
+static void
+op_changed(void *ctx, const struct pool_plan *plan)
+{
+	(void)ctx;
+	(void)plan;
+}
+
+static void
+models_restart_load(void *arg)
+{
+	struct model	*m = arg;
+
+	(void)pool_load(env->pool, m->plan.name, NULL, NULL);
+}
+
+/* Stop the model's process and start it again, on the pool's queue. */
+void
+models_restart(struct agencyd *d, struct model *m)
+{
+	log_info("%s: restarting, its cancelled requests would go on",
+	    m->plan.label);
+	(void)pool_unload(d->pool, m->plan.name, models_restart_load, m);
+}
+
+/* What the pool does not know of a model. */
+void
+models_fill_status(struct agencyd *d, struct proto_status *st)
+{
+	struct model	*m;
+
+	if ((m = model_find(d, st->model)) != NULL)
+		(void)strlcpy(st->runtime, m->mc->rt->name,
+		    sizeof(st->runtime));
+}
