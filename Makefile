@@ -39,6 +39,7 @@ CTL_SRCS =	$(filter-out agency-ctl/agency-ctl.c, \
 		    $(wildcard agency-ctl/*.c))
 FAKELM_SRCS =	$(wildcard regress/fakelm/*.c)
 UNIT_SRCS =	$(wildcard regress/unit/*_test.c)
+TOOL_SRCS =	$(wildcard regress/tools/*.c)
 
 COMMON_LIB =	common/libcommon.a
 AGENCYD_LIB =	agencyd/libagencyd.a
@@ -47,7 +48,7 @@ CTL_LIB =	agency-ctl/libctl.a
 
 PROGS =		agencyd/agencyd agency-proxy/agency-proxy \
 		agency-ctl/agency-ctl
-TEST_PROGS =	regress/fakelm/fakelm $(UNIT_SRCS:.c=)
+TEST_PROGS =	regress/fakelm/fakelm $(UNIT_SRCS:.c=) $(TOOL_SRCS:.c=)
 
 all: $(PROGS) $(TEST_PROGS)
 
@@ -78,6 +79,10 @@ agency-ctl/agency-ctl: agency-ctl/agency-ctl.o $(CTL_LIB) $(COMMON_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 regress/fakelm/fakelm: $(FAKELM_SRCS:.c=.o) $(COMMON_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# Small programs the integration tests use, one a source file.
+regress/tools/%: regress/tools/%.c
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LDLIBS)
 
 # Unit tests link the libraries; the linker takes only what they use.
 regress/unit/%_test: regress/unit/%_test.o $(AGENCYD_LIB) $(PROXY_LIB) \

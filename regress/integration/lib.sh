@@ -1,0 +1,214 @@
+# Shared by the atf-sh integration tests: start agencyd on a config made
+# for the test (free ports, fakelm as every model), ask it things, wait
+# for conditions with deadlines, and leave no process behind.
+#
+# A test calls agency_start CONF_BODY in its body and agency_cleanup in
+# its cleanup part.  The config body may use @FAKELM@ and @PORTS@, which
+# are replaced with fakelm's path and a free model port range.
+
+top=$(cd "$(atf_get_srcdir)/../.." && pwd)
+AGENCYD=$top/agencyd/agencyd
+PROXY=$top/agency-proxy/agency-proxy
+CTL=$top/agency-ctl/agency-ctl
+FAKELM=$top/regress/fakelm/fakelm
+FREEPORT=$top/regress/tools/freeport
+
+# The users a root agencyd runs its proxy and models as, and the empty
+# root-owned directory the proxy is chrooted to.
+agency_users()
+{
+	[ "$(id -u)" -eq 0 ] || return 0
+	mkdir -p /var/empty/agency
+	chown root:root /var/empty/agency
+	chmod 0755 /var/empty/agency
+	for u in _agency _agencym; do
+		id "$u" >/dev/null 2>&1 ||
+		    useradd -r -M -d /var/empty/agency -s /usr/sbin/nologin \
+		    "$u" 2>/dev/null || id "$u" >/dev/null 2>&1 ||
+		    atf_fail "cannot create the user $u"
+	done
+}
+
+# wait_for SECONDS COMMAND...: run COMMAND until it succeeds, at most
+# SECONDS long, checking every 20 ms.
+wait_for()
+{
+	local limit=$1 i=0
+	shift
+	while ! "$@" >/dev/null 2>&1; do
+		i=$((i + 1))
+		[ "$i" -le $((limit * 50)) ] || return 1
+		sleep 0.02
+	done
+	return 0
+}
+
+# A free block of 20 ports for the models: the first of a few free ports
+# and the 19 after it, checked by the pool as it binds each anyway.
+model_ports()
+{
+	local p
+	p=$($FREEPORT 1)
+	[ "$p" -lt 65000 ] || p=$((p - 100))
+	echo "$p to $((p + 19))"
+}
+
+# agency_start CONFIG [AGENCYD-ARGS...]: write agency.conf, start agencyd
+# in the foreground mode in the background, wait until the front door
+# answers.  Sets PORT, BASE, SOCK, and writes agencyd.pid.
+agency_start()
+{
+	local conf=$1 ports
+	shift
+	agency_users
+	PORT=$($FREEPORT 1)
+	ports=$(model_ports)
+	SOCK=$PWD/agency.sock
+	BASE=http://127.0.0.1:$PORT
+	{
+		echo "listen on 127.0.0.1 port $PORT"
+		echo "socket \"$SOCK\""
+		echo "$conf"
+	} | sed -e "s|@FAKELM@|$FAKELM|g" -e "s|@PORTS@|$ports|g" \
+	    > agency.conf
+	echo "$PORT" > port
+	"$AGENCYD" -dv -f agency.conf -P "$PROXY" "$@" \
+	    > agencyd.log 2>&1 &
+	echo $! > agencyd.pid
+	if ! wait_for 10 curl -sf "$BASE/health"; then
+		cat agencyd.log >&2
+		atf_fail "agencyd did not start"
+	fi
+}
+
+agency_pid()
+{
+	cat agencyd.pid 2>/dev/null
+}
+
+# The proxy is agencyd's child whose command is agency-proxy.
+proxy_pid()
+{
+	local p
+	p=$(agency_pid) || return 1
+	pgrep -P "$p" -f agency-proxy | head -n 1
+}
+
+# Every process agencyd started, recursively (the proxy, the models and
+# their children), by walking /proc from agencyd's pid.
+descendants()
+{
+	local p=$1 c
+	for c in $(pgrep -P "$p"); do
+		echo "$c"
+		descendants "$c"
+	done
+}
+
+# agency_cleanup: SIGTERM agencyd; SIGKILL what it started and what is
+# left after the deadline.  Only pids that agencyd.pid leads to.
+agency_cleanup()
+{
+	local p kids
+	p=$(agency_pid) || return 0
+	kill -0 "$p" 2>/dev/null || return 0
+	kids=$(descendants "$p")
+	kill -TERM "$p" 2>/dev/null
+	wait_for 8 sh -c "! kill -0 $p" || kill -KILL "$p" 2>/dev/null
+	for k in $kids; do
+		kill -KILL "$k" 2>/dev/null
+	done
+	return 0
+}
+
+# status: the JSON of GET /v1/agency/status.
+status()
+{
+	curl -sf -H "Host: 127.0.0.1:$PORT" "$BASE/v1/agency/status"
+}
+
+# field MODEL NAME: one field of a model's status ("null" when null).
+field()
+{
+	status | jq -r --arg m "$1" ".models[] | select(.model == \$m) | .$2"
+}
+
+# state_is MODEL STATE
+state_is()
+{
+	[ "$(field "$1" state)" = "$2" ]
+}
+
+# in_progress_zero: every model's requestsInProgress is 0.
+in_progress_zero()
+{
+	[ "$(status | jq '[.models[].requestsInProgress] | add')" = 0 ]
+}
+
+# chat MODEL [MAX_TOKENS [EXTRA-JSON]]: POST a chat completion; prints
+# the body and writes the status code to ./code.
+chat()
+{
+	local model=$1 max=${2:-4} extra=${3:-}
+	curl -s -o body -w '%{http_code}' "$BASE/v1/chat/completions" \
+	    -H 'Content-Type: application/json' \
+	    -d "{\"model\":\"$model\",\"max_tokens\":$max,$extra\"messages\":[{\"role\":\"user\",\"content\":\"hello\"}]}" \
+	    > code
+	cat body
+}
+
+# A runtime for fakelm with extra flags, named NAME.
+fakelm_runtime()
+{
+	local name=$1 flags=$2 stops=${3:-always}
+	cat <<EOR
+runtime "$name" {
+	command "@FAKELM@ --host 127.0.0.1 --port %p --model %m $flags"
+	ready get "/health"
+	stops on close $stops
+}
+EOR
+}
+
+# A model block: model NAME RUNTIME [lazy] [memory SIZE].
+model_block()
+{
+	local name=$1 rt=$2
+	shift 2
+	echo "model \"$name\" {"
+	echo "	runtime \"$rt\""
+	echo "	upstream \"$name\""
+	for opt in "$@"; do
+		echo "	$opt"
+	done
+	echo "}"
+}
+
+# The number of open fds of a process.
+fd_count()
+{
+	ls "/proc/$1/fd" 2>/dev/null | wc -l
+}
+
+# The pids of the live model processes (fakelm) agencyd started.
+model_pids()
+{
+	local p
+	for p in $(descendants "$(agency_pid)"); do
+		[ "$(cat "/proc/$p/comm" 2>/dev/null)" = fakelm ] || continue
+		grep -q '^State:.*Z' "/proc/$p/status" 2>/dev/null && continue
+		echo "$p"
+	done
+}
+
+# alive PID...: whether any of them is still running (not a zombie).
+alive()
+{
+	local p
+	for p in "$@"; do
+		[ -d "/proc/$p" ] || continue
+		grep -q '^State:.*Z' "/proc/$p/status" 2>/dev/null && continue
+		return 0
+	done
+	return 1
+}
