@@ -1,0 +1,458 @@
+/*
+ * The HTTP front door: routes, admin guards, errors in the OpenAI shape,
+ * the access log.  Model requests go on to forward.c.
+ */
+#include <sys/types.h>
+#include <sys/queue.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+
+#include <json-c/json.h>
+
+#include "log.h"
+#include "proxy.h"
+
+static void	 http_cb(struct evhttp_request *, void *);
+static void	 http_models(struct evhttp_request *);
+static int	 admin_guard(struct evhttp_request *, int);
+static void	 http_cancel(struct evhttp_request *);
+static void	 http_model_route(struct evhttp_request *, const char *);
+
+int64_t
+now_ms(void)
+{
+	struct timespec	 ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+}
+
+const char *
+http_error_type(int status)
+{
+	if (status >= 500)
+		return ("server_error");
+	if (status == 403 || status == 401)
+		return ("permission_error");
+	if (status == 404)
+		return ("not_found_error");
+	return ("invalid_request_error");
+}
+
+static const char *
+reason(int status)
+{
+	switch (status) {
+	case 200:
+		return ("OK");
+	case 400:
+		return ("Bad Request");
+	case 403:
+		return ("Forbidden");
+	case 404:
+		return ("Not Found");
+	case 405:
+		return ("Method Not Allowed");
+	case 413:
+		return ("Payload Too Large");
+	case 415:
+		return ("Unsupported Media Type");
+	case 499:
+		return ("Client Closed Request");
+	case 502:
+		return ("Bad Gateway");
+	case 503:
+		return ("Service Unavailable");
+	case 504:
+		return ("Gateway Timeout");
+	default:
+		return (status < 400 ? "OK" : "Error");
+	}
+}
+
+void
+http_json(struct evhttp_request *req, int status, json_object *obj)
+{
+	struct evbuffer	*buf;
+	const char	*s;
+
+	s = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN |
+	    JSON_C_TO_STRING_NOSLASHESCAPE);
+	if ((buf = evbuffer_new()) == NULL)
+		fatal("%s: evbuffer_new", __func__);
+	evbuffer_add(buf, s, strlen(s));
+	evbuffer_add(buf, "\n", 1);
+	evhttp_add_header(evhttp_request_get_output_headers(req),
+	    "Content-Type", "application/json");
+	evhttp_send_reply(req, status, reason(status), buf);
+	evbuffer_free(buf);
+}
+
+void
+http_error(struct evhttp_request *req, int status, const char *code,
+    const char *message)
+{
+	json_object	*obj, *err;
+
+	obj = json_object_new_object();
+	err = json_object_new_object();
+	json_object_object_add(err, "message",
+	    json_object_new_string(message));
+	json_object_object_add(err, "type",
+	    json_object_new_string(http_error_type(status)));
+	json_object_object_add(err, "code", json_object_new_string(code));
+	json_object_object_add(obj, "error", err);
+	http_json(req, status, obj);
+	json_object_put(obj);
+}
+
+void
+http_rerr(struct evhttp_request *req, const struct rerr *e)
+{
+	http_error(req, e->status, e->code, e->message);
+}
+
+void
+http_log(const char *method, const char *path, const char *model,
+    int status, int64_t ms, int64_t ptok, int64_t ctok)
+{
+	if (ptok >= 0 && ctok >= 0)
+		log_info("%s %s %s %d %lldms %lld->%lld tokens", method, path,
+		    model, status, (long long)ms, (long long)ptok,
+		    (long long)ctok);
+	else
+		log_info("%s %s %s %d %lldms", method, path, model, status,
+		    (long long)ms);
+}
+
+static const char *
+method_name(struct evhttp_request *req)
+{
+	switch (evhttp_request_get_command(req)) {
+	case EVHTTP_REQ_GET:
+		return ("GET");
+	case EVHTTP_REQ_POST:
+		return ("POST");
+	case EVHTTP_REQ_HEAD:
+		return ("HEAD");
+	case EVHTTP_REQ_PUT:
+		return ("PUT");
+	case EVHTTP_REQ_DELETE:
+		return ("DELETE");
+	case EVHTTP_REQ_OPTIONS:
+		return ("OPTIONS");
+	case EVHTTP_REQ_PATCH:
+		return ("PATCH");
+	default:
+		return ("OTHER");
+	}
+}
+
+void
+http_init(void)
+{
+	if ((px->http = evhttp_new(px->base)) == NULL)
+		fatalx("%s: evhttp_new", __func__);
+	evhttp_set_gencb(px->http, http_cb, NULL);
+	evhttp_set_timeout(px->http, PROXY_IDLE_TIMEOUT);
+	evhttp_set_max_headers_size(px->http, 64 * 1024);
+	evhttp_set_allowed_methods(px->http, EVHTTP_REQ_GET |
+	    EVHTTP_REQ_POST | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT |
+	    EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH);
+}
+
+/* New listeners first, then the old ones go; requests in progress stay. */
+void
+http_swap_listeners(struct pconf *old, struct pconf *new)
+{
+	struct plisten	*l;
+	int		 flags;
+
+	evhttp_set_max_body_size(px->http, new->max_body);
+	TAILQ_FOREACH(l, &new->listens, entry) {
+		if ((flags = fcntl(l->fd, F_GETFL)) == -1 ||
+		    fcntl(l->fd, F_SETFL, flags | O_NONBLOCK) == -1)
+			fatal("%s: fcntl", __func__);
+		if ((l->bound = evhttp_accept_socket_with_handle(px->http,
+		    l->fd)) == NULL)
+			fatalx("%s: cannot accept on %s port %u", __func__,
+			    l->host, l->port);
+		l->fd = -1;	/* the listener's now */
+		log_debug("listening on %s port %u", l->host, l->port);
+	}
+	if (old == NULL)
+		return;
+	TAILQ_FOREACH(l, &old->listens, entry) {
+		if (l->bound != NULL)
+			evhttp_del_accept_socket(px->http, l->bound);
+		else if (l->fd != -1)
+			close(l->fd);
+		l->bound = NULL;
+		l->fd = -1;
+	}
+}
+
+static void
+http_cb(struct evhttp_request *req, void *arg)
+{
+	const struct evhttp_uri	*uri;
+	const char		*path, *method;
+	enum evhttp_cmd_type	 cmd;
+	json_object		*obj;
+	int64_t			 t0 = now_ms();
+	int			 status;
+
+	(void)arg;
+	method = method_name(req);
+	cmd = evhttp_request_get_command(req);
+	uri = evhttp_request_get_evhttp_uri(req);
+	if (uri == NULL || (path = evhttp_uri_get_path(uri)) == NULL ||
+	    *path == '\0')
+		path = "/";
+	if (px->conf == NULL) {
+		http_error(req, 503, "starting", "The proxy is starting.");
+		http_log(method, path, "-", 503, now_ms() - t0, -1, -1);
+		return;
+	}
+
+	if (strcmp(path, "/health") == 0) {
+		if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
+			status = 405;
+			http_error(req, status, "method_not_allowed",
+			    "Use GET.");
+		} else {
+			status = 200;
+			obj = json_object_new_object();
+			json_object_object_add(obj, "status",
+			    json_object_new_string("ok"));
+			http_json(req, status, obj);
+			json_object_put(obj);
+		}
+		http_log(method, path, "-", status, now_ms() - t0, -1, -1);
+		return;
+	}
+	if (strcmp(path, "/v1/models") == 0) {
+		if (cmd != EVHTTP_REQ_GET) {
+			status = 405;
+			http_error(req, status, "method_not_allowed",
+			    "Use GET.");
+		} else {
+			status = 200;
+			http_models(req);
+		}
+		http_log(method, path, "-", status, now_ms() - t0, -1, -1);
+		return;
+	}
+	if (strncmp(path, "/v1/agency/", 11) == 0) {
+		if ((status = admin_guard(req, cmd)) != 0) {
+			http_log(method, path, "-", status, now_ms() - t0,
+			    -1, -1);
+			return;
+		}
+		if (strcmp(path, "/v1/agency/status") == 0 &&
+		    cmd == EVHTTP_REQ_GET) {
+			forward_status(req);
+			return;
+		}
+		if (strcmp(path, "/v1/agency/cancel") == 0 &&
+		    cmd == EVHTTP_REQ_POST) {
+			http_cancel(req);
+			return;
+		}
+		status = 404;
+		http_error(req, status, "not_found", "No such admin route.");
+		http_log(method, path, "-", status, now_ms() - t0, -1, -1);
+		return;
+	}
+	if (cmd != EVHTTP_REQ_POST) {
+		status = strncmp(path, "/v1/", 4) == 0 ? 405 : 404;
+		http_error(req, status, status == 405 ? "method_not_allowed" :
+		    "not_found", status == 405 ? "Model routes take POST." :
+		    "No such route.");
+		http_log(method, path, "-", status, now_ms() - t0, -1, -1);
+		return;
+	}
+	http_model_route(req, path);
+}
+
+static void
+http_models(struct evhttp_request *req)
+{
+	struct pmodel	*m;
+	json_object	*obj, *data, *e;
+	size_t		 i;
+
+	obj = json_object_new_object();
+	data = json_object_new_array();
+	json_object_object_add(obj, "object", json_object_new_string("list"));
+	TAILQ_FOREACH(m, &px->conf->models, entry) {
+		for (i = 0; i <= m->aliases.n; i++) {
+			e = json_object_new_object();
+			json_object_object_add(e, "id", json_object_new_string(
+			    i == 0 ? m->name : m->aliases.v[i - 1]));
+			json_object_object_add(e, "object",
+			    json_object_new_string("model"));
+			json_object_object_add(e, "created",
+			    json_object_new_int64(0));
+			json_object_object_add(e, "owned_by",
+			    json_object_new_string("agency"));
+			if (i > 0)
+				json_object_object_add(e, "alias_of",
+				    json_object_new_string(m->name));
+			json_object_array_add(data, e);
+		}
+	}
+	json_object_object_add(obj, "data", data);
+	http_json(req, 200, obj);
+	json_object_put(obj);
+}
+
+/* Against DNS rebinding: a loopback Host with one of our ports. */
+static int
+host_ok(const char *host)
+{
+	static const char	*names[] = { "127.0.0.1:", "[::1]:",
+				    "localhost:", NULL };
+	struct plisten		*l;
+	const char		*p = NULL, *errstr;
+	long long		 port;
+	size_t			 i;
+
+	if (host == NULL)
+		return (0);
+	for (i = 0; names[i] != NULL; i++)
+		if (strncasecmp(host, names[i], strlen(names[i])) == 0) {
+			p = host + strlen(names[i]);
+			break;
+		}
+	if (p == NULL)
+		return (0);
+	port = strtonum(p, 1, 65535, &errstr);
+	if (errstr != NULL)
+		return (0);
+	TAILQ_FOREACH(l, &px->conf->listens, entry)
+		if (l->port == port)
+			return (1);
+	return (0);
+}
+
+static int
+admin_guard(struct evhttp_request *req, int cmd)
+{
+	struct evkeyvalq	*h = evhttp_request_get_input_headers(req);
+	const char		*ct;
+	size_t			 n = strlen("application/json");
+
+	if (!host_ok(evhttp_find_header(h, "Host"))) {
+		http_error(req, 403, "forbidden_host", "Admin routes need "
+		    "a Host of 127.0.0.1, [::1] or localhost with the port.");
+		return (403);
+	}
+	if (cmd == EVHTTP_REQ_POST) {
+		ct = evhttp_find_header(h, "Content-Type");
+		if (ct == NULL || strncasecmp(ct, "application/json", n) != 0 ||
+		    (ct[n] != '\0' && ct[n] != ';' && ct[n] != ' ')) {
+			http_error(req, 415, "unsupported_media_type",
+			    "Admin POSTs need Content-Type: application/json.");
+			return (415);
+		}
+	}
+	return (0);
+}
+
+static json_object *
+body_json(struct evhttp_request *req, struct rerr *e)
+{
+	struct evbuffer	*in = evhttp_request_get_input_buffer(req);
+	size_t		 len = evbuffer_get_length(in);
+	const char	*data;
+
+	if ((data = (const char *)evbuffer_pullup(in, -1)) == NULL && len > 0) {
+		rerr_set(e, 500, "internal_error", "Out of memory.");
+		return (NULL);
+	}
+	return (rules_parse(data, len, e));
+}
+
+static void
+http_cancel(struct evhttp_request *req)
+{
+	struct proto_cancel	 pc;
+	struct pmodel		*m;
+	struct rerr		 e;
+	json_object		*body, *jm, *obj;
+	int64_t			 t0 = now_ms();
+	const char		*path = "/v1/agency/cancel";
+
+	if ((body = body_json(req, &e)) == NULL) {
+		http_rerr(req, &e);
+		http_log("POST", path, "-", e.status, now_ms() - t0, -1, -1);
+		return;
+	}
+	if (!json_object_object_get_ex(body, "model", &jm) ||
+	    !json_object_is_type(jm, json_type_string)) {
+		json_object_put(body);
+		http_error(req, 400, "model_required",
+		    "The body must name a model.");
+		http_log("POST", path, "-", 400, now_ms() - t0, -1, -1);
+		return;
+	}
+	if ((m = pconf_find_model(px->conf, json_object_get_string(jm))) ==
+	    NULL) {
+		rerr_set(&e, 404, "model_not_found",
+		    "The model '%.100s' does not exist.",
+		    json_object_get_string(jm));
+		json_object_put(body);
+		http_rerr(req, &e);
+		http_log("POST", path, "-", 404, now_ms() - t0, -1, -1);
+		return;
+	}
+	json_object_put(body);
+
+	memset(&pc, 0, sizeof(pc));
+	(void)strlcpy(pc.model, m->name, sizeof(pc.model));
+	pc.cancelled = forward_cancel(m->name);
+	parent_send(IMSG_CANCEL_DONE, &pc, sizeof(pc));
+
+	obj = json_object_new_object();
+	json_object_object_add(obj, "cancelled",
+	    json_object_new_int64(pc.cancelled));
+	http_json(req, 200, obj);
+	json_object_put(obj);
+	http_log("POST", path, m->name, 200, now_ms() - t0, -1, -1);
+}
+
+static void
+http_model_route(struct evhttp_request *req, const char *path)
+{
+	struct pmodel	*m;
+	struct rerr	 e;
+	json_object	*body;
+	int64_t		 t0 = now_ms();
+
+	if ((body = body_json(req, &e)) == NULL)
+		goto fail;
+	if (rules_pick_model(px->conf, body, &m, &e) == -1 ||
+	    rules_check_route(m, path, &e) == -1 ||
+	    rules_apply(m->rt, body, &e) == -1) {
+		json_object_put(body);
+		goto fail;
+	}
+	forward_start(req, m, body, path);	/* takes body */
+	return;
+ fail:
+	http_rerr(req, &e);
+	http_log("POST", path, "-", e.status, now_ms() - t0, -1, -1);
+}

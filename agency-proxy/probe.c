@@ -1,0 +1,204 @@
+/*
+ * Readiness probes for the parent: the answer of a model process is only
+ * ever read here, in the unprivileged process.  Connection refused, a
+ * timed out attempt and 503 (llama-server while it loads) are retried
+ * with backoff; any other answer is the result.
+ */
+#include <sys/types.h>
+#include <sys/queue.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+
+#include "log.h"
+#include "proxy.h"
+
+struct probe {
+	TAILQ_ENTRY(probe)		 entry;
+	struct proto_probe		 p;
+	struct evhttp_connection	*evcon;
+	struct evhttp_request		*req;
+	struct event			*timer;
+	int				 backoff;	/* ms */
+	unsigned int			 attempts;
+	char				 body[PROTO_PROBE_BODY + 1];
+	size_t				 bodylen;
+};
+TAILQ_HEAD(, probe)	probes = TAILQ_HEAD_INITIALIZER(probes);
+
+static void	 probe_attempt(struct probe *);
+static void	 probe_done(struct evhttp_request *, void *);
+static void	 probe_chunk(struct evhttp_request *, void *);
+static void	 probe_timer(evutil_socket_t, short, void *);
+static void	 probe_free(struct probe *);
+static void	 evcon_free_cb(evutil_socket_t, short, void *);
+
+static struct probe *
+probe_find(uint64_t loadid)
+{
+	struct probe	*pr;
+
+	TAILQ_FOREACH(pr, &probes, entry)
+		if (pr->p.loadid == loadid)
+			return (pr);
+	return (NULL);
+}
+
+void
+probe_start(const struct proto_probe *pp)
+{
+	struct probe	*pr;
+
+	if ((pr = probe_find(pp->loadid)) != NULL) {
+		log_warnx("probe %llu: started twice",
+		    (unsigned long long)pp->loadid);
+		probe_free(pr);
+	}
+	if ((pr = calloc(1, sizeof(*pr))) == NULL)
+		fatal("%s: calloc", __func__);
+	pr->p = *pp;
+	pr->backoff = PROBE_BACKOFF_MIN;
+	if ((pr->timer = evtimer_new(px->base, probe_timer, pr)) == NULL)
+		fatal("%s: evtimer_new", __func__);
+	TAILQ_INSERT_TAIL(&probes, pr, entry);
+	probe_attempt(pr);
+}
+
+void
+probe_cancel(uint64_t loadid)
+{
+	struct probe	*pr;
+
+	if ((pr = probe_find(loadid)) != NULL)
+		probe_free(pr);
+}
+
+static void
+probe_free(struct probe *pr)
+{
+	struct evhttp_request	*req = pr->req;
+
+	TAILQ_REMOVE(&probes, pr, entry);
+	pr->req = NULL;
+	if (req != NULL)
+		evhttp_cancel_request(req);
+	if (pr->evcon != NULL)
+		evhttp_connection_free(pr->evcon);
+	event_free(pr->timer);
+	free(pr);
+}
+
+static void
+probe_attempt(struct probe *pr)
+{
+	struct evkeyvalq	*h;
+	char			 host[32];
+
+	pr->attempts++;
+	pr->bodylen = 0;
+	pr->body[0] = '\0';
+	if ((pr->evcon = evhttp_connection_base_new(px->base, NULL,
+	    "127.0.0.1", pr->p.port)) == NULL ||
+	    (pr->req = evhttp_request_new(probe_done, pr)) == NULL)
+		fatalx("%s: out of memory", __func__);
+	evhttp_connection_set_retries(pr->evcon, 0);
+	evhttp_connection_set_timeout(pr->evcon, PROBE_ATTEMPT_TIMEOUT);
+	evhttp_request_set_chunked_cb(pr->req, probe_chunk);
+	h = evhttp_request_get_output_headers(pr->req);
+	(void)snprintf(host, sizeof(host), "127.0.0.1:%u", pr->p.port);
+	evhttp_add_header(h, "Host", host);
+	evhttp_add_header(h, "Connection", "close");
+	if (pr->p.method == READY_POST) {
+		evhttp_add_header(h, "Content-Type", "application/json");
+		evbuffer_add(evhttp_request_get_output_buffer(pr->req),
+		    pr->p.body, strlen(pr->p.body));
+	}
+	if (evhttp_make_request(pr->evcon, pr->req, pr->p.method ==
+	    READY_POST ? EVHTTP_REQ_POST : EVHTTP_REQ_GET, pr->p.path) == -1) {
+		pr->req = NULL;
+		probe_done(NULL, pr);
+	}
+}
+
+static void
+probe_chunk(struct evhttp_request *req, void *arg)
+{
+	struct probe	*pr = arg;
+	struct evbuffer	*buf = evhttp_request_get_input_buffer(req);
+	size_t		 room = PROTO_PROBE_BODY - pr->bodylen, len;
+
+	len = evbuffer_get_length(buf);
+	if (len > room)
+		len = room;
+	if (len > 0) {
+		evbuffer_copyout(buf, pr->body + pr->bodylen, len);
+		pr->bodylen += len;
+		pr->body[pr->bodylen] = '\0';
+	}
+	evbuffer_drain(buf, evbuffer_get_length(buf));
+}
+
+static void
+probe_done(struct evhttp_request *req, void *arg)
+{
+	struct probe			*pr = arg;
+	struct proto_probe_result	 res;
+	struct timeval			 tv;
+	int				 code;
+
+	if (pr->req == NULL && req != NULL)
+		return;		/* cancelled */
+	pr->req = NULL;
+	code = req == NULL ? 0 : evhttp_request_get_response_code(req);
+	if (req != NULL && code != 0)
+		probe_chunk(req, pr);
+
+	/* the connection is done with; not from inside its callback */
+	tv.tv_sec = tv.tv_usec = 0;
+	if (event_base_once(px->base, -1, EV_TIMEOUT, evcon_free_cb,
+	    pr->evcon, &tv) == -1)
+		fatalx("%s: event_base_once", __func__);
+	pr->evcon = NULL;
+
+	if (code == 0 || code == 503) {
+		tv.tv_sec = pr->backoff / 1000;
+		tv.tv_usec = (pr->backoff % 1000) * 1000;
+		evtimer_add(pr->timer, &tv);
+		pr->backoff *= 2;
+		if (pr->backoff > PROBE_BACKOFF_MAX)
+			pr->backoff = PROBE_BACKOFF_MAX;
+		return;
+	}
+
+	memset(&res, 0, sizeof(res));
+	res.loadid = pr->p.loadid;
+	res.status = code;
+	res.ok = code >= 200 && code < 300;
+	(void)strlcpy(res.body, pr->body, sizeof(res.body));
+	log_debug("probe %llu: %s answered %d after %u attempts",
+	    (unsigned long long)pr->p.loadid, pr->p.label, code,
+	    pr->attempts);
+	parent_send(IMSG_PROBE_RESULT, &res, sizeof(res));
+	probe_free(pr);
+}
+
+static void
+probe_timer(evutil_socket_t fd, short ev, void *arg)
+{
+	(void)fd;
+	(void)ev;
+	probe_attempt(arg);
+}
+
+static void
+evcon_free_cb(evutil_socket_t fd, short ev, void *arg)
+{
+	(void)fd;
+	(void)ev;
+	evhttp_connection_free(arg);
+}

@@ -1,0 +1,195 @@
+/*
+ * agency-proxy: the unprivileged front door.
+ *
+ * It is started by agencyd as "agency-proxy [-dv] [-u user]" with its end
+ * of a socketpair on fd 3, drops privileges (privsep.c) before it reads
+ * anything, then runs one libevent loop: the parent's imsg channel
+ * (parent.c), the HTTP server (http.c), the forwarding of model requests
+ * with holds (forward.c) and the readiness probes (probe.c).  The request
+ * rules are pure functions on json-c objects (rules.c).
+ *
+ * Decisions the design leaves open, settled here:
+ * - A runtime with no "routes" serves the routes of its kind:
+ *     chat       /v1/chat/completions, /v1/completions
+ *     embedding  /v1/embeddings
+ *     speech     /v1/audio/speech
+ *     image      /v1/images/generations
+ *     vision     /v1/chat/completions
+ * - A runtime with no "parts" allows the content-part types of its kind:
+ *   "text" for every kind, and "image_url" as well for vision.  An
+ *   image_url part must carry a data:image/ URL, whatever the list says.
+ * - The max_tokens cap lowers max_tokens and max_completion_tokens when
+ *   they are over it; a chat or vision request that has neither gets
+ *   max_tokens set to the cap, so the operator's limit always holds.
+ * - A request counts for cancel from the moment it asked for a hold: a
+ *   cancel ends waiting requests too (they are withdrawn).
+ * - request_timeout bounds the wait for the upstream's header and then
+ *   every gap between two pieces of the answer: 504 before the header,
+ *   the client's connection is closed after it.
+ * - A body over max_body is refused by libevent itself with 413 (its
+ *   own short body, not the OpenAI shape: the body is never read).
+ */
+#ifndef AGENCY_PROXY_H
+#define AGENCY_PROXY_H
+
+#include <sys/types.h>
+#include <sys/queue.h>
+
+#include <stdint.h>
+
+#include <json-c/json.h>
+
+#include "config.h"
+#include "proto.h"
+
+#define PROXY_FD		3	/* the parent's end of the socketpair */
+#define PROXY_IDLE_TIMEOUT	60	/* s: an idle client connection */
+#define PROXY_POOL_MAX		8	/* idle upstream connections a port */
+#define PROBE_BACKOFF_MIN	10	/* ms */
+#define PROBE_BACKOFF_MAX	250	/* ms */
+#define PROBE_ATTEMPT_TIMEOUT	2	/* s */
+
+struct evhttp_bound_socket;
+struct evhttp_request;
+struct event_base;
+struct evhttp;
+struct imsgev;
+
+struct pstrs {
+	char		**v;
+	size_t		  n;
+};
+
+struct pmove {
+	char		 from[AGENCY_FIELD_MAX];
+	char		 to[AGENCY_FIELD_MAX];
+};
+
+struct pruntime {
+	TAILQ_ENTRY(pruntime)	 entry;
+	char			 name[AGENCY_NAME_MAX];
+	int			 kind;		/* enum model_kind */
+	int			 stops;		/* enum stops_on_close */
+	int64_t			 max_tokens;	/* 0: no cap */
+	struct pstrs		 routes;
+	struct pstrs		 parts;
+	struct pstrs		 refuse;
+	struct pmove		*moves;
+	size_t			 nmoves;
+};
+
+struct pmodel {
+	TAILQ_ENTRY(pmodel)	 entry;
+	char			 name[AGENCY_NAME_MAX];
+	char			 upstream[AGENCY_PATH_MAX];
+	char			 label[AGENCY_PATH_MAX];
+	int64_t			 max_tokens;	/* 0: the runtime's */
+	struct pruntime		*rt;
+	struct pstrs		 aliases;
+};
+
+struct plisten {
+	TAILQ_ENTRY(plisten)		 entry;
+	int				 fd;
+	char				 host[AGENCY_NAME_MAX];
+	uint16_t			 port;
+	struct evhttp_bound_socket	*bound;
+};
+
+struct pconf {
+	int64_t				 max_body;
+	int64_t				 request_timeout;	/* ms */
+	uint16_t			 port_lo;
+	uint16_t			 port_hi;
+	char				 default_model[AGENCY_NAME_MAX];
+	TAILQ_HEAD(, pruntime)		 runtimes;
+	TAILQ_HEAD(, pmodel)		 models;
+	TAILQ_HEAD(, plisten)		 listens;
+};
+
+/* An error for the client, in the OpenAI shape. */
+struct rerr {
+	int		 status;
+	const char	*code;
+	char		 message[PROTO_MSG_MAX];
+};
+
+struct proxy {
+	struct event_base	*base;
+	struct evhttp		*http;
+	struct imsgev		*iev;
+	struct pconf		*conf;		/* NULL until the first END */
+	struct pconf		*nconf;		/* being received */
+	struct pruntime		*nrt;		/* last runtime received */
+	struct pmodel		*nmodel;	/* last model received */
+	int			 ready;		/* PROXY_READY was sent */
+	uint64_t		 seq;		/* last request id */
+};
+
+extern struct proxy	*px;
+
+/* privsep.c */
+void		 privsep_drop(const char *);
+
+/* parent.c */
+void		 parent_init(int);
+void		 parent_send(uint32_t, const void *, size_t);
+void		 parent_loghook(int, const char *);
+
+/* rules.c: pure functions, unit-tested */
+struct pconf	*pconf_new(void);
+void		 pconf_free(struct pconf *);
+struct pruntime	*pconf_add_runtime(struct pconf *, const char *, int, int,
+		    int64_t);
+struct pmodel	*pconf_add_model(struct pconf *, const char *, const char *,
+		    const char *, const char *, int64_t);
+struct pmodel	*pconf_find_model(const struct pconf *, const char *);
+size_t		 pconf_nmodels(const struct pconf *);
+int		 pstrs_add(struct pstrs *, const char *);
+int		 pstrs_has(const struct pstrs *, const char *);
+void		 pstrs_clear(struct pstrs *);
+int		 pruntime_add_move(struct pruntime *, const char *,
+		    const char *);
+const char	*kind_name(int);
+int		 rules_pick_model(const struct pconf *, json_object *,
+		    struct pmodel **, struct rerr *);
+int		 rules_route_allowed(const struct pruntime *, const char *);
+int		 rules_check_route(const struct pmodel *, const char *,
+		    struct rerr *);
+int		 rules_apply(const struct pruntime *, json_object *,
+		    struct rerr *);
+int64_t		 rules_cap(const struct pmodel *);
+void		 rules_rewrite(json_object *, const char *, int64_t, int);
+int		 rules_stops(const struct pruntime *, json_object *);
+json_object	*rules_parse(const char *, size_t, struct rerr *);
+void		 rerr_set(struct rerr *, int, const char *, const char *, ...)
+		    __attribute__((__format__ (printf, 4, 5)));
+
+/* http.c */
+void		 http_init(void);
+void		 http_swap_listeners(struct pconf *, struct pconf *);
+void		 http_error(struct evhttp_request *, int, const char *,
+		    const char *);
+void		 http_rerr(struct evhttp_request *, const struct rerr *);
+void		 http_json(struct evhttp_request *, int, json_object *);
+const char	*http_error_type(int);
+void		 http_log(const char *, const char *, const char *, int,
+		    int64_t, int64_t, int64_t);
+int64_t		 now_ms(void);
+
+/* forward.c */
+void		 forward_start(struct evhttp_request *, const struct pmodel *,
+		    json_object *, const char *);
+void		 forward_status(struct evhttp_request *);
+void		 forward_grant(const struct proto_hold_grant *);
+void		 forward_refuse(const struct proto_hold_refuse *);
+void		 forward_status_model(const struct proto_status *);
+void		 forward_status_end(uint64_t);
+uint32_t	 forward_cancel(const char *);
+void		 forward_shutdown(void);
+
+/* probe.c */
+void		 probe_start(const struct proto_probe *);
+void		 probe_cancel(uint64_t);
+
+#endif /* AGENCY_PROXY_H */

@@ -1,0 +1,645 @@
+/*
+ * The proxy's view of the configuration and the request rules: pure
+ * functions on json-c objects, no I/O, so the unit tests drive them.
+ */
+#include <sys/types.h>
+#include <sys/queue.h>
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "log.h"
+#include "proxy.h"
+
+static const char	*chat_routes[] = { "/v1/chat/completions",
+			    "/v1/completions", NULL };
+static const char	*embedding_routes[] = { "/v1/embeddings", NULL };
+static const char	*speech_routes[] = { "/v1/audio/speech", NULL };
+static const char	*image_routes[] = { "/v1/images/generations", NULL };
+static const char	*vision_routes[] = { "/v1/chat/completions", NULL };
+
+static const char	*text_parts[] = { "text", NULL };
+static const char	*vision_parts[] = { "text", "image_url", NULL };
+
+static json_object	*path_get(json_object *, const char *, json_object **,
+			    char *, size_t);
+static int		 path_set(json_object *, const char *, json_object *);
+static void		 path_prune(json_object *, const char *);
+static int		 check_parts(const struct pruntime *, json_object *,
+			    struct rerr *);
+
+void
+rerr_set(struct rerr *e, int status, const char *code, const char *fmt, ...)
+{
+	va_list	 ap;
+
+	e->status = status;
+	e->code = code;
+	va_start(ap, fmt);
+	(void)vsnprintf(e->message, sizeof(e->message), fmt, ap);
+	va_end(ap);
+}
+
+const char *
+kind_name(int kind)
+{
+	switch (kind) {
+	case KIND_CHAT:
+		return ("chat");
+	case KIND_EMBEDDING:
+		return ("embedding");
+	case KIND_SPEECH:
+		return ("speech");
+	case KIND_IMAGE:
+		return ("image");
+	case KIND_VISION:
+		return ("vision");
+	default:
+		return ("unknown");
+	}
+}
+
+int
+pstrs_add(struct pstrs *l, const char *s)
+{
+	char	**v;
+	char	 *d;
+
+	if ((d = strdup(s)) == NULL)
+		return (-1);
+	if ((v = reallocarray(l->v, l->n + 1, sizeof(*v))) == NULL) {
+		free(d);
+		return (-1);
+	}
+	v[l->n++] = d;
+	l->v = v;
+	return (0);
+}
+
+int
+pstrs_has(const struct pstrs *l, const char *s)
+{
+	size_t	 i;
+
+	for (i = 0; i < l->n; i++)
+		if (strcmp(l->v[i], s) == 0)
+			return (1);
+	return (0);
+}
+
+void
+pstrs_clear(struct pstrs *l)
+{
+	size_t	 i;
+
+	for (i = 0; i < l->n; i++)
+		free(l->v[i]);
+	free(l->v);
+	l->v = NULL;
+	l->n = 0;
+}
+
+struct pconf *
+pconf_new(void)
+{
+	struct pconf	*c;
+
+	if ((c = calloc(1, sizeof(*c))) == NULL)
+		return (NULL);
+	TAILQ_INIT(&c->runtimes);
+	TAILQ_INIT(&c->models);
+	TAILQ_INIT(&c->listens);
+	c->max_body = DEFAULT_MAX_BODY;
+	c->request_timeout = DEFAULT_REQUEST_TIMEOUT;
+	return (c);
+}
+
+/* Listeners are the HTTP layer's to close (http_swap_listeners). */
+void
+pconf_free(struct pconf *c)
+{
+	struct pruntime	*rt;
+	struct pmodel	*m;
+	struct plisten	*l;
+
+	if (c == NULL)
+		return;
+	while ((rt = TAILQ_FIRST(&c->runtimes)) != NULL) {
+		TAILQ_REMOVE(&c->runtimes, rt, entry);
+		pstrs_clear(&rt->routes);
+		pstrs_clear(&rt->parts);
+		pstrs_clear(&rt->refuse);
+		free(rt->moves);
+		free(rt);
+	}
+	while ((m = TAILQ_FIRST(&c->models)) != NULL) {
+		TAILQ_REMOVE(&c->models, m, entry);
+		pstrs_clear(&m->aliases);
+		free(m);
+	}
+	while ((l = TAILQ_FIRST(&c->listens)) != NULL) {
+		TAILQ_REMOVE(&c->listens, l, entry);
+		free(l);
+	}
+	free(c);
+}
+
+struct pruntime *
+pconf_add_runtime(struct pconf *c, const char *name, int kind, int stops,
+    int64_t max_tokens)
+{
+	struct pruntime	*rt;
+
+	if ((rt = calloc(1, sizeof(*rt))) == NULL)
+		return (NULL);
+	if (strlcpy(rt->name, name, sizeof(rt->name)) >= sizeof(rt->name)) {
+		free(rt);
+		return (NULL);
+	}
+	rt->kind = kind;
+	rt->stops = stops;
+	rt->max_tokens = max_tokens;
+	TAILQ_INSERT_TAIL(&c->runtimes, rt, entry);
+	return (rt);
+}
+
+int
+pruntime_add_move(struct pruntime *rt, const char *from, const char *to)
+{
+	struct pmove	*mv;
+
+	if ((mv = reallocarray(rt->moves, rt->nmoves + 1,
+	    sizeof(*mv))) == NULL)
+		return (-1);
+	rt->moves = mv;
+	mv = &rt->moves[rt->nmoves];
+	if (strlcpy(mv->from, from, sizeof(mv->from)) >= sizeof(mv->from) ||
+	    strlcpy(mv->to, to, sizeof(mv->to)) >= sizeof(mv->to))
+		return (-1);
+	rt->nmoves++;
+	return (0);
+}
+
+/* NULL when the runtime is unknown or a string does not fit. */
+struct pmodel *
+pconf_add_model(struct pconf *c, const char *name, const char *runtime,
+    const char *upstream, const char *label, int64_t max_tokens)
+{
+	struct pruntime	*rt;
+	struct pmodel	*m;
+
+	TAILQ_FOREACH(rt, &c->runtimes, entry)
+		if (strcmp(rt->name, runtime) == 0)
+			break;
+	if (rt == NULL)
+		return (NULL);
+	if ((m = calloc(1, sizeof(*m))) == NULL)
+		return (NULL);
+	if (strlcpy(m->name, name, sizeof(m->name)) >= sizeof(m->name) ||
+	    strlcpy(m->upstream, upstream, sizeof(m->upstream)) >=
+	    sizeof(m->upstream) ||
+	    strlcpy(m->label, label, sizeof(m->label)) >= sizeof(m->label)) {
+		free(m);
+		return (NULL);
+	}
+	m->rt = rt;
+	m->max_tokens = max_tokens;
+	TAILQ_INSERT_TAIL(&c->models, m, entry);
+	return (m);
+}
+
+struct pmodel *
+pconf_find_model(const struct pconf *c, const char *name)
+{
+	struct pmodel	*m;
+
+	TAILQ_FOREACH(m, &c->models, entry)
+		if (strcmp(m->name, name) == 0)
+			return (m);
+	TAILQ_FOREACH(m, &c->models, entry)
+		if (pstrs_has(&m->aliases, name))
+			return (m);
+	return (NULL);
+}
+
+size_t
+pconf_nmodels(const struct pconf *c)
+{
+	struct pmodel	*m;
+	size_t		 n = 0;
+
+	TAILQ_FOREACH(m, &c->models, entry)
+		n++;
+	return (n);
+}
+
+/* A body is one JSON object, nothing after it but white space. */
+json_object *
+rules_parse(const char *buf, size_t len, struct rerr *e)
+{
+	struct json_tokener	*tok;
+	json_object		*obj;
+	size_t			 end;
+
+	if (len == 0) {
+		rerr_set(e, 400, "invalid_json", "The body is empty.");
+		return (NULL);
+	}
+	if ((tok = json_tokener_new_ex(64)) == NULL) {
+		rerr_set(e, 500, "internal_error", "Out of memory.");
+		return (NULL);
+	}
+	obj = json_tokener_parse_ex(tok, buf, (int)len);
+	if (obj == NULL || json_tokener_get_error(tok) != json_tokener_success) {
+		json_object_put(obj);
+		json_tokener_free(tok);
+		rerr_set(e, 400, "invalid_json", "The body is not valid JSON.");
+		return (NULL);
+	}
+	end = json_tokener_get_parse_end(tok);
+	json_tokener_free(tok);
+	for (; end < len; end++)
+		if (strchr(" \t\r\n", buf[end]) == NULL || buf[end] == '\0')
+			break;
+	if (end < len) {
+		json_object_put(obj);
+		rerr_set(e, 400, "invalid_json", "The body is not valid JSON.");
+		return (NULL);
+	}
+	if (!json_object_is_type(obj, json_type_object)) {
+		json_object_put(obj);
+		rerr_set(e, 400, "invalid_json",
+		    "The body must be a JSON object.");
+		return (NULL);
+	}
+	return (obj);
+}
+
+static void
+served_names(const struct pconf *c, char *buf, size_t size)
+{
+	struct pmodel	*m;
+
+	buf[0] = '\0';
+	TAILQ_FOREACH(m, &c->models, entry) {
+		if (buf[0] != '\0')
+			(void)strlcat(buf, ", ", size);
+		(void)strlcat(buf, m->name, size);
+	}
+	if (buf[0] == '\0')
+		(void)strlcpy(buf, "none", size);
+}
+
+int
+rules_pick_model(const struct pconf *c, json_object *body,
+    struct pmodel **mp, struct rerr *e)
+{
+	json_object	*jm;
+	const char	*name = NULL;
+	char		 names[PROTO_MSG_MAX - 64];
+
+	*mp = NULL;
+	if (json_object_object_get_ex(body, "model", &jm) &&
+	    !json_object_is_type(jm, json_type_null)) {
+		if (!json_object_is_type(jm, json_type_string)) {
+			rerr_set(e, 400, "invalid_model",
+			    "The field 'model' must be a string.");
+			return (-1);
+		}
+		name = json_object_get_string(jm);
+	} else if (c->default_model[0] != '\0')
+		name = c->default_model;
+	else if (pconf_nmodels(c) == 1) {
+		*mp = TAILQ_FIRST(&c->models);
+		return (0);
+	} else {
+		served_names(c, names, sizeof(names));
+		rerr_set(e, 400, "model_required",
+		    "The body names no model; served models: %s.", names);
+		return (-1);
+	}
+	if ((*mp = pconf_find_model(c, name)) == NULL) {
+		served_names(c, names, sizeof(names));
+		rerr_set(e, 404, "model_not_found",
+		    "The model '%.100s' does not exist; served models: %s.",
+		    name, names);
+		return (-1);
+	}
+	return (0);
+}
+
+int
+rules_route_allowed(const struct pruntime *rt, const char *path)
+{
+	const char	**r;
+	size_t		  i;
+
+	if (rt->routes.n > 0)
+		return (pstrs_has(&rt->routes, path));
+	switch (rt->kind) {
+	case KIND_CHAT:
+		r = chat_routes;
+		break;
+	case KIND_EMBEDDING:
+		r = embedding_routes;
+		break;
+	case KIND_SPEECH:
+		r = speech_routes;
+		break;
+	case KIND_IMAGE:
+		r = image_routes;
+		break;
+	case KIND_VISION:
+		r = vision_routes;
+		break;
+	default:
+		return (0);
+	}
+	for (i = 0; r[i] != NULL; i++)
+		if (strcmp(r[i], path) == 0)
+			return (1);
+	return (0);
+}
+
+int
+rules_check_route(const struct pmodel *m, const char *path, struct rerr *e)
+{
+	if (rules_route_allowed(m->rt, path))
+		return (0);
+	rerr_set(e, 404, "route_not_found",
+	    "The model '%s' does not serve %.200s.", m->name, path);
+	return (-1);
+}
+
+static int
+part_allowed(const struct pruntime *rt, const char *type)
+{
+	const char	**p;
+	size_t		  i;
+
+	if (rt->parts.n > 0)
+		return (pstrs_has(&rt->parts, type));
+	p = rt->kind == KIND_VISION ? vision_parts : text_parts;
+	for (i = 0; p[i] != NULL; i++)
+		if (strcmp(p[i], type) == 0)
+			return (1);
+	return (0);
+}
+
+/* Only inline images: the model process must never fetch or open. */
+static int
+check_image_url(json_object *part, struct rerr *e)
+{
+	json_object	*iu, *u;
+	const char	*url = NULL;
+
+	if (json_object_object_get_ex(part, "image_url", &iu)) {
+		if (json_object_is_type(iu, json_type_string))
+			url = json_object_get_string(iu);
+		else if (json_object_is_type(iu, json_type_object) &&
+		    json_object_object_get_ex(iu, "url", &u) &&
+		    json_object_is_type(u, json_type_string))
+			url = json_object_get_string(u);
+	}
+	if (url == NULL || strncmp(url, "data:image/", 11) != 0) {
+		rerr_set(e, 400, "image_url_not_allowed",
+		    "Only data:image/ URLs are allowed in image_url parts.");
+		return (-1);
+	}
+	return (0);
+}
+
+static int
+check_parts(const struct pruntime *rt, json_object *body, struct rerr *e)
+{
+	json_object	*msgs, *msg, *content, *part, *jt;
+	const char	*type;
+	size_t		 i, j, n, np;
+
+	if (!json_object_object_get_ex(body, "messages", &msgs))
+		return (0);
+	if (!json_object_is_type(msgs, json_type_array)) {
+		rerr_set(e, 400, "invalid_messages",
+		    "The field 'messages' must be an array.");
+		return (-1);
+	}
+	n = json_object_array_length(msgs);
+	for (i = 0; i < n; i++) {
+		msg = json_object_array_get_idx(msgs, i);
+		if (!json_object_is_type(msg, json_type_object) ||
+		    !json_object_object_get_ex(msg, "content", &content) ||
+		    !json_object_is_type(content, json_type_array))
+			continue;
+		np = json_object_array_length(content);
+		for (j = 0; j < np; j++) {
+			part = json_object_array_get_idx(content, j);
+			if (!json_object_is_type(part, json_type_object) ||
+			    !json_object_object_get_ex(part, "type", &jt) ||
+			    !json_object_is_type(jt, json_type_string)) {
+				rerr_set(e, 400, "invalid_content_part",
+				    "A content part has no type.");
+				return (-1);
+			}
+			type = json_object_get_string(jt);
+			if (!part_allowed(rt, type)) {
+				rerr_set(e, 400, "content_part_not_allowed",
+				    "Content parts of type '%.100s' are not "
+				    "allowed for this model.", type);
+				return (-1);
+			}
+			if (strcmp(type, "image_url") == 0 &&
+			    check_image_url(part, e) == -1)
+				return (-1);
+		}
+	}
+	return (0);
+}
+
+/*
+ * The value at a dotted path ("a.b.c") of objects, or NULL.  With parentp,
+ * also the object holding it and the last key.
+ */
+static json_object *
+path_get(json_object *obj, const char *path, json_object **parentp,
+    char *key, size_t keysize)
+{
+	char	 buf[AGENCY_FIELD_MAX], *p, *dot;
+	json_object	*cur = obj, *next;
+
+	if (strlcpy(buf, path, sizeof(buf)) >= sizeof(buf))
+		return (NULL);
+	p = buf;
+	for (;;) {
+		if (!json_object_is_type(cur, json_type_object))
+			return (NULL);
+		if ((dot = strchr(p, '.')) != NULL)
+			*dot = '\0';
+		if (!json_object_object_get_ex(cur, p, &next))
+			return (NULL);
+		if (dot == NULL) {
+			if (parentp != NULL)
+				*parentp = cur;
+			if (key != NULL)
+				(void)strlcpy(key, p, keysize);
+			return (next);
+		}
+		cur = next;
+		p = dot + 1;
+	}
+}
+
+/* Set a dotted path, making the objects on the way; takes val. */
+static int
+path_set(json_object *obj, const char *path, json_object *val)
+{
+	char		 buf[AGENCY_FIELD_MAX], *p, *dot;
+	json_object	*cur = obj, *next;
+
+	if (strlcpy(buf, path, sizeof(buf)) >= sizeof(buf))
+		goto fail;
+	p = buf;
+	while ((dot = strchr(p, '.')) != NULL) {
+		*dot = '\0';
+		if (!json_object_object_get_ex(cur, p, &next)) {
+			if ((next = json_object_new_object()) == NULL ||
+			    json_object_object_add(cur, p, next) != 0)
+				goto fail;
+		} else if (!json_object_is_type(next, json_type_object))
+			goto fail;
+		cur = next;
+		p = dot + 1;
+	}
+	if (json_object_object_add(cur, p, val) != 0)
+		goto fail;
+	return (0);
+ fail:
+	json_object_put(val);
+	return (-1);
+}
+
+/* Remove the objects on a dotted path that the removal left empty. */
+static void
+path_prune(json_object *obj, const char *path)
+{
+	char		 buf[AGENCY_FIELD_MAX], key[AGENCY_FIELD_MAX], *dot;
+	json_object	*v, *parent;
+
+	if (strlcpy(buf, path, sizeof(buf)) >= sizeof(buf))
+		return;
+	while ((dot = strrchr(buf, '.')) != NULL) {
+		*dot = '\0';
+		if ((v = path_get(obj, buf, &parent, key, sizeof(key))) ==
+		    NULL || !json_object_is_type(v, json_type_object) ||
+		    json_object_object_length(v) != 0)
+			return;
+		json_object_object_del(parent, key);
+	}
+}
+
+int
+rules_apply(const struct pruntime *rt, json_object *body, struct rerr *e)
+{
+	json_object	*from, *to, *parent;
+	char		 key[AGENCY_FIELD_MAX];
+	size_t		 i;
+
+	if (check_parts(rt, body, e) == -1)
+		return (-1);
+
+	for (i = 0; i < rt->nmoves; i++) {
+		const struct pmove *mv = &rt->moves[i];
+
+		if ((from = path_get(body, mv->from, &parent, key,
+		    sizeof(key))) == NULL)
+			continue;
+		if ((to = path_get(body, mv->to, NULL, NULL, 0)) != NULL) {
+			if (!json_object_equal(from, to)) {
+				rerr_set(e, 400, "conflicting_fields",
+				    "Conflicting fields %s and %s.",
+				    mv->from, mv->to);
+				return (-1);
+			}
+		} else if (path_set(body, mv->to,
+		    json_object_get(from)) == -1) {
+			rerr_set(e, 400, "invalid_field",
+			    "Cannot move %s to %s.", mv->from, mv->to);
+			return (-1);
+		}
+		json_object_object_del(parent, key);
+		path_prune(body, mv->from);
+	}
+
+	for (i = 0; i < rt->refuse.n; i++) {
+		if (path_get(body, rt->refuse.v[i], NULL, NULL, 0) != NULL) {
+			rerr_set(e, 400, "field_not_allowed",
+			    "The field '%s' is not allowed for this model.",
+			    rt->refuse.v[i]);
+			return (-1);
+		}
+	}
+	return (0);
+}
+
+int64_t
+rules_cap(const struct pmodel *m)
+{
+	if (m->max_tokens > 0)
+		return (m->max_tokens);
+	return (m->rt->max_tokens);
+}
+
+static void
+cap_field(json_object *body, const char *field, int64_t cap, int *seen)
+{
+	json_object	*v;
+
+	if (!json_object_object_get_ex(body, field, &v) ||
+	    json_object_is_type(v, json_type_null))
+		return;
+	*seen = 1;
+	if ((json_object_is_type(v, json_type_int) ||
+	    json_object_is_type(v, json_type_double)) &&
+	    json_object_get_double(v) <= (double)cap)
+		return;
+	json_object_object_add(body, field, json_object_new_int64(cap));
+}
+
+/* The upstream's model name, and the cap (0: none) for a kind. */
+void
+rules_rewrite(json_object *body, const char *upstream, int64_t cap, int kind)
+{
+	int	 seen = 0;
+
+	json_object_object_add(body, "model", json_object_new_string(upstream));
+	if (cap <= 0)
+		return;
+	cap_field(body, "max_tokens", cap, &seen);
+	cap_field(body, "max_completion_tokens", cap, &seen);
+	if (!seen && (kind == KIND_CHAT || kind == KIND_VISION))
+		json_object_object_add(body, "max_tokens",
+		    json_object_new_int64(cap));
+}
+
+/* Whether the client's leaving should stop this request upstream. */
+int
+rules_stops(const struct pruntime *rt, json_object *body)
+{
+	json_object	*v;
+
+	switch (rt->stops) {
+	case STOPS_ALWAYS:
+		return (1);
+	case STOPS_NEVER:
+		return (0);
+	case STOPS_STREAM:
+		return (json_object_object_get_ex(body, "stream", &v) &&
+		    json_object_is_type(v, json_type_boolean) &&
+		    json_object_get_boolean(v));
+	default:
+		return (1);
+	}
+}

@@ -1,0 +1,362 @@
+/*
+ * The request rules of agency-proxy as pure functions on json-c objects.
+ */
+#include <sys/types.h>
+#include <sys/queue.h>
+
+#include <atf-c.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "proxy.h"
+
+static json_object *
+parse(const char *s)
+{
+	struct rerr	 e;
+	json_object	*o;
+
+	o = rules_parse(s, strlen(s), &e);
+	ATF_REQUIRE_MSG(o != NULL, "%s: %s", s, e.message);
+	return (o);
+}
+
+static const char *
+str(json_object *o)
+{
+	return (json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+}
+
+static struct pconf *
+conf(void)
+{
+	struct pconf	*c;
+	struct pruntime	*rt;
+	struct pmodel	*m;
+
+	ATF_REQUIRE((c = pconf_new()) != NULL);
+	ATF_REQUIRE((rt = pconf_add_runtime(c, "llama", KIND_CHAT,
+	    STOPS_ALWAYS, 256)) != NULL);
+	ATF_REQUIRE(pruntime_add_move(rt, "max_completion_tokens",
+	    "max_tokens") == 0);
+	ATF_REQUIRE(pruntime_add_move(rt, "extra.seed", "seed") == 0);
+	ATF_REQUIRE(pstrs_add(&rt->refuse, "logit_bias") == 0);
+	ATF_REQUIRE(pstrs_add(&rt->refuse, "tools.x") == 0);
+	ATF_REQUIRE((rt = pconf_add_runtime(c, "vl", KIND_VISION,
+	    STOPS_STREAM, 0)) != NULL);
+	ATF_REQUIRE((rt = pconf_add_runtime(c, "emb", KIND_EMBEDDING,
+	    STOPS_NEVER, 0)) != NULL);
+	ATF_REQUIRE((rt = pconf_add_runtime(c, "custom", KIND_CHAT,
+	    STOPS_ALWAYS, 0)) != NULL);
+	ATF_REQUIRE(pstrs_add(&rt->routes, "/v1/responses") == 0);
+	ATF_REQUIRE(pstrs_add(&rt->parts, "text") == 0);
+	ATF_REQUIRE(pstrs_add(&rt->parts, "input_audio") == 0);
+
+	ATF_REQUIRE((m = pconf_add_model(c, "qwen", "llama", "/m/q.gguf",
+	    "qwen", 0)) != NULL);
+	ATF_REQUIRE(pstrs_add(&m->aliases, "q") == 0);
+	ATF_REQUIRE(pconf_add_model(c, "llava", "vl", "/m/l.gguf", "llava",
+	    64) != NULL);
+	ATF_REQUIRE(pconf_add_model(c, "bge", "emb", "/m/b.gguf", "bge",
+	    0) != NULL);
+	ATF_REQUIRE(pconf_add_model(c, "odd", "custom", "/m/o", "odd",
+	    0) != NULL);
+	ATF_REQUIRE(pconf_add_model(c, "x", "nosuch", "/m/x", "x", 0) ==
+	    NULL);
+	return (c);
+}
+
+ATF_TC_WITHOUT_HEAD(parse);
+ATF_TC_BODY(parse, tc)
+{
+	struct rerr	 e;
+	json_object	*o;
+
+	o = parse("{\"a\":1}  \n");
+	json_object_put(o);
+	ATF_CHECK(rules_parse("", 0, &e) == NULL && e.status == 400);
+	ATF_CHECK(rules_parse("{\"a\":", 5, &e) == NULL && e.status == 400);
+	ATF_CHECK_STREQ(e.code, "invalid_json");
+	ATF_CHECK(rules_parse("{} x", 4, &e) == NULL && e.status == 400);
+	ATF_CHECK(rules_parse("[1]", 3, &e) == NULL && e.status == 400);
+	ATF_CHECK(rules_parse("{}\0{}", 5, &e) == NULL);
+}
+
+ATF_TC_WITHOUT_HEAD(pick_model);
+ATF_TC_BODY(pick_model, tc)
+{
+	struct pconf	*c = conf();
+	struct pmodel	*m;
+	struct rerr	 e;
+	json_object	*o;
+
+	o = parse("{\"model\":\"q\"}");
+	ATF_CHECK(rules_pick_model(c, o, &m, &e) == 0);
+	ATF_CHECK_STREQ(m->name, "qwen");
+	json_object_put(o);
+
+	o = parse("{\"model\":\"llava\"}");
+	ATF_CHECK(rules_pick_model(c, o, &m, &e) == 0);
+	ATF_CHECK_STREQ(m->name, "llava");
+	json_object_put(o);
+
+	o = parse("{\"model\":\"gpt-4\"}");
+	ATF_CHECK(rules_pick_model(c, o, &m, &e) == -1);
+	ATF_CHECK_EQ(e.status, 404);
+	ATF_CHECK_STREQ(e.code, "model_not_found");
+	ATF_CHECK_MSG(strstr(e.message, "gpt-4") != NULL &&
+	    strstr(e.message, "qwen, llava, bge, odd") != NULL, "%s",
+	    e.message);
+	json_object_put(o);
+
+	o = parse("{\"model\":3}");
+	ATF_CHECK(rules_pick_model(c, o, &m, &e) == -1);
+	ATF_CHECK_EQ(e.status, 400);
+	json_object_put(o);
+
+	/* no model, several served, no default */
+	o = parse("{\"messages\":[]}");
+	ATF_CHECK(rules_pick_model(c, o, &m, &e) == -1);
+	ATF_CHECK_EQ(e.status, 400);
+	ATF_CHECK_STREQ(e.code, "model_required");
+
+	/* the default, by alias */
+	strlcpy(c->default_model, "q", sizeof(c->default_model));
+	ATF_CHECK(rules_pick_model(c, o, &m, &e) == 0);
+	ATF_CHECK_STREQ(m->name, "qwen");
+	/* a default that is not served is the 404 */
+	strlcpy(c->default_model, "gone", sizeof(c->default_model));
+	ATF_CHECK(rules_pick_model(c, o, &m, &e) == -1);
+	ATF_CHECK_EQ(e.status, 404);
+	pconf_free(c);
+
+	/* exactly one model served */
+	c = pconf_new();
+	ATF_REQUIRE(pconf_add_runtime(c, "r", KIND_CHAT, 0, 0) != NULL);
+	ATF_REQUIRE(pconf_add_model(c, "only", "r", "u", "l", 0) != NULL);
+	ATF_CHECK(rules_pick_model(c, o, &m, &e) == 0);
+	ATF_CHECK_STREQ(m->name, "only");
+	json_object_put(o);
+	pconf_free(c);
+}
+
+ATF_TC_WITHOUT_HEAD(routes);
+ATF_TC_BODY(routes, tc)
+{
+	struct pconf	*c = conf();
+	struct rerr	 e;
+
+	ATF_CHECK(rules_check_route(pconf_find_model(c, "qwen"),
+	    "/v1/chat/completions", &e) == 0);
+	ATF_CHECK(rules_check_route(pconf_find_model(c, "qwen"),
+	    "/v1/completions", &e) == 0);
+	ATF_CHECK(rules_check_route(pconf_find_model(c, "qwen"),
+	    "/v1/embeddings", &e) == -1);
+	ATF_CHECK_EQ(e.status, 404);
+	ATF_CHECK(strstr(e.message, "/v1/embeddings") != NULL);
+	ATF_CHECK(rules_check_route(pconf_find_model(c, "bge"),
+	    "/v1/embeddings", &e) == 0);
+	ATF_CHECK(rules_check_route(pconf_find_model(c, "bge"),
+	    "/v1/chat/completions", &e) == -1);
+	ATF_CHECK(rules_check_route(pconf_find_model(c, "llava"),
+	    "/v1/completions", &e) == -1);
+	/* a configured list replaces the kind's */
+	ATF_CHECK(rules_check_route(pconf_find_model(c, "odd"),
+	    "/v1/responses", &e) == 0);
+	ATF_CHECK(rules_check_route(pconf_find_model(c, "odd"),
+	    "/v1/chat/completions", &e) == -1);
+	pconf_free(c);
+}
+
+static int
+apply(struct pconf *c, const char *model, const char *body, struct rerr *e,
+    char *out, size_t outsize)
+{
+	json_object	*o = parse(body);
+	int		 rv;
+
+	rv = rules_apply(pconf_find_model(c, model)->rt, o, e);
+	strlcpy(out, str(o), outsize);
+	json_object_put(o);
+	return (rv);
+}
+
+ATF_TC_WITHOUT_HEAD(parts);
+ATF_TC_BODY(parts, tc)
+{
+	struct pconf	*c = conf();
+	struct rerr	 e;
+	char		 out[1024];
+
+	ATF_CHECK(apply(c, "qwen", "{\"messages\":[{\"role\":\"user\","
+	    "\"content\":\"plain\"},{\"role\":\"user\",\"content\":[{\"type\":"
+	    "\"text\",\"text\":\"hi\"}]}]}", &e, out, sizeof(out)) == 0);
+	/* no images for a chat runtime */
+	ATF_CHECK(apply(c, "qwen", "{\"messages\":[{\"role\":\"user\","
+	    "\"content\":[{\"type\":\"image_url\",\"image_url\":{\"url\":"
+	    "\"data:image/png;base64,AAAA\"}}]}]}", &e, out,
+	    sizeof(out)) == -1);
+	ATF_CHECK_EQ(e.status, 400);
+	ATF_CHECK(strstr(e.message, "image_url") != NULL);
+	/* vision: data URLs only */
+	ATF_CHECK(apply(c, "llava", "{\"messages\":[{\"role\":\"user\","
+	    "\"content\":[{\"type\":\"text\",\"text\":\"what\"},{\"type\":"
+	    "\"image_url\",\"image_url\":{\"url\":\"data:image/png;base64,"
+	    "AAAA\"}}]}]}", &e, out, sizeof(out)) == 0);
+	ATF_CHECK(apply(c, "llava", "{\"messages\":[{\"role\":\"user\","
+	    "\"content\":[{\"type\":\"image_url\",\"image_url\":{\"url\":"
+	    "\"https://example.com/cat.png\"}}]}]}", &e, out,
+	    sizeof(out)) == -1);
+	ATF_CHECK_EQ(e.status, 400);
+	ATF_CHECK(strstr(e.message, "data:image/") != NULL);
+	ATF_CHECK(apply(c, "llava", "{\"messages\":[{\"role\":\"user\","
+	    "\"content\":[{\"type\":\"image_url\",\"image_url\":{\"url\":"
+	    "\"/etc/passwd\"}}]}]}", &e, out, sizeof(out)) == -1);
+	ATF_CHECK(apply(c, "llava", "{\"messages\":[{\"role\":\"user\","
+	    "\"content\":[{\"type\":\"image_url\",\"image_url\":"
+	    "\"file:///etc/passwd\"}]}]}", &e, out, sizeof(out)) == -1);
+	ATF_CHECK(apply(c, "llava", "{\"messages\":[{\"role\":\"user\","
+	    "\"content\":[{\"type\":\"image_url\",\"image_url\":{\"url\":"
+	    "\"data:text/html,x\"}}]}]}", &e, out, sizeof(out)) == -1);
+	ATF_CHECK(apply(c, "llava", "{\"messages\":[{\"role\":\"user\","
+	    "\"content\":[{\"type\":\"input_audio\"}]}]}", &e, out,
+	    sizeof(out)) == -1);
+	ATF_CHECK(apply(c, "llava", "{\"messages\":[{\"role\":\"user\","
+	    "\"content\":[{\"text\":\"no type\"}]}]}", &e, out,
+	    sizeof(out)) == -1);
+	/* a configured list */
+	ATF_CHECK(apply(c, "odd", "{\"messages\":[{\"role\":\"user\","
+	    "\"content\":[{\"type\":\"input_audio\"}]}]}", &e, out,
+	    sizeof(out)) == 0);
+	ATF_CHECK(apply(c, "qwen", "{\"messages\":5}", &e, out,
+	    sizeof(out)) == -1);
+	pconf_free(c);
+}
+
+ATF_TC_WITHOUT_HEAD(moves);
+ATF_TC_BODY(moves, tc)
+{
+	struct pconf	*c = conf();
+	struct rerr	 e;
+	char		 out[1024];
+
+	ATF_CHECK(apply(c, "qwen", "{\"max_completion_tokens\":10}", &e, out,
+	    sizeof(out)) == 0);
+	ATF_CHECK_STREQ(out, "{\"max_tokens\":10}");
+	/* same value on both sides: fine */
+	ATF_CHECK(apply(c, "qwen", "{\"max_completion_tokens\":10,"
+	    "\"max_tokens\":10}", &e, out, sizeof(out)) == 0);
+	ATF_CHECK_STREQ(out, "{\"max_tokens\":10}");
+	ATF_CHECK(apply(c, "qwen", "{\"max_completion_tokens\":10,"
+	    "\"max_tokens\":20}", &e, out, sizeof(out)) == -1);
+	ATF_CHECK_EQ(e.status, 400);
+	ATF_CHECK_STREQ(e.message,
+	    "Conflicting fields max_completion_tokens and max_tokens.");
+	/* a nested source whose parent empties is removed */
+	ATF_CHECK(apply(c, "qwen", "{\"extra\":{\"seed\":4}}", &e, out,
+	    sizeof(out)) == 0);
+	ATF_CHECK_STREQ(out, "{\"seed\":4}");
+	ATF_CHECK(apply(c, "qwen", "{\"extra\":{\"seed\":4,\"keep\":1}}", &e,
+	    out, sizeof(out)) == 0);
+	ATF_CHECK_STREQ(out, "{\"extra\":{\"keep\":1},\"seed\":4}");
+	ATF_CHECK(apply(c, "qwen", "{\"extra\":{\"seed\":4},\"seed\":5}", &e,
+	    out, sizeof(out)) == -1);
+	ATF_CHECK_STREQ(e.message, "Conflicting fields extra.seed and seed.");
+	/* nothing to move */
+	ATF_CHECK(apply(c, "qwen", "{\"extra\":1}", &e, out,
+	    sizeof(out)) == 0);
+	ATF_CHECK_STREQ(out, "{\"extra\":1}");
+	pconf_free(c);
+}
+
+ATF_TC_WITHOUT_HEAD(refuse);
+ATF_TC_BODY(refuse, tc)
+{
+	struct pconf	*c = conf();
+	struct rerr	 e;
+	char		 out[1024];
+
+	ATF_CHECK(apply(c, "qwen", "{\"logit_bias\":{\"1\":2}}", &e, out,
+	    sizeof(out)) == -1);
+	ATF_CHECK_EQ(e.status, 400);
+	ATF_CHECK_STREQ(e.code, "field_not_allowed");
+	ATF_CHECK(strstr(e.message, "logit_bias") != NULL);
+	ATF_CHECK(apply(c, "qwen", "{\"tools\":{\"x\":1}}", &e, out,
+	    sizeof(out)) == -1);
+	ATF_CHECK(apply(c, "qwen", "{\"tools\":{\"y\":1}}", &e, out,
+	    sizeof(out)) == 0);
+	/* other runtimes refuse nothing */
+	ATF_CHECK(apply(c, "llava", "{\"logit_bias\":{}}", &e, out,
+	    sizeof(out)) == 0);
+	pconf_free(c);
+}
+
+ATF_TC_WITHOUT_HEAD(rewrite_cap);
+ATF_TC_BODY(rewrite_cap, tc)
+{
+	struct pconf	*c = conf();
+	struct pmodel	*m;
+	json_object	*o;
+
+	m = pconf_find_model(c, "qwen");
+	ATF_CHECK_EQ(rules_cap(m), 256);		/* the runtime's */
+	ATF_CHECK_EQ(rules_cap(pconf_find_model(c, "llava")), 64);
+	ATF_CHECK_EQ(rules_cap(pconf_find_model(c, "bge")), 0);
+
+	o = parse("{\"model\":\"q\",\"max_tokens\":1000}");
+	rules_rewrite(o, "/m/q.gguf", 256, KIND_CHAT);
+	ATF_CHECK_STREQ(str(o), "{\"model\":\"\\/m\\/q.gguf\","
+	    "\"max_tokens\":256}");
+	json_object_put(o);
+
+	o = parse("{\"max_tokens\":10,\"max_completion_tokens\":999}");
+	rules_rewrite(o, "up", 256, KIND_CHAT);
+	ATF_CHECK_STREQ(str(o), "{\"max_tokens\":10,"
+	    "\"max_completion_tokens\":256,\"model\":\"up\"}");
+	json_object_put(o);
+
+	/* absent: the cap is added for chat, not for embeddings */
+	o = parse("{}");
+	rules_rewrite(o, "up", 256, KIND_CHAT);
+	ATF_CHECK_STREQ(str(o), "{\"model\":\"up\",\"max_tokens\":256}");
+	json_object_put(o);
+	o = parse("{}");
+	rules_rewrite(o, "up", 256, KIND_EMBEDDING);
+	ATF_CHECK_STREQ(str(o), "{\"model\":\"up\"}");
+	json_object_put(o);
+	/* no cap: untouched */
+	o = parse("{\"max_tokens\":100000}");
+	rules_rewrite(o, "up", 0, KIND_CHAT);
+	ATF_CHECK_STREQ(str(o), "{\"max_tokens\":100000,\"model\":\"up\"}");
+	json_object_put(o);
+	pconf_free(c);
+}
+
+ATF_TC_WITHOUT_HEAD(stops);
+ATF_TC_BODY(stops, tc)
+{
+	struct pconf	*c = conf();
+	json_object	*s = parse("{\"stream\":true}"), *n = parse("{}");
+
+	ATF_CHECK_EQ(rules_stops(pconf_find_model(c, "qwen")->rt, n), 1);
+	ATF_CHECK_EQ(rules_stops(pconf_find_model(c, "bge")->rt, s), 0);
+	ATF_CHECK_EQ(rules_stops(pconf_find_model(c, "llava")->rt, s), 1);
+	ATF_CHECK_EQ(rules_stops(pconf_find_model(c, "llava")->rt, n), 0);
+	json_object_put(s);
+	json_object_put(n);
+	pconf_free(c);
+}
+
+ATF_TP_ADD_TCS(tp)
+{
+	ATF_TP_ADD_TC(tp, parse);
+	ATF_TP_ADD_TC(tp, pick_model);
+	ATF_TP_ADD_TC(tp, routes);
+	ATF_TP_ADD_TC(tp, parts);
+	ATF_TP_ADD_TC(tp, moves);
+	ATF_TP_ADD_TC(tp, refuse);
+	ATF_TP_ADD_TC(tp, rewrite_cap);
+	ATF_TP_ADD_TC(tp, stops);
+	return (atf_no_error());
+}
