@@ -96,7 +96,7 @@ agencyd/%.o: agencyd/%.c agencyd/*.h common/*.h
 	$(CC) $(CFLAGS) -Iagencyd -c -o $@ $<
 agency-proxy/%.o: agency-proxy/%.c agency-proxy/*.h common/*.h
 	$(CC) $(CFLAGS) -Iagency-proxy -c -o $@ $<
-agency-ctl/%.o: agency-ctl/%.c common/*.h
+agency-ctl/%.o: agency-ctl/%.c agency-ctl/*.h common/*.h
 	$(CC) $(CFLAGS) -Iagency-ctl -c -o $@ $<
 common/%.o: common/%.c common/*.h
 	$(CC) $(CFLAGS) -c -o $@ $<
