@@ -63,6 +63,7 @@ main(int argc, char *argv[])
 
 	memset(&d, 0, sizeof(d));
 	TAILQ_INIT(&d.models);
+	TAILQ_INIT(&d.draining);
 	TAILQ_INIT(&d.probes);
 	d.conffile = AGENCY_CONF;
 	d.proxy_path = PROXY_PATH;

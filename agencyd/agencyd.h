@@ -29,7 +29,7 @@ void			 print_config(FILE *, const struct agency_conf *);
 /* One served model: its configuration, its pool plan, its process. */
 struct model {
 	TAILQ_ENTRY(model)	 entry;
-	struct model_conf	*mc;
+	struct model_conf	*mc;		/* NULL once removed */
 	struct pool_plan	 plan;
 	struct ring		 ring;		/* the last lines it wrote */
 	struct spawn_proc	 sp;
@@ -54,6 +54,7 @@ struct agencyd {
 	int			 verbose;
 	struct pool		*pool;
 	struct model_head	 models;
+	struct model_head	 draining;	/* removed, until stopped */
 	struct probe_head	 probes;
 
 	/* agency-proxy */
@@ -79,6 +80,10 @@ void		 agencyd_proxy_ready(struct agencyd *);
 /* models.c: the pool's effects, done for real */
 extern const struct pool_ops	model_pool_ops;
 int		 models_setup(struct agencyd *);
+struct model	*model_new(struct model_conf *);
+void		 model_free(struct model *);
+int		 model_plan(struct model *, struct model_conf *,
+		    struct pool_plan *);
 struct model	*model_find(struct agencyd *, const char *);
 struct model	*model_by_pid(struct agencyd *, pid_t);
 void		 models_reaped(struct agencyd *, pid_t, int);

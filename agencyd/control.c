@@ -35,6 +35,7 @@ struct ctl_conn {
 	struct imsgev		 iev;
 	uint32_t		 id;
 	int			 restricted;
+	int			 cancel_pending;	/* asked of the proxy */
 };
 
 static TAILQ_HEAD(, ctl_conn)	ctl_conns = TAILQ_HEAD_INITIALIZER(ctl_conns);
@@ -266,6 +267,36 @@ control_end(struct ctl_conn *c)
 	imsgev_compose(&c->iev, IMSG_CTL_END, 0, 0, -1, NULL, 0);
 }
 
+/* The proxy went away: nobody will answer the cancels it was asked. */
+void
+control_proxy_gone(struct agencyd *d)
+{
+	struct ctl_conn	*c;
+
+	(void)d;
+	TAILQ_FOREACH(c, &ctl_conns, entry) {
+		if (!c->cancel_pending)
+			continue;
+		c->cancel_pending = 0;
+		control_result(c, IMSG_CTL_ERROR, "agency-proxy exited before "
+		    "it answered");
+		control_end(c);
+	}
+}
+
+/* A line already logged, for the client alone. */
+void
+control_line(struct ctl_conn *c, const char *line)
+{
+	struct proto_ctl_result	r;
+
+	if (c == NULL)
+		return;
+	memset(&r, 0, sizeof(r));
+	(void)strlcpy(r.message, line, sizeof(r.message));
+	imsgev_compose(&c->iev, IMSG_CTL_INFO, 0, 0, -1, &r, sizeof(r));
+}
+
 void
 control_info(struct ctl_conn *c, const char *fmt, ...)
 {
@@ -369,8 +400,10 @@ control_cancel_done(struct agencyd *d, const struct proto_cancel *pc)
 	struct ctl_conn	*c;
 
 	(void)d;
-	if (pc->reqid == 0 || (c = control_byid((uint32_t)pc->reqid)) == NULL)
+	if (pc->reqid == 0 || (c = control_byid((uint32_t)pc->reqid)) == NULL ||
+	    !c->cancel_pending)
 		return;
+	c->cancel_pending = 0;
 	control_result(c, IMSG_CTL_OK, "%u", pc->cancelled);
 	control_end(c);
 }
@@ -471,6 +504,7 @@ control_dispatch(int fd, short event, void *arg)
 			pc.reqid = c->id;
 			(void)strlcpy(pc.model, m->plan.name, sizeof(pc.model));
 			proxy_compose(d, IMSG_CANCEL, &pc, sizeof(pc));
+			c->cancel_pending = 1;
 			break;
 		case IMSG_CTL_RELOAD:
 			if (imsg_get_len(&imsg) != 0)

@@ -82,6 +82,58 @@ model_label(struct model *m)
 	spawn_argv_free(argv);
 }
 
+/* The pool's plan of a model from its configuration. */
+int
+model_plan(struct model *m, struct model_conf *mc, struct pool_plan *plan)
+{
+	struct model	 tmp;
+
+	memset(plan, 0, sizeof(*plan));
+	if (strlcpy(plan->name, mc->name, sizeof(plan->name)) >=
+	    sizeof(plan->name) ||
+	    strlcpy(plan->upstream, mc->upstream, sizeof(plan->upstream)) >=
+	    sizeof(plan->upstream)) {
+		errno = ENAMETOOLONG;
+		return (-1);
+	}
+	tmp.mc = mc;
+	tmp.plan = *plan;
+	model_label(&tmp);
+	(void)strlcpy(plan->label, tmp.plan.label, sizeof(plan->label));
+	plan->lazy = mc->lazy;
+	plan->need = mem_need(mc->upstream, mc->memory, mc->rt->kind);
+	plan->idle_timeout = mc->lazy ? mc->idle_timeout : 0;
+	plan->load_timeout = mc->load_timeout;
+	plan->arg = m;
+	return (0);
+}
+
+struct model *
+model_new(struct model_conf *mc)
+{
+	struct model	*m;
+
+	if ((m = calloc(1, sizeof(*m))) == NULL)
+		return (NULL);
+	m->mc = mc;
+	if (ring_init(&m->ring, SPAWN_RING_LINES) == -1 ||
+	    model_plan(m, mc, &m->plan) == -1) {
+		ring_free(&m->ring);
+		free(m);
+		return (NULL);
+	}
+	return (m);
+}
+
+void
+model_free(struct model *m)
+{
+	if (m->sp_open)
+		spawn_close(&m->sp);
+	ring_free(&m->ring);
+	free(m);
+}
+
 int
 models_setup(struct agencyd *d)
 {
@@ -89,29 +141,8 @@ models_setup(struct agencyd *d)
 	struct model		*m;
 
 	TAILQ_FOREACH(mc, &d->conf->models, entry) {
-		if ((m = calloc(1, sizeof(*m))) == NULL)
+		if ((m = model_new(mc)) == NULL)
 			return (-1);
-		m->mc = mc;
-		if (ring_init(&m->ring, SPAWN_RING_LINES) == -1) {
-			free(m);
-			return (-1);
-		}
-		if (strlcpy(m->plan.name, mc->name, sizeof(m->plan.name)) >=
-		    sizeof(m->plan.name) ||
-		    strlcpy(m->plan.upstream, mc->upstream,
-		    sizeof(m->plan.upstream)) >= sizeof(m->plan.upstream)) {
-			ring_free(&m->ring);
-			free(m);
-			errno = ENAMETOOLONG;
-			return (-1);
-		}
-		model_label(m);
-		m->plan.lazy = mc->lazy;
-		m->plan.need = mem_need(mc->upstream, mc->memory,
-		    mc->rt->kind);
-		m->plan.idle_timeout = mc->lazy ? mc->idle_timeout : 0;
-		m->plan.load_timeout = mc->load_timeout;
-		m->plan.arg = m;
 		TAILQ_INSERT_TAIL(&d->models, m, entry);
 		if (pool_add(d->pool, &m->plan) == -1)
 			return (-1);
@@ -138,6 +169,9 @@ model_by_pid(struct agencyd *d, pid_t pid)
 	TAILQ_FOREACH(m, &d->models, entry)
 		if (m->sp_open && m->sp.pid == pid)
 			return (m);
+	TAILQ_FOREACH(m, &d->draining, entry)
+		if (m->sp_open && m->sp.pid == pid)
+			return (m);
 	return (NULL);
 }
 
@@ -148,10 +182,11 @@ models_free(struct agencyd *d)
 
 	while ((m = TAILQ_FIRST(&d->models)) != NULL) {
 		TAILQ_REMOVE(&d->models, m, entry);
-		if (m->sp_open)
-			spawn_close(&m->sp);
-		ring_free(&m->ring);
-		free(m);
+		model_free(m);
+	}
+	while ((m = TAILQ_FIRST(&d->draining)) != NULL) {
+		TAILQ_REMOVE(&d->draining, m, entry);
+		model_free(m);
 	}
 }
 
@@ -416,21 +451,13 @@ op_changed(void *ctx, const struct pool_plan *plan)
 	(void)plan;
 }
 
-static void
-models_restart_load(void *arg)
-{
-	struct model	*m = arg;
-
-	(void)pool_load(env->pool, m->plan.name, NULL, NULL);
-}
-
 /* Stop the model's process and start it again, on the pool's queue. */
 void
 models_restart(struct agencyd *d, struct model *m)
 {
-	log_info("%s: restarting, its cancelled requests would go on",
+	log_info("%s: restarting: its cancelled requests would go on",
 	    m->plan.label);
-	(void)pool_unload(d->pool, m->plan.name, models_restart_load, m);
+	(void)pool_restart(d->pool, m->plan.name, NULL, NULL);
 }
 
 /* What the pool does not know of a model. */
@@ -439,7 +466,7 @@ models_fill_status(struct agencyd *d, struct proto_status *st)
 {
 	struct model	*m;
 
-	if ((m = model_find(d, st->model)) != NULL)
+	if ((m = model_find(d, st->model)) != NULL && m->mc != NULL)
 		(void)strlcpy(st->runtime, m->mc->rt->name,
 		    sizeof(st->runtime));
 }

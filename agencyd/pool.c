@@ -1,11 +1,16 @@
 /*
  * The pool of model processes.  See pool.h and DESIGN.md, "The pool".
  *
- * Every change of state (load, unload, idle unload, stop all) is an op
- * on one FIFO.  The op at the head runs until it finishes, possibly
- * across callbacks (spawned, probe result, child exit, timers); then the
- * next one starts.  Making room is part of a lazy model's load.  State
- * is read again every time an op resumes.
+ * Every change of state (load, unload, idle unload, stop all, replace,
+ * remove, restart) is an op on one FIFO.  The op at the head runs until
+ * it finishes, possibly across callbacks (spawned, probe result, child
+ * exit, timers); then the next one starts.  Making room is part of a lazy
+ * model's load.  State is read again every time an op resumes.
+ *
+ * A replace or a remove waits for the model to be idle: it is the
+ * model's idle_op, put on the queue only while nothing holds the model,
+ * and taken off again (parked) if it finds the model busy when it
+ * starts.  A replace and a restart end by turning into the model's load.
  */
 #include <sys/types.h>
 #include <sys/queue.h>
@@ -25,6 +30,9 @@ enum op_kind {
 	OP_UNLOAD,	/* explicit: the model stays unloaded */
 	OP_IDLE,	/* idle timeout: only if still idle */
 	OP_STOPALL,
+	OP_REPLACE,	/* once idle: stop, swap the plan, maybe load */
+	OP_REMOVE,	/* once idle: stop, free the record */
+	OP_RESTART,	/* stop, then load */
 };
 
 enum op_phase {
@@ -33,7 +41,7 @@ enum op_phase {
 	PH_SPAWNING,	/* load: spawn called, no answer yet */
 	PH_PROBING,	/* load: probe out, or waiting to ask again */
 	PH_KILLING,	/* load: waiting for our own child's exit */
-	PH_EXITING,	/* unload: waiting for the exit */
+	PH_EXITING,	/* unload, replace, remove, restart: the exit */
 	PH_REAPING,	/* stop all: waiting for every exit */
 };
 
@@ -63,6 +71,9 @@ struct pool_op {
 	int			 retried;
 	int			 restart;	/* a non-lazy restart */
 	int			 reason;	/* refusal when it fails */
+	int			 queued;	/* on the queue, not parked */
+	int			 was_loaded;	/* replace: load again */
+	int			 want_load;	/* replace: pool_load came */
 	struct pool_dones	 dones;
 };
 TAILQ_HEAD(pool_ops_q, pool_op);
@@ -100,8 +111,11 @@ struct pool_model {
 	uint64_t		 stop_gen;	/* bumped by each unload */
 	int			 unloaded;	/* not-loaded until a load */
 	int			 unload_pending;
+	int			 removed;	/* no longer served */
 	int64_t			 backoff;	/* ms, last restart delay */
 	struct pool_op		*load_op;	/* the newest load */
+	struct pool_op		*idle_op;	/* replace or remove */
+	struct pool_plan	 next_plan;	/* a pending replace's */
 	void			*idle_timer;
 	void			*restart_timer;
 	void			*grace_timer;	/* EXIT_GRACE after a death */
@@ -134,6 +148,9 @@ static void	 op_finish(struct pool *, struct pool_op *);
 static void	 load_begin(struct pool *, struct pool_op *);
 static void	 load_fail(struct pool *, struct pool_op *, const char *);
 static void	 load_doom(struct pool *, struct pool_op *);
+static void	 op_reload(struct pool *, struct pool_op *);
+static void	 replace_swap(struct pool *, struct pool_op *);
+static struct pool_op *queue_load(struct pool *, struct pool_model *);
 static void	 idle_arm(struct pool_model *);
 static void	 stopall_check(struct pool *, struct pool_op *);
 static void	 grace_cb(void *);
@@ -205,7 +222,7 @@ find_model(struct pool *p, const char *name)
 	struct pool_model	*pm;
 
 	TAILQ_FOREACH(pm, &p->models, entry)
-		if (strcmp(pm->plan.name, name) == 0)
+		if (!pm->removed && strcmp(pm->plan.name, name) == 0)
 			return (pm);
 	return (NULL);
 }
@@ -368,6 +385,12 @@ pool_free(struct pool *p)
 
 	if (p == NULL)
 		return;
+	/* Parked ops first: the queue's are freed with the queue. */
+	TAILQ_FOREACH(pm, &p->models, entry) {
+		if (pm->idle_op != NULL && !pm->idle_op->queued)
+			op_free(p, pm->idle_op);
+		pm->idle_op = NULL;
+	}
 	while ((op = TAILQ_FIRST(&p->queue)) != NULL) {
 		TAILQ_REMOVE(&p->queue, op, entry);
 		op_free(p, op);
@@ -395,8 +418,9 @@ pool_free(struct pool *p)
  * The queue.
  */
 
+/* An op that is not on the queue yet. */
 static struct pool_op *
-op_new(struct pool *p, enum op_kind kind, struct pool_model *pm)
+op_alloc(struct pool *p, enum op_kind kind, struct pool_model *pm)
 {
 	struct pool_op	*op;
 
@@ -411,8 +435,62 @@ op_new(struct pool *p, enum op_kind kind, struct pool_model *pm)
 	if (pm != NULL)
 		op->gen = pm->stop_gen;
 	TAILQ_INIT(&op->dones);
-	TAILQ_INSERT_TAIL(&p->queue, op, entry);
 	return (op);
+}
+
+static void
+op_enqueue(struct pool *p, struct pool_op *op)
+{
+	TAILQ_INSERT_TAIL(&p->queue, op, entry);
+	op->queued = 1;
+}
+
+/* Off the queue until the model is idle again. */
+static void
+op_park(struct pool *p, struct pool_op *op)
+{
+	TAILQ_REMOVE(&p->queue, op, entry);
+	op->queued = 0;
+}
+
+static struct pool_op *
+op_new(struct pool *p, enum op_kind kind, struct pool_model *pm)
+{
+	struct pool_op	*op;
+
+	if ((op = op_alloc(p, kind, pm)) != NULL)
+		op_enqueue(p, op);
+	return (op);
+}
+
+/* Whether anyone waits for what op ends in: a request or a pool_load. */
+static int
+op_wanted(struct pool *p, struct pool_op *op)
+{
+	struct pool_waiter	*w;
+	struct pool_done	*d;
+
+	TAILQ_FOREACH(w, &p->waiters, entry)
+		if (w->op == op)
+			return (1);
+	TAILQ_FOREACH(d, &op->dones, entry)
+		if (d->load != NULL)
+			return (1);
+	return (0);
+}
+
+/* A removed record leaves the list, once nothing refers to it. */
+static void
+model_free(struct pool *p, struct pool_model *pm)
+{
+	TAILQ_REMOVE(&p->models, pm, entry);
+	p->nmodels--;
+	timer_cancel(p, &pm->idle_timer);
+	timer_cancel(p, &pm->restart_timer);
+	timer_cancel(p, &pm->grace_timer);
+	plog(p, LOG_INFO, "%s: removed", pm->plan.label);
+	p->ops->changed(p->ctx, &pm->plan);
+	free(pm);
 }
 
 static int
@@ -469,40 +547,54 @@ op_finish(struct pool *p, struct pool_op *op)
 	struct pool_waiter	*w, *wt;
 	struct pool_done	*d;
 	int			 running;
-	int			 ready;
+	int			 ready = 0, ok = 1;
 
 	TAILQ_REMOVE(&p->queue, op, entry);
+	op->queued = 0;
 	timer_cancel(p, &op->timeout);
 	timer_cancel(p, &op->timer);
 	if (pm != NULL && pm->load_op == op)
 		pm->load_op = NULL;
+	if (pm != NULL && pm->idle_op == op)
+		pm->idle_op = NULL;
 	if (op->kind == OP_UNLOAD || op->kind == OP_IDLE)
 		pm->unload_pending--;
+	switch (op->kind) {
+	case OP_LOAD:
+		ready = pm->state == STATE_READY && pm->pid != 0;
+		/* FALLTHROUGH */
+	case OP_REPLACE:
+	case OP_RESTART:
+		ok = pm->state == STATE_READY;
+		break;
+	case OP_REMOVE:
+		ok = 0;
+		break;
+	default:
+		break;
+	}
 
 	running = p->running;
 	p->running = 1;
-	if (op->kind == OP_LOAD) {
-		ready = pm->state == STATE_READY && pm->pid != 0;
-		TAILQ_FOREACH_SAFE(w, &p->waiters, entry, wt) {
-			if (w->op != op)
-				continue;
-			TAILQ_REMOVE(&p->waiters, w, entry);
-			if (ready)
-				grant(p, pm, w->reqid, w->owner);
-			else
-				refuse(p, w->reqid, op->reason, "%s",
-				    op->error);
-			free(w);
-		}
+	/* Only a load grants; a replace that did not load refuses. */
+	TAILQ_FOREACH_SAFE(w, &p->waiters, entry, wt) {
+		if (w->op != op)
+			continue;
+		TAILQ_REMOVE(&p->waiters, w, entry);
 		if (ready)
-			idle_arm(pm);
+			grant(p, pm, w->reqid, w->owner);
+		else
+			refuse(p, w->reqid, op->reason, "%s", op->error);
+		free(w);
 	}
+	if (ready)
+		idle_arm(pm);
+	if (op->kind == OP_REMOVE)
+		model_free(p, pm);
 	while ((d = TAILQ_FIRST(&op->dones)) != NULL) {
 		TAILQ_REMOVE(&op->dones, d, entry);
 		if (d->load != NULL)
-			d->load(d->arg, op->kind != OP_LOAD ||
-			    pm->state == STATE_READY, op->kind == OP_LOAD &&
-			    pm->state != STATE_READY ? op->error : NULL);
+			d->load(d->arg, ok, ok ? NULL : op->error);
 		else if (d->done != NULL)
 			d->done(d->arg);
 		free(d);
@@ -510,6 +602,52 @@ op_finish(struct pool *p, struct pool_op *op)
 	op_free(p, op);
 	p->running = running;
 	queue_run(p);
+}
+
+/*
+ * Stop the model's process for op: set state first, so no request is
+ * handed a process on its way out, then SIGTERM, SIGKILL after the
+ * grace.  0: there was no process, nothing to wait for.
+ */
+static int
+op_stop(struct pool *p, struct pool_op *op, enum proto_state state)
+{
+	struct pool_model	*pm = op->pm;
+
+	timer_cancel(p, &pm->restart_timer);
+	timer_cancel(p, &pm->grace_timer);
+	timer_cancel(p, &pm->idle_timer);
+	if (pm->pid == 0) {
+		if (pm->state != state)
+			set_state(pm, state, NULL);
+		return (0);
+	}
+	set_state(pm, state, NULL);
+	op->phase = PH_EXITING;
+	if (!p->stopping) {
+		plog(p, LOG_INFO, "%s: stopping", pm->plan.label);
+		p->ops->kill(p->ctx, pm->pid, SIGTERM);
+		op->timer = p->ops->timer_add(p->ctx, POOL_STOP_GRACE,
+		    grace_cb, op);
+	}
+	return (1);
+}
+
+/* The process of a replace, remove or restart has exited (or had none). */
+static void
+op_stopped(struct pool *p, struct pool_op *op)
+{
+	switch (op->kind) {
+	case OP_REPLACE:
+		replace_swap(p, op);
+		break;
+	case OP_RESTART:
+		op_reload(p, op);
+		break;
+	default:
+		op_finish(p, op);
+		break;
+	}
 }
 
 static void
@@ -534,28 +672,42 @@ op_start(struct pool *p, struct pool_op *op)
 		p->stats.idle_unloads++;
 		/* FALLTHROUGH */
 	case OP_UNLOAD:
-		timer_cancel(p, &pm->restart_timer);
-		timer_cancel(p, &pm->grace_timer);
-		timer_cancel(p, &pm->idle_timer);
-		if (pm->pid == 0) {
-			if (pm->state != STATE_STOPPED)
-				set_state(pm, STATE_STOPPED, NULL);
+		if (op_stop(p, op, STATE_STOPPED) == 0)
 			op_finish(p, op);
-			break;
-		}
-		/* Stopped first, so no request is handed a dying process. */
-		set_state(pm, STATE_STOPPED, NULL);
-		op->phase = PH_EXITING;
-		if (!p->stopping) {
-			plog(p, LOG_INFO, "%s: stopping", pm->plan.label);
-			p->ops->kill(p->ctx, pm->pid, SIGTERM);
-			op->timer = p->ops->timer_add(p->ctx, POOL_STOP_GRACE,
-			    grace_cb, op);
-		}
 		break;
 	case OP_STOPALL:
 		op->phase = PH_REAPING;
 		stopall_check(p, op);
+		break;
+	case OP_REPLACE:
+	case OP_REMOVE:
+		if (pm->in_progress > 0) {
+			/* A load ahead of it granted it: idle first. */
+			op_park(p, op);
+			break;
+		}
+		op->was_loaded = pm->state == STATE_READY ||
+		    pm->state == STATE_LOADING || pm->pid != 0;
+		if (op_stop(p, op, STATE_STOPPED) == 0)
+			op_stopped(p, op);
+		break;
+	case OP_RESTART:
+		if (!op_doomed(p, op) && pm->state == STATE_READY &&
+		    pm->pid != 0) {
+			/* Loading, not stopped: requests wait for it. */
+			pm->restarts++;
+			plog(p, LOG_INFO, "%s: restarting", pm->plan.label);
+			if (op_stop(p, op, STATE_LOADING) == 0)
+				op_reload(p, op);
+			break;
+		}
+		/* It died or was stopped since: load only if wanted. */
+		if (op_doomed(p, op) || (pm->state != STATE_READY &&
+		    ((!pm->plan.lazy && pm->state == STATE_FAILED) ||
+		    op_wanted(p, op))))
+			op_reload(p, op);
+		else
+			op_finish(p, op);
 		break;
 	default:
 		break;
@@ -627,6 +779,10 @@ hold_drop(struct pool *p, struct pool_hold *h)
 		pm->in_progress--;
 	pm->last_used = now(p);
 	idle_arm(pm);
+	/* A replace or remove waited for this; the caller runs the queue. */
+	if (pm->idle_op != NULL && !pm->idle_op->queued &&
+	    pm->in_progress == 0)
+		op_enqueue(p, pm->idle_op);
 }
 
 /*
@@ -642,7 +798,7 @@ idle_cb(void *arg)
 
 	pm->idle_timer = NULL;
 	if (p->stopping || pm->state != STATE_READY || pm->in_progress > 0 ||
-	    pm->unload_pending > 0)
+	    pm->unload_pending > 0 || pm->idle_op != NULL)
 		return;
 	if (now(p) - pm->last_used < pm->plan.idle_timeout) {
 		idle_arm(pm);
@@ -662,7 +818,8 @@ idle_arm(struct pool_model *pm)
 
 	timer_cancel(p, &pm->idle_timer);
 	if (!pm->plan.lazy || pm->plan.idle_timeout <= 0 || p->stopping ||
-	    pm->state != STATE_READY || pm->in_progress > 0)
+	    pm->state != STATE_READY || pm->in_progress > 0 ||
+	    pm->idle_op != NULL)
 		return;
 	delay = pm->last_used + pm->plan.idle_timeout - now(p);
 	if (delay < 0)
@@ -693,7 +850,7 @@ restart_cb(void *arg)
 
 	pm->restart_timer = NULL;
 	if (p->stopping || pm->unloaded || pm->state != STATE_FAILED ||
-	    pm->load_op != NULL)
+	    pm->load_op != NULL || pm->idle_op != NULL)
 		return;
 	if ((op = queue_load(p, pm)) == NULL)
 		return;
@@ -734,8 +891,9 @@ death_cb(void *arg)
 		plog(p, LOG_ERR, "%s", pm->error);
 	else
 		plog(p, LOG_ERR, "%s: exited", pm->plan.label);
+	/* A pending replace loads it again itself. */
 	if (!pm->plan.lazy && !pm->unloaded && pm->state == STATE_FAILED &&
-	    pm->load_op == NULL)
+	    pm->load_op == NULL && pm->idle_op == NULL)
 		schedule_restart(pm);
 }
 
@@ -873,7 +1031,10 @@ load_fail(struct pool *p, struct pool_op *op, const char *msg)
 		op->loadid = 0;
 	}
 	p->stats.load_failures++;
-	set_state(pm, STATE_FAILED, op->error);
+	if (pm->removed)
+		set_state(pm, STATE_STOPPED, NULL);	/* draining */
+	else
+		set_state(pm, STATE_FAILED, op->error);
 	plog(p, doomed ? LOG_INFO : LOG_ERR, "%s", op->error);
 	if (!pm->plan.lazy && !doomed && !pm->unloaded)
 		schedule_restart(pm);
@@ -1075,6 +1236,9 @@ load_step(struct pool *p, struct pool_op *op)
 		if (p->stopping)
 			strlcpy(op->error, "agency is stopping",
 			    sizeof(op->error));
+		else if (pm->removed)
+			msgf(op->error, sizeof(op->error),
+			    "%s is no longer served", pm->plan.name);
 		else
 			msgf(op->error, sizeof(op->error),
 			    "%s was unloaded before it started",
@@ -1109,6 +1273,61 @@ load_begin(struct pool *p, struct pool_op *op)
 		}
 	}
 	load_step(p, op);
+}
+
+/* A replace or a restart goes on as the model's load. */
+static void
+op_reload(struct pool *p, struct pool_op *op)
+{
+	struct pool_model	*pm = op->pm;
+
+	if (pm->idle_op == op)
+		pm->idle_op = NULL;
+	timer_cancel(p, &op->timer);
+	op->kind = OP_LOAD;
+	op->phase = PH_QUEUED;
+	op->reason = REFUSE_LOAD_FAILED;
+	pm->load_op = op;
+	load_begin(p, op);
+}
+
+/* The replace's process is gone: the new plan takes over. */
+static void
+replace_swap(struct pool *p, struct pool_op *op)
+{
+	struct pool_model	*pm = op->pm;
+
+	if (pm->idle_op == op)
+		pm->idle_op = NULL;
+	if (!pm->removed) {
+		pm->plan = pm->next_plan;
+		pm->backoff = 0;
+		plog(p, LOG_INFO, "%s: new configuration", pm->plan.label);
+		/* The failure was the old plan's. */
+		if (pm->state == STATE_FAILED)
+			set_state(pm, STATE_STOPPED, NULL);
+		else
+			p->ops->changed(p->ctx, &pm->plan);
+	}
+	if (!p->stopping && !pm->unloaded && (op->was_loaded ||
+	    !pm->plan.lazy || op->want_load || op_wanted(p, op))) {
+		op->gen = pm->stop_gen;
+		op_reload(p, op);
+		return;
+	}
+	if (p->stopping) {
+		op->reason = REFUSE_STOPPING;
+		strlcpy(op->error, "agency is stopping", sizeof(op->error));
+	} else if (pm->removed) {
+		op->reason = REFUSE_UNKNOWN_MODEL;
+		msgf(op->error, sizeof(op->error), "%s is not served",
+		    pm->plan.name);
+	} else {
+		op->reason = REFUSE_NOT_LOADED;
+		msgf(op->error, sizeof(op->error), "%s is not loaded",
+		    pm->plan.name);
+	}
+	op_finish(p, op);
 }
 
 static void
@@ -1260,11 +1479,15 @@ pool_child_exited(struct pool *p, pid_t pid, int wstatus, int addr_in_use)
 			break;
 		case OP_UNLOAD:
 		case OP_IDLE:
+		case OP_REPLACE:
+		case OP_REMOVE:
+		case OP_RESTART:
 			if (op->pm == pm && op->phase == PH_EXITING) {
+				timer_cancel(p, &op->timer);
 				pool_describe_exit(wstatus, desc, sizeof(desc));
 				plog(p, LOG_INFO, "%s %s", pm->plan.label,
 				    desc);
-				op_finish(p, op);
+				op_stopped(p, op);
 				return;
 			}
 			break;
@@ -1300,6 +1523,12 @@ pool_acquire(struct pool *p, const char *model, uint64_t reqid,
 	if (pm->unloaded) {
 		refuse(p, reqid, REFUSE_NOT_LOADED, "%s is not loaded",
 		    pm->plan.name);
+		return;
+	}
+	if (pm->idle_op != NULL) {
+		/* A replace is pending: the new plan's process, not the old. */
+		if (wait_on(p, pm->idle_op, reqid, owner) == 0)
+			queue_run(p);
 		return;
 	}
 	if (pm->state == STATE_READY && pm->pid != 0) {
@@ -1350,6 +1579,7 @@ pool_release(struct pool *p, uint64_t holdid, uint32_t owner)
 	TAILQ_FOREACH(h, &p->holds, entry) {
 		if (h->holdid == holdid && h->owner == owner) {
 			hold_drop(p, h);
+			queue_run(p);
 			return (0);
 		}
 	}
@@ -1371,6 +1601,7 @@ pool_release_owner(struct pool *p, uint32_t owner)
 	TAILQ_FOREACH_SAFE(h, &p->holds, entry, ht)
 		if (h->owner == owner)
 			hold_drop(p, h);
+	queue_run(p);
 }
 
 /*
@@ -1383,7 +1614,7 @@ pool_start(struct pool *p)
 	struct pool_model	*pm;
 
 	TAILQ_FOREACH(pm, &p->models, entry)
-		if (!pm->plan.lazy)
+		if (!pm->plan.lazy && !pm->removed)
 			pool_load(p, pm->plan.name, NULL, NULL);
 }
 
@@ -1401,7 +1632,10 @@ pool_load(struct pool *p, const char *model, pool_load_cb cb, void *arg)
 		return (0);
 	}
 	pm->unloaded = 0;
-	if ((op = pm->load_op) == NULL || op_doomed(p, op)) {
+	if ((op = pm->idle_op) != NULL) {
+		/* A replace is pending: wait for the new plan's process. */
+		op->want_load = 1;
+	} else if ((op = pm->load_op) == NULL || op_doomed(p, op)) {
 		if (pm->state == STATE_READY && pm->pid != 0 &&
 		    pm->unload_pending == 0) {
 			if (cb != NULL)
@@ -1439,6 +1673,141 @@ pool_unload(struct pool *p, const char *model, pool_done_cb done, void *arg)
 		return (0);
 	}
 	pm->unload_pending++;
+	if (done != NULL && op_add_done(op, NULL, done, arg) == -1)
+		done(arg);
+	queue_run(p);
+	return (0);
+}
+
+int
+pool_remove(struct pool *p, const char *model, pool_done_cb done, void *arg)
+{
+	struct pool_model	*pm;
+	struct pool_op		*op, *rop, *head;
+	struct pool_waiter	*w, *wt;
+
+	if ((pm = find_model(p, model)) == NULL)
+		return (-1);
+	if ((op = op_alloc(p, OP_REMOVE, pm)) == NULL)
+		return (-1);
+	msgf(op->error, sizeof(op->error), "%s is no longer served",
+	    pm->plan.name);
+	plog(p, LOG_INFO, "%s: no longer served, stopping it once idle",
+	    pm->plan.label);
+	pm->removed = 1;
+	pm->unloaded = 1;	/* no restart, no reload */
+	pm->stop_gen++;		/* loads of it are doomed */
+	timer_cancel(p, &pm->restart_timer);
+	timer_cancel(p, &pm->idle_timer);
+
+	TAILQ_FOREACH_SAFE(w, &p->waiters, entry, wt) {
+		if (w->op->pm != pm)
+			continue;
+		TAILQ_REMOVE(&p->waiters, w, entry);
+		refuse(p, w->reqid, REFUSE_UNKNOWN_MODEL, "%s is not served",
+		    pm->plan.name);
+		free(w);
+	}
+	if ((rop = pm->idle_op) != NULL && rop->phase == PH_QUEUED) {
+		/* A replace that has not started: the remove takes over. */
+		if (rop->queued)
+			TAILQ_REMOVE(&p->queue, rop, entry);
+		TAILQ_CONCAT(&op->dones, &rop->dones, entry);
+		op_free(p, rop);
+	}
+	/* A replace under way sees removed and does not load again. */
+	pm->idle_op = op;
+
+	head = TAILQ_FIRST(&p->queue);
+	if (head != NULL && head->pm == pm && head->kind == OP_LOAD &&
+	    head->phase != PH_QUEUED)
+		load_doom(p, head);
+
+	if (done != NULL && op_add_done(op, NULL, done, arg) == -1)
+		done(arg);
+	if (pm->in_progress == 0)
+		op_enqueue(p, op);
+	queue_run(p);
+	return (0);
+}
+
+int
+pool_replace(struct pool *p, const struct pool_plan *plan)
+{
+	struct pool_model	*pm;
+	struct pool_op		*op, *head;
+
+	if ((pm = find_model(p, plan->name)) == NULL)
+		return (-1);
+	if (pm->idle_op != NULL) {
+		/* Not swapped yet: the newest plan wins. */
+		pm->next_plan = *plan;
+		return (0);
+	}
+	head = TAILQ_FIRST(&p->queue);
+	if (pm->pid == 0 && !(head != NULL && head->pm == pm &&
+	    head->kind == OP_LOAD && head->phase == PH_SPAWNING)) {
+		/* Nothing runs the old plan: swap it now. */
+		pm->plan = *plan;
+		pm->backoff = 0;
+		plog(p, LOG_INFO, "%s: new configuration", pm->plan.label);
+		if (pm->state == STATE_FAILED)
+			set_state(pm, STATE_STOPPED, NULL);
+		else
+			p->ops->changed(p->ctx, &pm->plan);
+		if (!pm->plan.lazy && !pm->unloaded && !p->stopping &&
+		    (pm->load_op == NULL || op_doomed(p, pm->load_op))) {
+			if (queue_load(p, pm) == NULL)
+				return (-1);
+			queue_run(p);
+		}
+		return (0);
+	}
+	if ((op = op_alloc(p, OP_REPLACE, pm)) == NULL)
+		return (-1);
+	pm->next_plan = *plan;
+	pm->idle_op = op;
+	timer_cancel(p, &pm->idle_timer);
+	plog(p, LOG_INFO, "%s: new configuration, restarting it once idle",
+	    pm->plan.label);
+	if (pm->in_progress == 0)
+		op_enqueue(p, op);
+	queue_run(p);
+	return (0);
+}
+
+int
+pool_restart(struct pool *p, const char *model, pool_done_cb done,
+    void *arg)
+{
+	struct pool_model	*pm;
+	struct pool_op		*op;
+
+	if ((pm = find_model(p, model)) == NULL)
+		return (-1);
+	if ((op = pm->idle_op) != NULL) {
+		/* A pending replace restarts it. */
+		if (done != NULL && op_add_done(op, NULL, done, arg) == -1)
+			done(arg);
+		return (0);
+	}
+	if (p->stopping || pm->state != STATE_READY || pm->pid == 0 ||
+	    pm->unload_pending > 0) {
+		if (done != NULL)
+			done(arg);
+		return (0);
+	}
+	if ((op = pm->load_op) == NULL || op->kind != OP_RESTART ||
+	    op->phase != PH_QUEUED || op_doomed(p, op)) {
+		if ((op = op_new(p, OP_RESTART, pm)) == NULL) {
+			if (done != NULL)
+				done(arg);
+			return (0);
+		}
+		/* Requests that come before it starts still get the old
+		 * process; pool_load waits for the new one. */
+		pm->load_op = op;
+	}
 	if (done != NULL && op_add_done(op, NULL, done, arg) == -1)
 		done(arg);
 	queue_run(p);
@@ -1586,6 +1955,8 @@ pool_plan(struct pool *p, const char *model)
 
 	if ((pm = find_model(p, model)) == NULL)
 		return (NULL);
+	if (pm->idle_op != NULL)	/* a pending replace */
+		return (&pm->next_plan);
 	return (&pm->plan);
 }
 
@@ -1593,4 +1964,12 @@ void
 pool_stats(struct pool *p, struct pool_stats *st)
 {
 	*st = p->stats;
+}
+
+/* A reload's new memory and port settings; they apply from the next
+ * decision on (a fit test, a port choice). */
+void
+pool_set_settings(struct pool *p, const struct pool_settings *set)
+{
+	p->set = *set;
 }

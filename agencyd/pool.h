@@ -8,8 +8,9 @@
  * Callbacks may read (pool_count, pool_status, pool_plan) but must not
  * otherwise call back into the pool, with two exceptions: spawn may
  * answer with pool_spawned from within, and the done callbacks of
- * pool_load, pool_unload and pool_stop_all may call anything.  kill and
- * probe must answer later (from the event loop), never from within.
+ * pool_load, pool_unload, pool_remove, pool_restart and pool_stop_all
+ * may call anything.  kill and probe must answer later (from the event
+ * loop), never from within.
  */
 #ifndef AGENCY_POOL_H
 #define AGENCY_POOL_H
@@ -113,6 +114,8 @@ struct pool	*pool_new(const struct pool_ops *, void *,
 		    const struct pool_settings *);
 /* Free everything without signalling or answering anyone. */
 void		 pool_free(struct pool *);
+void		 pool_set_settings(struct pool *,
+		    const struct pool_settings *);
 /* Add a served model (the plan is copied), in config order; -1 when the
  * name is taken or out of memory. */
 int		 pool_add(struct pool *, const struct pool_plan *);
@@ -141,6 +144,58 @@ int		 pool_load(struct pool *, const char *, pool_load_cb, void *);
  * (its waiters get load-failed); done (may be NULL) after the exit.  -1
  * for an unknown model. */
 int		 pool_unload(struct pool *, const char *, pool_done_cb, void *);
+/*
+ * Reload and cancel.
+ *
+ * pool_remove: the model is no longer served.  At once: pool_acquire
+ * refuses it REFUSE_UNKNOWN_MODEL ("<name> is not served"), pool_load,
+ * pool_unload, pool_restart, pool_replace and pool_plan no longer find it
+ * (so pool_add may add the name again), its waiting requests are refused
+ * REFUSE_UNKNOWN_MODEL and a load of it in progress ends as an unload
+ * would end it (pool_load callbacks get "<name> is no longer served").
+ * Holds keep their process, and pool_release of them keeps working.
+ * Once it is idle, on the queue: its process, if any, is stopped like an
+ * unload's (SIGTERM, SIGKILL after POOL_STOP_GRACE), the record is freed
+ * (ops->changed is called once it has left the list) and done (may be
+ * NULL) runs.  Until it is freed, pool_count and pool_status keep listing
+ * it with its state and requests in progress, so an operator sees it
+ * draining.  -1 for an unknown model (or out of memory).
+ */
+int		 pool_remove(struct pool *, const char *, pool_done_cb, void *);
+/*
+ * pool_replace: the model named plan->name has a new plan (copied).  With
+ * no process and no spawn in progress, the plan is swapped at once (a
+ * failed record becomes stopped; a model that is not lazy, not unloaded,
+ * is loaded).  Otherwise the new plan is pending: pool_plan answers it,
+ * and new requests (and pool_load, pool_restart) wait for the replace
+ * instead of being granted the old process.  Holds in progress keep the
+ * old process; once the model is idle, on the queue, its process is
+ * stopped, the plan swapped, and the model loaded again with the new plan
+ * when it was ready or loading, is not lazy, or anyone waits for it.  A
+ * load that is in progress when pool_replace is called finishes with the
+ * old plan (its waiters get the old process) and the replace follows.
+ * The old plan, arg included, stays in use (spawn, probe, granted) until
+ * the swap, which ops->changed announces.  A second pool_replace before
+ * the swap only changes the pending plan.  -1 for an unknown model (or
+ * out of memory).
+ */
+int		 pool_replace(struct pool *, const struct pool_plan *);
+/*
+ * pool_restart: stop the model's process and load it again, on the queue,
+ * without making it not-loaded (unlike pool_unload).  Until the restart
+ * reaches the head of the queue the old process is still granted; from
+ * then on the model is loading (the old process is stopped whatever holds
+ * it: the caller ends those requests) and new requests and pool_load wait
+ * for the new process.  A second pool_restart before it starts joins the
+ * first.  done (may be NULL) once the new process is ready or its load
+ * failed; at once when the model is not ready (nothing to restart), is
+ * being unloaded, or agency is stopping.  With a replace pending, done
+ * waits for the replace, which restarts it anyway.  -1 for an unknown
+ * model.
+ */
+int		 pool_restart(struct pool *, const char *, pool_done_cb,
+		    void *);
+
 /* Refuse everything from now on, SIGTERM every process group, SIGKILL
  * after POOL_STOP_GRACE; done once every process has been reaped. */
 void		 pool_stop_all(struct pool *, pool_done_cb, void *);

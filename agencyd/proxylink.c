@@ -266,6 +266,7 @@ proxy_drop(struct agencyd *d)
 	close(d->proxy_iev.ibuf.fd);
 	d->proxy_up = 0;
 	d->proxy_ready = 0;
+	control_proxy_gone(d);
 	/* Its holds end with it; waiting requests go with their clients. */
 	pool_release_owner(d->pool, d->proxy_gen);
 }

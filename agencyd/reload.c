@@ -1,24 +1,264 @@
 /*
- * Reloading the configuration (SIGHUP, agency-ctl reload).
+ * Reloading the configuration (SIGHUP, agency-ctl reload).  A file with
+ * errors changes nothing.  Otherwise models that did not change keep
+ * their processes and counts, removed ones are stopped once idle (new
+ * requests for them get 404 at once), changed ones are restarted once
+ * idle, new ones that are not lazy are loaded; listening sockets that
+ * changed are bound anew and every listener goes to the proxy again.
  */
 #include <sys/types.h>
+#include <sys/socket.h>
+
+#include <signal.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
 
 #include "agencyd.h"
 #include "control.h"
 #include "log.h"
 
+static struct ctl_conn	*reload_client;
+
+/* Parse errors go to the log, and to the client that asked. */
+static void
+reload_observe(int pri, const char *line)
+{
+	if (reload_client != NULL && pri <= LOG_WARNING)
+		control_line(reload_client, line);
+}
+
+static int
+strlist_equal(const struct strlist *a, const struct strlist *b)
+{
+	const struct strent	*x, *y;
+
+	for (x = TAILQ_FIRST(a), y = TAILQ_FIRST(b); x != NULL && y != NULL;
+	    x = TAILQ_NEXT(x, entry), y = TAILQ_NEXT(y, entry))
+		if (strcmp(x->s, y->s) != 0)
+			return (0);
+	return (x == NULL && y == NULL);
+}
+
+/* Whether the process a model runs would differ: what goes into its
+ * command, environment, readiness, and the pool's plan. */
+static int
+model_changed(const struct model_conf *a, const struct model_conf *b)
+{
+	const struct runtime_conf	*ra = a->rt, *rb = b->rt;
+
+	if (strcmp(a->upstream, b->upstream) != 0 || a->lazy != b->lazy ||
+	    a->memory != b->memory || a->idle_timeout != b->idle_timeout ||
+	    a->load_timeout != b->load_timeout ||
+	    !strlist_equal(&a->env, &b->env))
+		return (1);
+	if (strcmp(ra->command, rb->command) != 0 ||
+	    ra->ready_method != rb->ready_method ||
+	    strcmp(ra->ready_path, rb->ready_path) != 0 ||
+	    strcmp(ra->ready_body, rb->ready_body) != 0 ||
+	    ra->kind != rb->kind || !strlist_equal(&ra->env, &rb->env))
+		return (1);
+	return (0);
+}
+
+static struct model_conf *
+conf_model_named(struct agency_conf *conf, const char *name)
+{
+	struct model_conf	*mc;
+
+	TAILQ_FOREACH(mc, &conf->models, entry)
+		if (strcmp(mc->name, name) == 0)
+			return (mc);
+	return (NULL);
+}
+
+static struct listen_conf *
+listen_match(struct agency_conf *conf, const struct listen_conf *l)
+{
+	struct listen_conf	*o;
+
+	TAILQ_FOREACH(o, &conf->listens, entry)
+		if (o->sslen == l->sslen &&
+		    memcmp(&o->ss, &l->ss, l->sslen) == 0)
+			return (o);
+	return (NULL);
+}
+
+/* Bind what is new; on failure close what was bound and change nothing. */
+static int
+reload_listeners(struct agencyd *d, struct agency_conf *nconf,
+    struct ctl_conn *c)
+{
+	struct listen_conf	*l, *o;
+
+	TAILQ_FOREACH(l, &nconf->listens, entry)
+		if ((o = listen_match(d->conf, l)) != NULL && o->fd != -1)
+			l->fd = -2;	/* taken over below */
+	if (listeners_bind(nconf) == -1) {
+		TAILQ_FOREACH(l, &nconf->listens, entry) {
+			if (l->fd >= 0)
+				close(l->fd);
+			l->fd = -1;
+		}
+		control_info(c, "cannot listen on every address");
+		return (-1);
+	}
+	TAILQ_FOREACH(l, &nconf->listens, entry) {
+		if (l->fd == -2) {
+			o = listen_match(d->conf, l);
+			l->fd = o->fd;
+			o->fd = -1;
+		} else
+			control_info(c, "listening on %s port %u", l->host,
+			    l->port);
+	}
+	TAILQ_FOREACH(o, &d->conf->listens, entry) {
+		if (o->fd == -1)
+			continue;
+		control_info(c, "no longer listening on %s port %u", o->host,
+		    o->port);
+		close(o->fd);
+		o->fd = -1;
+	}
+	return (0);
+}
+
+static void
+reload_removed(void *arg)
+{
+	struct model	*m = arg;
+
+	log_info("%s: removed", m->plan.name);
+	TAILQ_REMOVE(&env->draining, m, entry);
+	model_free(m);
+}
+
+static void
+reload_settings(struct agencyd *d, struct agency_conf *nconf,
+    struct ctl_conn *c)
+{
+	struct agency_conf	*o = d->conf;
+	struct pool_settings	 ps;
+
+	if (strcmp(o->socket, nconf->socket) != 0 ||
+	    strcmp(o->rsocket, nconf->rsocket) != 0)
+		control_info(c, "control sockets stay as they are until "
+		    "agencyd restarts");
+	if (strcmp(o->user, nconf->user) != 0)
+		control_info(c, "the proxy user applies when the proxy "
+		    "restarts");
+	if (strcmp(o->model_user, nconf->model_user) != 0)
+		control_info(c, "the model user applies to processes started "
+		    "from now on");
+	/* The proxy's sandbox allows connects to the model ports it was
+	 * started with, and can only be narrowed: a new range needs a new
+	 * proxy (requests in progress through it fail). */
+	if ((o->port_lo != nconf->port_lo || o->port_hi != nconf->port_hi) &&
+	    d->proxy_pid > 0) {
+		control_info(c, "model ports changed: restarting agency-proxy");
+		(void)kill(d->proxy_pid, SIGTERM);
+	}
+	memset(&ps, 0, sizeof(ps));
+	ps.reserve = nconf->reserve;
+	ps.budget = nconf->budget;
+	ps.overcommit = nconf->overcommit;
+	ps.port_lo = nconf->port_lo;
+	ps.port_hi = nconf->port_hi;
+	pool_set_settings(d->pool, &ps);
+}
+
 int
 agencyd_reload(struct agencyd *d, struct ctl_conn *c)
 {
-	struct agency_conf	*conf;
+	struct agency_conf	*nconf, *oconf;
+	struct model_conf	*mc;
+	struct model		*m, *next;
+	struct pool_plan	 plan;
+	struct model_head	 added;
+	int			 nchanged = 0, nadded = 0, nremoved = 0;
 
-	if ((conf = parse_config(d->conffile, 0)) == NULL) {
-		control_info(c, "%s: errors; configuration not changed",
+	if (d->stopping) {
+		control_info(c, "agencyd is stopping");
+		return (-1);
+	}
+	reload_client = c;
+	log_setobserver(reload_observe);
+	nconf = parse_config(d->conffile, 0);
+	log_setobserver(NULL);
+	reload_client = NULL;
+	if (nconf == NULL) {
+		control_info(c, "%s has errors; configuration not changed",
 		    d->conffile);
 		return (-1);
 	}
-	config_free(conf);
-	control_info(c, "reload is not built yet: restart agencyd to apply "
-	    "%s", d->conffile);
-	return (-1);
+	if (reload_listeners(d, nconf, c) == -1) {
+		config_free(nconf);
+		return (-1);
+	}
+	reload_settings(d, nconf, c);
+
+	/* Removed models: no longer served; stopped once idle. */
+	for (m = TAILQ_FIRST(&d->models); m != NULL; m = next) {
+		next = TAILQ_NEXT(m, entry);
+		if (conf_model_named(nconf, m->plan.name) != NULL)
+			continue;
+		TAILQ_REMOVE(&d->models, m, entry);
+		TAILQ_INSERT_TAIL(&d->draining, m, entry);
+		m->mc = NULL;
+		control_info(c, "model %s: removed; stopped once idle",
+		    m->plan.name);
+		nremoved++;
+		if (pool_remove(d->pool, m->plan.name, reload_removed, m) == -1)
+			reload_removed(m);
+	}
+
+	/* Kept and changed models take their new configuration. */
+	TAILQ_INIT(&added);
+	TAILQ_FOREACH(mc, &nconf->models, entry) {
+		if ((m = model_find(d, mc->name)) == NULL) {
+			if ((m = model_new(mc)) == NULL) {
+				log_warn("%s: model %s", __func__, mc->name);
+				continue;
+			}
+			TAILQ_INSERT_TAIL(&added, m, entry);
+			continue;
+		}
+		if (model_changed(m->mc, mc)) {
+			if (model_plan(m, mc, &plan) == 0 &&
+			    pool_replace(d->pool, &plan) == 0) {
+				m->plan = plan;
+				control_info(c, "model %s: changed; restarted "
+				    "once idle", mc->name);
+				nchanged++;
+			} else
+				log_warnx("%s: cannot replace %s", __func__,
+				    mc->name);
+		}
+		m->mc = mc;
+	}
+
+	/* The new ones, in config order after the kept ones. */
+	while ((m = TAILQ_FIRST(&added)) != NULL) {
+		TAILQ_REMOVE(&added, m, entry);
+		TAILQ_INSERT_TAIL(&d->models, m, entry);
+		if (pool_add(d->pool, &m->plan) == -1) {
+			log_warnx("%s: cannot add %s", __func__, m->plan.name);
+			TAILQ_REMOVE(&d->models, m, entry);
+			model_free(m);
+			continue;
+		}
+		control_info(c, "model %s: added%s", m->plan.name,
+		    m->plan.lazy ? "" : "; loading");
+		nadded++;
+		if (!m->plan.lazy)
+			(void)pool_load(d->pool, m->plan.name, NULL, NULL);
+	}
+
+	oconf = d->conf;
+	d->conf = nconf;
+	config_free(oconf);
+	(void)proxy_send_config(d);
+	control_info(c, "reloaded %s: %d added, %d changed, %d removed",
+	    d->conffile, nadded, nchanged, nremoved);
+	return (0);
 }

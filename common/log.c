@@ -12,6 +12,7 @@ static int		 log_debug_fg;	/* stderr rather than syslog */
 static int		 log_verbose;
 static const char	*log_procname;
 static log_hook_t	 log_hook;
+static log_hook_t	 log_observer;
 
 void
 log_init(int n_debug, int facility)
@@ -53,6 +54,14 @@ log_sethook(log_hook_t hook)
 	log_hook = hook;
 }
 
+/* Also hand every line to fn (NULL: stop), e.g. to show a reload's
+ * errors to the client that asked for it. */
+void
+log_setobserver(log_hook_t fn)
+{
+	log_observer = fn;
+}
+
 void
 logit(int pri, const char *fmt, ...)
 {
@@ -68,7 +77,14 @@ vlog(int pri, const char *fmt, va_list ap)
 {
 	char	line[2048];
 	int	saved_errno = errno;
+	va_list	ap2;
 
+	if (log_observer != NULL) {
+		va_copy(ap2, ap);
+		(void)vsnprintf(line, sizeof(line), fmt, ap2);
+		va_end(ap2);
+		log_observer(pri, line);
+	}
 	if (log_hook != NULL) {
 		(void)vsnprintf(line, sizeof(line), fmt, ap);
 		log_hook(pri, line);

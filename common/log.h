@@ -21,6 +21,7 @@ void	log_procinit(const char *);
 void	log_setverbose(int);
 int	log_getverbose(void);
 void	log_sethook(log_hook_t);
+void	log_setobserver(log_hook_t);
 void	log_warn(const char *, ...)
 	    __attribute__((__format__ (printf, 1, 2)));
 void	log_warnx(const char *, ...)

@@ -27,6 +27,9 @@ struct ftimer {
 
 struct fcall {
 	char		 name[AGENCY_NAME_MAX];
+	char		 upstream[AGENCY_PATH_MAX];	/* spawns */
+	char		 label[AGENCY_PATH_MAX];	/* spawns */
+	int64_t		 need;				/* spawns */
 	uint64_t	 id;
 	uint16_t	 port;
 };
@@ -40,6 +43,7 @@ struct fgrant {
 	uint64_t	 reqid;
 	uint64_t	 holdid;
 	char		 name[AGENCY_NAME_MAX];
+	char		 upstream[AGENCY_PATH_MAX];
 	uint16_t	 port;
 };
 
@@ -90,6 +94,9 @@ f_spawn(void *ctx, const struct pool_plan *plan, uint64_t id, uint16_t port)
 	ATF_REQUIRE(F.nspawns < NREC);
 	c = &F.spawns[F.nspawns++];
 	strlcpy(c->name, plan->name, sizeof(c->name));
+	strlcpy(c->upstream, plan->upstream, sizeof(c->upstream));
+	strlcpy(c->label, plan->label, sizeof(c->label));
+	c->need = plan->need;
 	c->id = id;
 	c->port = port;
 	if (F.sync_spawn)
@@ -199,6 +206,7 @@ f_granted(void *ctx, uint64_t reqid, uint64_t holdid,
 	g->reqid = reqid;
 	g->holdid = holdid;
 	strlcpy(g->name, plan->name, sizeof(g->name));
+	strlcpy(g->upstream, plan->upstream, sizeof(g->upstream));
 	g->port = port;
 }
 
@@ -1374,6 +1382,605 @@ ATF_TC_BODY(describe_exit, tc)
 	ATF_REQUIRE_STREQ(buf, "was killed by SIGSEGV");
 }
 
+/*
+ * Reload and cancel: remove, replace, restart.
+ */
+
+/* The plan model() adds, with another upstream, label and need. */
+static void
+new_plan(struct pool_plan *plan, const char *name, int lazy, int64_t need,
+    const char *upstream)
+{
+	memset(plan, 0, sizeof(*plan));
+	strlcpy(plan->name, name, sizeof(plan->name));
+	strlcpy(plan->upstream, upstream, sizeof(plan->upstream));
+	snprintf(plan->label, sizeof(plan->label), "new server for %s", name);
+	plan->lazy = lazy;
+	plan->need = need;
+	plan->load_timeout = 600000;
+}
+
+static int
+listed(const char *name)
+{
+	struct proto_status	 st;
+	size_t			 i;
+	int			 n = 0;
+
+	for (i = 0; i < pool_count(F.p); i++) {
+		ATF_REQUIRE_EQ(pool_status(F.p, i, &st), 0);
+		if (strcmp(st.model, name) == 0)
+			n++;
+	}
+	return (n);
+}
+
+ATF_TC_WITHOUT_HEAD(remove_idle_ready);
+ATF_TC_BODY(remove_idle_ready, tc)
+{
+	setup();
+	model("a", 1, GIB);
+	model("b", 1, GIB);
+	bring_up("a", 100);
+	ATF_REQUIRE_EQ(pool_count(F.p), 2);
+
+	ATF_REQUIRE_EQ(pool_remove(F.p, "a", done_cb, NULL), 0);
+	ATF_REQUIRE_EQ(killed_with(100, SIGTERM), 1);
+	ATF_REQUIRE_EQ(F.dones, 0);
+	/* Draining: listed, stopped, but no longer served. */
+	ATF_REQUIRE_EQ(pool_count(F.p), 2);
+	ATF_REQUIRE_EQ(state("a"), STATE_STOPPED);
+	ATF_REQUIRE(pool_plan(F.p, "a") == NULL);
+	pool_acquire(F.p, "a", 1, 7);
+	ATF_REQUIRE_EQ(F.nrefusals, 1);
+	ATF_REQUIRE_EQ(F.refusals[0].reason, REFUSE_UNKNOWN_MODEL);
+	ATF_REQUIRE_STREQ(F.refusals[0].msg, "a is not served");
+	ATF_REQUIRE_EQ(pool_load(F.p, "a", NULL, NULL), -1);
+	ATF_REQUIRE_EQ(pool_unload(F.p, "a", NULL, NULL), -1);
+	ATF_REQUIRE_EQ(pool_restart(F.p, "a", NULL, NULL), -1);
+	ATF_REQUIRE_EQ(pool_remove(F.p, "a", NULL, NULL), -1);
+	ATF_REQUIRE_EQ(F.nspawns, 1);
+
+	/* SIGKILL after the grace, like an unload. */
+	advance(POOL_STOP_GRACE);
+	ATF_REQUIRE_EQ(killed_with(100, SIGKILL), 1);
+	signalled(100, SIGKILL);
+	ATF_REQUIRE_EQ(F.dones, 1);
+	ATF_REQUIRE_EQ(pool_count(F.p), 1);
+	ATF_REQUIRE_EQ(listed("a"), 0);
+	ATF_REQUIRE_EQ(listed("b"), 1);
+	/* b is untouched and still served. */
+	pool_acquire(F.p, "b", 2, 7);
+	ATF_REQUIRE_EQ(F.nspawns, 2);
+	ATF_REQUIRE_STREQ(F.spawns[1].name, "b");
+	pool_free(F.p);
+}
+
+ATF_TC_WITHOUT_HEAD(remove_busy_waits_for_release);
+ATF_TC_BODY(remove_busy_waits_for_release, tc)
+{
+	struct proto_status	 st;
+	uint64_t		 h1, h2;
+
+	setup();
+	model("a", 1, GIB);
+	bring_up("a", 100);
+	h1 = hold("a", 1, 7);
+	h2 = hold("a", 2, 8);
+
+	ATF_REQUIRE_EQ(pool_remove(F.p, "a", done_cb, NULL), 0);
+	ATF_REQUIRE_EQ(F.nkills, 0);
+	status("a", &st);
+	ATF_REQUIRE_EQ(st.state, STATE_READY);
+	ATF_REQUIRE_EQ(st.in_progress, 2);
+	ATF_REQUIRE_EQ(st.pid, 100);
+	pool_acquire(F.p, "a", 3, 7);
+	ATF_REQUIRE_EQ(F.nrefusals, 1);
+	ATF_REQUIRE_EQ(F.refusals[0].reason, REFUSE_UNKNOWN_MODEL);
+	/* No idle unload or anything else while it drains. */
+	advance(POOL_STOP_GRACE * 10);
+	ATF_REQUIRE_EQ(F.nkills, 0);
+
+	ATF_REQUIRE_EQ(pool_release(F.p, h1, 7), 0);
+	ATF_REQUIRE_EQ(F.nkills, 0);
+	ATF_REQUIRE_EQ(in_progress("a"), 1);
+	ATF_REQUIRE_EQ(pool_release(F.p, h1, 7), -1);
+	pool_release_owner(F.p, 8);
+	ATF_REQUIRE_EQ(killed_with(100, SIGTERM), 1);
+	ATF_REQUIRE_EQ(pool_release(F.p, h2, 8), -1);
+	ATF_REQUIRE_EQ(F.dones, 0);
+	ATF_REQUIRE_EQ(pool_count(F.p), 1);
+	exited(100, 0);
+	ATF_REQUIRE_EQ(F.dones, 1);
+	ATF_REQUIRE_EQ(pool_count(F.p), 0);
+	pool_free(F.p);
+}
+
+ATF_TC_WITHOUT_HEAD(remove_stopped_frees_at_once);
+ATF_TC_BODY(remove_stopped_frees_at_once, tc)
+{
+	struct pool_plan	 plan;
+
+	setup();
+	model("a", 1, GIB);
+	model("b", 0, GIB);
+	ATF_REQUIRE_EQ(pool_remove(F.p, "a", done_cb, NULL), 0);
+	ATF_REQUIRE_EQ(F.dones, 1);
+	ATF_REQUIRE_EQ(pool_count(F.p), 1);
+	ATF_REQUIRE_EQ(listed("a"), 0);
+	ATF_REQUIRE_EQ(F.nkills, 0);
+	ATF_REQUIRE_EQ(F.nspawns, 0);
+	/* The name is free again. */
+	new_plan(&plan, "a", 1, 2 * GIB, "a2");
+	ATF_REQUIRE_EQ(pool_add(F.p, &plan), 0);
+	ATF_REQUIRE_EQ(pool_count(F.p), 2);
+	ATF_REQUIRE_EQ(pool_plan(F.p, "a")->need, 2 * GIB);
+	/* A failed model that is not lazy: freed, never restarted. */
+	pool_start(F.p);
+	spawned(0, 100);
+	exited(100, 1);
+	ATF_REQUIRE_EQ(state("b"), STATE_FAILED);
+	ATF_REQUIRE_EQ(pool_remove(F.p, "b", NULL, NULL), 0);
+	ATF_REQUIRE_EQ(listed("b"), 0);
+	advance(POOL_BACKOFF_MAX);
+	ATF_REQUIRE_EQ(F.nspawns, 1);
+	pool_free(F.p);
+}
+
+ATF_TC_WITHOUT_HEAD(remove_during_load);
+ATF_TC_BODY(remove_during_load, tc)
+{
+	setup();
+	model("a", 1, GIB);
+	model("b", 1, GIB);
+	pool_acquire(F.p, "a", 1, 7);
+	ATF_REQUIRE_EQ(pool_load(F.p, "a", load_cb, NULL), 0);
+	spawned(0, 100);
+	ATF_REQUIRE_EQ(F.nprobes, 1);
+	/* b waits behind a's load. */
+	pool_acquire(F.p, "b", 2, 7);
+	ATF_REQUIRE_EQ(F.nspawns, 1);
+
+	ATF_REQUIRE_EQ(pool_remove(F.p, "a", done_cb, NULL), 0);
+	/* Its waiter is refused at once; its process is ended. */
+	ATF_REQUIRE_EQ(F.nrefusals, 1);
+	ATF_REQUIRE_EQ(F.refusals[0].reqid, 1);
+	ATF_REQUIRE_EQ(F.refusals[0].reason, REFUSE_UNKNOWN_MODEL);
+	ATF_REQUIRE_STREQ(F.refusals[0].msg, "a is not served");
+	ATF_REQUIRE_EQ(killed_with(100, SIGTERM), 1);
+	ATF_REQUIRE_EQ(F.ncancels, 1);
+	ATF_REQUIRE_EQ(F.dones, 0);
+	exited(100, 0);
+	/* The load callback; a is stopped but still listed. */
+	ATF_REQUIRE_EQ(F.dones, 1);
+	ATF_REQUIRE_EQ(F.load_ok, 0);
+	ATF_REQUIRE_EQ(pool_count(F.p), 2);
+	ATF_REQUIRE_EQ(state("a"), STATE_STOPPED);
+	ATF_REQUIRE_EQ(F.nrefusals, 1);
+	ATF_REQUIRE_EQ(F.ngrants, 0);
+	/* Then b's load, queued before the remove, goes on. */
+	ATF_REQUIRE_EQ(F.nspawns, 2);
+	ATF_REQUIRE_STREQ(F.spawns[1].name, "b");
+	spawned(1, 101);
+	probed_last();
+	ATF_REQUIRE_EQ(F.ngrants, 1);
+	ATF_REQUIRE_EQ(F.grants[0].reqid, 2);
+	/* And the remove frees a. */
+	ATF_REQUIRE_EQ(F.dones, 2);
+	ATF_REQUIRE_EQ(pool_count(F.p), 1);
+	ATF_REQUIRE_EQ(F.nkills, 1);
+	pool_free(F.p);
+}
+
+ATF_TC_WITHOUT_HEAD(remove_before_spawn);
+ATF_TC_BODY(remove_before_spawn, tc)
+{
+	setup();
+	model("a", 1, GIB);
+	model("b", 1, GIB);
+	pool_acquire(F.p, "a", 1, 7);
+	pool_acquire(F.p, "b", 2, 7);
+	ATF_REQUIRE_EQ(pool_load(F.p, "b", load_cb, NULL), 0);
+	ATF_REQUIRE_EQ(pool_remove(F.p, "b", done_cb, NULL), 0);
+	ATF_REQUIRE_EQ(F.nrefusals, 1);
+	ATF_REQUIRE_EQ(F.refusals[0].reqid, 2);
+	ATF_REQUIRE_EQ(F.dones, 0);
+	spawned(0, 100);
+	probed_last();
+	/* b's queued load gives up, then b is freed: never spawned. */
+	ATF_REQUIRE_EQ(F.nspawns, 1);
+	ATF_REQUIRE_EQ(F.dones, 2);
+	ATF_REQUIRE_EQ(F.load_ok, 0);
+	ATF_REQUIRE_STREQ(F.load_err, "b is no longer served");
+	ATF_REQUIRE_EQ(pool_count(F.p), 1);
+	pool_free(F.p);
+}
+
+ATF_TC_WITHOUT_HEAD(remove_during_restart);
+ATF_TC_BODY(remove_during_restart, tc)
+{
+	setup();
+	model("a", 1, GIB);
+	bring_up("a", 100);
+	ATF_REQUIRE_EQ(pool_restart(F.p, "a", done_cb, NULL), 0);
+	ATF_REQUIRE_EQ(killed_with(100, SIGTERM), 1);
+	pool_acquire(F.p, "a", 1, 7);
+	ATF_REQUIRE_EQ(pool_remove(F.p, "a", done_cb, NULL), 0);
+	ATF_REQUIRE_EQ(F.nrefusals, 1);
+	ATF_REQUIRE_EQ(F.refusals[0].reason, REFUSE_UNKNOWN_MODEL);
+	exited(100, 0);
+	/* Not loaded again: the restart's done, then the remove's. */
+	ATF_REQUIRE_EQ(F.nspawns, 1);
+	ATF_REQUIRE_EQ(F.dones, 2);
+	ATF_REQUIRE_EQ(pool_count(F.p), 0);
+	pool_free(F.p);
+}
+
+ATF_TC_WITHOUT_HEAD(stop_all_with_replace_pending);
+ATF_TC_BODY(stop_all_with_replace_pending, tc)
+{
+	struct pool_plan	 plan;
+	uint64_t		 h;
+
+	setup();
+	model("a", 1, GIB);
+	bring_up("a", 100);
+	h = hold("a", 1, 7);
+	new_plan(&plan, "a", 1, GIB, "a-v2");
+	ATF_REQUIRE_EQ(pool_replace(F.p, &plan), 0);
+	pool_acquire(F.p, "a", 2, 8);
+	pool_stop_all(F.p, done_cb, NULL);
+	ATF_REQUIRE_EQ(F.nrefusals, 1);
+	ATF_REQUIRE_EQ(F.refusals[0].reason, REFUSE_STOPPING);
+	ATF_REQUIRE_EQ(killed_with(100, SIGTERM), 1);
+	exited(100, 0);
+	ATF_REQUIRE_EQ(F.dones, 1);
+	ATF_REQUIRE_EQ(pool_release(F.p, h, 7), 0);
+	/* The replace swaps the plan, and loads nothing. */
+	ATF_REQUIRE_EQ(F.nspawns, 1);
+	ATF_REQUIRE_STREQ(pool_plan(F.p, "a")->upstream, "a-v2");
+	ATF_REQUIRE_EQ(state("a"), STATE_STOPPED);
+	pool_free(F.p);
+}
+
+ATF_TC_WITHOUT_HEAD(replace_idle_ready);
+ATF_TC_BODY(replace_idle_ready, tc)
+{
+	struct pool_plan	 plan;
+	struct proto_status	 st;
+
+	setup();
+	model("a", 1, GIB);
+	bring_up("a", 100);
+	new_plan(&plan, "a", 1, 3 * GIB, "a-v2");
+
+	ATF_REQUIRE_EQ(pool_replace(F.p, &plan), 0);
+	ATF_REQUIRE_EQ(killed_with(100, SIGTERM), 1);
+	ATF_REQUIRE_STREQ(pool_plan(F.p, "a")->upstream, "a-v2");
+	/* A request meanwhile waits for the new process. */
+	pool_acquire(F.p, "a", 1, 7);
+	ATF_REQUIRE_EQ(F.ngrants, 0);
+	ATF_REQUIRE_EQ(F.nrefusals, 0);
+	ATF_REQUIRE_EQ(F.nspawns, 1);
+
+	exited(100, 0);
+	ATF_REQUIRE_EQ(F.nspawns, 2);
+	ATF_REQUIRE_STREQ(F.spawns[1].upstream, "a-v2");
+	ATF_REQUIRE_STREQ(F.spawns[1].label, "new server for a");
+	ATF_REQUIRE_EQ(F.spawns[1].need, 3 * GIB);
+	ATF_REQUIRE_EQ(state("a"), STATE_LOADING);
+	spawned(1, 101);
+	probed_last();
+	ATF_REQUIRE_EQ(F.ngrants, 1);
+	ATF_REQUIRE_STREQ(F.grants[0].upstream, "a-v2");
+	ATF_REQUIRE_EQ(F.grants[0].port, F.spawns[1].port);
+	status("a", &st);
+	ATF_REQUIRE_EQ(st.state, STATE_READY);
+	ATF_REQUIRE_EQ(st.pid, 101);
+	ATF_REQUIRE_EQ(st.need, 3 * GIB);
+	ATF_REQUIRE_EQ(st.in_progress, 1);
+	/* Not unloaded: a request after it is granted at once. */
+	hold("a", 2, 7);
+	ATF_REQUIRE_EQ(F.nspawns, 2);
+	pool_free(F.p);
+}
+
+ATF_TC_WITHOUT_HEAD(replace_busy_waits_for_release);
+ATF_TC_BODY(replace_busy_waits_for_release, tc)
+{
+	struct pool_plan	 plan;
+	uint64_t		 h;
+
+	setup();
+	model("a", 1, GIB);
+	bring_up("a", 100);
+	h = hold("a", 1, 7);
+	new_plan(&plan, "a", 1, GIB, "a-v2");
+
+	ATF_REQUIRE_EQ(pool_replace(F.p, &plan), 0);
+	ATF_REQUIRE_EQ(F.nkills, 0);
+	ATF_REQUIRE_EQ(state("a"), STATE_READY);
+	/* Not the old process: it waits. */
+	pool_acquire(F.p, "a", 2, 8);
+	ATF_REQUIRE_EQ(F.ngrants, 1);
+	ATF_REQUIRE_EQ(pool_load(F.p, "a", load_cb, NULL), 0);
+	ATF_REQUIRE_EQ(F.dones, 0);
+	/* A second replace before the swap: the newest plan wins. */
+	new_plan(&plan, "a", 1, GIB, "a-v3");
+	ATF_REQUIRE_EQ(pool_replace(F.p, &plan), 0);
+	advance(POOL_STOP_GRACE * 10);
+	ATF_REQUIRE_EQ(F.nkills, 0);
+
+	ATF_REQUIRE_EQ(pool_release(F.p, h, 7), 0);
+	ATF_REQUIRE_EQ(killed_with(100, SIGTERM), 1);
+	exited(100, 0);
+	ATF_REQUIRE_EQ(F.nspawns, 2);
+	ATF_REQUIRE_STREQ(F.spawns[1].upstream, "a-v3");
+	spawned(1, 101);
+	probed_last();
+	ATF_REQUIRE_EQ(F.ngrants, 2);
+	ATF_REQUIRE_EQ(F.grants[1].reqid, 2);
+	ATF_REQUIRE_STREQ(F.grants[1].upstream, "a-v3");
+	ATF_REQUIRE_EQ(F.dones, 1);
+	ATF_REQUIRE_EQ(F.load_ok, 1);
+	pool_free(F.p);
+}
+
+ATF_TC_WITHOUT_HEAD(replace_stopped_lazy);
+ATF_TC_BODY(replace_stopped_lazy, tc)
+{
+	struct pool_plan	 plan;
+	struct proto_status	 st;
+
+	setup();
+	model("a", 1, GIB);
+	new_plan(&plan, "a", 1, 5 * GIB, "a-v2");
+	ATF_REQUIRE_EQ(pool_replace(F.p, &plan), 0);
+	ATF_REQUIRE_EQ(F.nspawns, 0);
+	ATF_REQUIRE_EQ(F.nkills, 0);
+	status("a", &st);
+	ATF_REQUIRE_EQ(st.state, STATE_STOPPED);
+	ATF_REQUIRE_EQ(st.need, 5 * GIB);
+	ATF_REQUIRE_STREQ(pool_plan(F.p, "a")->upstream, "a-v2");
+	advance(POOL_STOP_GRACE * 10);
+	ATF_REQUIRE_EQ(F.nspawns, 0);
+	/* Its next request loads the new plan. */
+	pool_acquire(F.p, "a", 1, 7);
+	ATF_REQUIRE_EQ(F.nspawns, 1);
+	ATF_REQUIRE_STREQ(F.spawns[0].upstream, "a-v2");
+	ATF_REQUIRE_EQ(pool_replace(F.p, &plan), 0);
+	plan.lazy = 0;
+	strlcpy(plan.name, "nope", sizeof(plan.name));
+	ATF_REQUIRE_EQ(pool_replace(F.p, &plan), -1);
+	pool_free(F.p);
+}
+
+ATF_TC_WITHOUT_HEAD(replace_not_lazy_loads_again);
+ATF_TC_BODY(replace_not_lazy_loads_again, tc)
+{
+	struct pool_plan	 plan;
+
+	setup();
+	model("n", 0, GIB);
+	pool_start(F.p);
+	spawned(0, 100);
+	probed_last();
+	ATF_REQUIRE_EQ(state("n"), STATE_READY);
+	new_plan(&plan, "n", 0, GIB, "n-v2");
+	ATF_REQUIRE_EQ(pool_replace(F.p, &plan), 0);
+	ATF_REQUIRE_EQ(killed_with(100, SIGTERM), 1);
+	exited(100, 0);
+	ATF_REQUIRE_EQ(F.nspawns, 2);
+	ATF_REQUIRE_STREQ(F.spawns[1].upstream, "n-v2");
+	spawned(1, 101);
+	probed_last();
+	ATF_REQUIRE_EQ(state("n"), STATE_READY);
+	/* A stopped, failed one (waiting for its restart) loads at once. */
+	exited(101, 2);
+	ATF_REQUIRE_EQ(state("n"), STATE_FAILED);
+	new_plan(&plan, "n", 0, GIB, "n-v3");
+	ATF_REQUIRE_EQ(pool_replace(F.p, &plan), 0);
+	ATF_REQUIRE_EQ(F.nspawns, 3);
+	ATF_REQUIRE_STREQ(F.spawns[2].upstream, "n-v3");
+	spawned(2, 102);
+	probed_last();
+	ATF_REQUIRE_EQ(state("n"), STATE_READY);
+	/* And the backoff restart that was pending does not come. */
+	advance(POOL_BACKOFF_MAX);
+	ATF_REQUIRE_EQ(F.nspawns, 3);
+	pool_free(F.p);
+}
+
+ATF_TC_WITHOUT_HEAD(replace_during_load);
+ATF_TC_BODY(replace_during_load, tc)
+{
+	struct pool_plan	 plan;
+
+	setup();
+	model("a", 1, GIB);
+	pool_acquire(F.p, "a", 1, 7);
+	ATF_REQUIRE_EQ(F.nspawns, 1);
+	/* Spawn in progress: the old plan's load finishes first. */
+	new_plan(&plan, "a", 1, GIB, "a-v2");
+	ATF_REQUIRE_EQ(pool_replace(F.p, &plan), 0);
+	spawned(0, 100);
+	probed_last();
+	ATF_REQUIRE_EQ(F.ngrants, 1);
+	ATF_REQUIRE_STREQ(F.grants[0].upstream, "a");
+	/* Its waiter holds the old process: the replace waits. */
+	ATF_REQUIRE_EQ(F.nkills, 0);
+	ATF_REQUIRE_EQ(state("a"), STATE_READY);
+	pool_release_owner(F.p, 7);
+	ATF_REQUIRE_EQ(killed_with(100, SIGTERM), 1);
+	exited(100, 0);
+	ATF_REQUIRE_EQ(F.nspawns, 2);
+	ATF_REQUIRE_STREQ(F.spawns[1].upstream, "a-v2");
+	pool_free(F.p);
+}
+
+ATF_TC_WITHOUT_HEAD(replace_busy_then_death);
+ATF_TC_BODY(replace_busy_then_death, tc)
+{
+	struct pool_plan	 plan;
+	uint64_t		 h;
+
+	setup();
+	model("n", 0, GIB);
+	pool_start(F.p);
+	spawned(0, 100);
+	probed_last();
+	h = hold("n", 1, 7);
+	new_plan(&plan, "n", 0, GIB, "n-v2");
+	ATF_REQUIRE_EQ(pool_replace(F.p, &plan), 0);
+	/* It dies while busy: no restart with the old plan. */
+	exited(100, 3);
+	ATF_REQUIRE_EQ(state("n"), STATE_FAILED);
+	advance(POOL_EXIT_GRACE + POOL_BACKOFF_MAX);
+	ATF_REQUIRE_EQ(F.nspawns, 1);
+	/* Once released, the replace loads the new plan. */
+	ATF_REQUIRE_EQ(pool_release(F.p, h, 7), 0);
+	ATF_REQUIRE_EQ(F.nspawns, 2);
+	ATF_REQUIRE_STREQ(F.spawns[1].upstream, "n-v2");
+	spawned(1, 101);
+	probed_last();
+	ATF_REQUIRE_EQ(state("n"), STATE_READY);
+	ATF_REQUIRE_EQ(F.nkills, 0);
+	pool_free(F.p);
+}
+
+ATF_TC_WITHOUT_HEAD(replace_then_remove);
+ATF_TC_BODY(replace_then_remove, tc)
+{
+	struct pool_plan	 plan;
+	uint64_t		 h;
+
+	setup();
+	model("a", 1, GIB);
+	bring_up("a", 100);
+	h = hold("a", 1, 7);
+	new_plan(&plan, "a", 1, GIB, "a-v2");
+	ATF_REQUIRE_EQ(pool_replace(F.p, &plan), 0);
+	pool_acquire(F.p, "a", 2, 7);
+	ATF_REQUIRE_EQ(pool_load(F.p, "a", load_cb, NULL), 0);
+	ATF_REQUIRE_EQ(pool_remove(F.p, "a", done_cb, NULL), 0);
+	ATF_REQUIRE_EQ(F.nrefusals, 1);
+	ATF_REQUIRE_EQ(F.refusals[0].reqid, 2);
+	ATF_REQUIRE_EQ(F.refusals[0].reason, REFUSE_UNKNOWN_MODEL);
+	ATF_REQUIRE_EQ(F.nkills, 0);
+	ATF_REQUIRE_EQ(pool_release(F.p, h, 7), 0);
+	ATF_REQUIRE_EQ(killed_with(100, SIGTERM), 1);
+	exited(100, 0);
+	/* Never loaded again; the load callback fails, then done. */
+	ATF_REQUIRE_EQ(F.nspawns, 1);
+	ATF_REQUIRE_EQ(F.dones, 2);
+	ATF_REQUIRE_EQ(F.load_ok, 0);
+	ATF_REQUIRE_EQ(pool_count(F.p), 0);
+	pool_free(F.p);
+}
+
+ATF_TC_WITHOUT_HEAD(restart_ready);
+ATF_TC_BODY(restart_ready, tc)
+{
+	struct proto_status	 st;
+	uint64_t		 h;
+
+	setup();
+	model("a", 1, GIB);
+	bring_up("a", 100);
+	h = hold("a", 1, 7);
+	ATF_REQUIRE_EQ(pool_restart(F.p, "a", done_cb, NULL), 0);
+	/* Stopped whatever holds it; loading, not stopped. */
+	ATF_REQUIRE_EQ(killed_with(100, SIGTERM), 1);
+	ATF_REQUIRE_EQ(state("a"), STATE_LOADING);
+	pool_acquire(F.p, "a", 2, 8);
+	ATF_REQUIRE_EQ(F.ngrants, 1);
+	ATF_REQUIRE_EQ(F.nrefusals, 0);
+	ATF_REQUIRE_EQ(pool_release(F.p, h, 7), 0);
+	exited(100, 143);
+	ATF_REQUIRE_EQ(F.nspawns, 2);
+	ATF_REQUIRE(F.spawns[1].port != F.spawns[0].port);
+	spawned(1, 101);
+	ATF_REQUIRE_EQ(F.dones, 0);
+	probed_last();
+	ATF_REQUIRE_EQ(F.dones, 1);
+	ATF_REQUIRE_EQ(F.ngrants, 2);
+	ATF_REQUIRE_EQ(F.grants[1].reqid, 2);
+	ATF_REQUIRE_EQ(F.grants[1].port, F.spawns[1].port);
+	status("a", &st);
+	ATF_REQUIRE_EQ(st.state, STATE_READY);
+	ATF_REQUIRE_EQ(st.pid, 101);
+	ATF_REQUIRE_EQ(st.restarts, 1);
+	ATF_REQUIRE_EQ(st.loads, 2);
+	/* Acquire works afterwards, without pool_load. */
+	hold("a", 3, 7);
+	ATF_REQUIRE_EQ(F.nspawns, 2);
+	ATF_REQUIRE_EQ(F.nrefusals, 0);
+	pool_free(F.p);
+}
+
+ATF_TC_WITHOUT_HEAD(restart_not_unloaded);
+ATF_TC_BODY(restart_not_unloaded, tc)
+{
+	setup();
+	model("n", 0, GIB);
+	pool_start(F.p);
+	spawned(0, 100);
+	probed_last();
+	ATF_REQUIRE_EQ(pool_restart(F.p, "n", done_cb, NULL), 0);
+	ATF_REQUIRE_EQ(killed_with(100, SIGTERM), 1);
+	/* Unlike an unload: not refused not-loaded, it waits. */
+	pool_acquire(F.p, "n", 1, 7);
+	ATF_REQUIRE_EQ(F.nrefusals, 0);
+	/* A stubborn one is killed after the grace. */
+	advance(POOL_STOP_GRACE);
+	ATF_REQUIRE_EQ(killed_with(100, SIGKILL), 1);
+	signalled(100, SIGKILL);
+	ATF_REQUIRE_EQ(F.nspawns, 2);
+	spawned(1, 101);
+	probed_last();
+	ATF_REQUIRE_EQ(F.ngrants, 1);
+	ATF_REQUIRE_EQ(F.dones, 1);
+	ATF_REQUIRE_EQ(state("n"), STATE_READY);
+	/* Not a death: no backoff restart follows. */
+	advance(POOL_BACKOFF_MAX);
+	ATF_REQUIRE_EQ(F.nspawns, 2);
+	ATF_REQUIRE(!logged(LOG_ERR, "server for n"));
+	pool_free(F.p);
+}
+
+ATF_TC_WITHOUT_HEAD(restart_not_running);
+ATF_TC_BODY(restart_not_running, tc)
+{
+	setup();
+	model("a", 1, GIB);
+	ATF_REQUIRE_EQ(pool_restart(F.p, "nope", done_cb, NULL), -1);
+	ATF_REQUIRE_EQ(F.dones, 0);
+	ATF_REQUIRE_EQ(pool_restart(F.p, "a", done_cb, NULL), 0);
+	ATF_REQUIRE_EQ(F.dones, 1);
+	ATF_REQUIRE_EQ(F.nspawns, 0);
+	ATF_REQUIRE_EQ(state("a"), STATE_STOPPED);
+	/* Two restarts of a busy queue make one. */
+	model("b", 1, GIB);
+	bring_up("a", 100);
+	pool_acquire(F.p, "b", 1, 7);
+	ATF_REQUIRE_EQ(F.nspawns, 2);
+	ATF_REQUIRE_EQ(pool_restart(F.p, "a", done_cb, NULL), 0);
+	ATF_REQUIRE_EQ(pool_restart(F.p, "a", done_cb, NULL), 0);
+	ATF_REQUIRE_EQ(F.nkills, 0);
+	/* Queued behind b's load: a is still granted meanwhile. */
+	hold("a", 2, 7);
+	spawned(1, 101);
+	probed_last();
+	ATF_REQUIRE_EQ(killed_with(100, SIGTERM), 1);
+	exited(100, 0);
+	ATF_REQUIRE_EQ(F.nspawns, 3);
+	spawned(2, 102);
+	probed_last();
+	ATF_REQUIRE_EQ(F.dones, 3);
+	ATF_REQUIRE_EQ(F.nkills, 1);
+	pool_free(F.p);
+}
+
 ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, one_process_for_two_waits);
@@ -1411,6 +2018,23 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, addr_in_use_retry);
 	ATF_TP_ADD_TC(tp, unknown_model);
 	ATF_TP_ADD_TC(tp, describe_exit);
+	ATF_TP_ADD_TC(tp, remove_idle_ready);
+	ATF_TP_ADD_TC(tp, remove_busy_waits_for_release);
+	ATF_TP_ADD_TC(tp, remove_stopped_frees_at_once);
+	ATF_TP_ADD_TC(tp, remove_during_load);
+	ATF_TP_ADD_TC(tp, remove_before_spawn);
+	ATF_TP_ADD_TC(tp, remove_during_restart);
+	ATF_TP_ADD_TC(tp, stop_all_with_replace_pending);
+	ATF_TP_ADD_TC(tp, replace_idle_ready);
+	ATF_TP_ADD_TC(tp, replace_busy_waits_for_release);
+	ATF_TP_ADD_TC(tp, replace_stopped_lazy);
+	ATF_TP_ADD_TC(tp, replace_not_lazy_loads_again);
+	ATF_TP_ADD_TC(tp, replace_during_load);
+	ATF_TP_ADD_TC(tp, replace_busy_then_death);
+	ATF_TP_ADD_TC(tp, replace_then_remove);
+	ATF_TP_ADD_TC(tp, restart_ready);
+	ATF_TP_ADD_TC(tp, restart_not_unloaded);
+	ATF_TP_ADD_TC(tp, restart_not_running);
 
 	return (atf_no_error());
 }
