@@ -72,6 +72,9 @@ agency_start()
 	} | sed -e "s|@FAKELM@|$FAKELM|g" -e "s|@PORTS@|$ports|g" \
 	    > agency.conf
 	echo "$PORT" > port
+	# ./ctl: agency-ctl on this agencyd's socket, for atf_check too.
+	printf '#!/bin/sh\nexec "%s" -s "%s" "$@"\n' "$CTL" "$SOCK" > ctl
+	chmod +x ctl
 	"$AGENCYD" -dv -f agency.conf -P "$PROXY" "$@" \
 	    > agencyd.log 2>&1 &
 	echo $! > agencyd.pid
