@@ -81,8 +81,8 @@ regress/fakelm/fakelm: $(FAKELM_SRCS:.c=.o) $(COMMON_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # Small programs the integration tests use, one a source file.
-regress/tools/%: regress/tools/%.c
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LDLIBS)
+regress/tools/%: regress/tools/%.c $(COMMON_LIB)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(COMMON_LIB) $(LDLIBS)
 
 # Unit tests link the libraries; the linker takes only what they use.
 regress/unit/%_test: regress/unit/%_test.o $(AGENCYD_LIB) $(PROXY_LIB) \
@@ -113,6 +113,12 @@ demo:
 	@$(MAKE) --no-print-directory all
 	@scripts/demo
 
+# libFuzzer harnesses (regress/fuzz), each run FUZZ_SECONDS.
+FUZZ_SECONDS ?=	60
+fuzz:
+	@scripts/deps fuzz
+	@$(MAKE) -C regress/fuzz run FUZZ_SECONDS=$(FUZZ_SECONDS)
+
 bench:
 	@scripts/deps bench
 	@$(MAKE) --no-print-directory all
@@ -138,5 +144,5 @@ clean:
 	    $(PROGS) $(TEST_PROGS)
 	rm -rf regress/.kyua
 
-.PHONY: all deps check demo bench install clean
+.PHONY: all deps check demo bench fuzz install clean
 .SUFFIXES:
