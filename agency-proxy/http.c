@@ -26,9 +26,11 @@
 
 static void	 http_cb(struct evhttp_request *, void *);
 static void	 http_models(struct evhttp_request *);
-static int	 admin_guard(struct evhttp_request *, int);
-static void	 http_cancel(struct evhttp_request *);
-static void	 http_model_route(struct evhttp_request *, const char *);
+static int	 admin_guard(const struct pconf *, const char *, const char *,
+		    int, struct rerr *);
+static void	 http_cancel(struct evhttp_request *, struct pmodel *);
+static void	 decide_error(struct http_decision *, int, const char *,
+		    const char *);
 
 int64_t
 now_ms(void)
@@ -204,15 +206,127 @@ http_swap_listeners(struct pconf *old, struct pconf *new)
 	}
 }
 
+/*
+ * What the front door does with a request, decided without touching the
+ * request or the network, so that the fuzzer runs the very code that
+ * serves (the checks in the order the design gives them: routes, admin
+ * guards, body, model, rules).  cmd is an EVHTTP_REQ_* value; host and
+ * ctype are the headers (NULL when absent); body is only read for POSTs.
+ */
+void
+http_decide(const struct pconf *conf, int cmd, const char *path,
+    const char *host, const char *ctype, const char *body, size_t len,
+    struct http_decision *dc)
+{
+	json_object	*obj, *jm;
+	struct pmodel	*m;
+
+	memset(dc, 0, sizeof(*dc));
+	if (conf == NULL) {
+		decide_error(dc, 503, "starting", "The proxy is starting.");
+		return;
+	}
+	if (strcmp(path, "/health") == 0) {
+		if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD)
+			decide_error(dc, 405, "method_not_allowed",
+			    "Use GET.");
+		else
+			dc->action = HTTP_HEALTH;
+		return;
+	}
+	if (strcmp(path, "/v1/models") == 0) {
+		if (cmd != EVHTTP_REQ_GET)
+			decide_error(dc, 405, "method_not_allowed",
+			    "Use GET.");
+		else
+			dc->action = HTTP_MODELS;
+		return;
+	}
+	if (strncmp(path, "/v1/agency/", 11) == 0) {
+		if (admin_guard(conf, host, ctype, cmd, &dc->e) != 0) {
+			dc->action = HTTP_ERROR;
+			return;
+		}
+		if (strcmp(path, "/v1/agency/status") == 0 &&
+		    cmd == EVHTTP_REQ_GET) {
+			dc->action = HTTP_STATUS;
+			return;
+		}
+		if (strcmp(path, "/v1/agency/cancel") != 0 ||
+		    cmd != EVHTTP_REQ_POST) {
+			decide_error(dc, 404, "not_found",
+			    "No such admin route.");
+			return;
+		}
+		if ((obj = rules_parse(body, len, &dc->e)) == NULL) {
+			dc->action = HTTP_ERROR;
+			return;
+		}
+		if (!json_object_object_get_ex(obj, "model", &jm) ||
+		    !json_object_is_type(jm, json_type_string)) {
+			json_object_put(obj);
+			decide_error(dc, 400, "model_required",
+			    "The body must name a model.");
+			return;
+		}
+		if ((m = pconf_find_model(conf, json_object_get_string(jm))) ==
+		    NULL) {
+			rerr_set(&dc->e, 404, "model_not_found",
+			    "The model '%.100s' does not exist.",
+			    json_object_get_string(jm));
+			json_object_put(obj);
+			dc->action = HTTP_ERROR;
+			return;
+		}
+		json_object_put(obj);
+		dc->action = HTTP_CANCEL;
+		dc->model = m;
+		return;
+	}
+	if (cmd != EVHTTP_REQ_POST) {
+		if (strncmp(path, "/v1/", 4) == 0)
+			decide_error(dc, 405, "method_not_allowed",
+			    "Model routes take POST.");
+		else
+			decide_error(dc, 404, "not_found", "No such route.");
+		return;
+	}
+	if ((obj = rules_parse(body, len, &dc->e)) == NULL) {
+		dc->action = HTTP_ERROR;
+		return;
+	}
+	if (rules_pick_model(conf, obj, &m, &dc->e) == -1 ||
+	    rules_check_route(m, path, &dc->e) == -1 ||
+	    rules_apply(m->rt, obj, &dc->e) == -1) {
+		json_object_put(obj);
+		dc->action = HTTP_ERROR;
+		return;
+	}
+	dc->action = HTTP_HOLD;
+	dc->model = m;
+	dc->body = obj;
+}
+
+static void
+decide_error(struct http_decision *dc, int status, const char *code,
+    const char *message)
+{
+	dc->action = HTTP_ERROR;
+	rerr_set(&dc->e, status, code, "%s", message);
+}
+
 static void
 http_cb(struct evhttp_request *req, void *arg)
 {
 	const struct evhttp_uri	*uri;
-	const char		*path, *method;
+	struct evkeyvalq	*h = evhttp_request_get_input_headers(req);
+	struct evbuffer		*in = evhttp_request_get_input_buffer(req);
+	struct http_decision	 dc;
+	const char		*path, *method, *body = NULL;
 	enum evhttp_cmd_type	 cmd;
 	json_object		*obj;
 	int64_t			 t0 = now_ms();
-	int			 status;
+	size_t			 len = 0;
 
 	(void)arg;
 	method = method_name(req);
@@ -221,70 +335,46 @@ http_cb(struct evhttp_request *req, void *arg)
 	if (uri == NULL || (path = evhttp_uri_get_path(uri)) == NULL ||
 	    *path == '\0')
 		path = "/";
-	if (px->conf == NULL) {
-		http_error(req, 503, "starting", "The proxy is starting.");
-		http_log(method, path, "-", 503, now_ms() - t0, -1, -1);
+	if (cmd == EVHTTP_REQ_POST && (len = evbuffer_get_length(in)) > 0 &&
+	    (body = (const char *)evbuffer_pullup(in, -1)) == NULL) {
+		http_error(req, 500, "internal_error", "Out of memory.");
+		http_log(method, path, "-", 500, now_ms() - t0, -1, -1);
 		return;
 	}
 
-	if (strcmp(path, "/health") == 0) {
-		if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
-			status = 405;
-			http_error(req, status, "method_not_allowed",
-			    "Use GET.");
-		} else {
-			status = 200;
-			obj = json_object_new_object();
-			json_object_object_add(obj, "status",
-			    json_object_new_string("ok"));
-			http_json(req, status, obj);
-			json_object_put(obj);
-		}
-		http_log(method, path, "-", status, now_ms() - t0, -1, -1);
-		return;
+	http_decide(px->conf, cmd, path, evhttp_find_header(h, "Host"),
+	    evhttp_find_header(h, "Content-Type"), body, len, &dc);
+	switch (dc.action) {
+	case HTTP_HEALTH:
+		obj = json_object_new_object();
+		json_object_object_add(obj, "status",
+		    json_object_new_string("ok"));
+		http_json(req, 200, obj);
+		json_object_put(obj);
+		http_log(method, path, "-", 200, now_ms() - t0, -1, -1);
+		break;
+	case HTTP_MODELS:
+		http_models(req);
+		http_log(method, path, "-", 200, now_ms() - t0, -1, -1);
+		break;
+	case HTTP_STATUS:
+		forward_status(req);
+		break;
+	case HTTP_CANCEL:
+		http_cancel(req, dc.model);
+		http_log(method, path, dc.model->name, 200, now_ms() - t0,
+		    -1, -1);
+		break;
+	case HTTP_HOLD:
+		forward_start(req, dc.model, dc.body, path);	/* takes body */
+		break;
+	case HTTP_ERROR:
+	default:
+		http_rerr(req, &dc.e);
+		http_log(method, path, "-", dc.e.status, now_ms() - t0,
+		    -1, -1);
+		break;
 	}
-	if (strcmp(path, "/v1/models") == 0) {
-		if (cmd != EVHTTP_REQ_GET) {
-			status = 405;
-			http_error(req, status, "method_not_allowed",
-			    "Use GET.");
-		} else {
-			status = 200;
-			http_models(req);
-		}
-		http_log(method, path, "-", status, now_ms() - t0, -1, -1);
-		return;
-	}
-	if (strncmp(path, "/v1/agency/", 11) == 0) {
-		if ((status = admin_guard(req, cmd)) != 0) {
-			http_log(method, path, "-", status, now_ms() - t0,
-			    -1, -1);
-			return;
-		}
-		if (strcmp(path, "/v1/agency/status") == 0 &&
-		    cmd == EVHTTP_REQ_GET) {
-			forward_status(req);
-			return;
-		}
-		if (strcmp(path, "/v1/agency/cancel") == 0 &&
-		    cmd == EVHTTP_REQ_POST) {
-			http_cancel(req);
-			return;
-		}
-		status = 404;
-		http_error(req, status, "not_found", "No such admin route.");
-		http_log(method, path, "-", status, now_ms() - t0, -1, -1);
-		return;
-	}
-	if (cmd != EVHTTP_REQ_POST) {
-		status = strncmp(path, "/v1/", 4) == 0 ? 405 : 404;
-		http_error(req, status, status == 405 ? "method_not_allowed" :
-		    "not_found", status == 405 ? "Model routes take POST." :
-		    "No such route.");
-		http_log(method, path, "-", status, now_ms() - t0, -1, -1);
-		return;
-	}
-	http_model_route(req, path);
 }
 
 static void
@@ -321,7 +411,7 @@ http_models(struct evhttp_request *req)
 
 /* Against DNS rebinding: a loopback Host with one of our ports. */
 static int
-host_ok(const char *host)
+host_ok(const struct pconf *conf, const char *host)
 {
 	static const char	*names[] = { "127.0.0.1:", "[::1]:",
 				    "localhost:", NULL };
@@ -342,29 +432,27 @@ host_ok(const char *host)
 	port = strtonum(p, 1, 65535, &errstr);
 	if (errstr != NULL)
 		return (0);
-	TAILQ_FOREACH(l, &px->conf->listens, entry)
+	TAILQ_FOREACH(l, &conf->listens, entry)
 		if (l->port == port)
 			return (1);
 	return (0);
 }
 
 static int
-admin_guard(struct evhttp_request *req, int cmd)
+admin_guard(const struct pconf *conf, const char *host, const char *ct,
+    int cmd, struct rerr *e)
 {
-	struct evkeyvalq	*h = evhttp_request_get_input_headers(req);
-	const char		*ct;
-	size_t			 n = strlen("application/json");
+	size_t	 n = strlen("application/json");
 
-	if (!host_ok(evhttp_find_header(h, "Host"))) {
-		http_error(req, 403, "forbidden_host", "Admin routes need "
+	if (!host_ok(conf, host)) {
+		rerr_set(e, 403, "forbidden_host", "Admin routes need "
 		    "a Host of 127.0.0.1, [::1] or localhost with the port.");
 		return (403);
 	}
 	if (cmd == EVHTTP_REQ_POST) {
-		ct = evhttp_find_header(h, "Content-Type");
 		if (ct == NULL || strncasecmp(ct, "application/json", n) != 0 ||
 		    (ct[n] != '\0' && ct[n] != ';' && ct[n] != ' ')) {
-			http_error(req, 415, "unsupported_media_type",
+			rerr_set(e, 415, "unsupported_media_type",
 			    "Admin POSTs need Content-Type: application/json.");
 			return (415);
 		}
@@ -372,54 +460,12 @@ admin_guard(struct evhttp_request *req, int cmd)
 	return (0);
 }
 
-static json_object *
-body_json(struct evhttp_request *req, struct rerr *e)
-{
-	struct evbuffer	*in = evhttp_request_get_input_buffer(req);
-	size_t		 len = evbuffer_get_length(in);
-	const char	*data;
-
-	if ((data = (const char *)evbuffer_pullup(in, -1)) == NULL && len > 0) {
-		rerr_set(e, 500, "internal_error", "Out of memory.");
-		return (NULL);
-	}
-	return (rules_parse(data, len, e));
-}
-
+/* The cancel of a model http_decide found. */
 static void
-http_cancel(struct evhttp_request *req)
+http_cancel(struct evhttp_request *req, struct pmodel *m)
 {
 	struct proto_cancel	 pc;
-	struct pmodel		*m;
-	struct rerr		 e;
-	json_object		*body, *jm, *obj;
-	int64_t			 t0 = now_ms();
-	const char		*path = "/v1/agency/cancel";
-
-	if ((body = body_json(req, &e)) == NULL) {
-		http_rerr(req, &e);
-		http_log("POST", path, "-", e.status, now_ms() - t0, -1, -1);
-		return;
-	}
-	if (!json_object_object_get_ex(body, "model", &jm) ||
-	    !json_object_is_type(jm, json_type_string)) {
-		json_object_put(body);
-		http_error(req, 400, "model_required",
-		    "The body must name a model.");
-		http_log("POST", path, "-", 400, now_ms() - t0, -1, -1);
-		return;
-	}
-	if ((m = pconf_find_model(px->conf, json_object_get_string(jm))) ==
-	    NULL) {
-		rerr_set(&e, 404, "model_not_found",
-		    "The model '%.100s' does not exist.",
-		    json_object_get_string(jm));
-		json_object_put(body);
-		http_rerr(req, &e);
-		http_log("POST", path, "-", 404, now_ms() - t0, -1, -1);
-		return;
-	}
-	json_object_put(body);
+	json_object		*obj;
 
 	memset(&pc, 0, sizeof(pc));
 	(void)strlcpy(pc.model, m->name, sizeof(pc.model));
@@ -431,28 +477,4 @@ http_cancel(struct evhttp_request *req)
 	    json_object_new_int64(pc.cancelled));
 	http_json(req, 200, obj);
 	json_object_put(obj);
-	http_log("POST", path, m->name, 200, now_ms() - t0, -1, -1);
-}
-
-static void
-http_model_route(struct evhttp_request *req, const char *path)
-{
-	struct pmodel	*m;
-	struct rerr	 e;
-	json_object	*body;
-	int64_t		 t0 = now_ms();
-
-	if ((body = body_json(req, &e)) == NULL)
-		goto fail;
-	if (rules_pick_model(px->conf, body, &m, &e) == -1 ||
-	    rules_check_route(m, path, &e) == -1 ||
-	    rules_apply(m->rt, body, &e) == -1) {
-		json_object_put(body);
-		goto fail;
-	}
-	forward_start(req, m, body, path);	/* takes body */
-	return;
- fail:
-	http_rerr(req, &e);
-	http_log("POST", path, "-", e.status, now_ms() - t0, -1, -1);
 }

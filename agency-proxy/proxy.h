@@ -1,9 +1,11 @@
 /*
  * agency-proxy: the unprivileged front door.
  *
- * It is started by agencyd as "agency-proxy [-dv] [-u user]" with its end
- * of a socketpair on fd 3, drops privileges (privsep.c) before it reads
- * anything, then runs one libevent loop: the parent's imsg channel
+ * It is started by agencyd as "agency-proxy [-dv] [-p lo:hi] [-u user]"
+ * with its end of a socketpair on fd 3, drops privileges (privsep.c)
+ * before it reads anything, confines itself (sandbox.c: Landlock, then
+ * seccomp; -p is the model port range it may connect to), then runs one
+ * libevent loop: the parent's imsg channel
  * (parent.c), the HTTP server (http.c), the forwarding of model requests
  * with holds (forward.c) and the readiness probes (probe.c).  The request
  * rules are pure functions on json-c objects (rules.c).
@@ -44,7 +46,7 @@
 
 #define PROXY_FD		3	/* the parent's end of the socketpair */
 #define PROXY_IDLE_TIMEOUT	60	/* s: an idle client connection */
-#define PROXY_POOL_MAX		8	/* idle upstream connections a port */
+#define PROXY_POOL_MAX		64	/* idle upstream connections a port */
 #define PROBE_BACKOFF_MIN	10	/* ms */
 #define PROBE_BACKOFF_MAX	250	/* ms */
 #define PROBE_ATTEMPT_TIMEOUT	2	/* s */
@@ -131,6 +133,10 @@ extern struct proxy	*px;
 /* privsep.c */
 void		 privsep_drop(const char *);
 
+/* sandbox.c */
+int		 sandbox_apply(uint16_t, uint16_t);
+int		 sandbox_selftest(const char *, uint16_t, uint16_t);
+
 /* parent.c */
 void		 parent_init(int);
 void		 parent_send(uint32_t, const void *, size_t);
@@ -165,7 +171,27 @@ json_object	*rules_parse(const char *, size_t, struct rerr *);
 void		 rerr_set(struct rerr *, int, const char *, const char *, ...)
 		    __attribute__((__format__ (printf, 4, 5)));
 
-/* http.c */
+/* http.c: what to do with a request, decided before any effect */
+enum http_action {
+	HTTP_ERROR,		/* answer e */
+	HTTP_HEALTH,
+	HTTP_MODELS,
+	HTTP_STATUS,		/* admin status */
+	HTTP_CANCEL,		/* admin cancel of model */
+	HTTP_HOLD,		/* ask for a hold on model for body */
+};
+
+struct http_decision {
+	int		 action;	/* enum http_action */
+	struct rerr	 e;		/* HTTP_ERROR */
+	struct pmodel	*model;		/* HTTP_CANCEL, HTTP_HOLD */
+	json_object	*body;		/* HTTP_HOLD: the rules applied; the
+					 * caller's to put */
+};
+
+void		 http_decide(const struct pconf *, int, const char *,
+		    const char *, const char *, const char *, size_t,
+		    struct http_decision *);
 void		 http_init(void);
 void		 http_swap_listeners(struct pconf *, struct pconf *);
 void		 http_error(struct evhttp_request *, int, const char *,

@@ -100,6 +100,7 @@ static void		 runtime_end(void);
 static void		 model_start(char *);
 static void		 model_end(void);
 static void		 model_alias(char *);
+static void		 block_abandon(void);
 static void		 check_all(void);
 
 static struct agency_conf	*conf;
@@ -147,7 +148,10 @@ grammar		: /* empty */
 		| grammar main '\n'
 		| grammar runtime '\n'
 		| grammar model '\n'
-		| grammar error '\n'		{ yyerrok; }
+		| grammar error '\n'		{
+			block_abandon();
+			yyerrok;
+		}
 		;
 
 include		: INCLUDE STRING		{
@@ -1402,6 +1406,40 @@ model_end(void)
 	model_pos.file = NULL;
 }
 
+/*
+ * A runtime or model block that a syntax error cut short (the error was
+ * recovered outside it, or the file ended in it) never reaches its end
+ * rule: drop what it held without more messages; the error is counted.
+ */
+static void
+block_abandon(void)
+{
+	struct rule_move	*mv;
+
+	if (rt != NULL && !rt_keep) {
+		strlist_clear(&rt->env);
+		strlist_clear(&rt->routes);
+		strlist_clear(&rt->parts);
+		strlist_clear(&rt->refuse);
+		while ((mv = TAILQ_FIRST(&rt->moves)) != NULL) {
+			TAILQ_REMOVE(&rt->moves, mv, entry);
+			free(mv);
+		}
+		free(rt);
+	}
+	rt = NULL;
+	free(rt_pos.file);
+	rt_pos.file = NULL;
+	if (model != NULL && !model_keep) {
+		strlist_clear(&model->aliases);
+		strlist_clear(&model->env);
+		free(model);
+	}
+	model = NULL;
+	free(model_pos.file);
+	model_pos.file = NULL;
+}
+
 /* What needs the whole file: defaults that depend on it, and checks. */
 static void
 check_all(void)
@@ -1474,6 +1512,7 @@ parse_config(const char *filename, int xopts)
 		return (NULL);
 	}
 	yyparse();
+	block_abandon();
 	closefiles();
 	check_all();
 	symclear();

@@ -1,0 +1,1249 @@
+/*
+ * libFuzzer harness: agencyd's handling of sequences of imsgs from the
+ * proxy (proxy_dispatch, proxylink.c) and from agency-ctl clients
+ * (control_dispatch, control.c), with everything else that can happen
+ * in between: spawns answered or failing, model processes exiting,
+ * time passing (the pool's timers), the proxy's channel closing and a
+ * new proxy taking over, a shutdown.
+ *
+ * The two dispatchers are static, so this file compiles proxylink.c and
+ * control.c itself (the product code, unchanged) and calls them as
+ * libevent would, on a socketpair whose other end the harness writes.
+ * The pool is the real one (pool.c, models.c's operations) with fake
+ * effects that never fork: spawn, kill, clock, timers, memory.  A fresh
+ * agencyd is set up for each input from a configuration of two models.
+ *
+ * Invariants, after every step:
+ * - the requests in progress the pool reports add up to the holds the
+ *   proxy was granted and has not released;
+ * - only a request the current proxy asked for and did not withdraw is
+ *   granted or refused, and only once; hold ids are never reused;
+ * - a release of a hold the proxy has keeps it; a release of one it has
+ *   not, a malformed frame, or a closed channel drops it, and then it
+ *   has no holds left;
+ * - no crash, no leak (LSan, at the end of each input).
+ *
+ * Input: a config byte (bit 0: model b is not lazy; bit 1: spawns are
+ * answered from within), then steps, each an opcode byte and its bytes
+ * (see step()).  FUZZ_WRITE_SEEDS=DIR writes seed sequences and exits.
+ */
+#include <sys/types.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include <dirent.h>
+#include <err.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+
+/* Binding the listeners is an effect like spawning: faked below. */
+#define listeners_bind	real_listeners_bind
+#include "../../agencyd/proxylink.c"
+#undef listeners_bind
+#include "../../agencyd/control.c"
+
+int	LLVMFuzzerInitialize(int *, char ***);
+int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
+
+/* agencyd.c's, which this does not link (it has main). */
+struct agencyd	*env;
+
+int64_t
+mono_ms(void)
+{
+	return (0);
+}
+
+void
+agencyd_shutdown_done(void *arg)
+{
+	(void)arg;
+}
+
+void
+agencyd_proxy_ready(struct agencyd *d)
+{
+	(void)d;
+}
+
+int	listeners_bind(struct agency_conf *);
+
+static int	bind_fails;
+
+/* A socket for every listener that has none, as if bound. */
+int
+listeners_bind(struct agency_conf *conf)
+{
+	struct listen_conf	*l;
+
+	TAILQ_FOREACH(l, &conf->listens, entry) {
+		if (l->fd != -1)
+			continue;
+		if (bind_fails)
+			return (-1);
+		if ((l->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC,
+		    0)) == -1)
+			err(1, "socket");
+	}
+	return (0);
+}
+
+static const char *confs[] = {
+	/* both lazy, only one fits the budget */
+	"ports 5800 to 5999\n"
+	"memory budget 5G\n"
+	"runtime \"llama\" {\n"
+	"\tcommand \"/nonexistent/llama --port %p -m %u\"\n"
+	"\tready get \"/health\"\n"
+	"\tstops on close always\n"
+	"}\n"
+	"runtime \"vllm\" {\n"
+	"\tcommand \"/nonexistent/vllm serve %u --port %p\"\n"
+	"\tready post \"/v1/completions\" body \"{}\"\n"
+	"\tstops on close never\n"
+	"}\n"
+	"model \"a\" {\n\truntime \"llama\"\n\tupstream \"/m/a.gguf\"\n"
+	"\tlazy\n\tmemory 3G\n\tidle timeout 1m\n\tload timeout 10s\n"
+	"\talias \"aa\"\n}\n"
+	"model \"b\" {\n\truntime \"vllm\"\n\tupstream \"org/b\"\n"
+	"\tlazy\n\tmemory 3G\n}\n",
+	/* b is not lazy: loaded at start, restarted when it dies */
+	"ports 5800 to 5999\n"
+	"memory budget 5G\n"
+	"runtime \"llama\" {\n"
+	"\tcommand \"/nonexistent/llama --port %p -m %u\"\n"
+	"\tready get \"/health\"\n"
+	"\tstops on close always\n"
+	"}\n"
+	"runtime \"vllm\" {\n"
+	"\tcommand \"/nonexistent/vllm serve %u --port %p\"\n"
+	"\tready get \"/health\"\n"
+	"\tstops on close stream\n"
+	"}\n"
+	"model \"a\" {\n\truntime \"llama\"\n\tupstream \"/m/a.gguf\"\n"
+	"\tlazy\n\tmemory 3G\n\talias \"aa\"\n}\n"
+	"model \"b\" {\n\truntime \"vllm\"\n\tupstream \"org/b\"\n"
+	"\tmemory 2G\n}\n",
+	/* for reloads: b goes, c comes, a changes, another listener */
+	"listen on 127.0.0.1 port 8081\n"
+	"ports 5800 to 5999\n"
+	"runtime \"llama\" {\n"
+	"\tcommand \"/nonexistent/llama --port %p -m %u -c 2\"\n"
+	"\tready get \"/health\"\n"
+	"}\n"
+	"model \"a\" {\n\truntime \"llama\"\n\tupstream \"/m/a.gguf\"\n"
+	"\tmemory 1G\n}\n"
+	"model \"c\" {\n\truntime \"llama\"\n\tupstream \"/m/c.gguf\"\n"
+	"\tlazy\n\tmemory 1G\n\talias \"b\"\n}\n",
+	/* for reloads: does not parse */
+	"model \"a\" {\n",
+};
+#define NCONFS	(sizeof(confs) / sizeof(confs[0]))
+
+
+/* The fake world. */
+struct ftimer {
+	TAILQ_ENTRY(ftimer)	 entry;
+	int64_t			 at;
+	void			(*fn)(void *);
+	void			*arg;
+};
+TAILQ_HEAD(ftimers, ftimer);
+
+struct fspawn {
+	TAILQ_ENTRY(fspawn)	 entry;
+	uint64_t		 spawnid;
+};
+TAILQ_HEAD(fspawns, fspawn);
+
+#define MAXPROCS	64
+#define MAXHOLDS	256
+#define MAXREQS		256
+#define MAXCONNS	3
+
+static struct {
+	struct agencyd		 d;
+	int			 conf_fd;
+	int			 conf_which;
+	char			 conf_path[64];
+	int			 spawn_inline;
+	int64_t			 now;
+	struct mem_snapshot	 mem;
+	struct ftimers		 timers;
+	struct fspawns		 spawns;
+	pid_t			 next_pid;
+	struct {
+		pid_t	pid;
+		int	sig;	/* the last signal it was sent */
+	}			 procs[MAXPROCS];
+	size_t			 nprocs;
+
+	int			 pfd;		/* our end of the proxy's */
+	uint64_t		 holds[MAXHOLDS];	/* granted, held */
+	size_t			 nholds;
+	uint64_t		 seen[MAXHOLDS];	/* every hold id */
+	size_t			 nseen;
+	uint64_t		 reqs[MAXREQS];	/* asked, not answered */
+	size_t			 nreqs;
+	int			 in_dispatch;
+
+	struct {
+		struct ctl_conn	*c;
+		uint32_t	 id;
+		int		 fd;	/* our end, -1: none */
+	}			 conns[MAXCONNS];
+	int			 stopped;
+} w;
+
+static void
+conf_write(size_t which)
+{
+	size_t	len = strlen(confs[which]);
+
+	if (ftruncate(w.conf_fd, 0) == -1 ||
+	    pwrite(w.conf_fd, confs[which], len, 0) != (ssize_t)len)
+		err(1, "memfd");
+}
+
+static struct pool_ops	 fake_ops;
+static int		 verbose;
+
+#define CHECK(cond) do {						\
+	if (!(cond)) {							\
+		fprintf(stderr, "%s:%d: invariant broken: %s\n",	\
+		    __FILE__, __LINE__, #cond);				\
+		abort();						\
+	}								\
+} while (0)
+
+static void
+log_drop(int pri, const char *line)
+{
+	if (verbose)
+		fprintf(stderr, "log %d: %s\n", pri, line);
+}
+
+/* --- the fake effects --- */
+
+static void
+f_spawn(void *ctx, const struct pool_plan *plan, uint64_t spawnid,
+    uint16_t port)
+{
+	struct fspawn	*s;
+
+	(void)ctx;
+	(void)plan;
+	(void)port;
+	if (w.spawn_inline) {
+		CHECK(w.nprocs < MAXPROCS);
+		w.procs[w.nprocs].pid = w.next_pid++;
+		w.procs[w.nprocs].sig = 0;
+		pool_spawned(w.d.pool, spawnid, w.procs[w.nprocs++].pid, NULL);
+		return;
+	}
+	if ((s = calloc(1, sizeof(*s))) == NULL)
+		err(1, NULL);
+	s->spawnid = spawnid;
+	TAILQ_INSERT_TAIL(&w.spawns, s, entry);
+}
+
+static int
+f_port_free(void *ctx, uint16_t port)
+{
+	(void)ctx;
+	return (port % 7 != 3);		/* some ports are taken */
+}
+
+static void
+f_kill(void *ctx, pid_t pgid, int sig)
+{
+	size_t	i;
+
+	(void)ctx;
+	for (i = 0; i < w.nprocs; i++)
+		if (w.procs[i].pid == pgid)
+			w.procs[i].sig = sig;
+}
+
+static int64_t
+f_now(void *ctx)
+{
+	(void)ctx;
+	return (w.now);
+}
+
+static void *
+f_timer_add(void *ctx, int64_t ms, void (*fn)(void *), void *arg)
+{
+	struct ftimer	*t, *e;
+
+	(void)ctx;
+	if ((t = calloc(1, sizeof(*t))) == NULL)
+		err(1, NULL);
+	t->at = w.now + (ms < 0 ? 0 : ms);
+	t->fn = fn;
+	t->arg = arg;
+	/* in order of deadline, first come first among equals */
+	TAILQ_FOREACH(e, &w.timers, entry)
+		if (e->at > t->at)
+			break;
+	if (e != NULL)
+		TAILQ_INSERT_BEFORE(e, t, entry);
+	else
+		TAILQ_INSERT_TAIL(&w.timers, t, entry);
+	return (t);
+}
+
+static void
+f_timer_del(void *ctx, void *timer)
+{
+	struct ftimer	*t = timer, *e;
+
+	(void)ctx;
+	if (t == NULL)
+		return;
+	TAILQ_FOREACH(e, &w.timers, entry)
+		if (e == t)
+			break;
+	CHECK(e != NULL);	/* never a fired or unknown one */
+	TAILQ_REMOVE(&w.timers, t, entry);
+	free(t);
+}
+
+static int
+f_memory(void *ctx, struct mem_snapshot *ms)
+{
+	(void)ctx;
+	if (w.mem.total == 0)
+		return (-1);
+	*ms = w.mem;
+	return (0);
+}
+
+static void
+f_log(void *ctx, int pri, const char *line)
+{
+	(void)ctx;
+	log_drop(pri, line);
+}
+
+static int
+req_take(uint64_t reqid)
+{
+	size_t	i;
+
+	for (i = 0; i < w.nreqs; i++)
+		if (w.reqs[i] == reqid) {
+			w.reqs[i] = w.reqs[--w.nreqs];
+			return (0);
+		}
+	return (-1);
+}
+
+static void
+f_granted(void *ctx, uint64_t reqid, uint64_t holdid,
+    const struct pool_plan *plan, uint16_t port)
+{
+	size_t	i;
+
+	if (verbose)
+		fprintf(stderr, "granted req %llu hold %llu\n",
+		    (unsigned long long)reqid, (unsigned long long)holdid);
+	CHECK(w.d.proxy_up);
+	CHECK(req_take(reqid) == 0);	/* asked for, not withdrawn */
+	for (i = 0; i < w.nseen; i++)
+		CHECK(w.seen[i] != holdid);	/* never reused */
+	CHECK(w.nholds < MAXHOLDS && w.nseen < MAXHOLDS);
+	w.seen[w.nseen++] = holdid;
+	w.holds[w.nholds++] = holdid;
+	CHECK(port >= 5800 && port <= 5999);
+	model_pool_ops.granted(ctx, reqid, holdid, plan, port);
+}
+
+static void
+f_refused(void *ctx, uint64_t reqid, int reason, const char *message)
+{
+	if (verbose)
+		fprintf(stderr, "refused req %llu: %s\n",
+		    (unsigned long long)reqid, message);
+	CHECK(w.d.proxy_up);
+	CHECK(req_take(reqid) == 0);
+	CHECK(reason >= REFUSE_NOT_LOADED && reason <= REFUSE_UNKNOWN_MODEL);
+	model_pool_ops.refused(ctx, reqid, reason, message);
+}
+
+/* --- the proxy's side --- */
+
+static void
+drain(int fd)
+{
+	char		 buf[65536];
+	struct msghdr	 msg;
+	struct iovec	 iov;
+	struct cmsghdr	*cmsg;
+	union {
+		struct cmsghdr	hdr;
+		char		buf[CMSG_SPACE(sizeof(int) * 16)];
+	} cmsgbuf;
+	int		 pfd;
+	size_t		 i, n;
+
+	if (fd == -1)
+		return;
+	for (;;) {
+		memset(&msg, 0, sizeof(msg));
+		iov.iov_base = buf;
+		iov.iov_len = sizeof(buf);
+		msg.msg_iov = &iov;
+		msg.msg_iovlen = 1;
+		msg.msg_control = cmsgbuf.buf;
+		msg.msg_controllen = sizeof(cmsgbuf.buf);
+		if (recvmsg(fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) <= 0)
+			return;
+		for (cmsg = CMSG_FIRSTHDR(&msg); cmsg != NULL;
+		    cmsg = CMSG_NXTHDR(&msg, cmsg)) {
+			if (cmsg->cmsg_level != SOL_SOCKET ||
+			    cmsg->cmsg_type != SCM_RIGHTS)
+				continue;
+			n = (cmsg->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			for (i = 0; i < n; i++) {
+				memcpy(&pfd, CMSG_DATA(cmsg) + i * sizeof(int),
+				    sizeof(int));
+				close(pfd);
+			}
+		}
+	}
+}
+
+/* proxy_start without the fork: a socketpair and a new generation. */
+static void
+proxy_fake_start(void)
+{
+	struct agencyd	*d = &w.d;
+	struct probe	*pr;
+	int		 sp[2];
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+	    0, sp) == -1)
+		err(1, "socketpair");
+	d->proxy_pid = 0;	/* no process: proxy_hostile kills nobody */
+	d->proxy_gen++;
+	d->proxy_ready = 0;
+	d->proxy_started = mono_ms();
+	imsgev_init(&d->proxy_iev, sp[0], proxy_dispatch, d);
+	d->proxy_up = 1;
+	w.pfd = sp[1];
+	if (proxy_send_config(d) == -1)
+		errx(1, "proxy_send_config");
+	imsgev_add(&d->proxy_iev);
+	TAILQ_FOREACH(pr, &d->probes, entry)
+		proxy_send_probe(d, &pr->p);
+}
+
+static void
+proxy_gone(void)
+{
+	/* What the proxy was granted went with it. */
+	w.nholds = 0;
+	w.nreqs = 0;
+	if (w.pfd != -1)
+		close(w.pfd);
+	w.pfd = -1;
+}
+
+static void
+proxy_io(void)
+{
+	int	up = w.d.proxy_up;
+
+	if (!up)
+		return;
+	w.in_dispatch = 1;
+	proxy_dispatch(w.d.proxy_iev.ibuf.fd, EV_READ | EV_WRITE, &w.d);
+	w.in_dispatch = 0;
+	if (!w.d.proxy_up)
+		proxy_gone();
+	drain(w.pfd);
+}
+
+static void
+check(void)
+{
+	struct proto_status	st;
+	size_t			i, n;
+	uint64_t		sum = 0;
+
+	n = pool_count(w.d.pool);
+	for (i = 0; i < n; i++) {
+		CHECK(pool_status(w.d.pool, i, &st) == 0);
+		CHECK(PROTO_STROK(st.model) && PROTO_STROK(st.error));
+		CHECK(st.state >= STATE_STOPPED && st.state <= STATE_FAILED);
+		sum += st.in_progress;
+	}
+	if (verbose && sum != w.nholds)
+		fprintf(stderr, "in progress %llu, holds %zu\n",
+		    (unsigned long long)sum, w.nholds);
+	CHECK(sum == w.nholds);
+	if (!w.d.proxy_up)
+		CHECK(w.nholds == 0 && w.nreqs == 0);
+	CHECK(pool_status(w.d.pool, n, &st) == -1);
+}
+
+/* --- the input --- */
+
+struct input {
+	const uint8_t	*p;
+	size_t		 left;
+};
+
+static unsigned int
+u8(struct input *in)
+{
+	if (in->left == 0)
+		return (0);
+	in->left--;
+	return (*in->p++);
+}
+
+static void
+bytes(struct input *in, void *dst, size_t len)
+{
+	size_t	n = len < in->left ? len : in->left;
+
+	memset(dst, 0, len);
+	memcpy(dst, in->p, n);
+	in->p += n;
+	in->left -= n;
+}
+
+/* A model name: served, alias, unknown, empty, or not terminated. */
+static void
+name(struct input *in, char *dst, size_t size)
+{
+	static const char	*names[] = { "a", "b", "aa", "nosuch", "" };
+	unsigned int		 c = u8(in) % 6;
+
+	memset(dst, 0, size);
+	if (c < 5)
+		(void)strlcpy(dst, names[c], size);
+	else
+		memset(dst, 'x', size);
+}
+
+/* A string from the input, terminated or (rarely) filling its array. */
+static void
+text(struct input *in, char *dst, size_t size)
+{
+	unsigned int	len = u8(in);
+
+	memset(dst, 0, size);
+	if (len == 255) {
+		memset(dst, 'y', size);
+		return;
+	}
+	if (len >= size)
+		len = size - 1;
+	bytes(in, dst, len);
+	dst[len] = '\0';
+}
+
+static uint64_t
+reqid(struct input *in)
+{
+	return (u8(in) % 8);	/* small: they collide, 0 is invalid */
+}
+
+/* Write one framed message; flags and len may lie. */
+static void
+frame(int fd, uint32_t type, const void *data, size_t len, uint32_t hlen,
+    uint32_t flags)
+{
+	struct imsg_hdr	 hdr;
+	unsigned char	 buf[MAX_IMSGSIZE + sizeof(hdr)];
+	ssize_t		 n;
+
+	if (fd == -1)
+		return;
+	if (len > MAX_IMSGSIZE)
+		len = MAX_IMSGSIZE;
+	memset(&hdr, 0, sizeof(hdr));
+	hdr.type = type;
+	hdr.len = hlen;
+	hdr.flags = flags;
+	hdr.pid = 4242;
+	memcpy(buf, &hdr, sizeof(hdr));
+	if (len > 0)
+		memcpy(buf + sizeof(hdr), data, len);
+	n = write(fd, buf, sizeof(hdr) + len);
+	CHECK(n == (ssize_t)(sizeof(hdr) + len));
+}
+
+static const uint32_t	proxy_types[] = { IMSG_HOLD_REQ, IMSG_HOLD_WITHDRAW,
+			    IMSG_HOLD_RELEASE, IMSG_PROBE_RESULT,
+			    IMSG_STATUS_REQ, IMSG_CANCEL_DONE, IMSG_LOG,
+			    IMSG_PROXY_READY };
+#define NPROXY_TYPES	(sizeof(proxy_types) / sizeof(proxy_types[0]))
+
+static const uint32_t	ctl_types[] = { IMSG_STATUS_REQ, IMSG_CTL_LOAD,
+			    IMSG_CTL_UNLOAD, IMSG_CTL_CANCEL, IMSG_CTL_RELOAD,
+			    IMSG_CTL_VERBOSE, IMSG_CTL_LOGS };
+#define NCTL_TYPES	(sizeof(ctl_types) / sizeof(ctl_types[0]))
+
+/*
+ * A payload for type: exact and well-formed from the input's fields
+ * (shape 0-2), or its size off (shape 3: the length comes next).
+ * Returns the length; *release is the hold id of a well-formed release.
+ */
+static size_t
+payload(struct input *in, uint32_t type, void *buf, size_t size,
+    int *release, uint64_t *relid)
+{
+	struct proto_hold_req		 hr;
+	struct proto_reqid		 rq;
+	struct proto_holdid		 hid;
+	struct proto_probe_result	 res;
+	struct proto_cancel		 pc;
+	struct proto_log		 lg;
+	struct proto_ctl_model		 cm;
+	struct proto_ctl_verbose	 cv;
+	struct probe			*pr;
+	unsigned int			 shape = u8(in), c, i;
+	size_t				 len = 0;
+
+	*release = 0;
+	memset(buf, 0, size);
+	if ((shape & 3) == 3) {
+		len = (size_t)u8(in) * (shape >> 2 & 7 ? 1 : 8);
+		if (len > size)
+			len = size;
+		bytes(in, buf, len);
+		return (len);
+	}
+	switch (type) {
+	case IMSG_HOLD_REQ:
+		memset(&hr, 0, sizeof(hr));
+		hr.reqid = reqid(in);
+		name(in, hr.model, sizeof(hr.model));
+		memcpy(buf, &hr, len = sizeof(hr));
+		break;
+	case IMSG_HOLD_WITHDRAW:
+	case IMSG_STATUS_REQ:
+		memset(&rq, 0, sizeof(rq));
+		rq.reqid = reqid(in);
+		memcpy(buf, &rq, len = sizeof(rq));
+		break;
+	case IMSG_HOLD_RELEASE:
+		memset(&hid, 0, sizeof(hid));
+		c = u8(in);
+		if (c < 0xc0 && w.nholds > 0)
+			hid.holdid = w.holds[c % w.nholds];
+		else if (c < 0xe0 && w.nseen > 0)
+			hid.holdid = w.seen[c % w.nseen];  /* maybe released */
+		else
+			hid.holdid = c & 0x1f;
+		*release = 1;
+		*relid = hid.holdid;
+		memcpy(buf, &hid, len = sizeof(hid));
+		break;
+	case IMSG_PROBE_RESULT:
+		memset(&res, 0, sizeof(res));
+		c = u8(in);
+		i = 0;
+		TAILQ_FOREACH(pr, &w.d.probes, entry)
+			if (i++ == c % 4)
+				break;
+		res.loadid = pr != NULL ? pr->p.loadid : c;
+		c = u8(in);
+		res.ok = c & 1;
+		res.status = (c & 2) ? 0 : (c & 1) ? 200 : 500;
+		text(in, res.body, sizeof(res.body));
+		memcpy(buf, &res, len = sizeof(res));
+		break;
+	case IMSG_CANCEL_DONE:
+		memset(&pc, 0, sizeof(pc));
+		c = u8(in);
+		pc.reqid = c < MAXCONNS ? w.conns[c].id : c;
+		name(in, pc.model, sizeof(pc.model));
+		pc.cancelled = u8(in) % 3;
+		memcpy(buf, &pc, len = sizeof(pc));
+		break;
+	case IMSG_LOG:
+		memset(&lg, 0, sizeof(lg));
+		lg.pri = (int8_t)u8(in);
+		text(in, lg.line, sizeof(lg.line));
+		memcpy(buf, &lg, len = sizeof(lg));
+		break;
+	case IMSG_CTL_LOAD:
+	case IMSG_CTL_UNLOAD:
+	case IMSG_CTL_CANCEL:
+	case IMSG_CTL_LOGS:
+		memset(&cm, 0, sizeof(cm));
+		name(in, cm.model, sizeof(cm.model));
+		cm.wait = u8(in) & 1;
+		memcpy(buf, &cm, len = sizeof(cm));
+		break;
+	case IMSG_CTL_VERBOSE:
+		memset(&cv, 0, sizeof(cv));
+		cv.verbose = (int8_t)u8(in) % 5;
+		memcpy(buf, &cv, len = sizeof(cv));
+		break;
+	default:
+		len = 0;	/* IMSG_PROXY_READY, IMSG_CTL_RELOAD */
+		break;
+	}
+	return (len);
+}
+
+static void
+step_proxy(struct input *in)
+{
+	static unsigned char	 buf[MAX_IMSGSIZE];
+	unsigned int		 c = u8(in);
+	uint32_t		 type;
+	uint64_t		 relid = 0;
+	size_t			 len, i;
+	int			 release, held = 0;
+
+	if (c >= 0xf0)
+		type = u8(in);		/* anything, known or not */
+	else
+		type = proxy_types[c % NPROXY_TYPES];
+	len = payload(in, type, buf, sizeof(buf) - IMSG_HEADER_SIZE,
+	    &release, &relid);
+	if (!w.d.proxy_up)
+		return;
+	for (i = 0; release && i < w.nholds; i++)
+		if (w.holds[i] == relid)
+			held = 1;
+	if (type == IMSG_HOLD_REQ && len == sizeof(struct proto_hold_req)) {
+		struct proto_hold_req	hr;
+
+		memcpy(&hr, buf, sizeof(hr));
+		/* a waiting request, if agencyd takes it */
+		if (hr.reqid != 0 && PROTO_STROK(hr.model) &&
+		    w.nreqs < MAXREQS)
+			w.reqs[w.nreqs++] = hr.reqid;
+	}
+	if (type == IMSG_HOLD_WITHDRAW && len == sizeof(struct proto_reqid)) {
+		struct proto_reqid	rq;
+
+		memcpy(&rq, buf, sizeof(rq));
+		/* one waiting request with that id (a hostile proxy may
+		 * reuse ids: the pool withdraws one at a time) */
+		(void)req_take(rq.reqid);
+	}
+	if (verbose)
+		fprintf(stderr, "proxy sends type %u len %zu\n", type, len);
+	frame(w.pfd, type, buf, len, len + IMSG_HEADER_SIZE, 0);
+	proxy_io();
+	if (verbose && !w.d.proxy_up)
+		fprintf(stderr, "proxy dropped\n");
+	if (release && len == sizeof(struct proto_holdid) &&
+	    type == IMSG_HOLD_RELEASE) {
+		if (held) {
+			CHECK(w.d.proxy_up);
+			for (i = 0; i < w.nholds; i++)
+				if (w.holds[i] == relid) {
+					w.holds[i] = w.holds[--w.nholds];
+					break;
+				}
+		} else
+			CHECK(!w.d.proxy_up);
+	}
+	/* A request the pool did not take (a bad message) waits no more. */
+	if (!w.d.proxy_up)
+		proxy_gone();
+}
+
+static struct ctl_conn *
+conn_new(int restricted, int *fdp)
+{
+	struct ctl_conn	*c;
+	int		 sp[2];
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+	    0, sp) == -1)
+		err(1, "socketpair");
+	/* as control_accept makes one */
+	if ((c = calloc(1, sizeof(*c))) == NULL)
+		err(1, NULL);
+	c->id = ctl_nextid++;
+	if (ctl_nextid == 0)
+		ctl_nextid = 1;
+	c->restricted = restricted;
+	imsgev_init(&c->iev, sp[0], control_dispatch, c);
+	imsgev_add(&c->iev);
+	TAILQ_INSERT_TAIL(&ctl_conns, c, entry);
+	ctl_nconns++;
+	*fdp = sp[1];
+	return (c);
+}
+
+static void
+step_ctl(struct input *in)
+{
+	static unsigned char	 buf[MAX_IMSGSIZE];
+	unsigned int		 k = u8(in) % MAXCONNS, c = u8(in);
+	uint32_t		 type;
+	uint64_t		 relid;
+	size_t			 len;
+	int			 release, fd;
+
+	if (c >= 0xf0)
+		type = u8(in);
+	else
+		type = ctl_types[c % NCTL_TYPES];
+	len = payload(in, type, buf, sizeof(buf) - IMSG_HEADER_SIZE,
+	    &release, &relid);
+	if (w.conns[k].c == NULL) {
+		w.conns[k].c = conn_new(k == 2, &w.conns[k].fd);
+		w.conns[k].id = w.conns[k].c->id;
+	}
+	fd = w.conns[k].fd;
+	frame(fd, type, buf, len, len + IMSG_HEADER_SIZE, 0);
+	control_dispatch(w.conns[k].c->iev.ibuf.fd, EV_READ | EV_WRITE,
+	    w.conns[k].c);
+	if (control_byid(w.conns[k].id) == NULL) {
+		/* dropped: it freed the connection */
+		close(fd);
+		w.conns[k].c = NULL;
+		w.conns[k].fd = -1;
+	} else
+		drain(fd);
+	/* what it did to the pool may have answered the proxy */
+	proxy_io();
+}
+
+static void
+step_close_ctl(struct input *in)
+{
+	unsigned int	k = u8(in) % MAXCONNS;
+
+	if (w.conns[k].c == NULL)
+		return;
+	close(w.conns[k].fd);
+	control_dispatch(w.conns[k].c->iev.ibuf.fd, EV_READ,
+	    w.conns[k].c);
+	CHECK(control_byid(w.conns[k].id) == NULL);	/* EOF drops it */
+	w.conns[k].c = NULL;
+	w.conns[k].fd = -1;
+}
+
+static void
+step_spawned(struct input *in)
+{
+	struct fspawn	*s;
+	unsigned int	 c = u8(in);
+
+	if ((s = TAILQ_FIRST(&w.spawns)) == NULL)
+		return;
+	TAILQ_REMOVE(&w.spawns, s, entry);
+	if ((c & 3) == 3 || w.nprocs >= MAXPROCS)
+		pool_spawned(w.d.pool, s->spawnid, -1, "exec failed");
+	else {
+		w.procs[w.nprocs].pid = w.next_pid++;
+		w.procs[w.nprocs].sig = 0;
+		pool_spawned(w.d.pool, s->spawnid, w.procs[w.nprocs++].pid,
+		    NULL);
+	}
+	free(s);
+	proxy_io();
+}
+
+static void
+step_exit(struct input *in)
+{
+	unsigned int	 c = u8(in), how = u8(in);
+	pid_t		 pid;
+	int		 status;
+
+	if (w.nprocs == 0)
+		return;
+	c %= w.nprocs;
+	pid = w.procs[c].pid;
+	if (w.procs[c].sig != 0 && !(how & 0x80))
+		status = w.procs[c].sig;		/* killed by it */
+	else if (how & 1)
+		status = (how >> 1) & 0x7f ? ((how >> 1) & 0x1f) + 1 : 9;
+	else
+		status = ((how >> 1) & 0xff) << 8;	/* exited with */
+	w.procs[c] = w.procs[--w.nprocs];
+	models_reaped(&w.d, pid, status);
+	proxy_io();
+}
+
+static void
+step_tick(struct input *in)
+{
+	struct ftimer	*t;
+	unsigned int	 c = u8(in);
+	int64_t		 until;
+	int		 n = 0;
+
+	until = w.now + ((c & 0x80) ? (int64_t)(c & 0x7f) * 60000 :
+	    (int64_t)c * 50);
+	while ((t = TAILQ_FIRST(&w.timers)) != NULL && t->at <= until) {
+		CHECK(++n < 100000);	/* timers that never settle */
+		TAILQ_REMOVE(&w.timers, t, entry);
+		if (t->at > w.now)
+			w.now = t->at;
+		t->fn(t->arg);
+		free(t);
+	}
+	w.now = until;
+	proxy_io();
+}
+
+static void
+step(struct input *in)
+{
+	unsigned int	op = u8(in);
+
+	if (verbose)
+		fprintf(stderr, "step %u\n", op % 12);
+	switch (op % 12) {
+	case 0:
+	case 1:
+	case 2:
+		step_proxy(in);
+		break;
+	case 3:
+		step_ctl(in);
+		break;
+	case 4:
+		step_spawned(in);
+		break;
+	case 5:
+		step_exit(in);
+		break;
+	case 6:
+		step_tick(in);
+		break;
+	case 7:
+		/* the proxy closes its end: agencyd sees EOF */
+		if (w.d.proxy_up) {
+			shutdown(w.pfd, SHUT_WR);
+			proxy_io();
+			CHECK(!w.d.proxy_up);
+		}
+		break;
+	case 8:
+		if (!w.d.proxy_up)
+			proxy_fake_start();
+		break;
+	case 9:
+		/* a frame no imsg reader takes: a bad length or flags */
+		if (w.d.proxy_up) {
+			static const uint32_t lens[] = { 0, 19,
+			    MAX_IMSGSIZE + 1, 0xffffffff };
+
+			op = u8(in);
+			if (op & 4)
+				frame(w.pfd, IMSG_LOG, NULL, 0,
+				    IMSG_HEADER_SIZE, op & 8 ? IMSGF_HASFD :
+				    0x100);
+			else
+				frame(w.pfd, IMSG_LOG, NULL, 0, lens[op & 3],
+				    0);
+			proxy_io();
+			CHECK(!w.d.proxy_up);
+		}
+		break;
+	case 10:
+		if (!w.stopped) {
+			w.stopped = 1;
+			w.d.stopping = 1;
+			pool_stop_all(w.d.pool, agencyd_shutdown_done, &w.d);
+			proxy_io();
+		}
+		break;
+	case 11:
+		op = u8(in);
+		if (op & 1)
+			step_close_ctl(in);
+		else if (op & 2)
+			bind_fails = !bind_fails;
+		else if (op & 4) {
+			/* the file changes: the next reload sees it */
+			w.conf_which = (w.conf_which + 1 + (op >> 3)) %
+			    NCONFS;
+			conf_write(w.conf_which);
+		} else {
+			w.mem.total = 32LL << 30;
+			w.mem.available = (int64_t)(op >> 1) << 27;
+		}
+		break;
+	default:
+		abort();
+	}
+	check();
+}
+
+static void
+setup(int which)
+{
+	struct agencyd		*d = &w.d;
+	struct pool_settings	 ps;
+	size_t			 i;
+
+	memset(d, 0, sizeof(*d));
+	TAILQ_INIT(&d->models);
+	TAILQ_INIT(&d->draining);
+	TAILQ_INIT(&d->probes);
+	TAILQ_INIT(&w.timers);
+	TAILQ_INIT(&w.spawns);
+	env = d;
+	w.now = 1700000000000LL;
+	w.mem.total = 32LL << 30;
+	w.mem.available = 16LL << 30;
+	w.next_pid = 100000;
+	w.nprocs = w.nholds = w.nseen = w.nreqs = 0;
+	w.stopped = 0;
+	w.pfd = -1;
+	for (i = 0; i < MAXCONNS; i++) {
+		w.conns[i].c = NULL;
+		w.conns[i].fd = -1;
+		w.conns[i].id = 0;
+	}
+
+	w.conf_which = which;
+	conf_write(which);
+	d->conffile = w.conf_path;
+	d->proxy_path = "/nonexistent/agency-proxy";
+	if ((d->conf = parse_config(d->conffile, 0)) == NULL)
+		errx(1, "the harness's configuration does not parse");
+	bind_fails = 0;
+	if (listeners_bind(d->conf) == -1)
+		errx(1, "listeners_bind");
+
+	memset(&ps, 0, sizeof(ps));
+	ps.reserve = d->conf->reserve;
+	ps.budget = d->conf->budget;
+	ps.overcommit = d->conf->overcommit;
+	ps.port_lo = d->conf->port_lo;
+	ps.port_hi = d->conf->port_hi;
+	if ((d->pool = pool_new(&fake_ops, d, &ps)) == NULL)
+		err(1, "pool_new");
+	if (models_setup(d) == -1)
+		errx(1, "models_setup");
+	proxy_fake_start();
+	pool_start(d->pool);
+	proxy_io();
+}
+
+static void
+teardown(void)
+{
+	struct agencyd	*d = &w.d;
+	struct ftimer	*t;
+	struct fspawn	*s;
+	struct probe	*pr;
+	struct listen_conf *l;
+	size_t		 i;
+
+	for (i = 0; i < MAXCONNS; i++)
+		if (w.conns[i].fd != -1)
+			close(w.conns[i].fd);
+	control_cleanup(d);
+	if (d->proxy_up)
+		proxy_drop(d);
+	proxy_gone();
+	pool_free(d->pool);
+	models_free(d);
+	/* agencyd exits with its listeners open; we go on */
+	TAILQ_FOREACH(l, &d->conf->listens, entry)
+		if (l->fd >= 0)
+			close(l->fd);
+	config_free(d->conf);
+	while ((pr = TAILQ_FIRST(&d->probes)) != NULL) {
+		TAILQ_REMOVE(&d->probes, pr, entry);
+		free(pr);
+	}
+	while ((t = TAILQ_FIRST(&w.timers)) != NULL) {
+		TAILQ_REMOVE(&w.timers, t, entry);
+		free(t);
+	}
+	while ((s = TAILQ_FIRST(&w.spawns)) != NULL) {
+		TAILQ_REMOVE(&w.spawns, s, entry);
+		free(s);
+	}
+	env = NULL;
+}
+
+static void write_seeds(const char *);
+
+int
+LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	const char	*seeds;
+
+	(void)argc;
+	(void)argv;
+	if ((seeds = getenv("FUZZ_WRITE_SEEDS")) != NULL)
+		write_seeds(seeds);
+	verbose = getenv("FUZZ_VERBOSE") != NULL;
+	signal(SIGPIPE, SIG_IGN);
+	log_init(1, LOG_DAEMON);
+	log_sethook(log_drop);
+	if (event_init() == NULL)
+		errx(1, "event_init");
+	if ((w.conf_fd = memfd_create("fuzz_parent_conf", 0)) == -1)
+		err(1, "memfd_create");
+	(void)snprintf(w.conf_path, sizeof(w.conf_path), "/proc/self/fd/%d",
+	    w.conf_fd);
+
+	fake_ops = model_pool_ops;	/* probe, probe_cancel, changed */
+	fake_ops.spawn = f_spawn;
+	fake_ops.port_free = f_port_free;
+	fake_ops.kill = f_kill;
+	fake_ops.now = f_now;
+	fake_ops.timer_add = f_timer_add;
+	fake_ops.timer_del = f_timer_del;
+	fake_ops.memory = f_memory;
+	fake_ops.log = f_log;
+	fake_ops.granted = f_granted;
+	fake_ops.refused = f_refused;
+	return (0);
+}
+
+static int
+count_fds(void)
+{
+	DIR		*dir;
+	struct dirent	*de;
+	int		 n = 0;
+
+	if ((dir = opendir("/proc/self/fd")) == NULL)
+		err(1, "/proc/self/fd");
+	while ((de = readdir(dir)) != NULL)
+		if (de->d_name[0] != '.')
+			n++;
+	closedir(dir);
+	return (n);
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct input	in = { data, size };
+	unsigned int	flags = u8(&in);
+	int		n = 0, fds = count_fds();
+
+	w.spawn_inline = (flags & 2) != 0;
+	setup(flags & 1);	/* the first two; the others for reloads */
+	check();
+	while (in.left > 0 && n++ < 512)
+		step(&in);
+	teardown();
+	CHECK(count_fds() == fds);	/* every socket closed */
+	return (0);
+}
+
+/* --- seeds: sequences that reach the deeper paths --- */
+
+static void
+seed(const char *dir, int *n, const uint8_t *s, size_t len)
+{
+	char	path[1024];
+	int	fd;
+
+	(void)snprintf(path, sizeof(path), "%s/seed-%03d", dir, (*n)++);
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644)) == -1 ||
+	    write(fd, s, len) != (ssize_t)len)
+		err(1, "%s", path);
+	close(fd);
+}
+
+#define SEED(...) do {							\
+	static const uint8_t s_[] = { __VA_ARGS__ };			\
+	seed(dir, &n, s_, sizeof(s_));					\
+} while (0)
+
+/* step opcodes */
+#define P	0	/* proxy message: type index, shape, fields */
+#define C	3	/* control message: conn, type index, shape, fields */
+#define SP	4	/* spawn answered: how */
+#define EX	5	/* a process exits: which, how */
+#define TK	6	/* time passes: how much */
+#define EOFP	7
+#define NEWP	8
+#define BAD	9
+#define STOP	10
+#define MISC	11
+/* proxy type indexes */
+#define REQ	0
+#define WDR	1
+#define REL	2
+#define PRB	3
+#define STA	4
+#define CND	5
+#define LOG	6
+#define RDY	7
+
+static void
+write_seeds(const char *dir)
+{
+	int	n = 0;
+
+	/* a lazy load: hold request, spawn, probe ok, release */
+	SEED(0, P, RDY, 0, P, REQ, 0, 1, 0, SP, 0, P, PRB, 0, 0, 1, 2,
+	    'o', 'k', P, REL, 0, 0, STA, 0);
+	SEED(0, P, REQ, 0, 1, 0, SP, 0, P, PRB, 0, 0, 1, 0,
+	    P, REQ, 0, 2, 0, P, REL, 0, 0, P, REL, 0, 0, P, REL, 0, 0xf0);
+	/* both lazy models, only one fits: eviction */
+	SEED(0, P, REQ, 0, 1, 0, SP, 0, P, PRB, 0, 0, 1, 0, P, REL, 0, 0,
+	    TK, 10, P, REQ, 0, 2, 1, SP, 0, P, PRB, 0, 0, 1, 0, EX, 0, 0,
+	    P, PRB, 0, 0, 1, 0, P, STA, 0, 3);
+	/* busy: the other cannot load */
+	SEED(0, P, REQ, 0, 1, 0, SP, 0, P, PRB, 0, 0, 1, 0,
+	    P, REQ, 0, 2, 1, TK, 200, P, WDR, 0, 2);
+	/* a failing spawn, a failing probe, a load timeout */
+	SEED(0, P, REQ, 0, 1, 0, SP, 3, P, REQ, 0, 2, 0, SP, 0,
+	    P, PRB, 0, 0, 0, 3, 'b', 'a', 'd', TK, 0x81, P, REQ, 0, 3, 0);
+	/* the model dies while held; the proxy dies while holding */
+	SEED(2, P, REQ, 0, 1, 0, P, PRB, 0, 0, 1, 0, EX, 0, 1,
+	    P, REQ, 0, 2, 0, P, PRB, 0, 0, 1, 0, EOFP, NEWP,
+	    P, REQ, 0, 3, 0);
+	/* not lazy b: loaded at start, restarted after a death */
+	SEED(1, SP, 0, P, PRB, 0, 0, 1, 0, P, REQ, 0, 1, 1, EX, 0, 2,
+	    TK, 40, SP, 0, P, PRB, 0, 0, 1, 0, P, REL, 0, 0);
+	/* control: status, load and wait, unload, logs, verbose, reload */
+	SEED(0, C, 0, 0, 0, 0, C, 0, 1, 0, 0, 1, SP, 0,
+	    P, PRB, 0, 0, 1, 0, C, 1, 2, 0, 0, C, 0, 6, 0, 1,
+	    C, 0, 5, 0, 2, C, 1, 4, 0, TK, 3);
+	SEED(0, C, 2, 1, 0, 0, 0, C, 2, 0, 0, 0, MISC, 1, 2);
+	/* cancel through the proxy and back */
+	SEED(0, P, REQ, 0, 1, 0, SP, 0, P, PRB, 0, 0, 1, 0,
+	    C, 0, 3, 0, 0, P, CND, 0, 0, 0, 1, P, CND, 0, 1, 1, 1);
+	SEED(1, SP, 0, P, PRB, 0, 0, 1, 0, C, 1, 3, 1, 1,
+	    P, CND, 0, 1, 1, 2, TK, 30, SP, 0, P, PRB, 0, 0, 1, 0);
+	/* bad messages: wrong sizes, unterminated strings, bad frames */
+	SEED(0, P, REQ, 3, 10, 1, 2, 3, NEWP, P, REQ, 0, 1, 5,
+	    NEWP, P, LOG, 0, 3, 255, NEWP, BAD, 2, NEWP, P, 0xf0, 99, 0);
+	SEED(0, P, REL, 0, 0x1f, NEWP, P, REQ, 0, 0, 0, NEWP,
+	    C, 0, 0xf0, 200, 0, C, 1, 5, 3, 2, 1, 1);
+	/* shutdown with requests waiting and holds out */
+	SEED(0, P, REQ, 0, 1, 0, SP, 0, P, PRB, 0, 0, 1, 0, P, REQ, 0, 2, 1,
+	    STOP, EX, 0, 0, EX, 0, 0, TK, 0x81, P, REL, 0, 0);
+	/* reloads: the same file, a changed one, one that does not parse,
+	 * one whose listener cannot be bound */
+	SEED(0, P, REQ, 0, 1, 0, SP, 0, P, PRB, 0, 0, 1, 0, C, 0, 4, 0,
+	    MISC, 4, C, 0, 4, 0, P, REL, 0, 0, TK, 10, SP, 0,
+	    P, PRB, 0, 0, 1, 0, P, STA, 0, 1, MISC, 4, C, 1, 4, 0,
+	    MISC, 2, MISC, 12, C, 0, 4, 0, MISC, 2, C, 0, 4, 0);
+	SEED(1, P, REQ, 0, 1, 1, SP, 0, SP, 0, P, PRB, 0, 0, 1, 0,
+	    P, PRB, 0, 1, 1, 0, MISC, 4, C, 0, 4, 0, TK, 1, SP, 0,
+	    P, PRB, 0, 0, 1, 0, P, REL, 0, 0, TK, 20, SP, 0,
+	    P, PRB, 0, 0, 1, 0, P, REQ, 0, 2, 2);
+	SEED(3, P, REQ, 0, 1, 0, P, PRB, 0, 0, 1, 0, P, LOG, 0, 6, 4,
+	    'h', 'e', 'l', 'o', MISC, 2, P, REQ, 0, 2, 1, TK, 0x82);
+	exit(0);
+}

@@ -1,0 +1,355 @@
+/*
+ * libFuzzer harness: agency-proxy's request path up to the hold request,
+ * through http_decide() (http.c), the function the real request handler
+ * calls: routes, the admin Host and Content-Type guards, the body's
+ * JSON, the model, the runtime's rules.  A request that would ask for a
+ * hold then goes through what forward.c does with it before and after
+ * the grant (rules_stops, rules_cap, rules_rewrite) and is serialized.
+ *
+ * Input: a method byte, a path byte, a Host byte, a Content-Type byte
+ * (each picks a known value, or a length byte and that many bytes of
+ * the input follow), a flags byte (bit 0: a default model is set), then
+ * the body.
+ *
+ * Invariants: no crash, no leak; an error has a known status, a code and
+ * a NUL-terminated message; a hold is for a served model on a route its
+ * runtime allows, with a JSON object body.
+ *
+ * FUZZ_WRITE_SEEDS=DIR writes the seed corpus into DIR and exits.
+ */
+#include <sys/types.h>
+#include <sys/stat.h>
+
+#include <err.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/http.h>
+#include <json-c/json.h>
+
+#include "log.h"
+#include "proxy.h"
+
+int	LLVMFuzzerInitialize(int *, char ***);
+int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
+
+/* agency-proxy's own, from proxy.c, which this does not link. */
+static struct proxy	 proxy;
+struct proxy		*px = &proxy;
+
+static struct pconf	*confs[2];	/* without, with a default model */
+static int		 verbose;	/* FUZZ_VERBOSE: print decisions */
+
+static const int	 methods[] = { EVHTTP_REQ_POST, EVHTTP_REQ_GET,
+			    EVHTTP_REQ_HEAD, EVHTTP_REQ_PUT,
+			    EVHTTP_REQ_DELETE, EVHTTP_REQ_OPTIONS,
+			    EVHTTP_REQ_PATCH };
+#define NMETHODS	(sizeof(methods) / sizeof(methods[0]))
+
+static const char	*paths[] = { "/v1/chat/completions",
+			    "/v1/completions", "/v1/embeddings",
+			    "/v1/audio/speech", "/v1/images/generations",
+			    "/v1/responses", "/v1/agency/cancel",
+			    "/v1/agency/status", "/v1/agency/other", "/health",
+			    "/v1/models", "/v1/other", "/", "/x" };
+#define NPATHS		(sizeof(paths) / sizeof(paths[0]))
+
+static const char	*hosts[] = { NULL, "127.0.0.1:8080", "[::1]:8080",
+			    "localhost:8080", "LOCALHOST:8080",
+			    "127.0.0.1:9999", "127.0.0.1:", "evil.example:8080",
+			    "127.0.0.1:08080", "localhost:8080x" };
+#define NHOSTS		(sizeof(hosts) / sizeof(hosts[0]))
+
+static const char	*ctypes[] = { NULL, "application/json",
+			    "application/json; charset=utf-8",
+			    "Application/JSON;charset=utf-8",
+			    "application/jsonx", "text/plain", "" };
+#define NCTYPES		(sizeof(ctypes) / sizeof(ctypes[0]))
+
+struct input {
+	const uint8_t	*p;
+	size_t		 left;
+};
+
+/* The proxy's configuration as the rules tests have it, listening on
+ * 8080 (for the Host guard). */
+static struct pconf *
+make_conf(const char *default_model)
+{
+	struct pconf	*c;
+	struct pruntime	*rt;
+	struct pmodel	*m;
+	struct plisten	*l;
+
+	if ((c = pconf_new()) == NULL ||
+	    (rt = pconf_add_runtime(c, "llama", KIND_CHAT, STOPS_ALWAYS,
+	    256)) == NULL ||
+	    pruntime_add_move(rt, "max_completion_tokens", "max_tokens") ||
+	    pruntime_add_move(rt, "extra.seed", "seed") ||
+	    pstrs_add(&rt->refuse, "logit_bias") ||
+	    pstrs_add(&rt->refuse, "tools.x") ||
+	    (rt = pconf_add_runtime(c, "vl", KIND_VISION, STOPS_STREAM,
+	    0)) == NULL ||
+	    (rt = pconf_add_runtime(c, "emb", KIND_EMBEDDING, STOPS_NEVER,
+	    0)) == NULL ||
+	    (rt = pconf_add_runtime(c, "tts", KIND_SPEECH, STOPS_NEVER,
+	    0)) == NULL ||
+	    (rt = pconf_add_runtime(c, "sd", KIND_IMAGE, STOPS_ALWAYS,
+	    0)) == NULL ||
+	    (rt = pconf_add_runtime(c, "custom", KIND_CHAT, STOPS_ALWAYS,
+	    0)) == NULL ||
+	    pstrs_add(&rt->routes, "/v1/responses") ||
+	    pstrs_add(&rt->parts, "text") ||
+	    pstrs_add(&rt->parts, "input_audio") ||
+	    (m = pconf_add_model(c, "qwen", "llama", "/m/q.gguf", "qwen",
+	    0)) == NULL ||
+	    pstrs_add(&m->aliases, "q") ||
+	    pconf_add_model(c, "llava", "vl", "/m/l.gguf", "llava", 64) ==
+	    NULL ||
+	    pconf_add_model(c, "bge", "emb", "/m/b.gguf", "bge", 0) == NULL ||
+	    pconf_add_model(c, "kokoro", "tts", "hexgrad/kokoro", "kokoro",
+	    0) == NULL ||
+	    pconf_add_model(c, "flux", "sd", "/m/flux", "flux", 0) == NULL ||
+	    pconf_add_model(c, "odd", "custom", "/m/o", "odd", 0) == NULL ||
+	    (l = calloc(1, sizeof(*l))) == NULL)
+		errx(1, "cannot build the configuration");
+	l->fd = -1;
+	l->port = 8080;
+	(void)strlcpy(l->host, "127.0.0.1", sizeof(l->host));
+	TAILQ_INSERT_TAIL(&c->listens, l, entry);
+	if (default_model != NULL)
+		(void)strlcpy(c->default_model, default_model,
+		    sizeof(c->default_model));
+	return (c);
+}
+
+/* The seeds: every route, guard and body shape the tests use. */
+static void
+write_seeds(const char *dir)
+{
+	static const char *bodies[] = {
+		"{\"model\":\"qwen\",\"messages\":[{\"role\":\"user\","
+		    "\"content\":\"hi\"}]}",
+		"{\"model\":\"q\",\"stream\":true,\"max_tokens\":4,"
+		    "\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+		"{\"model\":\"qwen\",\"max_completion_tokens\":1000}",
+		"{\"model\":\"qwen\",\"max_completion_tokens\":10,"
+		    "\"max_tokens\":11}",
+		"{\"model\":\"qwen\",\"extra\":{\"seed\":4,\"keep\":1}}",
+		"{\"model\":\"qwen\",\"extra\":{\"seed\":4},\"seed\":5}",
+		"{\"model\":\"qwen\",\"logit_bias\":{\"1\":2}}",
+		"{\"model\":\"qwen\",\"tools\":{\"x\":1}}",
+		"{\"model\":\"qwen\",\"messages\":5}",
+		"{\"model\":\"llava\",\"stream\":true,\"messages\":[{\"role\":"
+		    "\"user\",\"content\":[{\"type\":\"text\",\"text\":"
+		    "\"what\"},{\"type\":\"image_url\",\"image_url\":{\"url\":"
+		    "\"data:image/png;base64,AAAA\"}}]}]}",
+		"{\"model\":\"llava\",\"messages\":[{\"role\":\"user\","
+		    "\"content\":[{\"type\":\"image_url\",\"image_url\":"
+		    "\"file:///etc/passwd\"}]}]}",
+		"{\"model\":\"odd\",\"input\":[{\"role\":\"user\","
+		    "\"content\":[{\"type\":\"input_audio\"}]}]}",
+		"{\"model\":\"bge\",\"input\":\"hello\"}",
+		"{\"model\":\"kokoro\",\"input\":\"hello\",\"voice\":\"a\"}",
+		"{\"model\":\"flux\",\"prompt\":\"a cat\"}",
+		"{\"model\":\"gpt-4\"}",
+		"{\"model\":3}",
+		"{\"messages\":[]}",
+		"{\"a\":1}  \n",
+		"[1,2]",
+		"{\"model\":",
+		"{} x",
+		"",
+	};
+	/* method, path, host, ctype for each body */
+	static const uint8_t heads[][4] = {
+		{ 0, 0, 0, 0 },		/* POST /v1/chat/completions */
+		{ 0, 1, 0, 0 },		/* POST /v1/completions */
+		{ 0, 2, 0, 1 },		/* POST /v1/embeddings */
+		{ 0, 3, 0, 1 },
+		{ 0, 4, 0, 1 },
+		{ 0, 5, 0, 1 },		/* a configured route */
+		{ 0, 6, 1, 1 },		/* admin cancel */
+		{ 0, 6, 2, 2 },
+		{ 0, 6, 3, 4 },		/* wrong Content-Type */
+		{ 0, 6, 7, 1 },		/* wrong Host */
+		{ 1, 7, 1, 0 },		/* admin status */
+		{ 1, 7, 5, 0 },
+		{ 1, 8, 4, 0 },
+		{ 1, 9, 0, 0 },		/* /health */
+		{ 0, 9, 0, 0 },
+		{ 1, 10, 0, 0 },	/* /v1/models */
+		{ 1, 0, 0, 0 },		/* GET a model route */
+		{ 3, 12, 0, 0 },
+	};
+	/* the body for each head but the first */
+	static const size_t pairs[] = { 0, 1, 12, 13, 14, 11, 0, 16, 0, 0, 0,
+		0, 0, 0, 0, 0, 0, 0 };
+	char		 path[1024];
+	uint8_t		 buf[4096];
+	size_t		 i, j, n, len;
+	int		 fd;
+
+	n = 0;
+	for (i = 0; i < sizeof(heads) / sizeof(heads[0]); i++) {
+		for (j = 0; j < sizeof(bodies) / sizeof(bodies[0]); j++) {
+			/* every body on the chat route, a fitting one else */
+			if (i > 0 && j != pairs[i])
+				continue;
+			memcpy(buf, heads[i], 4);
+			buf[4] = (uint8_t)(i & 1);	/* default model */
+			len = strlen(bodies[j]);
+			memcpy(buf + 5, bodies[j], len);
+			(void)snprintf(path, sizeof(path), "%s/seed-%03zu",
+			    dir, n++);
+			if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC,
+			    0644)) == -1 || write(fd, buf, len + 5) !=
+			    (ssize_t)(len + 5))
+				err(1, "%s", path);
+			close(fd);
+		}
+	}
+	exit(0);
+}
+
+int
+LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	const char	*seeds;
+
+	(void)argc;
+	(void)argv;
+	if ((seeds = getenv("FUZZ_WRITE_SEEDS")) != NULL)
+		write_seeds(seeds);
+	verbose = getenv("FUZZ_VERBOSE") != NULL;
+	log_init(1, LOG_DAEMON);
+	confs[0] = make_conf(NULL);
+	confs[1] = make_conf("q");
+	return (0);
+}
+
+static int
+byte(struct input *in)
+{
+	if (in->left == 0)
+		return (0);
+	in->left--;
+	return (*in->p++);
+}
+
+/* A known value, or a string from the input (into buf). */
+static const char *
+pick(struct input *in, const char **known, size_t nknown, char *buf,
+    size_t size)
+{
+	size_t	 c = byte(in), len;
+
+	if (c < nknown)
+		return (known[c]);
+	len = byte(in);
+	if (len > in->left)
+		len = in->left;
+	if (len >= size)
+		len = size - 1;
+	memcpy(buf, in->p, len);
+	buf[len] = '\0';
+	in->p += len;
+	in->left -= len;
+	return (buf);
+}
+
+static int
+served(const struct pconf *c, const struct pmodel *m)
+{
+	const struct pmodel	*e;
+
+	TAILQ_FOREACH(e, &c->models, entry)
+		if (e == m)
+			return (1);
+	return (0);
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct input		 in = { data, size };
+	struct http_decision	 dc;
+	struct pconf		*c;
+	char			 pathbuf[300], hostbuf[300], ctbuf[300];
+	const char		*path, *host, *ctype, *s;
+	char			*body;
+	int			 cmd, stops;
+	int64_t			 cap;
+
+	cmd = methods[byte(&in) % NMETHODS];
+	path = pick(&in, paths, NPATHS, pathbuf, sizeof(pathbuf));
+	if (*path == '\0')
+		path = "/";		/* as the handler has it */
+	host = pick(&in, hosts, NHOSTS, hostbuf, sizeof(hostbuf));
+	ctype = pick(&in, ctypes, NCTYPES, ctbuf, sizeof(ctbuf));
+	c = confs[byte(&in) & 1];
+
+	/* The body in a buffer of its own size, as evbuffer_pullup
+	 * gives it: no NUL after it, so an overread shows. */
+	body = NULL;
+	if (in.left > 0) {
+		if ((body = malloc(in.left)) == NULL)
+			return (0);
+		memcpy(body, in.p, in.left);
+	}
+
+	px->conf = c;
+	http_decide(c, cmd, path, host, ctype, body, in.left, &dc);
+	if (verbose)
+		fprintf(stderr, "%d %s: action %d status %d %s %s\n", cmd,
+		    path, dc.action, dc.e.status, dc.e.message,
+		    dc.model != NULL ? dc.model->name : "-");
+	switch (dc.action) {
+	case HTTP_ERROR:
+		if (dc.e.status < 400 || dc.e.status > 599 ||
+		    dc.e.code == NULL || memchr(dc.e.message, '\0',
+		    sizeof(dc.e.message)) == NULL || dc.body != NULL)
+			abort();
+		(void)http_error_type(dc.e.status);
+		break;
+	case HTTP_HEALTH:
+	case HTTP_MODELS:
+	case HTTP_STATUS:
+		if (dc.body != NULL)
+			abort();
+		break;
+	case HTTP_CANCEL:
+		if (dc.model == NULL || !served(c, dc.model) ||
+		    cmd != EVHTTP_REQ_POST || dc.body != NULL)
+			abort();
+		break;
+	case HTTP_HOLD:
+		/* "would ask for a hold on model dc.model->name" */
+		if (dc.model == NULL || !served(c, dc.model) ||
+		    cmd != EVHTTP_REQ_POST || dc.body == NULL ||
+		    !json_object_is_type(dc.body, json_type_object) ||
+		    !rules_route_allowed(dc.model->rt, path))
+			abort();
+		stops = rules_stops(dc.model->rt, dc.body);
+		cap = rules_cap(dc.model);
+		if (stops != 0 && stops != 1)
+			abort();
+		/* What forward.c does with it once the hold is granted. */
+		rules_rewrite(dc.body, dc.model->upstream, cap,
+		    dc.model->rt->kind);
+		s = json_object_to_json_string_ext(dc.body,
+		    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+		if (s == NULL)
+			abort();
+		json_object_put(dc.body);
+		break;
+	default:
+		abort();
+	}
+	free(body);
+	return (0);
+}
