@@ -107,6 +107,11 @@ main(int argc, char *argv[])
 			left--;
 		}
 	}
+	for (i = 0; i < clients; i++)
+		if (pfd[i].fd != -1)
+			close(pfd[i].fd);
+	free(pfd);
+	free(junk);
 	printf("%d of %d closed by the server\n", closed, clients);
 	return (closed == clients ? 0 : 1);
 }
