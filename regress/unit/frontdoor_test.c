@@ -297,7 +297,8 @@ h_pump(struct harness *h, int ms)
 			q->type = imsg_get_type(&imsg);
 			q->len = imsg_get_len(&imsg);
 			ATF_REQUIRE(q->len <= sizeof(q->data));
-			memcpy(q->data, imsg.data, q->len);
+			if (q->len > 0)
+				memcpy(q->data, imsg.data, q->len);
 		}
 		imsg_free(&imsg);
 	}
