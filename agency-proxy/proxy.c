@@ -7,6 +7,7 @@
 
 #include <err.h>
 #include <event.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,8 +27,28 @@ usage(void)
 {
 	extern char	*__progname;
 
-	fprintf(stderr, "usage: %s [-dv] [-u user]\n", __progname);
+	fprintf(stderr, "usage: %s [-dTv] [-p lo:hi] [-u user]\n",
+	    __progname);
 	exit(1);
+}
+
+/* "lo:hi", the model port range: Landlock allows connect to it alone. */
+static void
+parse_ports(const char *arg, uint16_t *lo, uint16_t *hi)
+{
+	char		 buf[16], *colon;
+	const char	*errstr;
+
+	if (strlcpy(buf, arg, sizeof(buf)) >= sizeof(buf) ||
+	    (colon = strchr(buf, ':')) == NULL)
+		errx(1, "-p %s: expected lo:hi", arg);
+	*colon++ = '\0';
+	*lo = strtonum(buf, 1, USHRT_MAX, &errstr);
+	if (errstr != NULL)
+		errx(1, "-p %s: low port is %s", arg, errstr);
+	*hi = strtonum(colon, *lo, USHRT_MAX, &errstr);
+	if (errstr != NULL)
+		errx(1, "-p %s: high port is %s", arg, errstr);
 }
 
 int
@@ -35,12 +56,19 @@ main(int argc, char *argv[])
 {
 	struct stat	 st;
 	const char	*user = NULL;
-	int		 ch, debug = 0, verbose = 0;
+	uint16_t	 port_lo = 0, port_hi = 0;
+	int		 ch, debug = 0, selftest = 0, verbose = 0;
 
-	while ((ch = getopt(argc, argv, "du:v")) != -1) {
+	while ((ch = getopt(argc, argv, "dp:Tu:v")) != -1) {
 		switch (ch) {
 		case 'd':
 			debug = 1;
+			break;
+		case 'p':
+			parse_ports(optarg, &port_lo, &port_hi);
+			break;
+		case 'T':
+			selftest = 1;
 			break;
 		case 'u':
 			user = optarg;
@@ -55,6 +83,12 @@ main(int argc, char *argv[])
 	argc -= optind;
 	if (argc != 0)
 		usage();
+
+	if (selftest) {
+		log_init(1, LOG_DAEMON);
+		log_setverbose(verbose);
+		return (sandbox_selftest(user, port_lo, port_hi));
+	}
 
 	log_init(debug, LOG_DAEMON);
 	log_setverbose(verbose > 0 ? verbose + 1 : debug);
@@ -77,6 +111,9 @@ main(int argc, char *argv[])
 	privsep_drop(user);
 
 	http_init();
+	/* Last: from here on, only what the event loop needs. */
+	if (sandbox_apply(port_lo, port_hi) == -1)
+		fatalx("cannot apply the sandbox");
 	log_debug("started, waiting for the configuration");
 	event_dispatch();
 	fatalx("event loop ended");

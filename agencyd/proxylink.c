@@ -71,10 +71,11 @@ proxy_start(struct agencyd *d)
 {
 	int		 sp[2];
 	pid_t		 pid;
-	char		*argv[8];
+	char		*argv[10];
 	int		 argc = 0;
 	static char	 a0[] = "agency-proxy", ad[] = "-d", av[] = "-v";
-	static char	 avv[] = "-vv", au[] = "-u";
+	static char	 avv[] = "-vv", au[] = "-u", ap[] = "-p";
+	static char	 ports[16];
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) == -1) {
 		log_warn("%s: socketpair", __func__);
@@ -89,6 +90,11 @@ proxy_start(struct agencyd *d)
 		argv[argc++] = au;
 		argv[argc++] = d->conf->user;
 	}
+	/* Its sandbox allows connect to these ports alone, for good. */
+	(void)snprintf(ports, sizeof(ports), "%u:%u",
+	    (unsigned int)d->conf->port_lo, (unsigned int)d->conf->port_hi);
+	argv[argc++] = ap;
+	argv[argc++] = ports;
 	argv[argc] = NULL;
 
 	switch ((pid = fork())) {
