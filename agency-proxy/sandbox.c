@@ -245,6 +245,12 @@ static const struct {
 	{ SCMP_SYS(rt_sigprocmask),	"rt_sigprocmask" },
 	{ SCMP_SYS(rt_sigreturn),	"rt_sigreturn" },
 	{ SCMP_SYS(restart_syscall),	"restart_syscall" },
+#ifdef __SANITIZE_ADDRESS__
+	/* SANITIZE=1 builds: the sanitizers' own exit and report paths */
+	{ SCMP_SYS(sigaltstack),	"sigaltstack" },
+	{ SCMP_SYS(sched_yield),	"sched_yield" },
+	{ SCMP_SYS(prctl),		"prctl" },
+#endif
 };
 
 static int

@@ -173,6 +173,8 @@ up_cb(struct evhttp_request *req, void *arg)
 		evbuffer_free(out);
 		return;
 	}
+	/* The body as a string: the buffer has no NUL of its own. */
+	evbuffer_add(in, "", 1);
 	body = json_tokener_parse((const char *)evbuffer_pullup(in, -1));
 	if (body != NULL && json_object_object_get_ex(body, "model", &v))
 		model = json_object_get_string(v);
