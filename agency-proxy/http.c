@@ -170,9 +170,15 @@ http_init(void)
 	evhttp_set_gencb(px->http, http_cb, NULL);
 	evhttp_set_timeout(px->http, PROXY_IDLE_TIMEOUT);
 	evhttp_set_max_headers_size(px->http, 64 * 1024);
+	/*
+	 * Every method reaches http_cb, even one libevent does not know
+	 * (its bit 15), so that each gets an answer in the OpenAI error
+	 * shape and a line in the access log rather than libevent's page.
+	 */
 	evhttp_set_allowed_methods(px->http, EVHTTP_REQ_GET |
 	    EVHTTP_REQ_POST | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT |
-	    EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH);
+	    EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH |
+	    EVHTTP_REQ_TRACE | EVHTTP_REQ_CONNECT | HTTP_REQ_UNKNOWN);
 }
 
 /* New listeners first, then the old ones go; requests in progress stay. */
@@ -315,6 +321,18 @@ decide_error(struct http_decision *dc, int status, const char *code,
 	rerr_set(&dc->e, status, code, "%s", message);
 }
 
+static int
+content_lengths(struct evkeyvalq *h)
+{
+	struct evkeyval	*kv;
+	int		 n = 0;
+
+	TAILQ_FOREACH(kv, h, next)
+		if (strcasecmp(kv->key, "Content-Length") == 0)
+			n++;
+	return (n);
+}
+
 static void
 http_cb(struct evhttp_request *req, void *arg)
 {
@@ -335,6 +353,16 @@ http_cb(struct evhttp_request *req, void *arg)
 	if (uri == NULL || (path = evhttp_uri_get_path(uri)) == NULL ||
 	    *path == '\0')
 		path = "/";
+	/*
+	 * Two lengths that disagree mean two parties could read two
+	 * different requests here (RFC 9112, 6.3): refuse it.
+	 */
+	if (content_lengths(h) > 1) {
+		http_error(req, 400, "invalid_request",
+		    "More than one Content-Length.");
+		http_log(method, path, "-", 400, now_ms() - t0, -1, -1);
+		return;
+	}
 	if (cmd == EVHTTP_REQ_POST && (len = evbuffer_get_length(in)) > 0 &&
 	    (body = (const char *)evbuffer_pullup(in, -1)) == NULL) {
 		http_error(req, 500, "internal_error", "Out of memory.");

@@ -44,6 +44,9 @@
 #include "config.h"
 #include "proto.h"
 
+/* libevent's type for a method it does not know (http-internal.h) */
+#define HTTP_REQ_UNKNOWN	(1 << 15)
+
 #define PROXY_FD		3	/* the parent's end of the socketpair */
 #define PROXY_IDLE_TIMEOUT	60	/* s: an idle client connection */
 #define PROXY_POOL_MAX		64	/* idle upstream connections a port */

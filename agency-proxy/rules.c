@@ -238,6 +238,51 @@ pconf_nmodels(const struct pconf *c)
 }
 
 /* A body is one JSON object, nothing after it but white space. */
+/*
+ * Well-formed UTF-8 as RFC 3629 has it: no overlong forms, no
+ * surrogates, nothing above U+10FFFF.  (json-c's own check lets the
+ * first two through.)
+ */
+static int
+utf8_valid(const unsigned char *p, size_t len)
+{
+	size_t		i = 0, n, k;
+	uint32_t	c, min;
+
+	while (i < len) {
+		c = p[i];
+		if (c < 0x80) {
+			i++;
+			continue;
+		}
+		if ((c & 0xe0) == 0xc0) {
+			n = 1;
+			c &= 0x1f;
+			min = 0x80;
+		} else if ((c & 0xf0) == 0xe0) {
+			n = 2;
+			c &= 0x0f;
+			min = 0x800;
+		} else if ((c & 0xf8) == 0xf0) {
+			n = 3;
+			c &= 0x07;
+			min = 0x10000;
+		} else
+			return (0);
+		if (len - i <= n)
+			return (0);
+		for (k = 1; k <= n; k++) {
+			if ((p[i + k] & 0xc0) != 0x80)
+				return (0);
+			c = (c << 6) | (p[i + k] & 0x3f);
+		}
+		if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+			return (0);
+		i += n + 1;
+	}
+	return (1);
+}
+
 json_object *
 rules_parse(const char *buf, size_t len, struct rerr *e)
 {
@@ -249,10 +294,16 @@ rules_parse(const char *buf, size_t len, struct rerr *e)
 		rerr_set(e, 400, "invalid_json", "The body is empty.");
 		return (NULL);
 	}
+	if (!utf8_valid((const unsigned char *)buf, len)) {
+		rerr_set(e, 400, "invalid_json", "The body is not valid UTF-8.");
+		return (NULL);
+	}
 	if ((tok = json_tokener_new_ex(64)) == NULL) {
 		rerr_set(e, 500, "internal_error", "Out of memory.");
 		return (NULL);
 	}
+	/* JSON is UTF-8; anything else is not passed on to a model. */
+	json_tokener_set_flags(tok, JSON_TOKENER_VALIDATE_UTF8);
 	obj = json_tokener_parse_ex(tok, buf, (int)len);
 	if (obj == NULL || json_tokener_get_error(tok) != json_tokener_success) {
 		json_object_put(obj);

@@ -83,6 +83,49 @@ ATF_TC_BODY(parse, tc)
 	ATF_CHECK(rules_parse("{}\0{}", 5, &e) == NULL);
 }
 
+/* A string of s in a JSON body, for the UTF-8 cases. */
+static json_object *
+parse_text(const char *s, struct rerr *e)
+{
+	char	buf[128];
+	int	n;
+
+	n = snprintf(buf, sizeof(buf), "{\"content\":\"%s\"}", s);
+	ATF_REQUIRE(n > 0 && (size_t)n < sizeof(buf));
+	return (rules_parse(buf, (size_t)n, e));
+}
+
+ATF_TC_WITHOUT_HEAD(utf8);
+ATF_TC_BODY(utf8, tc)
+{
+	static const char	*good[] = { "plain", "caf\xc3\xa9",
+				    "\xe2\x82\xac", "\xf0\x9f\x98\x80",
+				    "\xef\xbf\xbf", "\xf4\x8f\xbf\xbf", NULL };
+	static const char	*bad[] = { "\xff\xfe", "\xc0\x80",
+				    "\xc1\xbf", "\xe0\x80\x80",
+				    "\xed\xa0\x80", "\xed\xbf\xbf",
+				    "\xf8\x88\x80\x80\x80", "\xe2\x82",
+				    "\x80", "\xf4\x90\x80\x80",
+				    "\xf0\x80\x80\x80", NULL };
+	struct rerr		 e;
+	json_object		*o;
+	size_t			 i;
+
+	for (i = 0; good[i] != NULL; i++) {
+		o = parse_text(good[i], &e);
+		ATF_CHECK_MSG(o != NULL, "good case %zu refused", i);
+		json_object_put(o);
+	}
+	for (i = 0; bad[i] != NULL; i++) {
+		o = parse_text(bad[i], &e);
+		ATF_CHECK_MSG(o == NULL && e.status == 400,
+		    "bad case %zu accepted", i);
+		json_object_put(o);
+	}
+	/* A sequence cut off by the end of the body. */
+	ATF_CHECK(rules_parse("{\"a\":\"\xe2\x82", 9, &e) == NULL);
+}
+
 ATF_TC_WITHOUT_HEAD(pick_model);
 ATF_TC_BODY(pick_model, tc)
 {
@@ -351,6 +394,7 @@ ATF_TC_BODY(stops, tc)
 ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, parse);
+	ATF_TP_ADD_TC(tp, utf8);
 	ATF_TP_ADD_TC(tp, pick_model);
 	ATF_TP_ADD_TC(tp, routes);
 	ATF_TP_ADD_TC(tp, parts);
