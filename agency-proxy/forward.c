@@ -20,6 +20,7 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
+#include <event2/event_struct.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
@@ -75,7 +76,7 @@ struct preq {
 	int64_t				 ctok;
 	char				 carry[128];
 	size_t				 carrylen;
-	struct event			*timer;
+	struct event			 timer;	/* no malloc a request */
 	json_object			*models;	/* status */
 };
 TAILQ_HEAD(preqs, preq);
@@ -139,7 +140,7 @@ preq_new(struct evhttp_request *req, enum preq_kind kind, const char *path)
 	    sizeof(p->method));
 	(void)strlcpy(p->path, path, sizeof(p->path));
 	(void)strlcpy(p->model, "-", sizeof(p->model));
-	if ((p->timer = evtimer_new(px->base, timer_cb, p)) == NULL) {
+	if (evtimer_assign(&p->timer, px->base, timer_cb, p) == -1) {
 		free(p);
 		return (NULL);
 	}
@@ -176,7 +177,7 @@ preq_end(struct preq *p)
 		http_log(p->method, p->path, p->model, p->status,
 		    now_ms() - p->t0, p->ptok, p->ctok);
 	TAILQ_REMOVE(&preqs, p, entry);
-	event_free(p->timer);
+	evtimer_del(&p->timer);
 	json_object_put(p->json);
 	json_object_put(p->models);
 	free(p);
@@ -534,6 +535,7 @@ upstream_headercb(struct evhttp_request *ureq, void *arg)
 	struct preq		*p = arg;
 	struct evkeyvalq	*in, *out;
 	struct evkeyval		*h;
+	const char		*cl;
 	int			 code;
 
 	code = evhttp_request_get_response_code(ureq);
@@ -546,6 +548,14 @@ upstream_headercb(struct evhttp_request *ureq, void *arg)
 	TAILQ_FOREACH(h, in, next)
 		if (!is_hop(h->key) && strcasecmp(h->key, "Date") != 0)
 			evhttp_add_header(out, h->key, h->value);
+	/*
+	 * The body is passed on as it is, so an answer of known length
+	 * keeps it: no chunked framing around it, and the client knows
+	 * the end without a last chunk.  Streams stay chunked.
+	 */
+	if (evhttp_find_header(in, "Transfer-Encoding") == NULL &&
+	    (cl = evhttp_find_header(in, "Content-Length")) != NULL)
+		evhttp_add_header(out, "Content-Length", cl);
 	evhttp_send_reply_start(p->req, code,
 	    evhttp_request_get_response_code_line(ureq));
 	p->replied = 1;
@@ -643,7 +653,7 @@ timer_arm(struct preq *p)
 
 	tv.tv_sec = ms / 1000;
 	tv.tv_usec = (ms % 1000) * 1000;
-	evtimer_add(p->timer, &tv);
+	evtimer_add(&p->timer, &tv);
 }
 
 static void

@@ -527,14 +527,24 @@ imsgev_init(struct imsgev *iev, int fd, void (*handler)(int, short, void *),
 	event_set(&iev->ev, fd, iev->events, iev->handler, iev->data);
 }
 
+/*
+ * The event is persistent and only changed when the events wanted
+ * change: each event_del and event_add is an epoll_ctl, and a busy
+ * channel re-arms for every message it sends or reads.
+ */
 void
 imsgev_add(struct imsgev *iev)
 {
-	iev->events = EV_READ;
+	short	 events = EV_READ;
+
 	if (iev->ibuf.w.queued > 0)
-		iev->events |= EV_WRITE;
+		events |= EV_WRITE;
+	if (events == iev->events &&
+	    event_pending(&iev->ev, events, NULL) == events)
+		return;
 	event_del(&iev->ev);
-	event_set(&iev->ev, iev->ibuf.fd, iev->events, iev->handler,
+	iev->events = events;
+	event_set(&iev->ev, iev->ibuf.fd, events | EV_PERSIST, iev->handler,
 	    iev->data);
 	if (event_add(&iev->ev, NULL) == -1)
 		fatalx("%s: event_add", __func__);

@@ -116,8 +116,9 @@ int	 imsg_get_string(const struct imsg *, char *, size_t);
  * daemons use it: write events are asked for only while messages are
  * queued.  The handler is called with EV_READ and/or EV_WRITE and the
  * data given to imsgev_init (pass the imsgev or what holds it).  The
- * event is not persistent: imsgev_io and imsgev_compose re-arm it, and
- * a handler that composes with imsg_compose calls imsgev_add.
+ * event is persistent, changed only when the events wanted change:
+ * imsgev_io and imsgev_compose adjust it to the queue, and a handler
+ * that composes with imsg_compose calls imsgev_add.
  * imsgev_clear does not close the socket; its owner does.
  */
 struct imsgev {

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 
 #include <errno.h>
 #include <getopt.h>
@@ -61,7 +62,8 @@ enum {
 	OPT_CRASH_MID_STREAM,
 	OPT_IGNORE_TERM,
 	OPT_SLOW_EXIT_MS,
-	OPT_STALL
+	OPT_STALL,
+	OPT_STAMP
 };
 
 static const struct option longopts[] = {
@@ -83,6 +85,7 @@ static const struct option longopts[] = {
 	{ "ignore-term",	no_argument,		NULL, OPT_IGNORE_TERM },
 	{ "slow-exit-ms",	required_argument,	NULL, OPT_SLOW_EXIT_MS },
 	{ "stall",		no_argument,		NULL, OPT_STALL },
+	{ "stamp",		no_argument,		NULL, OPT_STAMP },
 	{ "help",		no_argument,		NULL, 'h' },
 	{ NULL,			0,			NULL, 0 }
 };
@@ -99,7 +102,7 @@ usage(FILE *fp, int code)
 "       [--bind-early] [--rss SIZE] [--fail-load] [--ready-status N]\n"
 "       [--token-ms N] [--stops-on-close always|never|stream]\n"
 "       [--crash-after-ms N] [--crash-mid-stream K] [--ignore-term]\n"
-"       [--slow-exit-ms N] [--stall]\n"
+"       [--slow-exit-ms N] [--stall] [--stamp]\n"
 "\n"
 "An OpenAI-compatible stand-in model server for tests and benchmarks.\n"
 "\n"
@@ -127,6 +130,9 @@ usage(FILE *fp, int code)
 "  --ignore-term      ignore SIGTERM and SIGINT\n"
 "  --slow-exit-ms N   exit N ms after SIGTERM or SIGINT (default 0)\n"
 "  --stall            accept requests and never answer (/health still does)\n"
+"  --stamp            for benchmarks: add \"mono_ns\", CLOCK_MONOTONIC in ns\n"
+"                     when written, to each streamed chunk, and mono_ns=N\n"
+"                     to the ready line and the request log lines\n"
 "  -h, --help         print this text and exit\n"
 "\n"
 "Routes: GET /health, GET /v1/models, POST /v1/chat/completions,\n"
@@ -206,6 +212,7 @@ bind_port(void)
 	struct sockaddr_storage		 ss;
 	socklen_t			 len = sizeof(ss);
 	evutil_socket_t			 fd;
+	int				 on = 1;
 
 	bs = evhttp_bind_socket_with_handle(http, conf.host,
 	    (ev_uint16_t)conf.port);
@@ -215,6 +222,13 @@ bind_port(void)
 		exit(1);
 	}
 	fd = evhttp_bound_socket_get_fd(bs);
+	/*
+	 * Accepted sockets inherit it: each chunk goes out when written,
+	 * as uvicorn (vLLM) sends them, instead of waiting behind Nagle
+	 * for a keep-alive client's delayed acknowledgement (30-40 ms).
+	 */
+	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on)) == -1)
+		complain("fakelm: TCP_NODELAY: %s", strerror(errno));
 	if (getsockname(fd, (struct sockaddr *)&ss, &len) == -1) {
 		complain("fakelm: getsockname: %s", strerror(errno));
 		exit(1);
@@ -267,8 +281,12 @@ load_done(evutil_socket_t fd, short ev, void *arg)
 	if (bound_port == -1)
 		bind_port();
 	loaded = 1;
-	say("fakelm: ready pid=%ld port=%d model=%s", (long)getpid(),
-	    bound_port, conf.model);
+	if (conf.stamp)
+		say("fakelm: ready pid=%ld port=%d model=%s mono_ns=%lld",
+		    (long)getpid(), bound_port, conf.model, mono_ns());
+	else
+		say("fakelm: ready pid=%ld port=%d model=%s", (long)getpid(),
+		    bound_port, conf.model);
 	if (conf.crash_after_ms >= 0)
 		timer_once(conf.crash_after_ms, crash_timer);
 }
@@ -417,6 +435,9 @@ main(int argc, char *argv[])
 			break;
 		case OPT_STALL:
 			conf.stall = 1;
+			break;
+		case OPT_STAMP:
+			conf.stamp = 1;
 			break;
 		case 'h':
 			usage(stdout, 0);

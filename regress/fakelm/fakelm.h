@@ -36,6 +36,7 @@ struct fakelm_conf {
 	int			 fail_load;
 	int			 ignore_term;
 	int			 stall;
+	int			 stamp;
 	enum stops_on_close	 stops_on_close;
 };
 
@@ -53,5 +54,6 @@ void	say(const char *, ...)
 void	complain(const char *, ...)
 	    __attribute__((__format__ (printf, 1, 2)));
 __dead void crash(int);
+long long mono_ns(void);
 
 #endif /* FAKELM_H */

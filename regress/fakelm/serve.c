@@ -189,13 +189,28 @@ method_name(struct evhttp_request *req)
 	}
 }
 
+long long
+mono_ns(void)
+{
+	struct timespec	 ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((long long)ts.tv_sec * 1000000000LL + ts.tv_nsec);
+}
+
 static void
 log_request(const char *method, const char *path, const char *model,
     int status, size_t tokens, int closed)
 {
-	fprintf(stderr, "fakelm: %s %s model=%s status=%d tokens=%zu "
-	    "closed_early=%d\n", method, path, model == NULL ? "-" : model,
-	    status, tokens, closed);
+	if (conf.stamp)
+		fprintf(stderr, "fakelm: %s %s model=%s status=%d tokens=%zu "
+		    "closed_early=%d mono_ns=%lld\n", method, path,
+		    model == NULL ? "-" : model, status, tokens, closed,
+		    mono_ns());
+	else
+		fprintf(stderr, "fakelm: %s %s model=%s status=%d tokens=%zu "
+		    "closed_early=%d\n", method, path,
+		    model == NULL ? "-" : model, status, tokens, closed);
 }
 
 static const char *
@@ -935,6 +950,11 @@ gen_chunk(struct gen *g, struct json_object *obj)
 	if (obj == NULL)
 		evbuffer_add_printf(buf, "data: [DONE]\n\n");
 	else {
+		/* when written: the client's read time minus this is the
+		 * time the chunk took to arrive (same clock, same host) */
+		if (conf.stamp)
+			json_object_object_add(obj, "mono_ns",
+			    json_object_new_int64(mono_ns()));
 		s = json_object_to_json_string_length(obj,
 		    JSON_FLAGS, &len);
 		evbuffer_add(buf, "data: ", 6);
