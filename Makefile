@@ -7,11 +7,15 @@ SBINDIR ?=	$(PREFIX)/sbin
 LIBEXECDIR ?=	$(PREFIX)/libexec
 MANDIR ?=	$(PREFIX)/share/man
 SYSCONFDIR ?=	/etc
+# systemd reads these under /usr/local/lib as well as /usr/lib.
+UNITDIR ?=	$(PREFIX)/lib/systemd/system
+SYSUSERSDIR ?=	$(PREFIX)/lib/sysusers.d
+TMPFILESDIR ?=	$(PREFIX)/lib/tmpfiles.d
 DESTDIR ?=
 
 CC ?=		cc
 YACC =		byacc
-PKGS =		libbsd-overlay libevent json-c libseccomp
+PKGS =		libbsd-overlay libevent json-c libseccomp libsystemd
 
 # The path agencyd runs the proxy from; tests point it elsewhere with -P.
 PROXY_PATH ?=	$(LIBEXECDIR)/agency-proxy
@@ -122,6 +126,13 @@ fuzz:
 	@scripts/deps fuzz
 	@$(MAKE) -C regress/fuzz run FUZZ_SECONDS=$(FUZZ_SECONDS)
 
+# The soak test (regress/soak/run), SOAK_SECONDS long; CI runs 60.
+SOAK_SECONDS ?=	600
+soak:
+	@scripts/deps check
+	@$(MAKE) --no-print-directory all
+	@SOAK_SECONDS=$(SOAK_SECONDS) regress/soak/run
+
 bench:
 	@scripts/deps bench
 	@$(MAKE) --no-print-directory all
@@ -135,10 +146,25 @@ install: $(PROGS)
 	install -m 0755 agency-proxy/agency-proxy \
 	    $(DESTDIR)$(LIBEXECDIR)/agency-proxy
 	install -m 0755 agency-ctl/agency-ctl $(DESTDIR)$(BINDIR)/agency-ctl
-	for m in man/*.5; do [ -f "$$m" ] && \
-	    install -m 0644 "$$m" $(DESTDIR)$(MANDIR)/man5/ || :; done
-	for m in man/*.8; do [ -f "$$m" ] && \
-	    install -m 0644 "$$m" $(DESTDIR)$(MANDIR)/man8/ || :; done
+	for m in man/*.[58]; do [ -f "$$m" ] || continue; \
+	    sed -e 's|/usr/local/libexec/|$(LIBEXECDIR)/|g' "$$m" \
+	    > $(DESTDIR)$(MANDIR)/man$${m##*.}/$${m##*/} && \
+	    chmod 0644 $(DESTDIR)$(MANDIR)/man$${m##*.}/$${m##*/} || exit 1; \
+	    done
+	install -d $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
+	    $(DESTDIR)$(TMPFILESDIR) $(DESTDIR)$(SYSCONFDIR)
+	sed -e 's|/usr/sbin/agencyd|$(SBINDIR)/agencyd|' \
+	    -e 's|/etc/agency.conf|$(SYSCONFDIR)/agency.conf|' \
+	    systemd/agencyd.service > $(DESTDIR)$(UNITDIR)/agencyd.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/agencyd.service
+	install -m 0644 systemd/agency.sysusers \
+	    $(DESTDIR)$(SYSUSERSDIR)/agency.conf
+	install -m 0644 systemd/agency.tmpfiles \
+	    $(DESTDIR)$(TMPFILESDIR)/agency.conf
+	# The operator's configuration is never overwritten.
+	[ -e $(DESTDIR)$(SYSCONFDIR)/agency.conf ] || \
+	    install -m 0644 examples/agency.conf \
+	    $(DESTDIR)$(SYSCONFDIR)/agency.conf
 
 clean:
 	rm -f common/*.o agencyd/*.o agency-proxy/*.o agency-ctl/*.o \
@@ -147,5 +173,5 @@ clean:
 	    $(PROGS) $(TEST_PROGS)
 	rm -rf regress/.kyua
 
-.PHONY: all deps check demo bench fuzz install clean
+.PHONY: all deps check demo bench fuzz install clean soak
 .SUFFIXES:

@@ -136,7 +136,8 @@ main(int argc, char *argv[])
 
 	log_init(d.debug, LOG_DAEMON);
 	log_setverbose(d.verbose + d.debug);
-	if (!d.debug && daemon(0, 0) == -1)
+	/* A service manager that waits for READY=1 keeps us as its child. */
+	if (!notify_init() && !d.debug && daemon(0, 0) == -1)
 		fatal("daemon");
 
 	event_init();
@@ -189,7 +190,8 @@ agencyd_pool(struct agencyd *d)
 void
 agencyd_proxy_ready(struct agencyd *d)
 {
-	(void)d;
+	notify_ready();
+	notify_status(d);
 }
 
 static void
@@ -248,6 +250,7 @@ agencyd_shutdown(struct agencyd *d)
 	}
 	log_info("stopping");
 	d->stopping = 1;
+	notify_stopping();
 	/* No new connections: the proxy goes first. */
 	proxy_stop(d);
 	control_close(d);

@@ -91,6 +91,12 @@ void		 models_free(struct agencyd *);
 void		 models_restart(struct agencyd *, struct model *);
 void		 models_fill_status(struct agencyd *, struct proto_status *);
 
+/* notify.c: sd_notify(3) to a service manager, when one waits for it */
+int		 notify_init(void);
+void		 notify_ready(void);
+void		 notify_status(struct agencyd *);
+void		 notify_stopping(void);
+
 /* proxylink.c: agencyd's side of the socketpair */
 int		 proxy_start(struct agencyd *);
 void		 proxy_died(struct agencyd *, int);

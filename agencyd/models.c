@@ -447,8 +447,8 @@ op_refused(void *ctx, uint64_t reqid, int reason, const char *message)
 static void
 op_changed(void *ctx, const struct pool_plan *plan)
 {
-	(void)ctx;
 	(void)plan;
+	notify_status(ctx);
 }
 
 /* Stop the model's process and start it again, on the pool's queue. */

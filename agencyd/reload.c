@@ -260,5 +260,7 @@ agencyd_reload(struct agencyd *d, struct ctl_conn *c)
 	(void)proxy_send_config(d);
 	control_info(c, "reloaded %s: %d added, %d changed, %d removed",
 	    d->conffile, nadded, nchanged, nremoved);
+	/* An added lazy model changes no state, only the count. */
+	notify_status(d);
 	return (0);
 }
