@@ -1,0 +1,169 @@
+/*
+ * slowloris [-c conns] [-i ms] [-t seconds] port: open conns (default
+ * 500) connections to 127.0.0.1:port and send, on each, one byte of a
+ * request's header every -i ms (default 1000), never finishing the
+ * header, for -t seconds (default 10, at most 600); then close them all
+ * and print how many connections were made, how many the server closed
+ * before the end and how many bytes were sent.  Exits 0 when every
+ * connection was made (the server closing them is the server's right).
+ */
+#include <sys/types.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+
+#include <netinet/in.h>
+
+#include <err.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAXCONNS	20000
+
+static int64_t
+now_ms(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+}
+
+static void
+usage(void)
+{
+	fprintf(stderr, "usage: slowloris [-c conns] [-i ms] [-t seconds] "
+	    "port\n");
+	exit(2);
+}
+
+int
+main(int argc, char *argv[])
+{
+	static const char	 req[] = "POST /v1/chat/completions HTTP/1.1\r\n"
+	    "Host: 127.0.0.1\r\nContent-Type: application/json\r\n"
+	    "X-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+	struct sockaddr_in	 sin;
+	struct rlimit		 rl;
+	struct pollfd		*pfd;
+	const char		*errstr;
+	size_t			*off;
+	char			 buf[512];
+	int64_t			 t0, end, tick;
+	long			 sent = 0;
+	int			 ch, conns = 500, interval = 1000, seconds = 10;
+	int			 i, made = 0, closed = 0, failed = 0, n;
+
+	while ((ch = getopt(argc, argv, "c:i:t:")) != -1) {
+		switch (ch) {
+		case 'c':
+			conns = strtonum(optarg, 1, MAXCONNS, &errstr);
+			if (errstr != NULL)
+				errx(2, "conns %s", errstr);
+			break;
+		case 'i':
+			interval = strtonum(optarg, 10, 60000, &errstr);
+			if (errstr != NULL)
+				errx(2, "interval %s", errstr);
+			break;
+		case 't':
+			seconds = strtonum(optarg, 1, 600, &errstr);
+			if (errstr != NULL)
+				errx(2, "seconds %s", errstr);
+			break;
+		default:
+			usage();
+		}
+	}
+	if (argc - optind != 1)
+		usage();
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sin.sin_port = htons(strtonum(argv[optind], 1, 65535, &errstr));
+	if (errstr != NULL)
+		errx(2, "port %s", errstr);
+	signal(SIGPIPE, SIG_IGN);
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if ((pfd = calloc(conns, sizeof(*pfd))) == NULL ||
+	    (off = calloc(conns, sizeof(*off))) == NULL)
+		err(2, NULL);
+
+	t0 = now_ms();
+	end = t0 + (int64_t)seconds * 1000;
+	for (i = 0; i < conns; i++) {
+		pfd[i].fd = socket(AF_INET, SOCK_STREAM, 0);
+		if (pfd[i].fd == -1) {
+			warn("socket");
+			failed++;
+			continue;
+		}
+		if (connect(pfd[i].fd, (struct sockaddr *)&sin,
+		    sizeof(sin)) == -1) {
+			warn("connect");
+			close(pfd[i].fd);
+			pfd[i].fd = -1;
+			failed++;
+			continue;
+		}
+		made++;
+		pfd[i].events = POLLIN;
+	}
+	printf("%d connections made in %lld ms\n", made,
+	    (long long)(now_ms() - t0));
+	fflush(stdout);
+
+	/* A byte on each every interval; notice the server's closes. */
+	for (tick = now_ms(); now_ms() < end; ) {
+		if (now_ms() >= tick) {
+			for (i = 0; i < conns; i++) {
+				if (pfd[i].fd == -1 || off[i] >= sizeof(req) - 1)
+					continue;
+				if (send(pfd[i].fd, req + off[i], 1,
+				    MSG_NOSIGNAL) == 1) {
+					off[i]++;
+					sent++;
+				}
+			}
+			tick += interval;
+		}
+		n = poll(pfd, conns, (int)(tick - now_ms() > 0 ?
+		    tick - now_ms() : 0));
+		if (n == -1 && errno != EINTR)
+			err(2, "poll");
+		for (i = 0; n > 0 && i < conns; i++) {
+			if (pfd[i].fd == -1 || pfd[i].revents == 0)
+				continue;
+			if (read(pfd[i].fd, buf, sizeof(buf)) > 0)
+				continue;	/* an answer: wait for the close */
+			close(pfd[i].fd);
+			pfd[i].fd = -1;
+			closed++;
+		}
+	}
+	for (i = 0; i < conns; i++)
+		if (pfd[i].fd != -1)
+			close(pfd[i].fd);
+	printf("%d connections made, %d failed, %d closed by the server, "
+	    "%ld bytes sent in %lld ms\n", made, failed, closed, sent,
+	    (long long)(now_ms() - t0));
+	free(pfd);
+	free(off);
+	return (failed == 0 ? 0 : 1);
+}
