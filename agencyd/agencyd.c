@@ -153,6 +153,8 @@ main(int argc, char *argv[])
 
 	if (control_init(&d, conf->socket, conf->rsocket) == -1)
 		fatalx("cannot open the control socket");
+	if (agencyd_drop_caps() == -1)
+		fatalx("cannot give up capabilities");
 	if ((d.pool = agencyd_pool(&d)) == NULL)
 		fatal("pool");
 	if (models_setup(&d) == -1)

@@ -77,6 +77,10 @@ int64_t		 mono_ms(void);
 void		 agencyd_shutdown_done(void *);
 void		 agencyd_proxy_ready(struct agencyd *);
 
+/* privdrop.c */
+int		 agencyd_drop_caps(void);
+uint64_t	 agencyd_caps_kept(void);
+
 /* models.c: the pool's effects, done for real */
 extern const struct pool_ops	model_pool_ops;
 int		 models_setup(struct agencyd *);
