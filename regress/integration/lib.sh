@@ -13,6 +13,30 @@ CTL=$top/agency-ctl/agency-ctl
 FAKELM=$top/regress/fakelm/fakelm
 FREEPORT=$top/regress/tools/freeport
 
+# stage_bin PATH: a copy of the program at PATH in a directory anyone
+# can reach, for the processes that do not run as root (model processes
+# run as _agencym): a checkout under /root, say, is out of their reach.
+# The directory is named by the program's checksum, so a new build gets
+# a new copy and parallel tests share one.
+stage_bin()
+{
+	local src=$1 name dir sum
+	name=$(basename "$src")
+	sum=$(cksum < "$src" | cut -d' ' -f1)
+	dir=/tmp/agency-regress-$(id -u)-$name-$sum
+	if [ ! -x "$dir/$name" ]; then
+		mkdir -p "$dir.$$" && cp "$src" "$dir.$$/$name" &&
+		    chmod 0755 "$dir.$$" "$dir.$$/$name" &&
+		    mv -T "$dir.$$" "$dir" 2>/dev/null
+		rm -rf "$dir.$$"
+	fi
+	echo "$dir/$name"
+}
+
+if [ "$(id -u)" -eq 0 ]; then
+	FAKELM=$(stage_bin "$FAKELM")
+fi
+
 # The users a root agencyd runs its proxy and models as, and the empty
 # root-owned directory the proxy is chrooted to.
 agency_users()
