@@ -300,6 +300,10 @@ show_status_json(FILE *fp, const struct ctl_status *s)
 		    json_object_new_int64((int64_t)st->requests));
 		json_object_object_add(o, "loads",
 		    json_object_new_int64((int64_t)st->loads));
+		json_object_object_add(o, "loadFailures",
+		    json_object_new_int64((int64_t)st->load_failures));
+		json_object_object_add(o, "evictions",
+		    json_object_new_int64((int64_t)st->evictions));
 		json_object_object_add(o, "restarts",
 		    json_object_new_int64((int64_t)st->restarts));
 		json_object_object_add(o, "loadedAt",

@@ -2,7 +2,8 @@
  * Model requests: ask the parent for a hold, forward to the model's port
  * over a pooled keep-alive connection, stream the answer back as it comes,
  * and release the hold exactly once, whichever way the request ends.
- * Also the admin requests that wait on the parent (status).
+ * Also the requests that wait on the parent's status (admin status,
+ * metrics).
  *
  * libevent frees a client's evhttp_request with its connection, so every
  * request lives in a struct preq of ours; the client's close callback
@@ -32,6 +33,7 @@
 enum preq_kind {
 	PREQ_MODEL,
 	PREQ_STATUS,
+	PREQ_METRICS,
 };
 
 enum preq_state {
@@ -78,6 +80,8 @@ struct preq {
 	size_t				 carrylen;
 	struct event			 timer;	/* no malloc a request */
 	json_object			*models;	/* status */
+	struct proto_status		*sts;		/* metrics */
+	size_t				 nsts;
 };
 TAILQ_HEAD(preqs, preq);
 
@@ -136,7 +140,7 @@ preq_new(struct evhttp_request *req, enum preq_kind kind, const char *path)
 	p->t0 = now_ms();
 	p->ptok = p->ctok = -1;
 	p->status = 0;
-	(void)strlcpy(p->method, kind == PREQ_STATUS ? "GET" : "POST",
+	(void)strlcpy(p->method, kind == PREQ_MODEL ? "POST" : "GET",
 	    sizeof(p->method));
 	(void)strlcpy(p->path, path, sizeof(p->path));
 	(void)strlcpy(p->model, "-", sizeof(p->model));
@@ -176,10 +180,13 @@ preq_end(struct preq *p)
 	if (p->kind == PREQ_MODEL || p->status != 0)
 		http_log(p->method, p->path, p->model, p->status,
 		    now_ms() - p->t0, p->ptok, p->ctok);
+	if (p->kind == PREQ_MODEL)
+		metrics_request(p->model, p->status, p->ptok, p->ctok);
 	TAILQ_REMOVE(&preqs, p, entry);
 	evtimer_del(&p->timer);
 	json_object_put(p->json);
 	json_object_put(p->models);
+	free(p->sts);
 	free(p);
 }
 
@@ -225,7 +232,7 @@ client_watch(struct preq *p)
 
 	if (p->cevcon == NULL)
 		return;
-	evhttp_connection_set_closecb(p->cevcon, client_closecb, p);
+	conn_set_closecb(p->cevcon, client_closecb, p);
 	bev = evhttp_connection_get_bufferevent(p->cevcon);
 	bufferevent_getcb(bev, NULL, &wcb, &ecb, &arg);
 	bufferevent_setcb(bev, client_readcb, wcb, ecb, arg);
@@ -249,7 +256,7 @@ client_unwatch(struct preq *p)
 
 	if (p->req == NULL || p->cevcon == NULL)
 		return;
-	evhttp_connection_set_closecb(p->cevcon, NULL, NULL);
+	conn_set_closecb(p->cevcon, NULL, NULL);
 	bev = evhttp_connection_get_bufferevent(p->cevcon);
 	bufferevent_setwatermark(bev, EV_READ, 0, 0);
 	bufferevent_set_timeouts(bev, &tv, &tv);
@@ -264,7 +271,7 @@ client_close(struct preq *p)
 
 	if (p->req == NULL)
 		return;
-	evhttp_connection_set_closecb(evcon, NULL, NULL);
+	conn_set_closecb(evcon, NULL, NULL);
 	p->req = NULL;
 	p->cevcon = NULL;
 	evhttp_connection_free(evcon);
@@ -286,7 +293,7 @@ client_closecb(struct evhttp_connection *evcon, void *arg)
 	if (p->status == 0)
 		p->status = 499;
 
-	switch (p->kind == PREQ_STATUS ? ST_HOLD : p->state) {
+	switch (p->kind != PREQ_MODEL ? ST_HOLD : p->state) {
 	case ST_HOLD:
 		if (p->kind == PREQ_MODEL) {
 			struct proto_reqid	 pr;
@@ -752,6 +759,52 @@ forward_status(struct evhttp_request *req)
 	parent_send(IMSG_STATUS_REQ, &pr, sizeof(pr));
 }
 
+void
+forward_metrics(struct evhttp_request *req)
+{
+	struct proto_reqid	 pr;
+	struct preq		*p;
+
+	if ((p = preq_new(req, PREQ_METRICS, "/metrics")) == NULL) {
+		http_error(req, 500, "internal_error", "Out of memory.");
+		return;
+	}
+	memset(&pr, 0, sizeof(pr));
+	pr.reqid = p->reqid;
+	parent_send(IMSG_STATUS_REQ, &pr, sizeof(pr));
+}
+
+static void
+metrics_model(struct preq *p, const struct proto_status *st)
+{
+	struct proto_status	*n;
+
+	if ((n = reallocarray(p->sts, p->nsts + 1, sizeof(*n))) == NULL)
+		return;
+	p->sts = n;
+	p->sts[p->nsts++] = *st;
+}
+
+static void
+metrics_end(struct preq *p)
+{
+	struct evbuffer	*buf;
+
+	p->status = 200;
+	if (p->req != NULL) {
+		client_unwatch(p);
+		if ((buf = evbuffer_new()) == NULL)
+			fatal("%s: evbuffer_new", __func__);
+		metrics_render(buf, p->sts, p->nsts);
+		evhttp_add_header(evhttp_request_get_output_headers(p->req),
+		    "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
+		evhttp_send_reply(p->req, 200, "OK", buf);
+		evbuffer_free(buf);
+		p->req = NULL;
+	}
+	preq_end(p);
+}
+
 static const char *
 state_name(int state)
 {
@@ -781,8 +834,12 @@ forward_status_model(const struct proto_status *st)
 	struct preq	*p;
 	json_object	*o;
 
-	if ((p = preq_find(st->reqid)) == NULL || p->kind != PREQ_STATUS)
+	if ((p = preq_find(st->reqid)) == NULL || p->kind == PREQ_MODEL)
 		return;
+	if (p->kind == PREQ_METRICS) {
+		metrics_model(p, st);
+		return;
+	}
 	o = json_object_new_object();
 	json_object_object_add(o, "model", json_object_new_string(st->model));
 	json_object_object_add(o, "runtime",
@@ -807,6 +864,10 @@ forward_status_model(const struct proto_status *st)
 	json_object_object_add(o, "restarts",
 	    json_object_new_int64((int64_t)st->restarts));
 	json_object_object_add(o, "loadedAt", ms_or_null(st->loaded_at));
+	json_object_object_add(o, "evictions",
+	    json_object_new_int64((int64_t)st->evictions));
+	json_object_object_add(o, "loadFailures",
+	    json_object_new_int64((int64_t)st->load_failures));
 	json_object_array_add(p->models, o);
 }
 
@@ -816,8 +877,12 @@ forward_status_end(uint64_t reqid)
 	struct preq	*p;
 	json_object	*obj;
 
-	if ((p = preq_find(reqid)) == NULL || p->kind != PREQ_STATUS)
+	if ((p = preq_find(reqid)) == NULL || p->kind == PREQ_MODEL)
 		return;
+	if (p->kind == PREQ_METRICS) {
+		metrics_end(p);
+		return;
+	}
 	p->status = 200;
 	if (p->req != NULL) {
 		client_unwatch(p);

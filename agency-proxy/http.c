@@ -179,6 +179,7 @@ http_init(void)
 	    EVHTTP_REQ_POST | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT |
 	    EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH |
 	    EVHTTP_REQ_TRACE | EVHTTP_REQ_CONNECT | HTTP_REQ_UNKNOWN);
+	conn_init();
 }
 
 /* New listeners first, then the old ones go; requests in progress stay. */
@@ -189,6 +190,7 @@ http_swap_listeners(struct pconf *old, struct pconf *new)
 	int		 flags;
 
 	evhttp_set_max_body_size(px->http, new->max_body);
+	conn_configure(new);
 	TAILQ_FOREACH(l, &new->listens, entry) {
 		if ((flags = fcntl(l->fd, F_GETFL)) == -1 ||
 		    fcntl(l->fd, F_SETFL, flags | O_NONBLOCK) == -1)
@@ -198,6 +200,7 @@ http_swap_listeners(struct pconf *old, struct pconf *new)
 			fatalx("%s: cannot accept on %s port %u", __func__,
 			    l->host, l->port);
 		l->fd = -1;	/* the listener's now */
+		conn_listening(l->bound);
 		log_debug("listening on %s port %u", l->host, l->port);
 	}
 	if (old == NULL)
@@ -246,6 +249,16 @@ http_decide(const struct pconf *conf, int cmd, const char *path,
 			    "Use GET.");
 		else
 			dc->action = HTTP_MODELS;
+		return;
+	}
+	if (strcmp(path, "/metrics") == 0) {
+		if (admin_guard(conf, host, ctype, cmd, &dc->e) != 0)
+			dc->action = HTTP_ERROR;
+		else if (cmd != EVHTTP_REQ_GET)
+			decide_error(dc, 405, "method_not_allowed",
+			    "Use GET.");
+		else
+			dc->action = HTTP_METRICS;
 		return;
 	}
 	if (strncmp(path, "/v1/agency/", 11) == 0) {
@@ -301,11 +314,16 @@ http_decide(const struct pconf *conf, int cmd, const char *path,
 		dc->action = HTTP_ERROR;
 		return;
 	}
-	if (rules_pick_model(conf, obj, &m, &dc->e) == -1 ||
-	    rules_check_route(m, path, &dc->e) == -1 ||
+	if (rules_pick_model(conf, obj, &m, &dc->e) == -1) {
+		json_object_put(obj);
+		dc->action = HTTP_ERROR;
+		return;
+	}
+	if (rules_check_route(m, path, &dc->e) == -1 ||
 	    rules_apply(m->rt, obj, &dc->e) == -1) {
 		json_object_put(obj);
 		dc->action = HTTP_ERROR;
+		dc->model = m;		/* refused for this model */
 		return;
 	}
 	dc->action = HTTP_HOLD;
@@ -347,6 +365,7 @@ http_cb(struct evhttp_request *req, void *arg)
 	size_t			 len = 0;
 
 	(void)arg;
+	conn_request(req);
 	method = method_name(req);
 	cmd = evhttp_request_get_command(req);
 	uri = evhttp_request_get_evhttp_uri(req);
@@ -361,12 +380,14 @@ http_cb(struct evhttp_request *req, void *arg)
 		http_error(req, 400, "invalid_request",
 		    "More than one Content-Length.");
 		http_log(method, path, "-", 400, now_ms() - t0, -1, -1);
+		metrics_unrouted(400);
 		return;
 	}
 	if (cmd == EVHTTP_REQ_POST && (len = evbuffer_get_length(in)) > 0 &&
 	    (body = (const char *)evbuffer_pullup(in, -1)) == NULL) {
 		http_error(req, 500, "internal_error", "Out of memory.");
 		http_log(method, path, "-", 500, now_ms() - t0, -1, -1);
+		metrics_unrouted(500);
 		return;
 	}
 
@@ -388,6 +409,9 @@ http_cb(struct evhttp_request *req, void *arg)
 	case HTTP_STATUS:
 		forward_status(req);
 		break;
+	case HTTP_METRICS:
+		forward_metrics(req);
+		break;
 	case HTTP_CANCEL:
 		http_cancel(req, dc.model);
 		http_log(method, path, dc.model->name, 200, now_ms() - t0,
@@ -401,6 +425,10 @@ http_cb(struct evhttp_request *req, void *arg)
 		http_rerr(req, &dc.e);
 		http_log(method, path, "-", dc.e.status, now_ms() - t0,
 		    -1, -1);
+		if (dc.model != NULL)
+			metrics_request(dc.model->name, dc.e.status, -1, -1);
+		else
+			metrics_unrouted(dc.e.status);
 		break;
 	}
 }
@@ -437,7 +465,8 @@ http_models(struct evhttp_request *req)
 	json_object_put(obj);
 }
 
-/* Against DNS rebinding: a loopback Host with one of our ports. */
+/* Against DNS rebinding (admin routes and /metrics): a loopback Host
+ * with one of our ports. */
 static int
 host_ok(const struct pconf *conf, const char *host)
 {

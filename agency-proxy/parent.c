@@ -213,8 +213,14 @@ conf_imsg(struct imsg *imsg, uint32_t type)
 			fatalx("parent: max body %lld, request timeout %lld",
 			    (long long)g.max_body,
 			    (long long)g.request_timeout);
+		if (g.header_timeout < 0 || g.max_connections < 0)
+			fatalx("parent: header timeout %lld, max connections "
+			    "%lld", (long long)g.header_timeout,
+			    (long long)g.max_connections);
 		c->max_body = g.max_body;
 		c->request_timeout = g.request_timeout;
+		c->header_timeout = g.header_timeout;
+		c->max_connections = g.max_connections;
 		c->port_lo = g.port_lo;
 		c->port_hi = g.port_hi;
 		(void)strlcpy(c->default_model, g.default_model,

@@ -6,9 +6,11 @@
  * before it reads anything, confines itself (sandbox.c: Landlock, then
  * seccomp; -p is the model port range it may connect to), then runs one
  * libevent loop: the parent's imsg channel
- * (parent.c), the HTTP server (http.c), the forwarding of model requests
- * with holds (forward.c) and the readiness probes (probe.c).  The request
- * rules are pure functions on json-c objects (rules.c).
+ * (parent.c), the HTTP server (http.c), its client connections (conn.c:
+ * counted, capped, a header deadline), the forwarding of model requests
+ * with holds (forward.c), GET /metrics (metrics.c) and the readiness
+ * probes (probe.c).  The request rules are pure functions on json-c
+ * objects (rules.c).
  *
  * Decisions the design leaves open, settled here:
  * - A runtime with no "routes" serves the routes of its kind:
@@ -53,9 +55,13 @@
 #define PROBE_BACKOFF_MIN	10	/* ms */
 #define PROBE_BACKOFF_MAX	250	/* ms */
 #define PROBE_ATTEMPT_TIMEOUT	2	/* s */
+#define PROXY_FD_RESERVE	64	/* fds kept from the connection cap */
+#define PROXY_ACCEPT_PAUSE	1	/* s without accepting, out of fds */
 
 struct evhttp_bound_socket;
+struct evhttp_connection;
 struct evhttp_request;
+struct evbuffer;
 struct event_base;
 struct evhttp;
 struct imsgev;
@@ -104,6 +110,8 @@ struct plisten {
 struct pconf {
 	int64_t				 max_body;
 	int64_t				 request_timeout;	/* ms */
+	int64_t				 header_timeout;	/* ms */
+	int64_t				 max_connections;	/* 0: auto */
 	uint16_t			 port_lo;
 	uint16_t			 port_hi;
 	char				 default_model[AGENCY_NAME_MAX];
@@ -182,12 +190,15 @@ enum http_action {
 	HTTP_STATUS,		/* admin status */
 	HTTP_CANCEL,		/* admin cancel of model */
 	HTTP_HOLD,		/* ask for a hold on model for body */
+	HTTP_METRICS,		/* GET /metrics, guarded like admin */
 };
 
 struct http_decision {
 	int		 action;	/* enum http_action */
 	struct rerr	 e;		/* HTTP_ERROR */
-	struct pmodel	*model;		/* HTTP_CANCEL, HTTP_HOLD */
+	struct pmodel	*model;		/* HTTP_CANCEL, HTTP_HOLD; for
+					 * HTTP_ERROR, the model the rules
+					 * refused it for (or NULL) */
 	json_object	*body;		/* HTTP_HOLD: the rules applied; the
 					 * caller's to put */
 };
@@ -210,12 +221,38 @@ int64_t		 now_ms(void);
 void		 forward_start(struct evhttp_request *, const struct pmodel *,
 		    json_object *, const char *);
 void		 forward_status(struct evhttp_request *);
+void		 forward_metrics(struct evhttp_request *);
 void		 forward_grant(const struct proto_hold_grant *);
 void		 forward_refuse(const struct proto_hold_refuse *);
 void		 forward_status_model(const struct proto_status *);
 void		 forward_status_end(uint64_t);
 uint32_t	 forward_cancel(const char *);
 void		 forward_shutdown(void);
+
+/* conn.c: the client connections */
+struct conn_stats {
+	uint64_t	 open;		/* now */
+	uint64_t	 max;		/* the cap in force */
+	uint64_t	 accepted;
+	uint64_t	 refused;	/* over the cap */
+	uint64_t	 timed_out;	/* no request header in time */
+	uint64_t	 accept_pauses;	/* out of fds */
+};
+
+void		 conn_init(void);
+void		 conn_configure(const struct pconf *);
+void		 conn_listening(struct evhttp_bound_socket *);
+void		 conn_request(struct evhttp_request *);
+void		 conn_set_closecb(struct evhttp_connection *,
+		    void (*)(struct evhttp_connection *, void *), void *);
+void		 conn_get_stats(struct conn_stats *);
+
+/* metrics.c */
+void		 metrics_request(const char *, int, int64_t, int64_t);
+void		 metrics_unrouted(int);
+void		 metrics_render(struct evbuffer *, const struct proto_status *,
+		    size_t);
+const char	*metrics_class(int);
 
 /* probe.c */
 void		 probe_start(const struct proto_probe *);

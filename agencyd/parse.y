@@ -127,8 +127,8 @@ static struct pos		 default_pos;
 static struct pos		 rsocket_pos;
 %}
 
-%token	ALIAS ALWAYS BODY BUDGET CHAT CLOSE COMMAND DEFAULT EMBEDDING ENV
-%token	GET IDLE IMAGE INCLUDE KIND LAZY LISTEN LOAD MAX MEMORY MODEL MOVE
+%token	ALIAS ALWAYS BODY BUDGET CHAT CLOSE COMMAND CONNECTIONS DEFAULT
+%token	EMBEDDING ENV GET HEADER IDLE IMAGE INCLUDE KIND LAZY LISTEN LOAD MAX MEMORY MODEL MOVE
 %token	NEVER NO ON OVERCOMMIT PART PORT PORTS POST READY REFUSE REQUEST
 %token	RESERVE RESTRICTED ROUTE RUNTIME SOCKET SPEECH STOPS STREAM TIMEOUT
 %token	TO TOKENS UPSTREAM USER VISION YES
@@ -268,6 +268,19 @@ main		: LISTEN ON STRING PORT NUMBER	{
 				yyerror("request timeout must be more than 0");
 			else if ($3 > 0)
 				conf->request_timeout = $3;
+		}
+		| HEADER TIMEOUT duration	{
+			if ($3 == 0)
+				yyerror("header timeout must be more than 0");
+			else if ($3 > 0)
+				conf->header_timeout = $3;
+		}
+		| MAX CONNECTIONS NUMBER	{
+			if ($3 < 1 || $3 > MAX_CONNECTIONS)
+				yyerror("max connections must be 1 to %d",
+				    MAX_CONNECTIONS);
+			else
+				conf->max_connections = $3;
 		}
 		| LOAD TIMEOUT duration		{
 			if ($3 == 0)
@@ -585,10 +598,12 @@ lookup(const char *s)
 		{ "chat",		CHAT },
 		{ "close",		CLOSE },
 		{ "command",		COMMAND },
+		{ "connections",	CONNECTIONS },
 		{ "default",		DEFAULT },
 		{ "embedding",		EMBEDDING },
 		{ "env",		ENV },
 		{ "get",		GET },
+		{ "header",		HEADER },
 		{ "idle",		IDLE },
 		{ "image",		IMAGE },
 		{ "include",		INCLUDE },

@@ -63,6 +63,8 @@ struct pool_op {
 	uint64_t		 gen;		/* pm->stop_gen when queued */
 	uint64_t		 spawnid;
 	uint64_t		 loadid;
+	int64_t			 spawned_at;	/* ms, the load's first spawn */
+	int			 spawned;	/* spawned_at is set */
 	struct pool_model	*victim;
 	void			*timeout;	/* the load timeout */
 	void			*timer;		/* grace or probe again */
@@ -108,6 +110,10 @@ struct pool_model {
 	uint64_t		 requests;
 	uint64_t		 loads;
 	uint64_t		 restarts;
+	uint64_t		 evictions;
+	uint64_t		 load_failures;
+	uint64_t		 load_ms_sum;
+	uint64_t		 load_hist[PROTO_LOAD_NBOUNDS + 1];
 	uint64_t		 stop_gen;	/* bumped by each unload */
 	int			 unloaded;	/* not-loaded until a load */
 	int			 unload_pending;
@@ -1031,6 +1037,7 @@ load_fail(struct pool *p, struct pool_op *op, const char *msg)
 		op->loadid = 0;
 	}
 	p->stats.load_failures++;
+	pm->load_failures++;
 	if (pm->removed)
 		set_state(pm, STATE_STOPPED, NULL);	/* draining */
 	else
@@ -1173,6 +1180,10 @@ spawn_now(struct pool *p, struct pool_op *op)
 	pm->pid = 0;
 	op->phase = PH_SPAWNING;
 	op->spawnid = ++p->next_id;
+	if (!op->spawned) {	/* a retry on another port goes on timing */
+		op->spawned = 1;
+		op->spawned_at = now(p);
+	}
 	plog(p, LOG_INFO, "%s: starting on port %u", pm->plan.label, port);
 	/* May answer from within: op may be gone after this. */
 	p->ops->spawn(p->ctx, &pm->plan, op->spawnid, port);
@@ -1206,6 +1217,7 @@ make_room(struct pool *p, struct pool_op *op)
 		plog(p, LOG_INFO, "%s: stopping it to make room for %s",
 		    victim->plan.label, pm->plan.label);
 		p->stats.evictions++;
+		victim->evictions++;
 		set_state(victim, STATE_STOPPED, NULL);
 		op->victim = victim;
 		op->phase = PH_EVICTING;
@@ -1338,6 +1350,14 @@ load_ready(struct pool *p, struct pool_op *op)
 	timer_cancel(p, &op->timeout);
 	timer_cancel(p, &op->timer);
 	pm->loads++;
+	if (op->spawned) {
+		int64_t	 ms = now(p) - op->spawned_at;
+
+		if (ms < 0)
+			ms = 0;
+		pm->load_ms_sum += ms;
+		pm->load_hist[pool_load_bucket(ms)]++;
+	}
 	pm->loaded_at = pm->last_used = now(p);
 	set_state(pm, STATE_READY, NULL);
 	plog(p, LOG_INFO, "%s: ready on port %u", pm->plan.label, pm->port);
@@ -1945,6 +1965,10 @@ pool_status(struct pool *p, size_t i, struct proto_status *st)
 	st->loads = pm->loads;
 	st->restarts = pm->restarts;
 	st->loaded_at = pm->loaded_at;
+	st->evictions = pm->evictions;
+	st->load_failures = pm->load_failures;
+	st->load_ms_sum = pm->load_ms_sum;
+	memcpy(st->load_hist, pm->load_hist, sizeof(st->load_hist));
 	return (0);
 }
 
@@ -1958,6 +1982,19 @@ pool_plan(struct pool *p, const char *model)
 	if (pm->idle_op != NULL)	/* a pending replace */
 		return (&pm->next_plan);
 	return (&pm->plan);
+}
+
+/* The histogram bucket of a load that took ms. */
+size_t
+pool_load_bucket(int64_t ms)
+{
+	static const int64_t	 bounds[] = PROTO_LOAD_BOUNDS;
+	size_t			 i;
+
+	for (i = 0; i < PROTO_LOAD_NBOUNDS; i++)
+		if (ms <= bounds[i])
+			break;
+	return (i);
 }
 
 void

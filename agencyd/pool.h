@@ -217,8 +217,9 @@ void		 pool_child_exited(struct pool *, pid_t, int wstatus,
 
 /* The number of models, and the status of the i-th in config order
  * (model, state, lazy, error, in_progress, last_used, pid, port, need,
- * requests, loads, restarts, loaded_at; reqid and runtime are the
- * caller's); -1 when i is out of range. */
+ * requests, loads, restarts, loaded_at, evictions, load_failures and
+ * the load-duration histogram; reqid and runtime are the caller's); -1
+ * when i is out of range. */
 size_t		 pool_count(struct pool *);
 int		 pool_status(struct pool *, size_t, struct proto_status *);
 /* A model's plan, or NULL. */
@@ -238,6 +239,9 @@ int		 pool_fits(const struct mem_snapshot *, int64_t reserve,
 /* The index of the ready, idle, lazy view used least recently (the first
  * among equals), or -1. */
 ssize_t		 pool_eviction_candidate(const struct pool_view *, size_t);
+/* The load-duration bucket of ms: the first bound (PROTO_LOAD_BOUNDS)
+ * it is within, or PROTO_LOAD_NBOUNDS past the last. */
+size_t		 pool_load_bucket(int64_t);
 /* "exited with N" or "was killed by SIGNAME". */
 void		 pool_describe_exit(int wstatus, char *, size_t);
 

@@ -212,6 +212,14 @@ print_config(FILE *fp, const struct agency_conf *conf)
 	fprintf(fp, "\nload timeout ");
 	print_duration(fp, conf->load_timeout);
 	fputc('\n', fp);
+	if (conf->header_timeout != DEFAULT_HEADER_TIMEOUT) {
+		fprintf(fp, "header timeout ");
+		print_duration(fp, conf->header_timeout);
+		fputc('\n', fp);
+	}
+	if (conf->max_connections != 0)
+		fprintf(fp, "max connections %lld\n",
+		    (long long)conf->max_connections);
 	if (conf->idle_timeout != 0) {
 		fprintf(fp, "idle timeout ");
 		print_duration(fp, conf->idle_timeout);

@@ -196,6 +196,8 @@ proxy_send_config(struct agencyd *d)
 	memset(&g, 0, sizeof(g));
 	g.max_body = conf->max_body;
 	g.request_timeout = conf->request_timeout;
+	g.header_timeout = conf->header_timeout;
+	g.max_connections = conf->max_connections;
 	g.port_lo = conf->port_lo;
 	g.port_hi = conf->port_hi;
 	(void)strlcpy(g.default_model, conf->default_model,

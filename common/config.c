@@ -39,6 +39,8 @@ config_new(void)
 	conf->request_timeout = DEFAULT_REQUEST_TIMEOUT;
 	conf->load_timeout = DEFAULT_LOAD_TIMEOUT;
 	conf->idle_timeout = 0;
+	conf->header_timeout = DEFAULT_HEADER_TIMEOUT;
+	conf->max_connections = 0;
 	return (conf);
 }
 

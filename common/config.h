@@ -30,6 +30,8 @@
 #define DEFAULT_MAX_BODY	(16LL * 1024 * 1024)
 #define DEFAULT_LOAD_TIMEOUT	(10LL * 60 * 1000)	/* ms */
 #define DEFAULT_REQUEST_TIMEOUT	(10LL * 60 * 1000)	/* ms */
+#define DEFAULT_HEADER_TIMEOUT	(10LL * 1000)		/* ms */
+#define MAX_CONNECTIONS		1000000
 
 enum model_kind {
 	KIND_CHAT,
@@ -125,6 +127,8 @@ struct agency_conf {
 	int64_t			 request_timeout;	/* ms */
 	int64_t			 load_timeout;		/* ms, default */
 	int64_t			 idle_timeout;		/* ms, default; 0 */
+	int64_t			 header_timeout;	/* ms */
+	int64_t			 max_connections;	/* 0: from fd limit */
 	struct runtime_list	 runtimes;
 	struct model_list	 models;
 };

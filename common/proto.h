@@ -19,6 +19,15 @@
 #define PROTO_PROBE_BODY	500	/* bytes of a probe answer kept */
 #define PROTO_LOGLINE_MAX	1024
 
+/*
+ * The load-duration histogram's upper bounds in ms (Prometheus "le"
+ * buckets); a struct proto_status carries one count a bucket, not
+ * cumulated, and one more for loads slower than the last bound.
+ */
+#define PROTO_LOAD_BOUNDS	{ 100, 250, 500, 1000, 2500, 5000, 10000, \
+				    30000, 60000, 120000, 300000, 600000 }
+#define PROTO_LOAD_NBOUNDS	12
+
 enum imsg_type {
 	IMSG_NONE,
 
@@ -111,6 +120,9 @@ struct proto_conf_global {
 	uint16_t	port_lo;
 	uint16_t	port_hi;
 	char		default_model[AGENCY_NAME_MAX];
+	/* added for connection hardening */
+	int64_t		header_timeout;		/* ms */
+	int64_t		max_connections;	/* 0: from the fd limit */
 };
 
 struct proto_listen {
@@ -189,6 +201,11 @@ struct proto_status {
 	uint64_t	loads;
 	uint64_t	restarts;
 	int64_t		loaded_at;	/* ms since the epoch; -1: never */
+	/* added for metrics */
+	uint64_t	evictions;	/* stopped to make room */
+	uint64_t	load_failures;
+	uint64_t	load_ms_sum;	/* of the successful loads */
+	uint64_t	load_hist[PROTO_LOAD_NBOUNDS + 1];
 };
 
 struct proto_cancel {

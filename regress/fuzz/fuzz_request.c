@@ -55,7 +55,7 @@ static const char	*paths[] = { "/v1/chat/completions",
 			    "/v1/audio/speech", "/v1/images/generations",
 			    "/v1/responses", "/v1/agency/cancel",
 			    "/v1/agency/status", "/v1/agency/other", "/health",
-			    "/v1/models", "/v1/other", "/", "/x" };
+			    "/v1/models", "/v1/other", "/", "/x", "/metrics" };
 #define NPATHS		(sizeof(paths) / sizeof(paths[0]))
 
 static const char	*hosts[] = { NULL, "127.0.0.1:8080", "[::1]:8080",
@@ -312,7 +312,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case HTTP_ERROR:
 		if (dc.e.status < 400 || dc.e.status > 599 ||
 		    dc.e.code == NULL || memchr(dc.e.message, '\0',
-		    sizeof(dc.e.message)) == NULL || dc.body != NULL)
+		    sizeof(dc.e.message)) == NULL || dc.body != NULL ||
+		    (dc.model != NULL && !served(c, dc.model)))
 			abort();
 		(void)http_error_type(dc.e.status);
 		break;
@@ -320,6 +321,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case HTTP_MODELS:
 	case HTTP_STATUS:
 		if (dc.body != NULL)
+			abort();
+		break;
+	case HTTP_METRICS:
+		/* only a GET with a loopback Host of ours */
+		if (dc.body != NULL || cmd != EVHTTP_REQ_GET ||
+		    strcmp(path, "/metrics") != 0 || host == NULL)
 			abort();
 		break;
 	case HTTP_CANCEL:

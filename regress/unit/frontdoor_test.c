@@ -1187,6 +1187,85 @@ ATF_TC_BODY(status_json, tc)
 	proxy_stop(&h);
 }
 
+ATF_TC(metrics_text);
+ATF_TC_HEAD(metrics_text, tc)
+{
+	atf_tc_set_md_var(tc, "descr", "GET /metrics is the Prometheus text "
+	    "from the parent's status and the proxy's counters, guarded "
+	    "by the admin Host check");
+	atf_tc_set_md_var(tc, "timeout", "30");
+}
+ATF_TC_BODY(metrics_text, tc)
+{
+	struct harness		 h;
+	struct proto_reqid	 pr;
+	struct proto_status	 st;
+	char			*r;
+	int			 fd;
+	size_t			 i;
+	static const char	*want[] = {
+		"HTTP/1.1 200 ",
+		"Content-Type: text/plain; version=0.0.4",
+		"# TYPE agency_requests_total counter\n",
+		"agency_requests_total{model=\"alpha\",code=\"2xx\"} 0\n",
+		"agency_unrouted_requests_total{code=\"4xx\"} 2\n",
+		"agency_requests_in_progress{model=\"alpha\"} 2\n",
+		"agency_model_state{model=\"alpha\",state=\"ready\"} 1\n",
+		"agency_model_state{model=\"alpha\",state=\"failed\"} 0\n",
+		"agency_model_loads_total{model=\"alpha\"} 2\n",
+		"agency_model_load_failures_total{model=\"alpha\"} 1\n",
+		"agency_model_evictions_total{model=\"alpha\"} 3\n",
+		"agency_model_restarts_total{model=\"alpha\"} 4\n",
+		"# TYPE agency_model_load_duration_seconds histogram\n",
+		"agency_model_load_duration_seconds_bucket{model=\"alpha\","
+		    "le=\"0.1\"} 1\n",
+		"agency_model_load_duration_seconds_bucket{model=\"alpha\","
+		    "le=\"0.5\"} 1\n",
+		"agency_model_load_duration_seconds_bucket{model=\"alpha\","
+		    "le=\"1\"} 2\n",
+		"agency_model_load_duration_seconds_bucket{model=\"alpha\","
+		    "le=\"+Inf\"} 2\n",
+		"agency_model_load_duration_seconds_sum{model=\"alpha\"} "
+		    "1.100\n",
+		"agency_model_load_duration_seconds_count{model=\"alpha\"} 2\n",
+		"# TYPE agency_client_connections gauge\n",
+		"agency_client_connections 1\n",
+		NULL
+	};
+
+	proxy_start(tc, &h, 1 << 20);
+	/* A foreign Host: 403, and the parent is not asked. */
+	fd = cl_send(&h, "GET", "/metrics", "evil.example:80", NULL, NULL);
+	r = cl_read(&h, fd);
+	ATF_REQUIRE_EQ_MSG(status_of(r), 403, "%s", r);
+	fd = cl_send(&h, "POST", "/metrics", NULL, "application/json", "{}");
+	r = cl_read(&h, fd);
+	ATF_REQUIRE_EQ_MSG(status_of(r), 405, "%s", r);
+
+	fd = cl_send(&h, "GET", "/metrics", NULL, NULL, NULL);
+	h_wait(&h, IMSG_STATUS_REQ, &pr, sizeof(pr));
+	memset(&st, 0, sizeof(st));
+	st.reqid = pr.reqid;
+	strlcpy(st.model, "alpha", sizeof(st.model));
+	strlcpy(st.runtime, "llama", sizeof(st.runtime));
+	st.state = STATE_READY;
+	st.in_progress = 2;
+	st.loads = 2;
+	st.load_failures = 1;
+	st.evictions = 3;
+	st.restarts = 4;
+	st.load_hist[0] = 1;		/* 100 ms */
+	st.load_hist[3] = 1;		/* 1 s */
+	st.load_ms_sum = 1100;
+	h_send(&h, IMSG_STATUS_MODEL, -1, &st, sizeof(st));
+	h_send(&h, IMSG_STATUS_END, -1, &pr, sizeof(pr));
+	r = cl_read(&h, fd);
+	for (i = 0; want[i] != NULL; i++)
+		ATF_CHECK_MSG(strstr(r, want[i]) != NULL, "no \"%s\" in %s",
+		    want[i], r);
+	proxy_stop(&h);
+}
+
 ATF_TC(cancel);
 ATF_TC_HEAD(cancel, tc)
 {
@@ -1416,6 +1495,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, errors);
 	ATF_TP_ADD_TC(tp, probe_retry);
 	ATF_TP_ADD_TC(tp, status_json);
+	ATF_TP_ADD_TC(tp, metrics_text);
 	ATF_TP_ADD_TC(tp, cancel);
 	return (atf_no_error());
 }

@@ -671,6 +671,8 @@ ATF_TC_BODY(spawn_error, tc)
 	status("a", &st);
 	ATF_REQUIRE_EQ(st.state, STATE_FAILED);
 	ATF_REQUIRE_STREQ(st.error, F.refusals[0].msg);
+	ATF_REQUIRE_EQ(st.load_failures, 1);
+	ATF_REQUIRE_EQ(st.loads, 0);
 	/* A stale answer is ignored. */
 	pool_spawned(F.p, F.spawns[0].id, 555, NULL);
 	ATF_REQUIRE_EQ(killed_with(555, SIGKILL), 1);
@@ -694,6 +696,7 @@ ATF_TC_BODY(probe_wrong_answer, tc)
 	ATF_REQUIRE_EQ(st.state, STATE_FAILED);
 	ATF_REQUIRE_STREQ(st.error, "server for a answered 503 to the "
 	    "readiness request: loading model");
+	ATF_REQUIRE_EQ(st.load_failures, 1);
 	ATF_REQUIRE_EQ(F.nrefusals, 1);
 	ATF_REQUIRE_EQ(F.refusals[0].reason, REFUSE_LOAD_FAILED);
 	ATF_REQUIRE_STREQ(F.refusals[0].msg, st.error);
@@ -905,6 +908,9 @@ ATF_TC_BODY(reserve_default, tc)
 ATF_TC_WITHOUT_HEAD(eviction_order);
 ATF_TC_BODY(eviction_order, tc)
 {
+	struct proto_status	 st;
+	struct pool_stats	 ps;
+
 	setup_with(0, 12 * GIB, 0);
 	model("n", 0, 2 * GIB);		/* not lazy, oldest */
 	model("a", 1, 3 * GIB);
@@ -930,6 +936,13 @@ ATF_TC_BODY(eviction_order, tc)
 	ATF_REQUIRE_EQ(F.nspawns, 4);
 	ATF_REQUIRE(logged(LOG_INFO, "server for b: stopping it to make room "
 	    "for server for d"));
+	/* Counted for the model that was stopped, not the one that came. */
+	status("b", &st);
+	ATF_REQUIRE_EQ(st.evictions, 1);
+	status("d", &st);
+	ATF_REQUIRE_EQ(st.evictions, 0);
+	status("a", &st);
+	ATF_REQUIRE_EQ(st.evictions, 0);
 	advance(1000);
 	signalled(102, SIGTERM);
 	ATF_REQUIRE_EQ(F.nspawns, 5);
@@ -944,7 +957,60 @@ ATF_TC_BODY(eviction_order, tc)
 	ATF_REQUIRE_EQ(killed_with(100, SIGTERM), 0);
 	ATF_REQUIRE_EQ(killed_with(101, SIGTERM), 0);
 	ATF_REQUIRE_EQ(killed_with(104, SIGTERM), 0);
+	status("c", &st);
+	ATF_REQUIRE_EQ(st.evictions, 1);
+	status("b", &st);
+	ATF_REQUIRE_EQ(st.evictions, 1);
+	status("n", &st);
+	ATF_REQUIRE_EQ(st.evictions, 0);
+	pool_stats(F.p, &ps);
+	ATF_REQUIRE_EQ(ps.evictions, 2);
 	pool_free(F.p);
+}
+
+/* Each load that ends ready is timed from its spawn to ready. */
+ATF_TC_WITHOUT_HEAD(load_duration);
+ATF_TC_BODY(load_duration, tc)
+{
+	struct proto_status	 st;
+
+	setup();
+	model("a", 1, GIB);
+	pool_acquire(F.p, "a", 1, 7);
+	advance(200);
+	spawned(0, 100);
+	advance(100);
+	probed_last();
+	status("a", &st);
+	ATF_REQUIRE_EQ(st.loads, 1);
+	ATF_REQUIRE_EQ(st.load_ms_sum, 300);
+	ATF_REQUIRE_EQ(st.load_hist[2], 1);	/* <= 500 ms */
+	ATF_REQUIRE_EQ(st.load_hist[0] + st.load_hist[1] + st.load_hist[3],
+	    0);
+	/* It dies; the next request loads it again, slowly. */
+	exited(100, 1);
+	pool_acquire(F.p, "a", 2, 7);
+	ATF_REQUIRE_EQ(F.nspawns, 2);
+	spawned(1, 101);
+	advance(400 * 1000);
+	probed_last();
+	status("a", &st);
+	ATF_REQUIRE_EQ(st.loads, 2);
+	ATF_REQUIRE_EQ(st.load_ms_sum, 300 + 400 * 1000);
+	ATF_REQUIRE_EQ(st.load_hist[PROTO_LOAD_NBOUNDS - 1], 1); /* 600 s */
+	ATF_REQUIRE_EQ(st.load_failures, 0);
+	pool_free(F.p);
+}
+
+ATF_TC_WITHOUT_HEAD(load_bucket_pure);
+ATF_TC_BODY(load_bucket_pure, tc)
+{
+	ATF_REQUIRE_EQ(pool_load_bucket(0), 0);
+	ATF_REQUIRE_EQ(pool_load_bucket(100), 0);
+	ATF_REQUIRE_EQ(pool_load_bucket(101), 1);
+	ATF_REQUIRE_EQ(pool_load_bucket(1000), 3);
+	ATF_REQUIRE_EQ(pool_load_bucket(600000), PROTO_LOAD_NBOUNDS - 1);
+	ATF_REQUIRE_EQ(pool_load_bucket(600001), PROTO_LOAD_NBOUNDS);
 }
 
 ATF_TC_WITHOUT_HEAD(not_enough_memory);
@@ -1984,6 +2050,8 @@ ATF_TC_BODY(restart_not_running, tc)
 ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, one_process_for_two_waits);
+	ATF_TP_ADD_TC(tp, load_duration);
+	ATF_TP_ADD_TC(tp, load_bucket_pure);
 	ATF_TP_ADD_TC(tp, loads_one_at_a_time);
 	ATF_TP_ADD_TC(tp, second_release);
 	ATF_TP_ADD_TC(tp, hold_stamps_last_used);

@@ -1,0 +1,314 @@
+/*
+ * GET /metrics in the Prometheus text exposition format (version 0.0.4).
+ *
+ * What the proxy sees it counts itself: requests by the status the client
+ * got, tokens from the answers' usage, client connections (conn.c).
+ * What the pool knows (state, holds, loads, failures, evictions, restarts,
+ * load durations) comes from the status round trip to agencyd that
+ * forward.c makes for each scrape.  The proxy's counters start at zero
+ * when the proxy starts; agencyd's survive a proxy restart.
+ */
+#include <sys/types.h>
+#include <sys/queue.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+
+#include "log.h"
+#include "proxy.h"
+
+/* The status classes counted; the first four are always shown. */
+enum mclass {
+	MC_2XX,
+	MC_4XX,
+	MC_5XX,
+	MC_499,
+	MC_1XX,
+	MC_3XX,
+	MC_N
+};
+
+static const char	*class_names[MC_N] = { "2xx", "4xx", "5xx", "499",
+			    "1xx", "3xx" };
+#define MC_SHOWN	4
+
+struct mcount {
+	TAILQ_ENTRY(mcount)	 entry;
+	char			 model[AGENCY_NAME_MAX];
+	uint64_t		 codes[MC_N];
+	uint64_t		 ptok;
+	uint64_t		 ctok;
+};
+TAILQ_HEAD(mcounts, mcount);
+
+static struct mcounts	 mcounts = TAILQ_HEAD_INITIALIZER(mcounts);
+static uint64_t		 unrouted[MC_N];
+
+static enum mclass
+classify(int status)
+{
+	if (status == 499)
+		return (MC_499);
+	if (status >= 100 && status < 200)
+		return (MC_1XX);
+	if (status >= 200 && status < 300)
+		return (MC_2XX);
+	if (status >= 300 && status < 400)
+		return (MC_3XX);
+	if (status >= 400 && status < 500)
+		return (MC_4XX);
+	return (MC_5XX);	/* 5xx, and no answer at all */
+}
+
+const char *
+metrics_class(int status)
+{
+	return (class_names[classify(status)]);
+}
+
+static struct mcount *
+mcount_get(const char *model)
+{
+	struct mcount	*m;
+
+	TAILQ_FOREACH(m, &mcounts, entry)
+		if (strcmp(m->model, model) == 0)
+			return (m);
+	if ((m = calloc(1, sizeof(*m))) == NULL)
+		return (NULL);
+	(void)strlcpy(m->model, model, sizeof(m->model));
+	TAILQ_INSERT_TAIL(&mcounts, m, entry);
+	return (m);
+}
+
+/* A request for model ended with status; tokens < 0: not reported. */
+void
+metrics_request(const char *model, int status, int64_t ptok, int64_t ctok)
+{
+	struct mcount	*m;
+
+	if ((m = mcount_get(model)) == NULL)
+		return;
+	m->codes[classify(status)]++;
+	if (ptok > 0)
+		m->ptok += ptok;
+	if (ctok > 0)
+		m->ctok += ctok;
+}
+
+/* A request refused before a model was chosen. */
+void
+metrics_unrouted(int status)
+{
+	unrouted[classify(status)]++;
+}
+
+/* A label value: backslash, double quote and newline escaped. */
+static void
+label(struct evbuffer *b, const char *s)
+{
+	for (; *s != '\0'; s++) {
+		if (*s == '\\')
+			evbuffer_add(b, "\\\\", 2);
+		else if (*s == '"')
+			evbuffer_add(b, "\\\"", 2);
+		else if (*s == '\n')
+			evbuffer_add(b, "\\n", 2);
+		else
+			evbuffer_add(b, s, 1);
+	}
+}
+
+static void
+family(struct evbuffer *b, const char *name, const char *type,
+    const char *help)
+{
+	evbuffer_add_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help,
+	    name, type);
+}
+
+/* name{model="m"[,extra]} value */
+static void
+sample(struct evbuffer *b, const char *name, const char *model,
+    const char *extra, uint64_t v)
+{
+	evbuffer_add_printf(b, "%s{model=\"", name);
+	label(b, model);
+	evbuffer_add_printf(b, "\"%s%s} %llu\n", extra[0] != '\0' ? "," : "",
+	    extra, (unsigned long long)v);
+}
+
+static const char *
+state_label(int state)
+{
+	switch (state) {
+	case STATE_STOPPED:
+		return ("stopped");
+	case STATE_LOADING:
+		return ("loading");
+	case STATE_READY:
+		return ("ready");
+	case STATE_FAILED:
+		return ("failed");
+	default:
+		return ("unknown");
+	}
+}
+
+static void
+render_requests(struct evbuffer *b)
+{
+	struct mcount	*m;
+	char		 extra[32];
+	int		 c;
+
+	family(b, "agency_requests_total", "counter", "Model requests by "
+	    "the status class the client got (499: the client left or "
+	    "the request was cancelled).");
+	TAILQ_FOREACH(m, &mcounts, entry)
+		for (c = 0; c < MC_N; c++) {
+			if (c >= MC_SHOWN && m->codes[c] == 0)
+				continue;
+			(void)snprintf(extra, sizeof(extra), "code=\"%s\"",
+			    class_names[c]);
+			sample(b, "agency_requests_total", m->model, extra,
+			    m->codes[c]);
+		}
+	family(b, "agency_unrouted_requests_total", "counter", "Requests "
+	    "refused before a model was chosen (no such route or model, "
+	    "bad body, admin guards), by status class.");
+	for (c = 0; c < MC_N; c++) {
+		if (c >= MC_SHOWN && unrouted[c] == 0)
+			continue;
+		evbuffer_add_printf(b, "agency_unrouted_requests_total"
+		    "{code=\"%s\"} %llu\n", class_names[c],
+		    (unsigned long long)unrouted[c]);
+	}
+	family(b, "agency_prompt_tokens_total", "counter", "Prompt tokens "
+	    "of the answers that reported usage.");
+	TAILQ_FOREACH(m, &mcounts, entry)
+		sample(b, "agency_prompt_tokens_total", m->model, "",
+		    m->ptok);
+	family(b, "agency_completion_tokens_total", "counter", "Completion "
+	    "tokens of the answers that reported usage.");
+	TAILQ_FOREACH(m, &mcounts, entry)
+		sample(b, "agency_completion_tokens_total", m->model, "",
+		    m->ctok);
+}
+
+static void
+render_histogram(struct evbuffer *b, const struct proto_status *st)
+{
+	static const int64_t	 bounds[] = PROTO_LOAD_BOUNDS;
+	const char		*name = "agency_model_load_duration_seconds";
+	char			 extra[32];
+	uint64_t		 cum = 0;
+	size_t			 i;
+
+	for (i = 0; i <= PROTO_LOAD_NBOUNDS; i++) {
+		cum += st->load_hist[i];
+		if (i < PROTO_LOAD_NBOUNDS)
+			(void)snprintf(extra, sizeof(extra), "le=\"%g\"",
+			    bounds[i] / 1000.0);
+		else
+			(void)strlcpy(extra, "le=\"+Inf\"", sizeof(extra));
+		evbuffer_add_printf(b, "%s_bucket{model=\"", name);
+		label(b, st->model);
+		evbuffer_add_printf(b, "\",%s} %llu\n", extra,
+		    (unsigned long long)cum);
+	}
+	evbuffer_add_printf(b, "%s_sum{model=\"", name);
+	label(b, st->model);
+	evbuffer_add_printf(b, "\"} %llu.%03llu\n",
+	    (unsigned long long)(st->load_ms_sum / 1000),
+	    (unsigned long long)(st->load_ms_sum % 1000));
+	sample(b, "agency_model_load_duration_seconds_count", st->model, "",
+	    cum);
+}
+
+/* The whole exposition, from our counters and the pool's status. */
+void
+metrics_render(struct evbuffer *b, const struct proto_status *st, size_t n)
+{
+	static const int	 states[] = { STATE_STOPPED, STATE_LOADING,
+				    STATE_READY, STATE_FAILED };
+	struct conn_stats	 cs;
+	char			 extra[32];
+	size_t			 i, j;
+
+	/* Every served model shows, requested yet or not. */
+	for (i = 0; i < n; i++)
+		(void)mcount_get(st[i].model);
+	render_requests(b);
+
+	family(b, "agency_requests_in_progress", "gauge", "Requests holding "
+	    "the model (granted, not yet released).");
+	for (i = 0; i < n; i++)
+		sample(b, "agency_requests_in_progress", st[i].model, "",
+		    st[i].in_progress);
+	family(b, "agency_model_state", "gauge", "1 for the state the model "
+	    "is in, 0 for the others.");
+	for (i = 0; i < n; i++)
+		for (j = 0; j < sizeof(states) / sizeof(states[0]); j++) {
+			(void)snprintf(extra, sizeof(extra), "state=\"%s\"",
+			    state_label(states[j]));
+			sample(b, "agency_model_state", st[i].model, extra,
+			    st[i].state == states[j]);
+		}
+	family(b, "agency_model_loads_total", "counter", "Loads that ended "
+	    "ready.");
+	for (i = 0; i < n; i++)
+		sample(b, "agency_model_loads_total", st[i].model, "",
+		    st[i].loads);
+	family(b, "agency_model_load_failures_total", "counter", "Loads "
+	    "that failed.");
+	for (i = 0; i < n; i++)
+		sample(b, "agency_model_load_failures_total", st[i].model, "",
+		    st[i].load_failures);
+	family(b, "agency_model_evictions_total", "counter", "Times the "
+	    "model was stopped to make room for another.");
+	for (i = 0; i < n; i++)
+		sample(b, "agency_model_evictions_total", st[i].model, "",
+		    st[i].evictions);
+	family(b, "agency_model_restarts_total", "counter", "Restarts of the "
+	    "model's process (after a death, or by a cancel).");
+	for (i = 0; i < n; i++)
+		sample(b, "agency_model_restarts_total", st[i].model, "",
+		    st[i].restarts);
+	family(b, "agency_model_load_duration_seconds", "histogram",
+	    "Time from the spawn of the model's process to ready, of the "
+	    "loads that ended ready.");
+	for (i = 0; i < n; i++)
+		render_histogram(b, &st[i]);
+
+	conn_get_stats(&cs);
+	family(b, "agency_client_connections", "gauge", "Client connections "
+	    "open on the front door.");
+	evbuffer_add_printf(b, "agency_client_connections %llu\n",
+	    (unsigned long long)cs.open);
+	family(b, "agency_client_connections_max", "gauge", "The cap on "
+	    "client connections; more are closed at once.");
+	evbuffer_add_printf(b, "agency_client_connections_max %llu\n",
+	    (unsigned long long)cs.max);
+	family(b, "agency_client_connections_accepted_total", "counter",
+	    "Client connections accepted.");
+	evbuffer_add_printf(b, "agency_client_connections_accepted_total "
+	    "%llu\n", (unsigned long long)cs.accepted);
+	family(b, "agency_client_connections_refused_total", "counter",
+	    "Client connections closed at once for being over the cap.");
+	evbuffer_add_printf(b, "agency_client_connections_refused_total "
+	    "%llu\n", (unsigned long long)cs.refused);
+	family(b, "agency_client_connections_timed_out_total", "counter",
+	    "Client connections closed for not sending a request's header "
+	    "in time.");
+	evbuffer_add_printf(b, "agency_client_connections_timed_out_total "
+	    "%llu\n", (unsigned long long)cs.timed_out);
+	family(b, "agency_accept_pauses_total", "counter", "Times the front "
+	    "door stopped accepting for a while, out of file descriptors.");
+	evbuffer_add_printf(b, "agency_accept_pauses_total %llu\n",
+	    (unsigned long long)cs.accept_pauses);
+}
