@@ -98,10 +98,13 @@ stress_check()
 	    "not return to 0: $(status | jq -c '[.models[] | [.model, .requestsInProgress]]')"
 	wait_for 5 pids_match || fail_log "model processes" \
 	    "'$(echo $(model_pids))' but status pids '$(echo $(status_pids))'"
-	if ! wait_for 10 fds_back; then
+	# A client connection the proxy still holds is closed at the latest
+	# a header timeout (10 s) after its last answer: wait past that.
+	if ! wait_for 15 fds_back; then
 		a=$(agency_pid)
 		p=$(proxy_pid)
 		ls -l "/proc/$a/fd" "/proc/$p/fd" >&2
+		cat /proc/net/tcp /proc/net/tcp6 >&2
 		fail_log "fd leak: before (agencyd proxy) $(cat fds.before)," \
 		    "after $(fd_count "$a") $(proxy_fds "$p")"
 	fi
