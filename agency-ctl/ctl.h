@@ -24,7 +24,6 @@ struct ctl_status {
 };
 
 /* show.c */
-const char	*show_state(int32_t);
 int		 status_valid(const struct proto_status *);
 int		 status_add(struct ctl_status *, const struct proto_status *);
 void		 status_clear(struct ctl_status *);

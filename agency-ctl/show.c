@@ -32,23 +32,6 @@ static const char	*col_names[COL_NCOLS] = {
 	"MODEL", "STATE", "REQS", "LAST USED", "PID", "PORT", "NEED"
 };
 
-const char *
-show_state(int32_t state)
-{
-	switch (state) {
-	case STATE_STOPPED:
-		return ("stopped");
-	case STATE_LOADING:
-		return ("loading");
-	case STATE_READY:
-		return ("ready");
-	case STATE_FAILED:
-		return ("failed");
-	default:
-		return (NULL);
-	}
-}
-
 /* Whether a status record from agencyd can be shown as it is. */
 int
 status_valid(const struct proto_status *st)
@@ -56,7 +39,7 @@ status_valid(const struct proto_status *st)
 	if (!PROTO_STROK(st->model) || st->model[0] == '\0' ||
 	    !PROTO_STROK(st->runtime) || !PROTO_STROK(st->error))
 		return (0);
-	if (show_state(st->state) == NULL)
+	if (proto_state_name(st->state) == NULL)
 		return (0);
 	if (st->pid < 0 || st->need < 0)
 		return (0);
@@ -183,7 +166,7 @@ row_cells(const struct proto_status *st, int64_t now,
 {
 	show_clean(cells[COL_MODEL], st->model, CELL_MAX);
 	(void)snprintf(cells[COL_STATE], CELL_MAX, "%s",
-	    show_state(st->state));
+	    proto_state_name(st->state));
 	(void)snprintf(cells[COL_REQS], CELL_MAX, "%u", st->in_progress);
 	fmt_ago(cells[COL_USED], CELL_MAX, now, st->last_used);
 	if (st->pid > 0)
@@ -281,7 +264,7 @@ show_status_json(FILE *fp, const struct ctl_status *s)
 		json_object_object_add(o, "runtime",
 		    json_object_new_string(st->runtime));
 		json_object_object_add(o, "state",
-		    json_object_new_string(show_state(st->state)));
+		    json_object_new_string(proto_state_name(st->state)));
 		json_object_object_add(o, "error", st->error[0] == '\0' ?
 		    NULL : json_object_new_string(st->error));
 		json_object_object_add(o, "requestsInProgress",

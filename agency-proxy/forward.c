@@ -805,23 +805,6 @@ metrics_end(struct preq *p)
 	preq_end(p);
 }
 
-static const char *
-state_name(int state)
-{
-	switch (state) {
-	case STATE_STOPPED:
-		return ("stopped");
-	case STATE_LOADING:
-		return ("loading");
-	case STATE_READY:
-		return ("ready");
-	case STATE_FAILED:
-		return ("failed");
-	default:
-		return ("unknown");
-	}
-}
-
 static json_object *
 ms_or_null(int64_t v)
 {
@@ -845,7 +828,7 @@ forward_status_model(const struct proto_status *st)
 	json_object_object_add(o, "runtime",
 	    json_object_new_string(st->runtime));
 	json_object_object_add(o, "state",
-	    json_object_new_string(state_name(st->state)));
+	    json_object_new_string(proto_state_name_or(st->state)));
 	json_object_object_add(o, "error", st->error[0] == '\0' ? NULL :
 	    json_object_new_string(st->error));
 	json_object_object_add(o, "requestsInProgress",

@@ -142,23 +142,6 @@ sample(struct evbuffer *b, const char *name, const char *model,
 	    extra, (unsigned long long)v);
 }
 
-static const char *
-state_label(int state)
-{
-	switch (state) {
-	case STATE_STOPPED:
-		return ("stopped");
-	case STATE_LOADING:
-		return ("loading");
-	case STATE_READY:
-		return ("ready");
-	case STATE_FAILED:
-		return ("failed");
-	default:
-		return ("unknown");
-	}
-}
-
 static void
 render_requests(struct evbuffer *b)
 {
@@ -255,7 +238,7 @@ metrics_render(struct evbuffer *b, const struct proto_status *st, size_t n)
 	for (i = 0; i < n; i++)
 		for (j = 0; j < sizeof(states) / sizeof(states[0]); j++) {
 			(void)snprintf(extra, sizeof(extra), "state=\"%s\"",
-			    state_label(states[j]));
+			    proto_state_name_or(states[j]));
 			sample(b, "agency_model_state", st[i].model, extra,
 			    st[i].state == states[j]);
 		}

@@ -297,20 +297,18 @@ control_line(struct ctl_conn *c, const char *line)
 	imsgev_compose(&c->iev, IMSG_CTL_INFO, 0, 0, -1, &r, sizeof(r));
 }
 
+/* A line for the log, and for the client when there is one. */
 void
 control_info(struct ctl_conn *c, const char *fmt, ...)
 {
-	struct proto_ctl_result	r;
-	va_list			ap;
+	char	line[PROTO_MSG_MAX];
+	va_list	ap;
 
-	memset(&r, 0, sizeof(r));
 	va_start(ap, fmt);
-	(void)vsnprintf(r.message, sizeof(r.message), fmt, ap);
+	(void)vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	log_info("%s", r.message);
-	if (c != NULL)
-		imsgev_compose(&c->iev, IMSG_CTL_INFO, 0, 0, -1, &r,
-		    sizeof(r));
+	log_info("%s", line);
+	control_line(c, line);
 }
 
 /* "unknown model x; served: a, b" */

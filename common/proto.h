@@ -241,4 +241,30 @@ proto_strok(const char *s, size_t size)
 
 #define PROTO_STROK(a)	proto_strok((a), sizeof(a))
 
+/* "stopped", "loading", "ready", "failed"; NULL for anything else. */
+static inline const char *
+proto_state_name(int32_t state)
+{
+	switch (state) {
+	case STATE_STOPPED:
+		return ("stopped");
+	case STATE_LOADING:
+		return ("loading");
+	case STATE_READY:
+		return ("ready");
+	case STATE_FAILED:
+		return ("failed");
+	default:
+		return (NULL);
+	}
+}
+
+static inline const char *
+proto_state_name_or(int32_t state)
+{
+	const char	*s = proto_state_name(state);
+
+	return (s != NULL ? s : "unknown");
+}
+
 #endif /* AGENCY_PROTO_H */
