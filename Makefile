@@ -88,7 +88,7 @@ regress/fakelm/fakelm: $(FAKELM_SRCS:.c=.o) $(COMMON_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # Small programs the integration tests use, one a source file.
-regress/tools/%: regress/tools/%.c $(COMMON_LIB)
+regress/tools/%: regress/tools/%.c regress/tools/*.h $(COMMON_LIB)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(COMMON_LIB) $(LDLIBS)
 
 # Unit tests link the libraries; the linker takes only what they use.

@@ -36,6 +36,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "numarg.h"
+
 #define MAXCONNS	512
 #define NITEMS(a)	(sizeof(a) / sizeof((a)[0]))
 #define INMAX		(64 * 1024)
@@ -527,7 +529,6 @@ main(int argc, char *argv[])
 	struct rlimit	 rl;
 	struct slot	*slots;
 	struct pollfd	*pfd;
-	const char	*errstr;
 	uint64_t	 seed = 1;
 	unsigned long	 total[O_NOUTCOMES] = { 0 }, other;
 	int		 ch, conns = 32, count = 10000, first = 0, i, k, o;
@@ -537,32 +538,22 @@ main(int argc, char *argv[])
 	while ((ch = getopt(argc, argv, "c:i:m:n:s:t:v")) != -1) {
 		switch (ch) {
 		case 'c':
-			conns = strtonum(optarg, 1, MAXCONNS, &errstr);
-			if (errstr != NULL)
-				errx(2, "conns %s", errstr);
+			conns = numarg(optarg, 1, MAXCONNS, "conns");
 			break;
 		case 'i':
-			first = strtonum(optarg, 0, INT32_MAX / 2, &errstr);
-			if (errstr != NULL)
-				errx(2, "first %s", errstr);
+			first = numarg(optarg, 0, INT32_MAX / 2, "first");
 			break;
 		case 'm':
 			model = optarg;
 			break;
 		case 'n':
-			count = strtonum(optarg, 1, 10000000, &errstr);
-			if (errstr != NULL)
-				errx(2, "count %s", errstr);
+			count = numarg(optarg, 1, 10000000, "count");
 			break;
 		case 's':
-			seed = strtonum(optarg, 0, INT64_MAX, &errstr);
-			if (errstr != NULL)
-				errx(2, "seed %s", errstr);
+			seed = numarg(optarg, 0, INT64_MAX, "seed");
 			break;
 		case 't':
-			deadline_ms = strtonum(optarg, 1, 600000, &errstr);
-			if (errstr != NULL)
-				errx(2, "deadline %s", errstr);
+			deadline_ms = numarg(optarg, 1, 600000, "deadline");
 			break;
 		case 'v':
 			verbose++;
@@ -573,9 +564,7 @@ main(int argc, char *argv[])
 	}
 	if (argc - optind != 1)
 		usage();
-	port = strtonum(argv[optind], 1, 65535, &errstr);
-	if (errstr != NULL)
-		errx(2, "port %s", errstr);
+	port = numarg(argv[optind], 1, 65535, "port");
 	signal(SIGPIPE, SIG_IGN);
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;

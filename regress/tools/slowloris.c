@@ -24,6 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "numarg.h"
+
 #define MAXCONNS	20000
 
 static int64_t
@@ -59,7 +61,6 @@ main(int argc, char *argv[])
 	struct sockaddr_in	 sin;
 	struct rlimit		 rl;
 	struct pollfd		*pfd;
-	const char		*errstr;
 	size_t			*off;
 	char			 buf[512];
 	int64_t			 t0, end, tick;
@@ -70,19 +71,13 @@ main(int argc, char *argv[])
 	while ((ch = getopt(argc, argv, "c:i:t:")) != -1) {
 		switch (ch) {
 		case 'c':
-			conns = strtonum(optarg, 1, MAXCONNS, &errstr);
-			if (errstr != NULL)
-				errx(2, "conns %s", errstr);
+			conns = numarg(optarg, 1, MAXCONNS, "conns");
 			break;
 		case 'i':
-			interval = strtonum(optarg, 10, 60000, &errstr);
-			if (errstr != NULL)
-				errx(2, "interval %s", errstr);
+			interval = numarg(optarg, 10, 60000, "interval");
 			break;
 		case 't':
-			seconds = strtonum(optarg, 1, 600, &errstr);
-			if (errstr != NULL)
-				errx(2, "seconds %s", errstr);
+			seconds = numarg(optarg, 1, 600, "seconds");
 			break;
 		default:
 			usage();
@@ -93,9 +88,7 @@ main(int argc, char *argv[])
 	memset(&sin, 0, sizeof(sin));
 	sin.sin_family = AF_INET;
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	sin.sin_port = htons(strtonum(argv[optind], 1, 65535, &errstr));
-	if (errstr != NULL)
-		errx(2, "port %s", errstr);
+	sin.sin_port = htons(numarg(argv[optind], 1, 65535, "port"));
 	signal(SIGPIPE, SIG_IGN);
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;

@@ -46,6 +46,8 @@
 
 #include <json.h>
 
+#include "numarg.h"
+
 #define MAXCONNS	1024
 #define MAXMODELS	16
 #define INMAX		(1024 * 1024)
@@ -340,7 +342,6 @@ main(int argc, char *argv[])
 	struct rlimit	 rl;
 	struct conn	*cs;
 	struct pollfd	*pfd;
-	const char	*errstr;
 	unsigned long	 total = 0, bad = 0;
 	uint64_t	 seed;
 	int64_t		 end;
@@ -351,34 +352,22 @@ main(int argc, char *argv[])
 	while ((ch = getopt(argc, argv, "c:d:P:s:t:T:v")) != -1) {
 		switch (ch) {
 		case 'c':
-			conns = strtonum(optarg, 1, MAXCONNS, &errstr);
-			if (errstr != NULL)
-				errx(2, "conns %s", errstr);
+			conns = numarg(optarg, 1, MAXCONNS, "conns");
 			break;
 		case 'd':
-			leave = strtonum(optarg, 0, 100, &errstr);
-			if (errstr != NULL)
-				errx(2, "percent %s", errstr);
+			leave = numarg(optarg, 0, 100, "percent");
 			break;
 		case 'P':
-			phase_ms = strtonum(optarg, 100, 3600000, &errstr);
-			if (errstr != NULL)
-				errx(2, "phase %s", errstr);
+			phase_ms = numarg(optarg, 100, 3600000, "phase");
 			break;
 		case 's':
-			seed = strtonum(optarg, 0, INT64_MAX, &errstr);
-			if (errstr != NULL)
-				errx(2, "seed %s", errstr);
+			seed = numarg(optarg, 0, INT64_MAX, "seed");
 			break;
 		case 't':
-			secs = strtonum(optarg, 1, 86400, &errstr);
-			if (errstr != NULL)
-				errx(2, "seconds %s", errstr);
+			secs = numarg(optarg, 1, 86400, "seconds");
 			break;
 		case 'T':
-			tmo = strtonum(optarg, 100, 600000, &errstr);
-			if (errstr != NULL)
-				errx(2, "timeout %s", errstr);
+			tmo = numarg(optarg, 100, 600000, "timeout");
 			break;
 		case 'v':
 			verbose++;
@@ -391,9 +380,7 @@ main(int argc, char *argv[])
 	argv += optind;
 	if (argc < 2 || argc - 1 > MAXMODELS)
 		usage();
-	port = strtonum(argv[0], 1, 65535, &errstr);
-	if (errstr != NULL)
-		errx(2, "port %s", errstr);
+	port = numarg(argv[0], 1, 65535, "port");
 	for (i = 1; i < argc; i++)
 		models[nmodels++] = argv[i];
 	rng = seed;

@@ -18,6 +18,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "numarg.h"
+
 #define MAXCLIENTS	1000
 
 static void
@@ -32,7 +34,6 @@ main(int argc, char *argv[])
 {
 	struct sockaddr_un	 sun;
 	struct pollfd		*pfd;
-	const char		*errstr;
 	unsigned char		*junk, buf[512];
 	uint32_t		 hdr[5];
 	int			 ch, i, n = 4096, clients = 1, header = 0;
@@ -41,17 +42,13 @@ main(int argc, char *argv[])
 	while ((ch = getopt(argc, argv, "c:Hn:")) != -1) {
 		switch (ch) {
 		case 'c':
-			clients = strtonum(optarg, 1, MAXCLIENTS, &errstr);
-			if (errstr != NULL)
-				errx(2, "clients %s", errstr);
+			clients = numarg(optarg, 1, MAXCLIENTS, "clients");
 			break;
 		case 'H':
 			header = 1;
 			break;
 		case 'n':
-			n = strtonum(optarg, 1, 1 << 24, &errstr);
-			if (errstr != NULL)
-				errx(2, "bytes %s", errstr);
+			n = numarg(optarg, 1, 1 << 24, "bytes");
 			break;
 		default:
 			usage();
