@@ -153,6 +153,7 @@ static void	 op_start(struct pool *, struct pool_op *);
 static void	 op_finish(struct pool *, struct pool_op *);
 static void	 load_begin(struct pool *, struct pool_op *);
 static void	 load_fail(struct pool *, struct pool_op *, const char *);
+static void	 load_refused(struct pool *, struct pool_op *, const char *);
 static void	 load_doom(struct pool *, struct pool_op *);
 static void	 op_reload(struct pool *, struct pool_op *);
 static void	 replace_swap(struct pool *, struct pool_op *);
@@ -1048,6 +1049,25 @@ load_fail(struct pool *p, struct pool_op *op, const char *msg)
 	op_finish(p, op);
 }
 
+/*
+ * The model did not fit: a refusal of the requests, not a failure of
+ * the model, which was never started.  It goes back to stopped and
+ * tries again on its next request.
+ */
+static void
+load_refused(struct pool *p, struct pool_op *op, const char *msg)
+{
+	struct pool_model	*pm = op->pm;
+
+	if (msg != op->error)
+		strlcpy(op->error, msg, sizeof(op->error));
+	timer_cancel(p, &op->timeout);
+	timer_cancel(p, &op->timer);
+	set_state(pm, STATE_STOPPED, NULL);
+	plog(p, LOG_WARNING, "%s", op->error);
+	op_finish(p, op);
+}
+
 /* End our own child: the load fails once it has exited. */
 static void
 kill_own(struct pool *p, struct pool_op *op, int signal_it)
@@ -1234,7 +1254,7 @@ make_room(struct pool *p, struct pool_op *op)
 		return (1);
 	}
 	op->reason = REFUSE_NOT_ENOUGH_MEMORY;
-	load_fail(p, op, msg);
+	load_refused(p, op, msg);
 	return (-1);
 }
 

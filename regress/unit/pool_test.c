@@ -1036,11 +1036,13 @@ ATF_TC_BODY(not_enough_memory, tc)
 	ATF_REQUIRE_EQ(F.refusals[0].reason, REFUSE_NOT_ENOUGH_MEMORY);
 	ATF_REQUIRE_STREQ(F.refusals[0].msg, "not enough memory for m "
 	    "(needs 6.0 GiB, 3.1 GiB available): n (not lazy), a (busy)");
+	/* A refusal, not a failure: m was never started. */
 	status("m", &st);
-	ATF_REQUIRE_EQ(st.state, STATE_FAILED);
+	ATF_REQUIRE_EQ(st.state, STATE_STOPPED);
+	ATF_REQUIRE_EQ(st.load_failures, 0);
 	ATF_REQUIRE_EQ(state("a"), STATE_READY);
 	ATF_REQUIRE_EQ(state("n"), STATE_READY);
-	/* A lazy model that failed to fit tries again on its next request. */
+	/* A lazy model that did not fit tries again on its next request. */
 	F.mem.available = 20 * GIB;
 	pool_acquire(F.p, "m", 3, 7);
 	ATF_REQUIRE_EQ(F.nspawns, 3);
