@@ -21,6 +21,7 @@
 
 #include <json-c/json.h>
 
+#include "http_method.h"
 #include "log.h"
 #include "proxy.h"
 
@@ -137,29 +138,6 @@ http_log(const char *method, const char *path, const char *model,
 	else
 		log_info("%s %s %s %d %lldms", method, path, model, status,
 		    (long long)ms);
-}
-
-static const char *
-method_name(struct evhttp_request *req)
-{
-	switch (evhttp_request_get_command(req)) {
-	case EVHTTP_REQ_GET:
-		return ("GET");
-	case EVHTTP_REQ_POST:
-		return ("POST");
-	case EVHTTP_REQ_HEAD:
-		return ("HEAD");
-	case EVHTTP_REQ_PUT:
-		return ("PUT");
-	case EVHTTP_REQ_DELETE:
-		return ("DELETE");
-	case EVHTTP_REQ_OPTIONS:
-		return ("OPTIONS");
-	case EVHTTP_REQ_PATCH:
-		return ("PATCH");
-	default:
-		return ("OTHER");
-	}
 }
 
 void
@@ -366,7 +344,7 @@ http_cb(struct evhttp_request *req, void *arg)
 
 	(void)arg;
 	conn_request(req);
-	method = method_name(req);
+	method = http_method_name(req);
 	cmd = evhttp_request_get_command(req);
 	uri = evhttp_request_get_evhttp_uri(req);
 	if (uri == NULL || (path = evhttp_uri_get_path(uri)) == NULL ||

@@ -11,6 +11,8 @@
 #include <sys/types.h>
 #include <sys/queue.h>
 
+#include <stddef.h>
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -221,7 +223,23 @@ metrics_render(struct evbuffer *b, const struct proto_status *st, size_t n)
 				    STATE_READY, STATE_FAILED };
 	struct conn_stats	 cs;
 	char			 extra[32];
-	size_t			 i, j;
+	static const struct {
+		const char	*name;
+		const char	*help;
+		size_t		 off;	/* of a uint64_t in proto_status */
+	}			 counters[] = {
+		{ "agency_model_loads_total", "Loads that ended ready.",
+		    offsetof(struct proto_status, loads) },
+		{ "agency_model_load_failures_total", "Loads that failed.",
+		    offsetof(struct proto_status, load_failures) },
+		{ "agency_model_evictions_total", "Times the model was "
+		    "stopped to make room for another.",
+		    offsetof(struct proto_status, evictions) },
+		{ "agency_model_restarts_total", "Restarts of the model's "
+		    "process (after a death, or by a cancel).",
+		    offsetof(struct proto_status, restarts) },
+	};
+	size_t			 i, j, k;
 
 	/* Every served model shows, requested yet or not. */
 	for (i = 0; i < n; i++)
@@ -242,26 +260,13 @@ metrics_render(struct evbuffer *b, const struct proto_status *st, size_t n)
 			sample(b, "agency_model_state", st[i].model, extra,
 			    st[i].state == states[j]);
 		}
-	family(b, "agency_model_loads_total", "counter", "Loads that ended "
-	    "ready.");
-	for (i = 0; i < n; i++)
-		sample(b, "agency_model_loads_total", st[i].model, "",
-		    st[i].loads);
-	family(b, "agency_model_load_failures_total", "counter", "Loads "
-	    "that failed.");
-	for (i = 0; i < n; i++)
-		sample(b, "agency_model_load_failures_total", st[i].model, "",
-		    st[i].load_failures);
-	family(b, "agency_model_evictions_total", "counter", "Times the "
-	    "model was stopped to make room for another.");
-	for (i = 0; i < n; i++)
-		sample(b, "agency_model_evictions_total", st[i].model, "",
-		    st[i].evictions);
-	family(b, "agency_model_restarts_total", "counter", "Restarts of the "
-	    "model's process (after a death, or by a cancel).");
-	for (i = 0; i < n; i++)
-		sample(b, "agency_model_restarts_total", st[i].model, "",
-		    st[i].restarts);
+	for (k = 0; k < sizeof(counters) / sizeof(counters[0]); k++) {
+		family(b, counters[k].name, "counter", counters[k].help);
+		for (i = 0; i < n; i++)
+			sample(b, counters[k].name, st[i].model, "",
+			    *(const uint64_t *)(const void *)
+			    ((const char *)&st[i] + counters[k].off));
+	}
 	family(b, "agency_model_load_duration_seconds", "histogram",
 	    "Time from the spawn of the model's process to ready, of the "
 	    "loads that ended ready.");

@@ -180,12 +180,7 @@ agencyd_pool(struct agencyd *d)
 {
 	struct pool_settings	ps;
 
-	memset(&ps, 0, sizeof(ps));
-	ps.reserve = d->conf->reserve;
-	ps.budget = d->conf->budget;
-	ps.overcommit = d->conf->overcommit;
-	ps.port_lo = d->conf->port_lo;
-	ps.port_hi = d->conf->port_hi;
+	agencyd_pool_settings(d->conf, &ps);
 	return (pool_new(&model_pool_ops, d, &ps));
 }
 

@@ -76,6 +76,9 @@ extern struct agencyd	*env;
 int64_t		 mono_ms(void);
 void		 agencyd_shutdown_done(void *);
 void		 agencyd_proxy_ready(struct agencyd *);
+/* reload.c */
+void		 agencyd_pool_settings(const struct agency_conf *,
+		    struct pool_settings *);
 
 /* privdrop.c */
 int		 agencyd_drop_caps(void);

@@ -133,6 +133,19 @@ reload_removed(void *arg)
 	model_free(m);
 }
 
+/* What the pool takes from a configuration, at start and on reload. */
+void
+agencyd_pool_settings(const struct agency_conf *conf,
+    struct pool_settings *ps)
+{
+	memset(ps, 0, sizeof(*ps));
+	ps->reserve = conf->reserve;
+	ps->budget = conf->budget;
+	ps->overcommit = conf->overcommit;
+	ps->port_lo = conf->port_lo;
+	ps->port_hi = conf->port_hi;
+}
+
 static void
 reload_settings(struct agencyd *d, struct agency_conf *nconf,
     struct ctl_conn *c)
@@ -158,12 +171,7 @@ reload_settings(struct agencyd *d, struct agency_conf *nconf,
 		control_info(c, "model ports changed: restarting agency-proxy");
 		(void)kill(d->proxy_pid, SIGTERM);
 	}
-	memset(&ps, 0, sizeof(ps));
-	ps.reserve = nconf->reserve;
-	ps.budget = nconf->budget;
-	ps.overcommit = nconf->overcommit;
-	ps.port_lo = nconf->port_lo;
-	ps.port_hi = nconf->port_hi;
+	agencyd_pool_settings(nconf, &ps);
 	pool_set_settings(d->pool, &ps);
 }
 

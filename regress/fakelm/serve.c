@@ -25,6 +25,7 @@
 
 #include <json-c/json.h>
 
+#include "http_method.h"
 #include "fakelm.h"
 
 #define JSON_FLAGS	(JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
@@ -73,7 +74,6 @@ static unsigned long long	 seq;
 static struct json_tokener	*tok;
 
 static void	handle(struct evhttp_request *, void *);
-static const char *method_name(struct evhttp_request *);
 static void	log_request(const char *, const char *, const char *, int,
 		    size_t, int);
 static const char *reason(int);
@@ -168,27 +168,6 @@ serve_init(struct evhttp *http)
 	evhttp_set_gencb(http, handle, NULL);
 }
 
-static const char *
-method_name(struct evhttp_request *req)
-{
-	switch (evhttp_request_get_command(req)) {
-	case EVHTTP_REQ_GET:
-		return ("GET");
-	case EVHTTP_REQ_POST:
-		return ("POST");
-	case EVHTTP_REQ_HEAD:
-		return ("HEAD");
-	case EVHTTP_REQ_PUT:
-		return ("PUT");
-	case EVHTTP_REQ_DELETE:
-		return ("DELETE");
-	case EVHTTP_REQ_OPTIONS:
-		return ("OPTIONS");
-	default:
-		return ("OTHER");
-	}
-}
-
 long long
 mono_ns(void)
 {
@@ -257,7 +236,7 @@ static void
 reply_json(struct evhttp_request *req, int code, struct json_object *obj,
     const char *path, const char *model, size_t tokens)
 {
-	log_request(method_name(req), path, model, code, tokens, 0);
+	log_request(http_method_name(req), path, model, code, tokens, 0);
 	send_json(req, code, obj);
 }
 
@@ -330,11 +309,11 @@ handle(struct evhttp_request *req, void *arg)
 		embeddings(req, path);
 	} else
 		reply_error(req, 404, path, NULL, "invalid_request_error",
-		    "No route for %s %s", method_name(req), path);
+		    "No route for %s %s", http_method_name(req), path);
 	return;
  method:
 	reply_error(req, 405, path, NULL, "invalid_request_error",
-	    "Method %s not allowed on %s", method_name(req), path);
+	    "Method %s not allowed on %s", http_method_name(req), path);
 }
 
 static void
@@ -542,7 +521,7 @@ gen_new(struct evhttp_request *req, const char *path, const char *model)
 	}
 	g->req = req;
 	g->evcon = evhttp_request_get_connection(req);
-	g->method = method_name(req);
+	g->method = http_method_name(req);
 	g->crash_at = -1;
 	g->created = (long long)time(NULL);
 	return (g);
