@@ -1,120 +1,127 @@
 /*
- * The front door's client connections: counted for the metrics, capped,
- * given a deadline for each request's header, and kept from spinning
- * when accept runs out of file descriptors.
+ * The front door's client connections: accepted, read, parsed (h1.c),
+ * handed one request at a time to http.c, written back, counted for the
+ * metrics, capped, given deadlines, and kept from spinning when accept
+ * runs out of file descriptors.
  *
- * libevent 2.1's evhttp tells nobody when a connection comes or goes.
- * Two public hooks are enough:
+ * Each connection has a read event that stays added for its whole life
+ * (so a request costs no epoll_ctl) and a write event that is added only
+ * while output waits.  Reads go into one buffer shared by all
+ * connections; only what a connection leaves unfinished there (a part of
+ * a request, or what a client pipelined while its request runs) is
+ * copied into a buffer of its own, so an idle connection owns no buffer.
+ * Answers are written at once and only what the socket does not take is
+ * kept.
  *
- * - evhttp_set_bevcb: evhttp asks us for each accepted connection's
- *   bufferevent, then (in the same call, before it returns to the loop)
- *   makes the evhttp_connection and sets the bufferevent's callbacks with
- *   that connection as their argument.  We note the bufferevent, take a
- *   reference on it, and activate an event that runs later in the same
- *   loop turn ("adopt"): there bufferevent_getcb gives us the
- *   evhttp_connection.  Our reference keeps the bufferevent's memory
- *   valid in between, even when evhttp gave up the connection at once
- *   (its callbacks are then NULL, and we only drop the reference).  The
- *   bufferevent closes its socket when freed (BEV_OPT_CLOSE_ON_FREE), so
- *   that socket stays open, and its number unused, for as long as we
- *   hold the reference.
- * - evhttp_connection_set_closecb: evhttp calls it from
- *   evhttp_connection_free, whichever way a server connection ends, while
- *   the connection is still whole.  Ours is the only close callback on
- *   client connections (forward.c sets its own through
- *   conn_set_closecb); it forgets the connection there, so nothing here
- *   ever points to a freed connection.
+ * One request at a time: while a request runs (BUSY) the connection is
+ * still read, to see the client leave (EOF or an error ends the request
+ * through the owner's gone callback), but what it sends is only kept, up
+ * to CONN_PIPELINE_MAX bytes, for after the answer.
  *
- * The header deadline: a connection must send the end of a request's
- * header within header_timeout of being accepted, or of the end of its
- * previous answer (evhttp_request_set_on_complete_cb).  evhttp has no
- * hook at the end of a header, so a callback on the bufferevent's input
- * buffer looks at each piece as it arrives for the empty line that ends
- * it (a LF, an optional CR, a LF: two bytes kept across pieces, since
- * evhttp drains each header line as it parses it).  A sweep closes the
- * late ones with evhttp_connection_free, from a timer of ours, never
- * from inside one of the connection's own callbacks.  The body is not
- * under this deadline: the idle timeout (PROXY_IDLE_TIMEOUT) and
- * max_body bound it.
+ * A connection is freed only from its own callbacks or from conn_abort
+ * (never while conn.c is on the stack for it: c->busycb).
+ *
+ * Deadlines, from a sweep timer: the end of a request's header within
+ * header_timeout of the accept or of the end of the previous answer (or,
+ * with no header timeout, PROXY_IDLE_TIMEOUT of quiet); a body may not
+ * pause for longer than PROXY_IDLE_TIMEOUT, nor may output stall for
+ * longer than that.
  */
 #include <sys/types.h>
 #include <sys/queue.h>
 #include <sys/resource.h>
-#include <sys/tree.h>
+#include <sys/socket.h>
 
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-#include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event.h>
-#include <event2/http.h>
+#include <event2/event_struct.h>
 #include <event2/listener.h>
 
+#include "h1.h"
 #include "log.h"
 #include "proxy.h"
 
-/* libbsd's <sys/tree.h> marks its static functions so; glibc has none */
-#ifndef __unused
-#define __unused	__attribute__((__unused__))
-#endif
+#define CONN_READ		(64 * 1024)	/* the shared read buffer */
+#define CONN_HEADER_MAX		(64 * 1024)	/* a request's header */
+#define CONN_PIPELINE_MAX	(64 * 1024)	/* kept while BUSY */
 
-struct conn {
-	TAILQ_ENTRY(conn)		 entry;		/* pending or open */
-	RB_ENTRY(conn)			 node;		/* open, by evcon */
-	struct bufferevent		*bev;
-	struct evhttp_connection	*evcon;		/* NULL: pending */
-	struct evbuffer_cb_entry	*incb;
-	int64_t				 since;		/* ms, the deadline's */
-	int				 hdone;		/* header is in */
-	char				 tail[2];	/* last bytes seen */
-	size_t				 ntail;
-	void				(*closecb)(struct evhttp_connection *,
-					    void *);
-	void				*closearg;
+enum conn_state {
+	CS_HEADER,		/* reading a request's header */
+	CS_BODY,		/* reading its body */
+	CS_BUSY,		/* a request runs */
+	CS_CLOSING,		/* the last answer goes out, then close */
 };
-TAILQ_HEAD(conns, conn);
-RB_HEAD(conntree, conn);
 
-static int	 conn_cmp(struct conn *, struct conn *);
-RB_PROTOTYPE_STATIC(conntree, conn, node, conn_cmp);
-RB_GENERATE_STATIC(conntree, conn, node, conn_cmp);
+struct hconn {
+	TAILQ_ENTRY(hconn)	 entry;
+	int			 fd;
+	enum conn_state		 state;
+	struct event		 rev;
+	struct event		 wev;
+	char			*in;		/* unfinished input */
+	size_t			 inlen;
+	size_t			 incap;
+	char			*out;		/* output the socket did not take */
+	size_t			 outoff;
+	size_t			 outlen;
+	size_t			 outcap;
+	int64_t			 since;		/* the header deadline's start */
+	int64_t			 lastio;
+	/* CS_BODY */
+	size_t			 hdrlen;
+	int64_t			 clen;		/* -1: chunked */
+	struct h1_chunked	 ch;
+	size_t			 rawpos;	/* chunked: next raw byte */
+	size_t			 bodylen;	/* chunked: decoded so far */
+	/* the running request */
+	struct hreq		 req;
+	void			(*gone)(void *);
+	void			(*drained)(void *);
+	void			*arg;
+	int			 inproc;	/* conn.c is on the stack */
+	int			 dead;		/* free when off the stack */
+	int			 broken;	/* a write failed */
+	int			 paused;	/* read event deleted */
+};
+TAILQ_HEAD(hconns, hconn);
 
-static struct conns	 pending = TAILQ_HEAD_INITIALIZER(pending);
-static struct conns	 open_conns = TAILQ_HEAD_INITIALIZER(open_conns);
-static struct conntree	 tree = RB_INITIALIZER(&tree);
+struct lsn {
+	TAILQ_ENTRY(lsn)	 entry;
+	struct evconnlistener	*lev;
+};
+TAILQ_HEAD(lsns, lsn);
+
+static struct hconns	 conns = TAILQ_HEAD_INITIALIZER(conns);
+static struct lsns	 lsns = TAILQ_HEAD_INITIALIZER(lsns);
 static struct conn_stats stats;
-static struct event	*adopt_ev;
 static struct event	*sweep_ev;
 static struct event	*resume_ev;
 static int64_t		 header_timeout;	/* ms; 0: none */
+static int64_t		 max_body;
 static uint64_t		 auto_max;		/* from the fd limit */
-static int		 paused;
+static int		 accept_paused;
+static char		 rbuf[CONN_READ];
 
-static struct bufferevent *conn_bevcb(struct event_base *, void *);
-static void	 conn_adopt(evutil_socket_t, short, void *);
-static void	 conn_closecb(struct evhttp_connection *, void *);
-static void	 conn_inputcb(struct evbuffer *,
-		    const struct evbuffer_cb_info *, void *);
-static void	 conn_done(struct evhttp_request *, void *);
+static void	 conn_acceptcb(struct evconnlistener *, evutil_socket_t,
+		    struct sockaddr *, int, void *);
+static void	 conn_readcb(evutil_socket_t, short, void *);
+static void	 conn_writecb(evutil_socket_t, short, void *);
 static void	 conn_sweep(evutil_socket_t, short, void *);
 static void	 conn_resume(evutil_socket_t, short, void *);
 static void	 accept_errorcb(struct evconnlistener *, void *);
-
-static int
-conn_cmp(struct conn *a, struct conn *b)
-{
-	uintptr_t	 x = (uintptr_t)a->evcon, y = (uintptr_t)b->evcon;
-
-	return (x < y ? -1 : x > y);
-}
+static size_t	 conn_consume(struct hconn *, char *, size_t);
+static void	 conn_end(struct hconn *);
+static void	 conn_free(struct hconn *);
 
 /*
  * Before the sandbox: raise the fd limit to its hard limit, and take the
- * default cap from it, half of what is left after a reserve, so that
- * each client connection can have its upstream connection too.
+ * default cap from it.
  */
 void
 conn_init(void)
@@ -143,16 +150,14 @@ conn_init(void)
 	    (n - PROXY_FD_RESERVE) / 4 * 3 : 1;
 	stats.max = auto_max;
 
-	evhttp_set_bevcb(px->http, conn_bevcb, NULL);
-	if ((adopt_ev = event_new(px->base, -1, 0, conn_adopt, NULL)) ==
-	    NULL ||
-	    (sweep_ev = event_new(px->base, -1, EV_PERSIST, conn_sweep,
+	if ((sweep_ev = event_new(px->base, -1, EV_PERSIST, conn_sweep,
 	    NULL)) == NULL ||
 	    (resume_ev = evtimer_new(px->base, conn_resume, NULL)) == NULL)
 		fatalx("%s: event_new", __func__);
 }
 
-/* A new or reloaded configuration: the cap and the deadline. */
+/* A new or reloaded configuration: the cap, the body limit, the
+ * deadline. */
 void
 conn_configure(const struct pconf *conf)
 {
@@ -162,11 +167,10 @@ conn_configure(const struct pconf *conf)
 	stats.max = conf->max_connections > 0 ?
 	    (uint64_t)conf->max_connections : auto_max;
 	header_timeout = conf->header_timeout;
+	max_body = conf->max_body;
 	evtimer_del(sweep_ev);
-	if (header_timeout <= 0)
-		return;
 	/* late by at most a quarter of the deadline, or a second */
-	ms = header_timeout / 4;
+	ms = header_timeout > 0 ? header_timeout / 4 : 1000;
 	if (ms < 50)
 		ms = 50;
 	if (ms > 1000)
@@ -176,237 +180,574 @@ conn_configure(const struct pconf *conf)
 	evtimer_add(sweep_ev, &tv);
 }
 
-/* evhttp's accept: a bufferevent for the new connection, adopted later
- * in this loop turn. */
-static struct bufferevent *
-conn_bevcb(struct event_base *base, void *arg)
+/* Accept on fd (listening, non-blocking); the listener is returned. */
+void *
+conn_listen(int fd)
 {
-	struct conn		*c;
-	struct bufferevent	*bev;
+	struct lsn	*l;
 
-	(void)arg;
-	if ((bev = bufferevent_socket_new(base, -1,
-	    BEV_OPT_CLOSE_ON_FREE)) == NULL)
-		return (NULL);	/* evhttp makes its own: not counted */
-	if ((c = calloc(1, sizeof(*c))) == NULL) {
-		bufferevent_free(bev);
+	if ((l = calloc(1, sizeof(*l))) == NULL)
+		return (NULL);
+	if ((l->lev = evconnlistener_new(px->base, conn_acceptcb, NULL,
+	    LEV_OPT_CLOSE_ON_FREE, 0, fd)) == NULL) {
+		free(l);
 		return (NULL);
 	}
-	c->bev = bev;
-	bufferevent_incref(bev);	/* dropped by conn_adopt */
-	TAILQ_INSERT_TAIL(&pending, c, entry);
-	event_active(adopt_ev, EV_TIMEOUT, 1);
-	return (bev);
+	evconnlistener_set_error_cb(l->lev, accept_errorcb);
+	if (accept_paused)
+		evconnlistener_disable(l->lev);
+	TAILQ_INSERT_TAIL(&lsns, l, entry);
+	return (l);
 }
 
-static void
-conn_adopt(evutil_socket_t fd, short ev, void *arg)
-{
-	struct conn			*c;
-	struct evhttp_connection	*evcon;
-	bufferevent_data_cb		 readcb;
-	void				*cbarg;
-
-	(void)fd;
-	(void)ev;
-	(void)arg;
-	while ((c = TAILQ_FIRST(&pending)) != NULL) {
-		TAILQ_REMOVE(&pending, c, entry);
-		bufferevent_getcb(c->bev, &readcb, NULL, NULL, &cbarg);
-		if (readcb == NULL || cbarg == NULL) {
-			/* evhttp let it go already: ours was the last
-			 * reference, which closes the socket */
-			bufferevent_decref(c->bev);
-			free(c);
-			continue;
-		}
-		evcon = cbarg;
-		stats.accepted++;
-		if (stats.open >= stats.max) {
-			stats.refused++;
-			bufferevent_decref(c->bev);
-			free(c);
-			evhttp_connection_free(evcon);
-			continue;
-		}
-		c->evcon = evcon;
-		c->since = now_ms();
-		if ((c->incb = evbuffer_add_cb(bufferevent_get_input(c->bev),
-		    conn_inputcb, c)) == NULL) {
-			bufferevent_decref(c->bev);
-			free(c);
-			evhttp_connection_free(evcon);
-			continue;
-		}
-		evhttp_connection_set_closecb(evcon, conn_closecb, c);
-		bufferevent_decref(c->bev);	/* evcon holds it */
-		RB_INSERT(conntree, &tree, c);
-		TAILQ_INSERT_TAIL(&open_conns, c, entry);
-		stats.open++;
-	}
-}
-
-/* From evhttp_connection_free, the connection still whole. */
-static void
-conn_closecb(struct evhttp_connection *evcon, void *arg)
-{
-	struct conn	*c = arg;
-
-	if (c->closecb != NULL)
-		c->closecb(evcon, c->closearg);
-	evbuffer_remove_cb_entry(bufferevent_get_input(c->bev), c->incb);
-	RB_REMOVE(conntree, &tree, c);
-	TAILQ_REMOVE(&open_conns, c, entry);
-	stats.open--;
-	free(c);
-}
-
-static struct conn *
-conn_find(struct evhttp_connection *evcon)
-{
-	struct conn	 key;
-
-	if (evcon == NULL)
-		return (NULL);
-	key.evcon = evcon;
-	return (RB_FIND(conntree, &tree, &key));
-}
-
-/* forward.c's close callback of a client connection (NULL: none). */
 void
-conn_set_closecb(struct evhttp_connection *evcon,
-    void (*cb)(struct evhttp_connection *, void *), void *arg)
+conn_unlisten(void *arg)
 {
-	struct conn	*c;
+	struct lsn	*l = arg;
 
-	if ((c = conn_find(evcon)) == NULL) {
-		/* not ours (no bufferevent of ours): evhttp's own hook */
-		evhttp_connection_set_closecb(evcon, cb, arg);
+	TAILQ_REMOVE(&lsns, l, entry);
+	evconnlistener_free(l->lev);	/* closes the socket */
+	free(l);
+}
+
+static void
+conn_acceptcb(struct evconnlistener *lev, evutil_socket_t fd,
+    struct sockaddr *sa, int salen, void *arg)
+{
+	struct hconn	*c;
+
+	(void)lev;
+	(void)sa;
+	(void)salen;
+	(void)arg;
+	stats.accepted++;
+	if (stats.open >= stats.max) {
+		stats.refused++;
+		close(fd);
 		return;
 	}
-	c->closecb = cb;
-	c->closearg = arg;
+	if ((c = calloc(1, sizeof(*c))) == NULL) {
+		log_warn("%s: calloc", __func__);
+		close(fd);
+		return;
+	}
+	c->fd = fd;
+	c->state = CS_HEADER;
+	c->since = c->lastio = now_ms();
+	c->req.conn = c;
+	if (event_assign(&c->rev, px->base, fd, EV_READ | EV_PERSIST,
+	    conn_readcb, c) == -1 ||
+	    event_assign(&c->wev, px->base, fd, EV_WRITE | EV_PERSIST,
+	    conn_writecb, c) == -1 ||
+	    event_add(&c->rev, NULL) == -1) {
+		log_warnx("%s: cannot watch a connection", __func__);
+		close(fd);
+		free(c);
+		return;
+	}
+	TAILQ_INSERT_TAIL(&conns, c, entry);
+	stats.open++;
 }
 
-/* Look for the empty line that ends a header: LF [CR] LF. */
+/* Make room for n more bytes of input; -1 past limit or out of memory. */
 static int
-header_end(struct conn *c, const char *p, size_t len)
+in_reserve(struct hconn *c, size_t n, size_t limit)
 {
-	char	 w[4];
-	size_t	 i, n;
+	size_t	 cap;
+	char	*p;
 
-	/* across the previous piece */
-	memcpy(w, c->tail, c->ntail);
-	n = c->ntail;
-	for (i = 0; i < len && n < sizeof(w); i++)
-		w[n++] = p[i];
-	if (memmem(w, n, "\n\n", 2) != NULL ||
-	    memmem(w, n, "\n\r\n", 3) != NULL)
-		return (1);
-	if (memmem(p, len, "\n\n", 2) != NULL ||
-	    memmem(p, len, "\n\r\n", 3) != NULL)
-		return (1);
-	/* the last two bytes of all seen, for the next piece */
-	for (i = len > 2 ? len - 2 : 0; i < len; i++) {
-		if (c->ntail == sizeof(c->tail)) {
-			c->tail[0] = c->tail[1];
-			c->ntail = 1;
-		}
-		c->tail[c->ntail++] = p[i];
-	}
+	if (c->inlen + n <= c->incap)
+		return (0);
+	if (c->inlen + n > limit)
+		return (-1);
+	cap = c->incap ? c->incap : 4096;
+	while (cap < c->inlen + n)
+		cap *= 2;
+	if (cap > limit)
+		cap = limit;
+	if ((p = realloc(c->in, cap)) == NULL)
+		return (-1);
+	c->in = p;
+	c->incap = cap;
 	return (0);
 }
 
-/* Look through len bytes of buf from off. */
 static void
-header_scan(struct conn *c, struct evbuffer *buf, size_t off, size_t len)
+in_release(struct hconn *c)
 {
-	struct evbuffer_ptr		 ptr;
-	struct evbuffer_iovec		 v[8];
-	int				 i, n;
-	size_t				 take;
+	free(c->in);
+	c->in = NULL;
+	c->inlen = c->incap = 0;
+}
 
-	while (len > 0 && !c->hdone) {
-		if (evbuffer_ptr_set(buf, &ptr, off, EVBUFFER_PTR_SET) == -1)
-			return;
-		if ((n = evbuffer_peek(buf, len, &ptr, v, 8)) <= 0)
-			return;
-		if (n > 8)
-			n = 8;
-		for (i = 0; i < n && len > 0 && !c->hdone; i++) {
-			take = v[i].iov_len < len ? v[i].iov_len : len;
-			if (header_end(c, v[i].iov_base, take))
-				c->hdone = 1;
-			off += take;
-			len -= take;
-		}
+/* The most input a connection may keep in its state. */
+static size_t
+in_limit(const struct hconn *c)
+{
+	switch (c->state) {
+	case CS_BODY:
+		return (c->hdrlen + (size_t)max_body * 2 + 4096);
+	case CS_HEADER:
+		return (CONN_HEADER_MAX + 4096);
+	default:
+		return (CONN_PIPELINE_MAX);
 	}
 }
 
 static void
-conn_inputcb(struct evbuffer *buf, const struct evbuffer_cb_info *info,
-    void *arg)
+conn_readcb(evutil_socket_t fd, short ev, void *arg)
 {
-	struct conn	*c = arg;
-	size_t		 len;
+	struct hconn	*c = arg;
+	ssize_t		 n;
+	size_t		 used, room;
+	char		*dst;
 
-	if (c->hdone || info->n_added == 0)
+	(void)ev;
+	if (c->broken ||
+	    (c->state == CS_CLOSING && conn_queued(c) == 0)) {
+		conn_end(c);
 		return;
-	len = evbuffer_get_length(buf);
-	if (info->n_added > len)
+	}
+	/* Read: into the shared buffer when nothing is pending. */
+	if (c->inlen == 0 && (c->state == CS_HEADER)) {
+		dst = rbuf;
+		room = sizeof(rbuf);
+	} else {
+		room = c->state == CS_BODY ? CONN_READ : 4096;
+		if (in_reserve(c, room, in_limit(c)) == -1)
+			room = c->incap - c->inlen;
+		if (room == 0) {
+			/* full: pipelined past the limit; read on later */
+			if (c->state == CS_BUSY || c->state == CS_CLOSING) {
+				event_del(&c->rev);
+				c->paused = 1;
+				return;
+			}
+			conn_end(c);
+			return;
+		}
+		dst = c->in + c->inlen;
+	}
+	n = read(fd, dst, room);
+	if (n == -1) {
+		if (errno == EAGAIN || errno == EINTR)
+			n = -2;		/* nothing new; process what is kept */
+		else {
+			conn_end(c);
+			return;
+		}
+	}
+	if (n == 0) {
+		conn_end(c);
 		return;
-	header_scan(c, buf, len - info->n_added, info->n_added);
+	}
+	if (n > 0) {
+		c->lastio = now_ms();
+		if (dst == rbuf) {
+			c->inproc = 1;
+			used = conn_consume(c, rbuf, (size_t)n);
+			c->inproc = 0;
+			if (c->dead) {
+				conn_free(c);
+				return;
+			}
+			if (used < (size_t)n) {
+				if (in_reserve(c, n - used, in_limit(c)) == -1) {
+					conn_end(c);
+					return;
+				}
+				memcpy(c->in, rbuf + used, n - used);
+				c->inlen = n - used;
+			}
+			return;
+		}
+		c->inlen += n;
+	}
+	if (c->state != CS_HEADER && c->state != CS_BODY)
+		return;
+	if (c->inlen == 0)
+		return;
+	c->inproc = 1;
+	used = conn_consume(c, c->in, c->inlen);
+	c->inproc = 0;
+	if (c->dead) {
+		conn_free(c);
+		return;
+	}
+	if (used > 0) {
+		/* state may have moved: CS_BODY keeps offsets from 0 */
+		memmove(c->in, c->in + used, c->inlen - used);
+		c->inlen -= used;
+	}
+	if (c->inlen == 0)
+		in_release(c);
 }
 
-/* At the start of each request evhttp hands us (http_cb). */
-void
-conn_request(struct evhttp_request *req)
-{
-	struct conn	*c;
-
-	if ((c = conn_find(evhttp_request_get_connection(req))) == NULL)
-		return;
-	c->hdone = 1;	/* and the body too */
-	evhttp_request_set_on_complete_cb(req, conn_done, c);
-}
-
-/* The answer is out: the next request's header is due from now.  What
- * a client pipelined is in the input buffer already. */
+/* Answer a request that cannot be read, then close. */
 static void
-conn_done(struct evhttp_request *req, void *arg)
+conn_refuse(struct hconn *c, int status)
 {
-	struct conn	*c = arg;
-	struct evbuffer	*in = bufferevent_get_input(c->bev);
+	const char	*msg;
 
-	(void)req;
-	c->hdone = 0;
-	c->ntail = 0;
+	switch (status) {
+	case 413:
+		msg = "The request body is too large.";
+		break;
+	case 431:
+		msg = "The request header is too large.";
+		break;
+	case 501:
+		msg = "That Transfer-Encoding is not supported.";
+		break;
+	case 505:
+		msg = "Only HTTP/1.0 and HTTP/1.1 are served here.";
+		break;
+	default:
+		status = 400;
+		msg = "The request is not valid HTTP/1.1.";
+		break;
+	}
+	c->state = CS_BUSY;
+	c->req.minor = 1;
+	c->req.keepalive = 0;
+	c->req.head = 0;
+	http_refused(&c->req, status, msg);
+}
+
+/*
+ * Dispatch the requests that are complete in buf; returns the bytes
+ * used.  A request in CS_BODY keeps its bytes at the start of buf (the
+ * caller keeps them in c->in), with a chunked body decoded in place
+ * after the header.
+ */
+static size_t
+conn_consume(struct hconn *c, char *buf, size_t len)
+{
+	struct h1_msg	 m;
+	size_t		 used = 0, datalen, total;
+	ssize_t		 n;
+	int		 r, done, parsed;
+	char		*body;
+
+	while (used < len && (c->state == CS_HEADER || c->state == CS_BODY)) {
+		parsed = 0;
+		if (c->state == CS_HEADER) {
+			parsed = 1;
+			r = h1_parse_request(buf + used, len - used,
+			    CONN_HEADER_MAX, &m);
+			if (r == 0)
+				return (used);	/* wait for the rest */
+			if (r < 0) {
+				conn_refuse(c, -r);
+				return (len);
+			}
+			c->hdrlen = r;
+			if (m.chunked) {
+				c->clen = -1;
+				h1_chunked_init(&c->ch);
+				c->rawpos = r;
+				c->bodylen = 0;
+			} else {
+				c->clen = m.content_length < 0 ? 0 :
+				    m.content_length;
+				if (c->clen > max_body) {
+					conn_refuse(c, 413);
+					return (len);
+				}
+			}
+			c->state = CS_BODY;
+			if (m.expect_continue && m.minor == 1) {
+				/* only when the body is not all here */
+				total = c->clen >= 0 ?
+				    c->hdrlen + (size_t)c->clen : 0;
+				if (c->clen < 0 || len - used < total)
+					(void)conn_write(c, "HTTP/1.1 100 "
+					    "Continue\r\n\r\n", 25);
+			}
+		}
+		/* CS_BODY: offsets from buf + used */
+		if (c->clen >= 0) {
+			total = c->hdrlen + (size_t)c->clen;
+			if (len - used < total)
+				return (used);
+			body = buf + used + c->hdrlen;
+			datalen = c->clen;
+		} else {
+			n = h1_chunked_decode(&c->ch, buf + used + c->rawpos,
+			    len - used - c->rawpos, &datalen, &done);
+			if (n < 0) {
+				conn_refuse(c, 400);
+				return (len);
+			}
+			memmove(buf + used + c->hdrlen + c->bodylen,
+			    buf + used + c->rawpos, datalen);
+			c->bodylen += datalen;
+			c->rawpos += n;
+			if (c->bodylen > (size_t)max_body) {
+				conn_refuse(c, 413);
+				return (len);
+			}
+			if (!done) {
+				/*
+				 * Decoding took all it was given: what is
+				 * left to keep is the header and the body
+				 * so far.  The caller keeps the end of
+				 * buf, so move them there.
+				 */
+				total = c->hdrlen + c->bodylen;
+				memmove(buf + len - total, buf + used, total);
+				c->rawpos = total;
+				return (len - total);
+			}
+			total = c->rawpos;
+			body = buf + used + c->hdrlen;
+			datalen = c->bodylen;
+		}
+		/* The header again, if it was parsed from another read. */
+		if (!parsed && h1_parse_request(buf + used, c->hdrlen,
+		    CONN_HEADER_MAX, &m) != (int)c->hdrlen) {
+			conn_refuse(c, 400);
+			return (len);
+		}
+		c->state = CS_BUSY;
+		c->req.minor = m.minor;
+		c->req.keepalive = m.keepalive;
+		c->req.head = m.methodlen == 4 &&
+		    memcmp(m.method, "HEAD", 4) == 0;
+		used += total;
+		http_request(&c->req, &m, body, datalen);
+		if (c->dead)
+			return (len);
+	}
+	return (used);
+}
+
+/*
+ * Write what the socket takes now, keep the rest.  Returns -1 if the
+ * connection is failing (the owner hears of it through gone).
+ */
+int
+conn_write(struct hconn *c, const void *p, size_t len)
+{
+	ssize_t	 n = 0;
+	size_t	 cap;
+	char	*o;
+
+	if (c->dead || c->broken)
+		return (-1);
+	if (c->outlen == c->outoff) {
+		c->outoff = c->outlen = 0;
+		n = write(c->fd, p, len);
+		if (n == -1) {
+			if (errno != EAGAIN && errno != EINTR) {
+				c->broken = 1;
+				/* end it from its own callback */
+				event_active(&c->rev, EV_READ, 1);
+				return (-1);
+			}
+			n = 0;
+		}
+		if ((size_t)n == len)
+			return (0);
+	}
+	len -= n;
+	if (c->outlen + len > c->outcap) {
+		if (c->outoff > 0) {
+			memmove(c->out, c->out + c->outoff,
+			    c->outlen - c->outoff);
+			c->outlen -= c->outoff;
+			c->outoff = 0;
+		}
+		cap = c->outcap ? c->outcap : 4096;
+		while (cap < c->outlen + len)
+			cap *= 2;
+		if (cap > c->outcap) {
+			if ((o = realloc(c->out, cap)) == NULL) {
+				c->broken = 1;
+				event_active(&c->rev, EV_READ, 1);
+				return (-1);
+			}
+			c->out = o;
+			c->outcap = cap;
+		}
+	}
+	memcpy(c->out + c->outlen, (const char *)p + n, len);
+	c->outlen += len;
+	event_add(&c->wev, NULL);
+	return (0);
+}
+
+size_t
+conn_queued(const struct hconn *c)
+{
+	return (c->outlen - c->outoff);
+}
+
+static void
+conn_writecb(evutil_socket_t fd, short ev, void *arg)
+{
+	struct hconn	*c = arg;
+	ssize_t		 n;
+
+	(void)ev;
+	n = write(fd, c->out + c->outoff, c->outlen - c->outoff);
+	if (n == -1) {
+		if (errno == EAGAIN || errno == EINTR)
+			return;
+		conn_end(c);
+		return;
+	}
+	c->lastio = now_ms();
+	c->outoff += n;
+	if (c->outoff < c->outlen)
+		return;
+	event_del(&c->wev);
+	c->outoff = c->outlen = 0;
+	if (c->outcap > 65536) {
+		free(c->out);
+		c->out = NULL;
+		c->outcap = 0;
+	}
+	if (c->state == CS_CLOSING) {
+		conn_end(c);
+		return;
+	}
+	if (c->drained != NULL)
+		c->drained(c->arg);
+}
+
+/* The owner of the running request: told when the client goes, or when
+ * its queued output has gone out. */
+void
+conn_set_owner(struct hconn *c, void (*gone)(void *),
+    void (*drained)(void *), void *arg)
+{
+	c->gone = gone;
+	c->drained = drained;
+	c->arg = arg;
+}
+
+/* The answer to the running request is written (or queued). */
+void
+conn_done(struct hconn *c, int keepalive)
+{
+	c->gone = NULL;
+	c->drained = NULL;
+	c->arg = NULL;
+	if (c->dead)
+		return;
+	if (!keepalive || !c->req.keepalive || c->broken) {
+		c->state = CS_CLOSING;
+		if (c->inlen > 0)
+			in_release(c);
+		if (conn_queued(c) == 0 || c->broken) {
+			if (c->inproc)
+				c->dead = 1;
+			else
+				event_active(&c->rev, EV_READ, 1);
+		}
+		/* a closing connection is read only to see EOF */
+		return;
+	}
+	c->state = CS_HEADER;
 	c->since = now_ms();
-	header_scan(c, in, 0, evbuffer_get_length(in));
+	if (c->paused) {
+		c->paused = 0;
+		event_add(&c->rev, NULL);
+	}
+	/* what was pipelined meanwhile, unless conn_consume goes on */
+	if (c->inlen > 0 && !c->inproc)
+		event_active(&c->rev, EV_READ, 1);
+}
+
+/* End the connection now, mid-answer: the owner is not called. */
+void
+conn_abort(struct hconn *c)
+{
+	c->gone = NULL;
+	c->drained = NULL;
+	c->arg = NULL;
+	if (c->inproc) {
+		c->dead = 1;
+		return;
+	}
+	conn_free(c);
+}
+
+/* The client left, a read or write failed, or a closing connection is
+ * done: tell the owner, then free. */
+static void
+conn_end(struct hconn *c)
+{
+	void	(*gone)(void *) = c->gone;
+	void	*arg = c->arg;
+
+	if (c->state == CS_CLOSING && c->gone == NULL && !c->broken &&
+	    conn_queued(c) > 0) {
+		/* EOF while the answer goes out: write on, read no more */
+		event_del(&c->rev);
+		c->paused = 1;
+		return;
+	}
+	c->gone = NULL;
+	c->drained = NULL;
+	c->arg = NULL;
+	if (gone != NULL) {
+		c->inproc = 1;
+		gone(arg);
+		c->inproc = 0;
+	}
+	conn_free(c);
+}
+
+static void
+conn_free(struct hconn *c)
+{
+	event_del(&c->rev);
+	event_del(&c->wev);
+	close(c->fd);
+	TAILQ_REMOVE(&conns, c, entry);
+	stats.open--;
+	free(c->in);
+	free(c->out);
+	free(c);
 }
 
 static void
 conn_sweep(evutil_socket_t fd, short ev, void *arg)
 {
-	struct conn	*c, *next;
-	int64_t		 now = now_ms();
+	struct hconn	*c, *next;
+	int64_t		 now = now_ms(), idle = PROXY_IDLE_TIMEOUT * 1000;
 	uint64_t	 n = 0;
 
 	(void)fd;
 	(void)ev;
 	(void)arg;
-	if (header_timeout <= 0)
-		return;
-	for (c = TAILQ_FIRST(&open_conns); c != NULL; c = next) {
+	for (c = TAILQ_FIRST(&conns); c != NULL; c = next) {
 		next = TAILQ_NEXT(c, entry);
-		if (c->hdone || now - c->since < header_timeout)
-			continue;
-		/* Reading a header, so no request of ours is on it; the
-		 * close callback frees c (and may not touch next: it only
-		 * forgets its own). */
-		stats.timed_out++;
-		n++;
-		evhttp_connection_free(c->evcon);
+		switch (c->state) {
+		case CS_HEADER:
+			if (header_timeout > 0 ?
+			    now - c->since < header_timeout :
+			    now - c->lastio < idle)
+				continue;
+			stats.timed_out++;
+			n++;
+			break;
+		case CS_BODY:
+			if (now - c->lastio < idle)
+				continue;
+			break;
+		case CS_BUSY:
+		case CS_CLOSING:
+			if (conn_queued(c) == 0 || now - c->lastio < idle)
+				continue;
+			break;
+		}
+		/* Only its own: the owner may end other requests, never
+		 * other connections. */
+		c->broken = 1;
+		conn_end(c);
 	}
 	if (n > 0)
 		log_debug("closed %llu connections without a request header "
@@ -414,32 +755,16 @@ conn_sweep(evutil_socket_t fd, short ev, void *arg)
 		    (long long)header_timeout);
 }
 
-/* Note a new listener, to pause it when accept runs out of fds. */
-void
-conn_listening(struct evhttp_bound_socket *bound)
-{
-	struct evconnlistener	*lev;
-
-	if ((lev = evhttp_bound_socket_get_listener(bound)) != NULL)
-		evconnlistener_set_error_cb(lev, accept_errorcb);
-}
-
 static void
 listeners_enable(int on)
 {
-	struct plisten		*l;
-	struct evconnlistener	*lev;
+	struct lsn	*l;
 
-	if (px->conf == NULL)
-		return;
-	TAILQ_FOREACH(l, &px->conf->listens, entry) {
-		if (l->bound == NULL ||
-		    (lev = evhttp_bound_socket_get_listener(l->bound)) == NULL)
-			continue;
+	TAILQ_FOREACH(l, &lsns, entry) {
 		if (on)
-			evconnlistener_enable(lev);
+			evconnlistener_enable(l->lev);
 		else
-			evconnlistener_disable(lev);
+			evconnlistener_disable(l->lev);
 	}
 }
 
@@ -467,9 +792,9 @@ accept_errorcb(struct evconnlistener *lev, void *arg)
 		log_warnx("accept: %s", strerror(err));
 		return;
 	}
-	if (paused)
+	if (accept_paused)
 		return;
-	paused = 1;
+	accept_paused = 1;
 	stats.accept_pauses++;
 	log_warnx("accept: %s: not accepting for %d s (%llu connections "
 	    "open)", strerror(err), PROXY_ACCEPT_PAUSE,
@@ -484,7 +809,7 @@ conn_resume(evutil_socket_t fd, short ev, void *arg)
 	(void)fd;
 	(void)ev;
 	(void)arg;
-	paused = 0;
+	accept_paused = 0;
 	listeners_enable(1);
 }
 

@@ -5,30 +5,54 @@
  * Also the requests that wait on the parent's status (admin status,
  * metrics).
  *
- * libevent frees a client's evhttp_request with its connection, so every
- * request lives in a struct preq of ours; the client's close callback
- * clears the pointer, and nothing touches the request after that.
+ * The upstream side is HTTP/1.1 of our own (h1.c parses the answers): a
+ * request goes out in one write; an upstream connection keeps its read
+ * event added for its whole life, idle or not, so a closed idle
+ * connection is seen and dropped, and a request costs no epoll_ctl.  The
+ * answer is passed on piece by piece as it is read: header and body of
+ * one read go to the client in one write.  An answer of known length
+ * keeps its Content-Length; any other is sent chunked to an HTTP/1.1
+ * client, and to an HTTP/1.0 client up to the close of its connection.
+ *
+ * A request lives in a struct preq.  Its client connection (conn.c)
+ * tells it when the client goes (client_gone); from then on p->r is NULL
+ * and the connection is never touched again.
  */
 #include <sys/types.h>
 #include <sys/queue.h>
+#include <sys/socket.h>
+#include <sys/tree.h>
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/event_struct.h>
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
 
 #include <json-c/json.h>
 
+#include "h1.h"
 #include "log.h"
 #include "proxy.h"
+
+/* libbsd's <sys/tree.h> marks its static functions so; glibc has none */
+#ifndef __unused
+#define __unused	__attribute__((__unused__))
+#endif
+
+#define UP_READ			(64 * 1024)	/* the shared read buffer */
+#define UP_HEADER_MAX		(64 * 1024)	/* an answer's header */
+#define CLIENT_QUEUE_MAX	(1024 * 1024)	/* then stop reading upstream */
+#define PREQ_HDRS		512		/* inline pass-through headers */
 
 enum preq_kind {
 	PREQ_MODEL,
@@ -43,91 +67,192 @@ enum preq_state {
 };
 
 struct upconn {
-	TAILQ_ENTRY(upconn)		 entry;
-	struct evhttp_connection	*evcon;
-	uint16_t			 port;
+	TAILQ_ENTRY(upconn)	 entry;		/* idle */
+	int			 fd;
+	uint16_t		 port;
+	struct event		 rev;
+	struct event		 wev;
+	struct preq		*p;		/* NULL: idle */
+	int			 connecting;
+	int			 reused;	/* served an answer before */
+	int			 paused;	/* rev deleted: client is slow */
+	int			 inidle;	/* on the idle list */
+	char			*out;		/* the request's unwritten part */
+	size_t			 outoff;
+	size_t			 outlen;
+	char			*in;		/* an answer's partial header */
+	size_t			 inlen;
+	/* the answer being read */
+	int			 got;		/* any byte of it */
+	int			 hdone;
+	int64_t			 left;		/* of a known length */
+	int			 chunked;
+	struct h1_chunked	 ch;
+	int			 toclose;	/* ends at EOF */
+	int			 keepalive;
 };
 TAILQ_HEAD(upconns, upconn);
 
 struct preq {
-	TAILQ_ENTRY(preq)		 entry;
-	uint64_t			 reqid;
-	enum preq_kind			 kind;
-	enum preq_state			 state;
-	struct evhttp_request		*req;	/* client's; NULL: gone */
-	struct evhttp_connection	*cevcon;
-	char				 method[8];
-	char				 path[256];
-	char				 uri[AGENCY_PATH_MAX];
-	char				 model[AGENCY_NAME_MAX];
-	int64_t				 t0;
-	int				 stops;
-	int				 kindof;	/* enum model_kind */
-	int64_t				 cap;
-	json_object			*json;
-	int				 held;
-	uint64_t			 holdid;
-	uint16_t			 port;
-	char				 label[AGENCY_PATH_MAX];
-	struct upconn			*uc;
-	struct evhttp_request		*ureq;
-	int				 uerr;	/* enum evhttp_request_error */
-	int				 replied;
-	int				 status;
-	int64_t				 ptok;
-	int64_t				 ctok;
-	char				 carry[128];
-	size_t				 carrylen;
-	struct event			 timer;	/* no malloc a request */
-	json_object			*models;	/* status */
-	struct proto_status		*sts;		/* metrics */
-	size_t				 nsts;
+	RB_ENTRY(preq)		 node;
+	TAILQ_ENTRY(preq)	 entry;
+	uint64_t		 reqid;
+	enum preq_kind		 kind;
+	enum preq_state		 state;
+	struct hreq		*r;		/* client's; NULL: gone */
+	int			 minor;		/* the client's HTTP/1.x */
+	char			 method[16];
+	char			 path[256];
+	char			 uri[AGENCY_PATH_MAX];
+	char			 model[AGENCY_NAME_MAX];
+	int64_t			 t0;
+	int			 stops;
+	int			 kindof;	/* enum model_kind */
+	int64_t			 cap;
+	json_object		*json;
+	int			 held;
+	uint64_t		 holdid;
+	uint16_t		 port;
+	char			 label[AGENCY_PATH_MAX];
+	char			 hbuf[PREQ_HDRS];	/* pass-through headers */
+	char			*hdrs;		/* hbuf, or allocated */
+	size_t			 hdrslen;
+	int			 has_ctype;
+	struct upconn		*uc;
+	int			 retried;
+	int			 replied;	/* header sent to the client */
+	int			 chunked_out;	/* to the client */
+	int			 close_out;	/* the client's end marks it */
+	int			 status;
+	int64_t			 ptok;
+	int64_t			 ctok;
+	char			 carry[128];
+	size_t			 carrylen;
+	struct event		 timer;
+	json_object		*models;	/* status */
+	struct proto_status	*sts;		/* metrics */
+	size_t			 nsts;
 };
+RB_HEAD(preqtree, preq);
 TAILQ_HEAD(preqs, preq);
 
+static int	 preq_cmp(struct preq *, struct preq *);
+RB_PROTOTYPE_STATIC(preqtree, preq, node, preq_cmp);
+RB_GENERATE_STATIC(preqtree, preq, node, preq_cmp);
+
+static struct preqtree	 tree = RB_INITIALIZER(&tree);
 static struct preqs	 preqs = TAILQ_HEAD_INITIALIZER(preqs);
 static struct upconns	 idle = TAILQ_HEAD_INITIALIZER(idle);
+static char		 ubuf[UP_READ];
+static char		*obuf;		/* output being put together */
+static size_t		 olen, ocap;
 
+/* Not passed on, either way (RFC 9110 7.6.1), or set by us. */
 static const char	*hop_headers[] = { "Connection", "Keep-Alive",
 			    "Proxy-Authenticate", "Proxy-Authorization",
 			    "Proxy-Connection", "TE", "Trailer", "Trailers",
 			    "Transfer-Encoding", "Upgrade", "Host",
 			    "Content-Length", "Expect", NULL };
 
-static struct preq	*preq_new(struct evhttp_request *, enum preq_kind,
+static struct preq	*preq_new(struct hreq *, enum preq_kind,
 			    const char *);
-static struct preq	*preq_find(uint64_t);
 static void		 preq_end(struct preq *);
 static void		 release(struct preq *);
-static void		 client_watch(struct preq *);
-static void		 client_unwatch(struct preq *);
-static void		 client_close(struct preq *);
-static void		 client_closecb(struct evhttp_connection *, void *);
-static void		 client_readcb(struct bufferevent *, void *);
+static void		 client_gone(void *);
+static void		 client_drained(void *);
 static void		 upstream_forward(struct preq *);
-static void		 upstream_stop(struct preq *);
-static int		 upstream_headercb(struct evhttp_request *, void *);
-static void		 upstream_chunkcb(struct evhttp_request *, void *);
-static void		 upstream_errorcb(enum evhttp_request_error, void *);
-static void		 upstream_donecb(struct evhttp_request *, void *);
+static void		 upstream_fail(struct preq *, const char *);
+static void		 upstream_readcb(evutil_socket_t, short, void *);
+static void		 upstream_writecb(evutil_socket_t, short, void *);
+static void		 uc_free(struct upconn *);
 static void		 timer_arm(struct preq *);
 static void		 timer_cb(evutil_socket_t, short, void *);
-static void		 usage_scan(struct preq *, struct evbuffer *);
-static void		 evcon_free_later(struct evhttp_connection *);
+static void		 usage_scan(struct preq *, const char *, size_t);
 
 static int
-is_hop(const char *key)
+preq_cmp(struct preq *a, struct preq *b)
+{
+	return (a->reqid < b->reqid ? -1 : a->reqid > b->reqid);
+}
+
+/* The output buffer: start, add, and make room. */
+static void
+o_reset(void)
+{
+	olen = 0;
+}
+
+static int
+o_room(size_t n)
+{
+	size_t	 cap;
+	char	*p;
+
+	if (olen + n <= ocap)
+		return (0);
+	cap = ocap ? ocap : 16384;
+	while (cap < olen + n)
+		cap *= 2;
+	if ((p = realloc(obuf, cap)) == NULL)
+		return (-1);
+	obuf = p;
+	ocap = cap;
+	return (0);
+}
+
+static void
+o_add(const void *p, size_t n)
+{
+	if (o_room(n) == -1)
+		fatal("%s", __func__);
+	memcpy(obuf + olen, p, n);
+	olen += n;
+}
+
+static void
+o_str(const char *s)
+{
+	o_add(s, strlen(s));
+}
+
+static void
+o_printf(const char *fmt, ...)
+    __attribute__((__format__ (printf, 1, 2)));
+
+static void
+o_printf(const char *fmt, ...)
+{
+	va_list	 ap;
+	int	 n;
+
+	for (;;) {
+		va_start(ap, fmt);
+		n = vsnprintf(obuf + olen, ocap - olen, fmt, ap);
+		va_end(ap);
+		if (n < 0)
+			fatalx("%s: vsnprintf", __func__);
+		if ((size_t)n < ocap - olen)
+			break;
+		if (o_room((size_t)n + 1) == -1)
+			fatal("%s", __func__);
+	}
+	olen += n;
+}
+
+static int
+is_hop(const char *key, size_t len)
 {
 	size_t	 i;
 
 	for (i = 0; hop_headers[i] != NULL; i++)
-		if (strcasecmp(key, hop_headers[i]) == 0)
+		if (strlen(hop_headers[i]) == len &&
+		    strncasecmp(key, hop_headers[i], len) == 0)
 			return (1);
 	return (0);
 }
 
 static struct preq *
-preq_new(struct evhttp_request *req, enum preq_kind kind, const char *path)
+preq_new(struct hreq *r, enum preq_kind kind, const char *path)
 {
 	struct preq	*p;
 
@@ -135,11 +260,11 @@ preq_new(struct evhttp_request *req, enum preq_kind kind, const char *path)
 		return (NULL);
 	p->reqid = ++px->seq;
 	p->kind = kind;
-	p->req = req;
-	p->cevcon = evhttp_request_get_connection(req);
+	p->r = r;
+	p->minor = r->minor;
 	p->t0 = now_ms();
 	p->ptok = p->ctok = -1;
-	p->status = 0;
+	p->hdrs = p->hbuf;
 	(void)strlcpy(p->method, kind == PREQ_MODEL ? "POST" : "GET",
 	    sizeof(p->method));
 	(void)strlcpy(p->path, path, sizeof(p->path));
@@ -148,20 +273,19 @@ preq_new(struct evhttp_request *req, enum preq_kind kind, const char *path)
 		free(p);
 		return (NULL);
 	}
+	RB_INSERT(preqtree, &tree, p);
 	TAILQ_INSERT_TAIL(&preqs, p, entry);
-	client_watch(p);
+	conn_set_owner(r->conn, client_gone, client_drained, p);
 	return (p);
 }
 
 static struct preq *
 preq_find(uint64_t reqid)
 {
-	struct preq	*p;
+	struct preq	 key;
 
-	TAILQ_FOREACH(p, &preqs, entry)
-		if (p->reqid == reqid)
-			return (p);
-	return (NULL);
+	key.reqid = reqid;
+	return (RB_FIND(preqtree, &tree, &key));
 }
 
 /* The end of every request: release, log, free. */
@@ -169,23 +293,27 @@ static void
 preq_end(struct preq *p)
 {
 	release(p);
-	if (p->ureq != NULL)
-		upstream_stop(p);
 	if (p->uc != NULL) {
-		evcon_free_later(p->uc->evcon);
-		free(p->uc);
+		uc_free(p->uc);
 		p->uc = NULL;
 	}
-	client_unwatch(p);
+	if (p->r != NULL) {
+		/* never left without an answer: the connection goes */
+		conn_abort(p->r->conn);
+		p->r = NULL;
+	}
 	if (p->kind == PREQ_MODEL || p->status != 0)
 		http_log(p->method, p->path, p->model, p->status,
 		    now_ms() - p->t0, p->ptok, p->ctok);
 	if (p->kind == PREQ_MODEL)
 		metrics_request(p->model, p->status, p->ptok, p->ctok);
+	RB_REMOVE(preqtree, &tree, p);
 	TAILQ_REMOVE(&preqs, p, entry);
 	evtimer_del(&p->timer);
 	json_object_put(p->json);
 	json_object_put(p->models);
+	if (p->hdrs != p->hbuf)
+		free(p->hdrs);
 	free(p->sts);
 	free(p);
 }
@@ -207,97 +335,41 @@ release(struct preq *p)
 static void
 reply_error(struct preq *p, int status, const char *code, const char *msg)
 {
+	struct hreq	*r = p->r;
+
 	p->status = status;
-	if (p->req == NULL)
+	if (r == NULL)
 		return;
-	client_unwatch(p);
-	http_error(p->req, status, code, msg);
-	p->req = NULL;
-}
-
-/*
- * libevent stops reading a client once its request is in, and so would
- * not see it leave while we wait for a hold.  Read on with a callback of
- * ours that only looks for the end (a pipelining client is held off by
- * the watermark); no read timeout, as a load may take minutes.
- */
-static void
-client_watch(struct preq *p)
-{
-	struct bufferevent	*bev;
-	bufferevent_data_cb	 wcb;
-	bufferevent_event_cb	 ecb;
-	void			*arg;
-	struct timeval		 tv = { PROXY_IDLE_TIMEOUT, 0 };
-
-	if (p->cevcon == NULL)
-		return;
-	conn_set_closecb(p->cevcon, client_closecb, p);
-	bev = evhttp_connection_get_bufferevent(p->cevcon);
-	bufferevent_getcb(bev, NULL, &wcb, &ecb, &arg);
-	bufferevent_setcb(bev, client_readcb, wcb, ecb, arg);
-	bufferevent_setwatermark(bev, EV_READ, 0, 4096);
-	bufferevent_set_timeouts(bev, NULL, &tv);
-	bufferevent_enable(bev, EV_READ);
-}
-
-static void
-client_readcb(struct bufferevent *bev, void *arg)
-{
-	(void)bev;
-	(void)arg;
-}
-
-static void
-client_unwatch(struct preq *p)
-{
-	struct bufferevent	*bev;
-	struct timeval		 tv = { PROXY_IDLE_TIMEOUT, 0 };
-
-	if (p->req == NULL || p->cevcon == NULL)
-		return;
-	conn_set_closecb(p->cevcon, NULL, NULL);
-	bev = evhttp_connection_get_bufferevent(p->cevcon);
-	bufferevent_setwatermark(bev, EV_READ, 0, 0);
-	bufferevent_set_timeouts(bev, &tv, &tv);
-	p->cevcon = NULL;
+	p->r = NULL;
+	http_error(r, status, code, msg);
 }
 
 /* End the client's connection mid-answer. */
 static void
 client_close(struct preq *p)
 {
-	struct evhttp_connection	*evcon = p->cevcon;
+	struct hreq	*r = p->r;
 
-	if (p->req == NULL)
+	if (r == NULL)
 		return;
-	conn_set_closecb(evcon, NULL, NULL);
-	p->req = NULL;
-	p->cevcon = NULL;
-	evhttp_connection_free(evcon);
+	p->r = NULL;
+	conn_abort(r->conn);
 }
 
+/* From conn.c: the client left (or its connection failed). */
 static void
-client_closecb(struct evhttp_connection *evcon, void *arg)
+client_gone(void *arg)
 {
-	struct preq	*p = arg;
+	struct preq		*p = arg;
+	struct proto_reqid	 pr;
 
-	(void)evcon;
-	if (p->req != NULL &&
-	    evhttp_request_get_connection(p->req) == NULL) {
-		/* libevent let go of it on EOF: it is ours to free. */
-		evhttp_request_free(p->req);
-	}
-	p->req = NULL;
-	p->cevcon = NULL;
-	if (p->status == 0)
+	p->r = NULL;
+	if (p->status == 0 || !p->replied)
 		p->status = 499;
 
 	switch (p->kind != PREQ_MODEL ? ST_HOLD : p->state) {
 	case ST_HOLD:
 		if (p->kind == PREQ_MODEL) {
-			struct proto_reqid	 pr;
-
 			memset(&pr, 0, sizeof(pr));
 			pr.reqid = p->reqid;
 			parent_send(IMSG_HOLD_WITHDRAW, &pr, sizeof(pr));
@@ -314,6 +386,10 @@ client_closecb(struct evhttp_connection *evcon, void *arg)
 		log_debug("request %llu: client left, draining %s",
 		    (unsigned long long)p->reqid, p->label);
 		p->state = ST_DRAIN;
+		if (p->uc != NULL && p->uc->paused) {
+			p->uc->paused = 0;
+			event_add(&p->uc->rev, NULL);
+		}
 		break;
 	case ST_DRAIN:
 	default:
@@ -321,21 +397,69 @@ client_closecb(struct evhttp_connection *evcon, void *arg)
 	}
 }
 
+/* From conn.c: what the client was slow to take is out. */
+static void
+client_drained(void *arg)
+{
+	struct preq	*p = arg;
+
+	if (p->uc != NULL && p->uc->paused) {
+		p->uc->paused = 0;
+		event_add(&p->uc->rev, NULL);
+	}
+}
+
+/* Keep the request's end-to-end headers for the upstream request. */
+static int
+keep_headers(struct preq *p, const struct h1_msg *m)
+{
+	const struct h1_header	*h;
+	size_t			 i, n = 0;
+	char			*d;
+
+	for (i = 0; i < m->nheaders; i++) {
+		h = &m->headers[i];
+		if (!is_hop(h->name, h->namelen))
+			n += h->namelen + h->valuelen + 4;
+	}
+	if (n > sizeof(p->hbuf) && (p->hdrs = malloc(n)) == NULL) {
+		p->hdrs = p->hbuf;
+		return (-1);
+	}
+	d = p->hdrs;
+	for (i = 0; i < m->nheaders; i++) {
+		h = &m->headers[i];
+		if (is_hop(h->name, h->namelen))
+			continue;
+		if (h->namelen == 12 &&
+		    strncasecmp(h->name, "Content-Type", 12) == 0)
+			p->has_ctype = 1;
+		memcpy(d, h->name, h->namelen);
+		d += h->namelen;
+		*d++ = ':';
+		*d++ = ' ';
+		memcpy(d, h->value, h->valuelen);
+		d += h->valuelen;
+		*d++ = '\r';
+		*d++ = '\n';
+	}
+	p->hdrslen = d - p->hdrs;
+	return (0);
+}
+
 void
-forward_start(struct evhttp_request *req, const struct pmodel *m,
-    json_object *body, const char *path)
+forward_start(struct hreq *r, const struct pmodel *m, json_object *body,
+    const char *path, const char *target, const struct h1_msg *hm)
 {
 	struct proto_hold_req	 hr;
 	struct preq		*p;
-	const char		*uri;
 
-	if ((p = preq_new(req, PREQ_MODEL, path)) == NULL) {
+	if ((p = preq_new(r, PREQ_MODEL, path)) == NULL) {
 		json_object_put(body);
-		http_error(req, 500, "internal_error", "Out of memory.");
+		http_error(r, 500, "internal_error", "Out of memory.");
 		return;
 	}
-	uri = evhttp_request_get_uri(req);
-	if (strlcpy(p->uri, uri, sizeof(p->uri)) >= sizeof(p->uri))
+	if (strlcpy(p->uri, target, sizeof(p->uri)) >= sizeof(p->uri))
 		(void)strlcpy(p->uri, path, sizeof(p->uri));
 	(void)strlcpy(p->model, m->name, sizeof(p->model));
 	p->json = body;
@@ -343,6 +467,11 @@ forward_start(struct evhttp_request *req, const struct pmodel *m,
 	p->kindof = m->rt->kind;
 	p->cap = rules_cap(m);
 	p->state = ST_HOLD;
+	if (keep_headers(p, hm) == -1) {
+		reply_error(p, 500, "internal_error", "Out of memory.");
+		preq_end(p);
+		return;
+	}
 
 	memset(&hr, 0, sizeof(hr));
 	hr.reqid = p->reqid;
@@ -358,7 +487,7 @@ forward_grant(const struct proto_hold_grant *g)
 
 	p = preq_find(g->reqid);
 	if (p == NULL || p->kind != PREQ_MODEL || p->state != ST_HOLD ||
-	    p->req == NULL) {
+	    p->r == NULL) {
 		/* withdrawn, or never ours: give it straight back */
 		memset(&ph, 0, sizeof(ph));
 		ph.holdid = g->holdid;
@@ -411,31 +540,58 @@ forward_refuse(const struct proto_hold_refuse *r)
 	preq_end(p);
 }
 
+/* An idle connection to port, or a new one (connecting). */
 static struct upconn *
-pool_get(uint16_t port, int64_t timeout_ms)
+pool_get(uint16_t port, const char **err)
 {
-	struct upconn	*uc;
-	struct timeval	 tv;
+	struct upconn		*uc;
+	struct sockaddr_in	 sin;
+	int			 fd, one = 1;
 
 	TAILQ_FOREACH(uc, &idle, entry)
 		if (uc->port == port) {
 			TAILQ_REMOVE(&idle, uc, entry);
+			uc->inidle = 0;
 			return (uc);
 		}
-	if ((uc = calloc(1, sizeof(*uc))) == NULL)
+	if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+	    IPPROTO_TCP)) == -1) {
+		*err = errno == EMFILE || errno == ENFILE ?
+		    "out of file descriptors" : "cannot make a socket";
 		return (NULL);
+	}
+	/* one write a request; nothing to wait for */
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_port = htons(port);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == -1 &&
+	    errno != EINPROGRESS) {
+		*err = errno == ECONNREFUSED ? "connection refused" :
+		    "connection failed";
+		close(fd);
+		return (NULL);
+	}
+	if ((uc = calloc(1, sizeof(*uc))) == NULL) {
+		*err = "out of memory";
+		close(fd);
+		return (NULL);
+	}
+	uc->fd = fd;
 	uc->port = port;
-	if ((uc->evcon = evhttp_connection_base_new(px->base, NULL,
-	    "127.0.0.1", port)) == NULL) {
+	uc->connecting = 1;
+	if (event_assign(&uc->rev, px->base, fd, EV_READ | EV_PERSIST,
+	    upstream_readcb, uc) == -1 ||
+	    event_assign(&uc->wev, px->base, fd, EV_WRITE | EV_PERSIST,
+	    upstream_writecb, uc) == -1 ||
+	    event_add(&uc->rev, NULL) == -1 ||
+	    event_add(&uc->wev, NULL) == -1) {
+		*err = "cannot watch the connection";
+		close(fd);
 		free(uc);
 		return (NULL);
 	}
-	evhttp_connection_set_retries(uc->evcon, 0);
-	/* our timer answers first; this only keeps libevent from its 50 s */
-	timeout_ms += 1000;
-	tv.tv_sec = timeout_ms / 1000;
-	tv.tv_usec = (timeout_ms % 1000) * 1000;
-	evhttp_connection_set_timeout_tv(uc->evcon, &tv);
 	return (uc);
 }
 
@@ -445,79 +601,95 @@ pool_put(struct upconn *uc)
 	struct upconn	*u;
 	size_t		 n = 0;
 
+	uc->p = NULL;
+	uc->reused = 1;
 	TAILQ_FOREACH(u, &idle, entry)
-		if (u->port == uc->port)
-			n++;
-	if (n >= PROXY_POOL_MAX) {
-		evcon_free_later(uc->evcon);
-		free(uc);
-		return;
-	}
+		if (u->port == uc->port && ++n >= PROXY_POOL_MAX) {
+			uc_free(uc);
+			return;
+		}
 	TAILQ_INSERT_HEAD(&idle, uc, entry);
+	uc->inidle = 1;
 }
 
 static void
-evcon_free_cb(evutil_socket_t fd, short ev, void *arg)
+uc_free(struct upconn *uc)
 {
-	(void)fd;
-	(void)ev;
-	evhttp_connection_free(arg);
+	if (uc->inidle)
+		TAILQ_REMOVE(&idle, uc, entry);
+	if (uc->p != NULL)
+		uc->p->uc = NULL;
+	event_del(&uc->rev);
+	event_del(&uc->wev);
+	close(uc->fd);
+	free(uc->out);
+	free(uc->in);
+	free(uc);
 }
 
-/* Never inside the connection's own callbacks: on the next loop turn. */
-static void
-evcon_free_later(struct evhttp_connection *evcon)
+/* Write what the socket takes of the request; keep the rest. */
+static int
+uc_send(struct upconn *uc, const char *d, size_t len)
 {
-	struct timeval	 tv = { 0, 0 };
+	ssize_t	 n = 0;
 
-	if (event_base_once(px->base, -1, EV_TIMEOUT, evcon_free_cb, evcon,
-	    &tv) == -1)
-		fatalx("%s: event_base_once", __func__);
+	if (!uc->connecting) {
+		if ((n = write(uc->fd, d, len)) == -1) {
+			if (errno != EAGAIN && errno != EINTR)
+				return (-1);
+			n = 0;
+		}
+		if ((size_t)n == len)
+			return (0);
+	}
+	free(uc->out);
+	if ((uc->out = malloc(len - n)) == NULL)
+		return (-1);
+	memcpy(uc->out, d + n, len - n);
+	uc->outoff = 0;
+	uc->outlen = len - n;
+	if (!uc->connecting)
+		event_add(&uc->wev, NULL);
+	return (0);
 }
 
 static void
 upstream_forward(struct preq *p)
 {
-	struct evkeyvalq	*in, *out;
-	struct evkeyval		*h;
-	const char		*s;
-	char			 host[32];
-	enum evhttp_cmd_type	 cmd;
+	struct upconn	*uc;
+	const char	*s, *err = NULL;
+	size_t		 len;
+	char		 msg[PROTO_MSG_MAX];
 
-	cmd = evhttp_request_get_command(p->req);
-	if ((p->uc = pool_get(p->port, px->conf->request_timeout)) == NULL ||
-	    (p->ureq = evhttp_request_new(upstream_donecb, p)) == NULL) {
-		reply_error(p, 500, "internal_error", "Out of memory.");
+	if ((uc = pool_get(p->port, &err)) == NULL) {
+		(void)snprintf(msg, sizeof(msg), "%.300s: %s (127.0.0.1:%u)",
+		    p->label, err, p->port);
+		log_warnx("request %llu: %s", (unsigned long long)p->reqid,
+		    msg);
+		reply_error(p, 502, "upstream_error", msg);
 		preq_end(p);
 		return;
 	}
-	evhttp_request_set_header_cb(p->ureq, upstream_headercb);
-	evhttp_request_set_chunked_cb(p->ureq, upstream_chunkcb);
-	evhttp_request_set_error_cb(p->ureq, upstream_errorcb);
-
-	in = evhttp_request_get_input_headers(p->req);
-	out = evhttp_request_get_output_headers(p->ureq);
-	TAILQ_FOREACH(h, in, next)
-		if (!is_hop(h->key))
-			evhttp_add_header(out, h->key, h->value);
-	(void)snprintf(host, sizeof(host), "127.0.0.1:%u", p->port);
-	evhttp_add_header(out, "Host", host);
-	if (evhttp_find_header(out, "Content-Type") == NULL)
-		evhttp_add_header(out, "Content-Type", "application/json");
+	uc->p = p;
+	p->uc = uc;
+	uc->got = uc->hdone = uc->chunked = uc->toclose = 0;
+	uc->keepalive = 0;
+	uc->left = -1;
 
 	s = json_object_to_json_string_ext(p->json, JSON_C_TO_STRING_PLAIN |
 	    JSON_C_TO_STRING_NOSLASHESCAPE);
-	evbuffer_add(evhttp_request_get_output_buffer(p->ureq), s, strlen(s));
-	json_object_put(p->json);
-	p->json = NULL;
-
+	len = strlen(s);
+	o_reset();
+	o_printf("POST %s HTTP/1.1\r\nHost: 127.0.0.1:%u\r\n", p->uri,
+	    p->port);
+	o_add(p->hdrs, p->hdrslen);
+	if (!p->has_ctype)
+		o_str("Content-Type: application/json\r\n");
+	o_printf("Content-Length: %zu\r\n\r\n", len);
+	o_add(s, len);
 	timer_arm(p);
-	if (evhttp_make_request(p->uc->evcon, p->ureq, cmd, p->uri) == -1) {
-		/* libevent keeps the request; do not touch it again */
-		p->ureq = NULL;
-		reply_error(p, 502, "upstream_error", "cannot start the "
-		    "upstream request");
-		preq_end(p);
+	if (uc_send(uc, obuf, olen) == -1) {
+		upstream_fail(p, "connection failed");
 		return;
 	}
 	log_debug("request %llu: %s %s to %s on port %u",
@@ -525,131 +697,350 @@ upstream_forward(struct preq *p)
 	    p->port);
 }
 
-/* Abandon the upstream request; its connection is not reused. */
 static void
-upstream_stop(struct preq *p)
+upstream_writecb(evutil_socket_t fd, short ev, void *arg)
 {
-	struct evhttp_request	*ureq = p->ureq;
+	struct upconn	*uc = arg;
+	struct preq	*p = uc->p;
+	ssize_t		 n;
+	int		 err = 0;
+	socklen_t	 len = sizeof(err);
 
-	p->ureq = NULL;
-	if (ureq != NULL)
-		evhttp_cancel_request(ureq);	/* calls the error cb */
+	(void)ev;
+	if (uc->connecting) {
+		uc->connecting = 0;
+		if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == -1)
+			err = errno;
+		if (err != 0) {
+			if (p != NULL)
+				upstream_fail(p, err == ECONNREFUSED ?
+				    "connection refused" :
+				    "connection failed");
+			else
+				uc_free(uc);
+			return;
+		}
+	}
+	if (uc->outoff < uc->outlen) {
+		n = write(fd, uc->out + uc->outoff, uc->outlen - uc->outoff);
+		if (n == -1) {
+			if (errno == EAGAIN || errno == EINTR)
+				return;
+			if (p != NULL)
+				upstream_fail(p, "connection failed");
+			else
+				uc_free(uc);
+			return;
+		}
+		uc->outoff += n;
+		if (uc->outoff < uc->outlen)
+			return;
+	}
+	free(uc->out);
+	uc->out = NULL;
+	uc->outoff = uc->outlen = 0;
+	event_del(&uc->wev);
 }
 
-static int
-upstream_headercb(struct evhttp_request *ureq, void *arg)
+/* The upstream failed this request before its end. */
+static void
+upstream_fail(struct preq *p, const char *what)
 {
-	struct preq		*p = arg;
-	struct evkeyvalq	*in, *out;
-	struct evkeyval		*h;
-	const char		*cl;
-	int			 code;
+	struct upconn	*uc = p->uc;
+	char		 msg[PROTO_MSG_MAX];
 
-	code = evhttp_request_get_response_code(ureq);
-	p->status = code;
-	timer_arm(p);
-	if (p->req == NULL)
-		return (0);
-	in = evhttp_request_get_input_headers(ureq);
-	out = evhttp_request_get_output_headers(p->req);
-	TAILQ_FOREACH(h, in, next)
-		if (!is_hop(h->key) && strcasecmp(h->key, "Date") != 0)
-			evhttp_add_header(out, h->key, h->value);
 	/*
-	 * The body is passed on as it is, so an answer of known length
-	 * keeps it: no chunked framing around it, and the client knows
-	 * the end without a last chunk.  Streams stay chunked.
+	 * A kept connection the model server closed as we sent: it never
+	 * read the request.  Once more, on a new connection.
 	 */
-	if (evhttp_find_header(in, "Transfer-Encoding") == NULL &&
-	    (cl = evhttp_find_header(in, "Content-Length")) != NULL)
-		evhttp_add_header(out, "Content-Length", cl);
-	evhttp_send_reply_start(p->req, code,
-	    evhttp_request_get_response_code_line(ureq));
+	if (uc != NULL && uc->reused && !uc->got && !p->retried &&
+	    p->r != NULL && p->state == ST_FORWARD) {
+		p->retried = 1;
+		uc_free(uc);
+		log_debug("request %llu: kept connection to port %u was "
+		    "closed; once more", (unsigned long long)p->reqid,
+		    p->port);
+		upstream_forward(p);
+		return;
+	}
+	(void)snprintf(msg, sizeof(msg), "%.300s: %s (127.0.0.1:%u)",
+	    p->label, p->replied ? "connection closed mid-answer" : what,
+	    p->port);
+	log_warnx("request %llu: %s", (unsigned long long)p->reqid, msg);
+	if (p->replied) {
+		client_close(p);
+	} else {
+		reply_error(p, 502, "upstream_error", msg);
+		p->status = 502;
+	}
+	preq_end(p);	/* frees the connection */
+}
+
+/* The answer's header, for the client. */
+static void
+client_header(struct preq *p, const struct h1_msg *m, int nobody)
+{
+	const struct h1_header	*h;
+	size_t			 i;
+	int			 keep = p->r->keepalive;
+
+	p->chunked_out = 0;
+	p->close_out = 0;
+	if (!nobody && m->content_length < 0) {
+		if (p->minor >= 1)
+			p->chunked_out = 1;
+		else
+			p->close_out = 1;
+	}
+	if (p->close_out)
+		keep = 0;
+	o_printf("HTTP/1.%d %d %.*s\r\n", p->minor >= 1 ? 1 : 0, m->status,
+	    (int)(m->reasonlen > 64 ? 64 : m->reasonlen),
+	    m->reasonlen > 0 ? m->reason : "");
+	for (i = 0; i < m->nheaders; i++) {
+		h = &m->headers[i];
+		if (is_hop(h->name, h->namelen))
+			continue;
+		o_add(h->name, h->namelen);
+		o_add(": ", 2);
+		o_add(h->value, h->valuelen);
+		o_add("\r\n", 2);
+	}
+	if (p->chunked_out)
+		o_str("Transfer-Encoding: chunked\r\n");
+	else if (!nobody || m->content_length >= 0)
+		o_printf("Content-Length: %lld\r\n", (long long)(nobody ? 0 :
+		    m->content_length));
+	if (!keep)
+		o_str("Connection: close\r\n");
+	else if (p->minor == 0)
+		o_str("Connection: keep-alive\r\n");
+	o_add("\r\n", 2);
 	p->replied = 1;
+}
+
+/* A piece of the answer's body: scanned, and queued for the client. */
+static void
+client_data(struct preq *p, const char *d, size_t len)
+{
+	if (len == 0)
+		return;
+	usage_scan(p, d, len);
+	if (p->r == NULL)
+		return;
+	if (p->chunked_out) {
+		o_printf("%zx\r\n", len);
+		o_add(d, len);
+		o_add("\r\n", 2);
+	} else
+		o_add(d, len);
+}
+
+/* The answer is complete: the client's end, the connection back. */
+static void
+upstream_done(struct preq *p, int reusable)
+{
+	struct upconn	*uc = p->uc;
+	struct hreq	*r = p->r;
+
+	if (r != NULL) {
+		if (p->chunked_out)
+			o_add("0\r\n\r\n", 5);
+		p->r = NULL;
+		if (olen > 0)
+			(void)conn_write(r->conn, obuf, olen);
+		o_reset();
+		conn_done(r->conn, !p->close_out);
+	}
+	p->uc = NULL;
+	if (reusable && uc->keepalive && !uc->paused) {
+		free(uc->in);
+		uc->in = NULL;
+		uc->inlen = 0;
+		pool_put(uc);
+	} else {
+		uc->p = NULL;
+		uc_free(uc);
+	}
+	preq_end(p);
+}
+
+/* Flush what this read put together for the client. */
+static void
+client_flush(struct preq *p)
+{
+	if (p->r != NULL && olen > 0) {
+		(void)conn_write(p->r->conn, obuf, olen);
+		if (conn_queued(p->r->conn) > CLIENT_QUEUE_MAX &&
+		    p->uc != NULL) {
+			event_del(&p->uc->rev);
+			p->uc->paused = 1;
+		}
+	}
+	o_reset();
+}
+
+/*
+ * Bytes of the answer: header (1xx skipped), then body by its framing.
+ * Returns 1 when the answer ended (p is freed), -1 on an error (p is
+ * freed), 0 to read on.
+ */
+static int
+upstream_bytes(struct preq *p, char *d, size_t len)
+{
+	struct upconn	*uc = p->uc;
+	struct h1_msg	 m;
+	size_t		 n, datalen;
+	ssize_t		 k;
+	int		 r, done, nobody;
+
+	while (len > 0) {
+		if (!uc->hdone) {
+			r = h1_parse_response(d, len, UP_HEADER_MAX, &m);
+			if (r == 0) {
+				/* keep the start of a header */
+				if (d != uc->in) {
+					char	*t = malloc(len);
+
+					if (t == NULL) {
+						upstream_fail(p, "out of "
+						    "memory");
+						return (-1);
+					}
+					memcpy(t, d, len);
+					free(uc->in);
+					uc->in = t;
+				}
+				uc->inlen = len;
+				return (0);
+			}
+			if (r < 0 || m.status == 101) {
+				upstream_fail(p, "invalid answer");
+				return (-1);
+			}
+			if (m.status < 200) {	/* interim: skip */
+				d += r;
+				len -= r;
+				continue;
+			}
+			uc->hdone = 1;
+			p->status = m.status;
+			nobody = m.status == 204 || m.status == 304;
+			uc->keepalive = m.keepalive;
+			if (nobody)
+				uc->left = 0;
+			else if (m.chunked) {
+				uc->chunked = 1;
+				h1_chunked_init(&uc->ch);
+			} else if (m.content_length >= 0)
+				uc->left = m.content_length;
+			else {
+				uc->toclose = 1;
+				uc->keepalive = 0;
+			}
+			timer_arm(p);
+			if (p->r != NULL)
+				client_header(p, &m, nobody);
+			d += r;
+			len -= r;
+			if (uc->left == 0) {
+				upstream_done(p, len == 0);
+				return (1);
+			}
+			continue;
+		}
+		if (uc->chunked) {
+			k = h1_chunked_decode(&uc->ch, d, len, &datalen, &done);
+			if (k < 0) {
+				upstream_fail(p, "invalid chunked answer");
+				return (-1);
+			}
+			client_data(p, d, datalen);
+			if (done) {
+				upstream_done(p, (size_t)k == len);
+				return (1);
+			}
+			return (0);
+		}
+		if (uc->left >= 0) {
+			n = (uint64_t)uc->left < len ? (size_t)uc->left : len;
+			client_data(p, d, n);
+			uc->left -= n;
+			if (uc->left == 0) {
+				upstream_done(p, n == len);
+				return (1);
+			}
+			return (0);
+		}
+		client_data(p, d, len);	/* to the close */
+		return (0);
+	}
 	return (0);
 }
 
 static void
-upstream_chunkcb(struct evhttp_request *ureq, void *arg)
+upstream_readcb(evutil_socket_t fd, short ev, void *arg)
 {
-	struct preq	*p = arg;
-	struct evbuffer	*buf = evhttp_request_get_input_buffer(ureq);
+	struct upconn	*uc = arg;
+	struct preq	*p = uc->p;
+	ssize_t		 n;
+	size_t		 room;
+	char		*d;
 
-	timer_arm(p);
-	usage_scan(p, buf);
-	if (p->req != NULL && p->replied)
-		evhttp_send_reply_chunk(p->req, buf);
-	else
-		evbuffer_drain(buf, evbuffer_get_length(buf));
-}
-
-static void
-upstream_errorcb(enum evhttp_request_error err, void *arg)
-{
-	struct preq	*p = arg;
-
-	p->uerr = err;
-}
-
-static const char *
-uerr_name(int err)
-{
-	switch (err) {
-	case EVREQ_HTTP_TIMEOUT:
-		return ("timed out");
-	case EVREQ_HTTP_EOF:
-		return ("connection closed");
-	case EVREQ_HTTP_INVALID_HEADER:
-		return ("invalid answer");
-	case EVREQ_HTTP_BUFFER_ERROR:
-		return ("connection failed");
-	case EVREQ_HTTP_DATA_TOO_LONG:
-		return ("answer too long");
-	default:
-		return ("connection refused");
-	}
-}
-
-static void
-upstream_donecb(struct evhttp_request *ureq, void *arg)
-{
-	struct preq	*p = arg;
-	char		 msg[PROTO_MSG_MAX];
-	int		 code;
-
-	if (p->ureq == NULL)
-		return;		/* stopped by us */
-	p->ureq = NULL;
-	code = ureq == NULL ? 0 : evhttp_request_get_response_code(ureq);
-	if (code == 0) {
-		(void)snprintf(msg, sizeof(msg), "%.300s: %s (127.0.0.1:%u)",
-		    p->label, p->replied ? "connection closed mid-answer" :
-		    uerr_name(p->uerr ? p->uerr : -1), p->port);
-		log_warnx("request %llu: %s", (unsigned long long)p->reqid,
-		    msg);
-		if (p->replied)
-			client_close(p);
-		else
-			reply_error(p, 502, "upstream_error", msg);
-		if (!p->replied)
-			p->status = 502;
-		preq_end(p);	/* frees the connection */
+	(void)ev;
+	if (p == NULL) {
+		/* idle: closed by the model server, or talking out of turn */
+		uc_free(uc);
 		return;
 	}
-
-	/* A complete answer: the connection goes back to the pool. */
-	if (p->req != NULL) {
-		client_unwatch(p);
-		if (p->replied)
-			evhttp_send_reply_end(p->req);
-		else
-			evhttp_send_reply(p->req, code,
-			    evhttp_request_get_response_code_line(ureq), NULL);
-		p->req = NULL;
+	if (uc->inlen > 0) {
+		/* the rest of a header */
+		room = UP_HEADER_MAX + 1 - uc->inlen;
+		if (room > sizeof(ubuf))
+			room = sizeof(ubuf);
+		n = read(fd, ubuf, room);
+	} else
+		n = read(fd, ubuf, sizeof(ubuf));
+	if (n == -1) {
+		if (errno == EAGAIN || errno == EINTR)
+			return;
+		upstream_fail(p, errno == ECONNREFUSED ?
+		    "connection refused" : "connection failed");
+		return;
 	}
-	pool_put(p->uc);
-	p->uc = NULL;
-	preq_end(p);
+	if (n == 0) {
+		if (uc->hdone && uc->toclose) {
+			timer_arm(p);
+			upstream_done(p, 0);
+			return;
+		}
+		upstream_fail(p, uc->got ? "connection closed mid-answer" :
+		    "connection closed");
+		return;
+	}
+	uc->got = 1;
+	timer_arm(p);
+	o_reset();
+	if (uc->inlen > 0) {
+		if ((d = realloc(uc->in, uc->inlen + n)) == NULL) {
+			upstream_fail(p, "out of memory");
+			return;
+		}
+		memcpy(d + uc->inlen, ubuf, n);
+		uc->in = d;
+		n += uc->inlen;
+		uc->inlen = 0;
+	} else
+		d = ubuf;
+	if (upstream_bytes(p, d, (size_t)n) != 0) {
+		o_reset();
+		return;
+	}
+	if (uc->inlen == 0 && uc->in != NULL) {
+		free(uc->in);
+		uc->in = NULL;
+	}
+	client_flush(p);
 }
 
 static void
@@ -667,6 +1058,7 @@ static void
 timer_cb(evutil_socket_t fd, short ev, void *arg)
 {
 	struct preq	*p = arg;
+	char		 msg[PROTO_MSG_MAX];
 
 	(void)fd;
 	(void)ev;
@@ -675,8 +1067,6 @@ timer_cb(evutil_socket_t fd, short ev, void *arg)
 	if (p->replied)
 		client_close(p);
 	else {
-		char	 msg[PROTO_MSG_MAX];
-
 		(void)snprintf(msg, sizeof(msg), "%.300s: no answer in time",
 		    p->label);
 		reply_error(p, 504, "timeout", msg);
@@ -711,46 +1101,39 @@ find_count(const char *s, size_t len, const char *name)
 }
 
 static void
-usage_scan(struct preq *p, struct evbuffer *buf)
+usage_scan(struct preq *p, const char *d, size_t len)
 {
-	struct evbuffer_ptr	 ptr;
-	size_t			 len = evbuffer_get_length(buf), n;
-	char			*tmp;
-	int64_t			 v;
+	char		*tmp;
+	int64_t		 v;
+	size_t		 n;
 
-	if (len == 0)
-		return;
-	if (evbuffer_search(buf, "tokens", 6, NULL).pos != -1 ||
+	if (memmem(d, len, "tokens", 6) != NULL ||
 	    memmem(p->carry, p->carrylen, "usage", 5) != NULL) {
-		if ((tmp = malloc(p->carrylen + len)) == NULL)
-			return;
-		memcpy(tmp, p->carry, p->carrylen);
-		if (evbuffer_copyout(buf, tmp + p->carrylen, len) ==
-		    (ev_ssize_t)len) {
+		if ((tmp = malloc(p->carrylen + len)) != NULL) {
+			memcpy(tmp, p->carry, p->carrylen);
+			memcpy(tmp + p->carrylen, d, len);
 			if ((v = find_count(tmp, p->carrylen + len,
 			    "\"prompt_tokens\"")) >= 0)
 				p->ptok = v;
 			if ((v = find_count(tmp, p->carrylen + len,
 			    "\"completion_tokens\"")) >= 0)
 				p->ctok = v;
+			free(tmp);
 		}
-		free(tmp);
 	}
 	n = len < sizeof(p->carry) ? len : sizeof(p->carry);
-	p->carrylen = 0;
-	if (evbuffer_ptr_set(buf, &ptr, len - n, EVBUFFER_PTR_SET) == 0 &&
-	    evbuffer_copyout_from(buf, &ptr, p->carry, n) == (ev_ssize_t)n)
-		p->carrylen = n;
+	memcpy(p->carry, d + len - n, n);
+	p->carrylen = n;
 }
 
 void
-forward_status(struct evhttp_request *req)
+forward_status(struct hreq *r)
 {
 	struct proto_reqid	 pr;
 	struct preq		*p;
 
-	if ((p = preq_new(req, PREQ_STATUS, "/v1/agency/status")) == NULL) {
-		http_error(req, 500, "internal_error", "Out of memory.");
+	if ((p = preq_new(r, PREQ_STATUS, "/v1/agency/status")) == NULL) {
+		http_error(r, 500, "internal_error", "Out of memory.");
 		return;
 	}
 	p->models = json_object_new_array();
@@ -760,13 +1143,13 @@ forward_status(struct evhttp_request *req)
 }
 
 void
-forward_metrics(struct evhttp_request *req)
+forward_metrics(struct hreq *r)
 {
 	struct proto_reqid	 pr;
 	struct preq		*p;
 
-	if ((p = preq_new(req, PREQ_METRICS, "/metrics")) == NULL) {
-		http_error(req, 500, "internal_error", "Out of memory.");
+	if ((p = preq_new(r, PREQ_METRICS, "/metrics")) == NULL) {
+		http_error(r, 500, "internal_error", "Out of memory.");
 		return;
 	}
 	memset(&pr, 0, sizeof(pr));
@@ -789,18 +1172,18 @@ static void
 metrics_end(struct preq *p)
 {
 	struct evbuffer	*buf;
+	struct hreq	*r = p->r;
 
 	p->status = 200;
-	if (p->req != NULL) {
-		client_unwatch(p);
+	if (r != NULL) {
+		p->r = NULL;
 		if ((buf = evbuffer_new()) == NULL)
 			fatal("%s: evbuffer_new", __func__);
 		metrics_render(buf, p->sts, p->nsts);
-		evhttp_add_header(evhttp_request_get_output_headers(p->req),
-		    "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
-		evhttp_send_reply(p->req, 200, "OK", buf);
+		http_reply(r, 200, "text/plain; version=0.0.4; charset=utf-8",
+		    (const char *)evbuffer_pullup(buf, -1),
+		    evbuffer_get_length(buf));
 		evbuffer_free(buf);
-		p->req = NULL;
 	}
 	preq_end(p);
 }
@@ -858,6 +1241,7 @@ void
 forward_status_end(uint64_t reqid)
 {
 	struct preq	*p;
+	struct hreq	*r;
 	json_object	*obj;
 
 	if ((p = preq_find(reqid)) == NULL || p->kind == PREQ_MODEL)
@@ -867,14 +1251,13 @@ forward_status_end(uint64_t reqid)
 		return;
 	}
 	p->status = 200;
-	if (p->req != NULL) {
-		client_unwatch(p);
+	if ((r = p->r) != NULL) {
+		p->r = NULL;
 		obj = json_object_new_object();
 		json_object_object_add(obj, "models",
 		    json_object_get(p->models));
-		http_json(p->req, 200, obj);
+		http_json(r, 200, obj);
 		json_object_put(obj);
-		p->req = NULL;
 	}
 	preq_end(p);
 }
@@ -883,16 +1266,15 @@ forward_status_end(uint64_t reqid)
 uint32_t
 forward_cancel(const char *model)
 {
-	struct preq	*p, *next;
-	uint32_t	 n = 0;
+	struct preq		*p, *next;
+	struct proto_reqid	 pr;
+	uint32_t		 n = 0;
 
 	for (p = TAILQ_FIRST(&preqs); p != NULL; p = next) {
 		next = TAILQ_NEXT(p, entry);
 		if (p->kind != PREQ_MODEL || strcmp(p->model, model) != 0)
 			continue;
 		if (p->state == ST_HOLD) {
-			struct proto_reqid	 pr;
-
 			memset(&pr, 0, sizeof(pr));
 			pr.reqid = p->reqid;
 			parent_send(IMSG_HOLD_WITHDRAW, &pr, sizeof(pr));

@@ -14,22 +14,18 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <event2/buffer.h>
-#include <event2/event.h>
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
+#include <event2/http.h>	/* EVHTTP_REQ_*, for http_decide */
 
 #include <json-c/json.h>
 
-#include "http_method.h"
+#include "h1.h"
 #include "log.h"
 #include "proxy.h"
 
-static void	 http_cb(struct evhttp_request *, void *);
-static void	 http_models(struct evhttp_request *);
+static void	 http_models(struct hreq *);
 static int	 admin_guard(const struct pconf *, const char *, const char *,
 		    int, struct rerr *);
-static void	 http_cancel(struct evhttp_request *, struct pmodel *);
+static void	 http_cancel(struct hreq *, struct pmodel *);
 static void	 decide_error(struct http_decision *, int, const char *,
 		    const char *);
 
@@ -70,8 +66,18 @@ reason(int status)
 		return ("Method Not Allowed");
 	case 413:
 		return ("Payload Too Large");
+	case 414:
+		return ("URI Too Long");
 	case 415:
 		return ("Unsupported Media Type");
+	case 431:
+		return ("Request Header Fields Too Large");
+	case 500:
+		return ("Internal Server Error");
+	case 501:
+		return ("Not Implemented");
+	case 505:
+		return ("HTTP Version Not Supported");
 	case 499:
 		return ("Client Closed Request");
 	case 502:
@@ -85,26 +91,81 @@ reason(int status)
 	}
 }
 
-void
-http_json(struct evhttp_request *req, int status, json_object *obj)
+/* The answer's bytes are put together here, then written at once. */
+static char	*hbuf;
+static size_t	 hlen, hcap;
+
+static void
+h_add(const void *p, size_t n)
 {
-	struct evbuffer	*buf;
+	size_t	 cap;
+	char	*b;
+
+	if (n == 0)
+		return;
+	if (hlen + n > hcap) {
+		cap = hcap ? hcap : 4096;
+		while (cap < hlen + n)
+			cap *= 2;
+		if ((b = realloc(hbuf, cap)) == NULL)
+			fatal("%s", __func__);
+		hbuf = b;
+		hcap = cap;
+	}
+	memcpy(hbuf + hlen, p, n);
+	hlen += n;
+}
+
+/* A whole answer, in two parts; then the connection reads on, or
+ * closes. */
+static void
+answer(struct hreq *r, int status, const char *ctype, const char *a,
+    size_t alen, const char *b, size_t blen)
+{
+	char	 head[512];
+	int	 n;
+
+	n = snprintf(head, sizeof(head), "HTTP/1.%d %d %s\r\n"
+	    "Content-Type: %s\r\nContent-Length: %zu\r\n%s\r\n",
+	    r->minor >= 1 ? 1 : 0, status, reason(status), ctype, alen + blen,
+	    !r->keepalive ? "Connection: close\r\n" :
+	    r->minor == 0 ? "Connection: keep-alive\r\n" : "");
+	if (n < 0 || (size_t)n >= sizeof(head))
+		fatalx("%s: header too long", __func__);
+	hlen = 0;
+	h_add(head, n);
+	if (!r->head) {
+		h_add(a, alen);
+		h_add(b, blen);
+	}
+	(void)conn_write(r->conn, hbuf, hlen);
+	if (hcap > 65536) {
+		free(hbuf);
+		hbuf = NULL;
+		hcap = 0;
+	}
+	conn_done(r->conn, 1);
+}
+
+void
+http_reply(struct hreq *r, int status, const char *ctype, const char *body,
+    size_t len)
+{
+	answer(r, status, ctype, body, len, NULL, 0);
+}
+
+void
+http_json(struct hreq *r, int status, json_object *obj)
+{
 	const char	*s;
 
 	s = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN |
 	    JSON_C_TO_STRING_NOSLASHESCAPE);
-	if ((buf = evbuffer_new()) == NULL)
-		fatal("%s: evbuffer_new", __func__);
-	evbuffer_add(buf, s, strlen(s));
-	evbuffer_add(buf, "\n", 1);
-	evhttp_add_header(evhttp_request_get_output_headers(req),
-	    "Content-Type", "application/json");
-	evhttp_send_reply(req, status, reason(status), buf);
-	evbuffer_free(buf);
+	answer(r, status, "application/json", s, strlen(s), "\n", 1);
 }
 
 void
-http_error(struct evhttp_request *req, int status, const char *code,
+http_error(struct hreq *r, int status, const char *code,
     const char *message)
 {
 	json_object	*obj, *err;
@@ -117,14 +178,36 @@ http_error(struct evhttp_request *req, int status, const char *code,
 	    json_object_new_string(http_error_type(status)));
 	json_object_object_add(err, "code", json_object_new_string(code));
 	json_object_object_add(obj, "error", err);
-	http_json(req, status, obj);
+	http_json(r, status, obj);
 	json_object_put(obj);
 }
 
 void
-http_rerr(struct evhttp_request *req, const struct rerr *e)
+http_rerr(struct hreq *r, const struct rerr *e)
 {
-	http_error(req, e->status, e->code, e->message);
+	http_error(r, e->status, e->code, e->message);
+}
+
+/* A request that could not be read (conn.c): answered, then closed. */
+void
+http_refused(struct hreq *r, int status, const char *message)
+{
+	static const char	*codes[][2] = {
+		{ "400", "invalid_request" }, { "413", "body_too_large" },
+		{ "431", "header_too_large" }, { "501", "not_implemented" },
+		{ "505", "version_not_supported" } };
+	const char		*code = "invalid_request";
+	char			 s[8];
+	size_t			 i;
+
+	(void)snprintf(s, sizeof(s), "%d", status);
+	for (i = 0; i < sizeof(codes) / sizeof(codes[0]); i++)
+		if (strcmp(codes[i][0], s) == 0)
+			code = codes[i][1];
+	r->keepalive = 0;
+	http_error(r, status, code, message);
+	http_log("-", "-", "-", status, 0, -1, -1);
+	metrics_unrouted(status);
 }
 
 void
@@ -143,20 +226,6 @@ http_log(const char *method, const char *path, const char *model,
 void
 http_init(void)
 {
-	if ((px->http = evhttp_new(px->base)) == NULL)
-		fatalx("%s: evhttp_new", __func__);
-	evhttp_set_gencb(px->http, http_cb, NULL);
-	evhttp_set_timeout(px->http, PROXY_IDLE_TIMEOUT);
-	evhttp_set_max_headers_size(px->http, 64 * 1024);
-	/*
-	 * Every method reaches http_cb, even one libevent does not know
-	 * (its bit 15), so that each gets an answer in the OpenAI error
-	 * shape and a line in the access log rather than libevent's page.
-	 */
-	evhttp_set_allowed_methods(px->http, EVHTTP_REQ_GET |
-	    EVHTTP_REQ_POST | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT |
-	    EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH |
-	    EVHTTP_REQ_TRACE | EVHTTP_REQ_CONNECT | HTTP_REQ_UNKNOWN);
 	conn_init();
 }
 
@@ -167,28 +236,25 @@ http_swap_listeners(struct pconf *old, struct pconf *new)
 	struct plisten	*l;
 	int		 flags;
 
-	evhttp_set_max_body_size(px->http, new->max_body);
 	conn_configure(new);
 	TAILQ_FOREACH(l, &new->listens, entry) {
 		if ((flags = fcntl(l->fd, F_GETFL)) == -1 ||
 		    fcntl(l->fd, F_SETFL, flags | O_NONBLOCK) == -1)
 			fatal("%s: fcntl", __func__);
-		if ((l->bound = evhttp_accept_socket_with_handle(px->http,
-		    l->fd)) == NULL)
+		if ((l->lsn = conn_listen(l->fd)) == NULL)
 			fatalx("%s: cannot accept on %s port %u", __func__,
 			    l->host, l->port);
 		l->fd = -1;	/* the listener's now */
-		conn_listening(l->bound);
 		log_debug("listening on %s port %u", l->host, l->port);
 	}
 	if (old == NULL)
 		return;
 	TAILQ_FOREACH(l, &old->listens, entry) {
-		if (l->bound != NULL)
-			evhttp_del_accept_socket(px->http, l->bound);
+		if (l->lsn != NULL)
+			conn_unlisten(l->lsn);
 		else if (l->fd != -1)
 			close(l->fd);
-		l->bound = NULL;
+		l->lsn = NULL;
 		l->fd = -1;
 	}
 }
@@ -317,90 +383,153 @@ decide_error(struct http_decision *dc, int status, const char *code,
 	rerr_set(&dc->e, status, code, "%s", message);
 }
 
-static int
-content_lengths(struct evkeyvalq *h)
-{
-	struct evkeyval	*kv;
-	int		 n = 0;
+static const struct {
+	const char	*name;
+	int		 cmd;
+} methods[] = {
+	{ "GET", EVHTTP_REQ_GET },
+	{ "POST", EVHTTP_REQ_POST },
+	{ "HEAD", EVHTTP_REQ_HEAD },
+	{ "PUT", EVHTTP_REQ_PUT },
+	{ "DELETE", EVHTTP_REQ_DELETE },
+	{ "OPTIONS", EVHTTP_REQ_OPTIONS },
+	{ "TRACE", EVHTTP_REQ_TRACE },
+	{ "CONNECT", EVHTTP_REQ_CONNECT },
+	{ "PATCH", EVHTTP_REQ_PATCH },
+};
 
-	TAILQ_FOREACH(kv, h, next)
-		if (strcasecmp(kv->key, "Content-Length") == 0)
-			n++;
-	return (n);
+/* A field's value as a string, or NULL if absent or too long to be one
+ * we would accept. */
+static const char *
+field(const struct h1_msg *m, const char *name, char *buf, size_t size)
+{
+	const struct h1_header	*h;
+
+	if ((h = h1_find(m, name)) == NULL)
+		return (NULL);
+	if (h->valuelen >= size)
+		return ("");
+	memcpy(buf, h->value, h->valuelen);
+	buf[h->valuelen] = '\0';
+	return (buf);
 }
 
-static void
-http_cb(struct evhttp_request *req, void *arg)
+/*
+ * The path of a request target: origin form up to its query, or the
+ * path of an absolute form.  Returns -1 if it has none we serve.
+ */
+static int
+target_path(const char *t, size_t len, char *path, size_t size)
 {
-	const struct evhttp_uri	*uri;
-	struct evkeyvalq	*h = evhttp_request_get_input_headers(req);
-	struct evbuffer		*in = evhttp_request_get_input_buffer(req);
+	const char	*end = t + len, *p;
+	size_t		 n;
+
+	if (len > 7 && (strncasecmp(t, "http://", 7) == 0 ||
+	    strncasecmp(t, "https://", 8) == 0)) {
+		p = memchr(t + 7, '/', len - 7);
+		if (p == NULL)
+			p = end;
+		t = p;
+	} else if (*t != '/')
+		return (-1);
+	for (p = t; p < end && *p != '?' && *p != '#'; p++)
+		;
+	n = p - t;
+	if (n == 0) {
+		(void)strlcpy(path, "/", size);
+		return (0);
+	}
+	if (n >= size)
+		return (-1);
+	memcpy(path, t, n);
+	path[n] = '\0';
+	return (0);
+}
+
+/* A complete request from conn.c: buf holds its body (len bytes),
+ * which the request's handling may change. */
+void
+http_request(struct hreq *r, const struct h1_msg *m, char *body,
+    size_t len)
+{
 	struct http_decision	 dc;
-	const char		*path, *method, *body = NULL;
-	enum evhttp_cmd_type	 cmd;
+	char			 path[AGENCY_PATH_MAX], target[AGENCY_PATH_MAX];
+	char			 host[256], ctype[256];
+	const char		*method = "OTHER";
+	int			 cmd = HTTP_REQ_UNKNOWN;
 	json_object		*obj;
 	int64_t			 t0 = now_ms();
-	size_t			 len = 0;
+	size_t			 i;
 
-	(void)arg;
-	conn_request(req);
-	method = http_method_name(req);
-	cmd = evhttp_request_get_command(req);
-	uri = evhttp_request_get_evhttp_uri(req);
-	if (uri == NULL || (path = evhttp_uri_get_path(uri)) == NULL ||
-	    *path == '\0')
-		path = "/";
+	for (i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
+		if (strlen(methods[i].name) == m->methodlen &&
+		    memcmp(methods[i].name, m->method, m->methodlen) == 0) {
+			method = methods[i].name;
+			cmd = methods[i].cmd;
+			break;
+		}
+	if (m->targetlen >= sizeof(target) ||
+	    target_path(m->target, m->targetlen, path, sizeof(path)) == -1) {
+		http_error(r, m->targetlen >= sizeof(target) ? 414 : 400,
+		    "invalid_request", m->targetlen >= sizeof(target) ?
+		    "The request target is too long." :
+		    "The request target is not a path.");
+		http_log(method, "-", "-", m->targetlen >= sizeof(target) ?
+		    414 : 400, now_ms() - t0, -1, -1);
+		metrics_unrouted(m->targetlen >= sizeof(target) ? 414 : 400);
+		return;
+	}
+	memcpy(target, m->target, m->targetlen);
+	target[m->targetlen] = '\0';
 	/*
-	 * Two lengths that disagree mean two parties could read two
-	 * different requests here (RFC 9112, 6.3): refuse it.
+	 * Two lengths mean two parties could read two different requests
+	 * here (RFC 9112, 6.3): refuse it, even when they agree.
 	 */
-	if (content_lengths(h) > 1) {
-		http_error(req, 400, "invalid_request",
+	if (m->ncontent_length > 1) {
+		r->keepalive = 0;
+		http_error(r, 400, "invalid_request",
 		    "More than one Content-Length.");
 		http_log(method, path, "-", 400, now_ms() - t0, -1, -1);
 		metrics_unrouted(400);
 		return;
 	}
-	if (cmd == EVHTTP_REQ_POST && (len = evbuffer_get_length(in)) > 0 &&
-	    (body = (const char *)evbuffer_pullup(in, -1)) == NULL) {
-		http_error(req, 500, "internal_error", "Out of memory.");
-		http_log(method, path, "-", 500, now_ms() - t0, -1, -1);
-		metrics_unrouted(500);
-		return;
-	}
+	if (cmd != EVHTTP_REQ_POST)
+		len = 0;
 
-	http_decide(px->conf, cmd, path, evhttp_find_header(h, "Host"),
-	    evhttp_find_header(h, "Content-Type"), body, len, &dc);
+	http_decide(px->conf, cmd, path, field(m, "Host", host, sizeof(host)),
+	    field(m, "Content-Type", ctype, sizeof(ctype)), len > 0 ? body :
+	    NULL, len, &dc);
 	switch (dc.action) {
 	case HTTP_HEALTH:
 		obj = json_object_new_object();
 		json_object_object_add(obj, "status",
 		    json_object_new_string("ok"));
-		http_json(req, 200, obj);
+		http_json(r, 200, obj);
 		json_object_put(obj);
 		http_log(method, path, "-", 200, now_ms() - t0, -1, -1);
 		break;
 	case HTTP_MODELS:
-		http_models(req);
+		http_models(r);
 		http_log(method, path, "-", 200, now_ms() - t0, -1, -1);
 		break;
 	case HTTP_STATUS:
-		forward_status(req);
+		forward_status(r);
 		break;
 	case HTTP_METRICS:
-		forward_metrics(req);
+		forward_metrics(r);
 		break;
 	case HTTP_CANCEL:
-		http_cancel(req, dc.model);
+		http_cancel(r, dc.model);
 		http_log(method, path, dc.model->name, 200, now_ms() - t0,
 		    -1, -1);
 		break;
 	case HTTP_HOLD:
-		forward_start(req, dc.model, dc.body, path);	/* takes body */
+		/* takes body */
+		forward_start(r, dc.model, dc.body, path, target, m);
 		break;
 	case HTTP_ERROR:
 	default:
-		http_rerr(req, &dc.e);
+		http_rerr(r, &dc.e);
 		http_log(method, path, "-", dc.e.status, now_ms() - t0,
 		    -1, -1);
 		if (dc.model != NULL)
@@ -412,7 +541,7 @@ http_cb(struct evhttp_request *req, void *arg)
 }
 
 static void
-http_models(struct evhttp_request *req)
+http_models(struct hreq *r)
 {
 	struct pmodel	*m;
 	json_object	*obj, *data, *e;
@@ -439,7 +568,7 @@ http_models(struct evhttp_request *req)
 		}
 	}
 	json_object_object_add(obj, "data", data);
-	http_json(req, 200, obj);
+	http_json(r, 200, obj);
 	json_object_put(obj);
 }
 
@@ -497,7 +626,7 @@ admin_guard(const struct pconf *conf, const char *host, const char *ct,
 
 /* The cancel of a model http_decide found. */
 static void
-http_cancel(struct evhttp_request *req, struct pmodel *m)
+http_cancel(struct hreq *r, struct pmodel *m)
 {
 	struct proto_cancel	 pc;
 	json_object		*obj;
@@ -510,6 +639,6 @@ http_cancel(struct evhttp_request *req, struct pmodel *m)
 	obj = json_object_new_object();
 	json_object_object_add(obj, "cancelled",
 	    json_object_new_int64(pc.cancelled));
-	http_json(req, 200, obj);
+	http_json(r, 200, obj);
 	json_object_put(obj);
 }

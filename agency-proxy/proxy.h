@@ -30,8 +30,8 @@
  * - request_timeout bounds the wait for the upstream's header and then
  *   every gap between two pieces of the answer: 504 before the header,
  *   the client's connection is closed after it.
- * - A body over max_body is refused by libevent itself with 413 (its
- *   own short body, not the OpenAI shape: the body is never read).
+ * - A body over max_body is refused with 413 (Content-Length over it:
+ *   before the body is read), and the connection closed.
  */
 #ifndef AGENCY_PROXY_H
 #define AGENCY_PROXY_H
@@ -46,7 +46,7 @@
 #include "config.h"
 #include "proto.h"
 
-/* libevent's type for a method it does not know (http-internal.h) */
+/* A method of none of libevent's EVHTTP_REQ_* types, for http_decide */
 #define HTTP_REQ_UNKNOWN	(1 << 15)
 
 #define PROXY_FD		3	/* the parent's end of the socketpair */
@@ -58,13 +58,19 @@
 #define PROXY_FD_RESERVE	64	/* fds kept from the connection cap */
 #define PROXY_ACCEPT_PAUSE	1	/* s without accepting, out of fds */
 
-struct evhttp_bound_socket;
-struct evhttp_connection;
-struct evhttp_request;
 struct evbuffer;
 struct event_base;
-struct evhttp;
 struct imsgev;
+struct h1_msg;
+struct hconn;
+
+/* The request a client connection runs (conn.c), for its answer. */
+struct hreq {
+	struct hconn	*conn;
+	int		 minor;		/* HTTP/1.minor */
+	int		 keepalive;	/* the client asked to keep it */
+	int		 head;		/* HEAD: no body in the answer */
+};
 
 struct pstrs {
 	char		**v;
@@ -104,7 +110,7 @@ struct plisten {
 	int				 fd;
 	char				 host[AGENCY_NAME_MAX];
 	uint16_t			 port;
-	struct evhttp_bound_socket	*bound;
+	void				*lsn;	/* conn_listen's */
 };
 
 struct pconf {
@@ -129,7 +135,6 @@ struct rerr {
 
 struct proxy {
 	struct event_base	*base;
-	struct evhttp		*http;
 	struct imsgev		*iev;
 	struct pconf		*conf;		/* NULL until the first END */
 	struct pconf		*nconf;		/* being received */
@@ -208,20 +213,25 @@ void		 http_decide(const struct pconf *, int, const char *,
 		    struct http_decision *);
 void		 http_init(void);
 void		 http_swap_listeners(struct pconf *, struct pconf *);
-void		 http_error(struct evhttp_request *, int, const char *,
-		    const char *);
-void		 http_rerr(struct evhttp_request *, const struct rerr *);
-void		 http_json(struct evhttp_request *, int, json_object *);
+void		 http_request(struct hreq *, const struct h1_msg *, char *,
+		    size_t);
+void		 http_reply(struct hreq *, int, const char *, const char *,
+		    size_t);
+void		 http_refused(struct hreq *, int, const char *);
+void		 http_error(struct hreq *, int, const char *, const char *);
+void		 http_rerr(struct hreq *, const struct rerr *);
+void		 http_json(struct hreq *, int, json_object *);
 const char	*http_error_type(int);
 void		 http_log(const char *, const char *, const char *, int,
 		    int64_t, int64_t, int64_t);
 int64_t		 now_ms(void);
 
 /* forward.c */
-void		 forward_start(struct evhttp_request *, const struct pmodel *,
-		    json_object *, const char *);
-void		 forward_status(struct evhttp_request *);
-void		 forward_metrics(struct evhttp_request *);
+void		 forward_start(struct hreq *, const struct pmodel *,
+		    json_object *, const char *, const char *,
+		    const struct h1_msg *);
+void		 forward_status(struct hreq *);
+void		 forward_metrics(struct hreq *);
 void		 forward_grant(const struct proto_hold_grant *);
 void		 forward_refuse(const struct proto_hold_refuse *);
 void		 forward_status_model(const struct proto_status *);
@@ -241,10 +251,14 @@ struct conn_stats {
 
 void		 conn_init(void);
 void		 conn_configure(const struct pconf *);
-void		 conn_listening(struct evhttp_bound_socket *);
-void		 conn_request(struct evhttp_request *);
-void		 conn_set_closecb(struct evhttp_connection *,
-		    void (*)(struct evhttp_connection *, void *), void *);
+void		*conn_listen(int);
+void		 conn_unlisten(void *);
+int		 conn_write(struct hconn *, const void *, size_t);
+size_t		 conn_queued(const struct hconn *);
+void		 conn_set_owner(struct hconn *, void (*)(void *),
+		    void (*)(void *), void *);
+void		 conn_done(struct hconn *, int);
+void		 conn_abort(struct hconn *);
 void		 conn_get_stats(struct conn_stats *);
 
 /* metrics.c */

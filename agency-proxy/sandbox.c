@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <arpa/inet.h>
 
 #include <linux/landlock.h>
@@ -314,7 +315,12 @@ seccomp_apply(void)
 		if (seccomp_rule(ctx, SCMP_SYS(fcntl), "fcntl", 1,
 		    SCMP_A1(SCMP_CMP_EQ, fcntls[i])) == -1)
 			goto fail;
-	/* evbuffer_read asks how much is there. */
+	/* TCP_NODELAY on upstream connections, nothing else. */
+	if (seccomp_rule(ctx, SCMP_SYS(setsockopt), "setsockopt", 2,
+	    SCMP_A1(SCMP_CMP_EQ, IPPROTO_TCP),
+	    SCMP_A2(SCMP_CMP_EQ, TCP_NODELAY)) == -1)
+		goto fail;
+	/* evbuffer_read (the probes' evhttp) asks how much is there. */
 	if (seccomp_rule(ctx, SCMP_SYS(ioctl), "ioctl", 1,
 	    SCMP_A1(SCMP_CMP_EQ, FIONREAD)) == -1)
 		goto fail;

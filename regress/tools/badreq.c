@@ -8,7 +8,8 @@
  * invalid UTF-8 in JSON, deep JSON nesting, wrong Content-Lengths, bad
  * chunked framing, bad request lines, pipelined garbage.
  *
- * An answer is "4xx" when every status line received is 4xx, "closed"
+ * An answer is "4xx" when every status line received is 4xx (or 501 or
+ * 505, the refusals of a transfer coding or an HTTP version), "closed"
  * when the server closed (or reset) the connection without a status
  * line, and OTHER otherwise: a 2xx, 3xx or 5xx status line, or nothing
  * before the per-connection deadline (-t, default 5000 ms), or a
@@ -390,7 +391,10 @@ classify(struct slot *s, int closed)
 		if (strncmp(line, "HTTP/1.", 7) == 0) {
 			if (sscanf(line, "HTTP/1.%*d %d", &code) != 1)
 				return (O_BADLINE);
-			if (code >= 500)
+			/* 501 and 505 refuse what the request asked of
+			 * the protocol (RFC 9112 6.1, RFC 9110 15.6.6):
+			 * refusals, like a 4xx; any other 5xx is not */
+			if (code >= 500 && code != 501 && code != 505)
 				return (O_5XX);
 			if (code >= 400)
 				any4xx = 1;
