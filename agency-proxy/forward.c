@@ -110,6 +110,8 @@ struct preq {
 	int			 kindof;	/* enum model_kind */
 	int64_t			 cap;
 	json_object		*json;
+	char			*raw;		/* the body's bytes, if plain */
+	size_t			 rawlen;
 	int			 held;
 	uint64_t		 holdid;
 	uint16_t		 port;
@@ -311,6 +313,7 @@ preq_end(struct preq *p)
 	TAILQ_REMOVE(&preqs, p, entry);
 	evtimer_del(&p->timer);
 	json_object_put(p->json);
+	free(p->raw);
 	json_object_put(p->models);
 	if (p->hdrs != p->hbuf)
 		free(p->hdrs);
@@ -449,7 +452,8 @@ keep_headers(struct preq *p, const struct h1_msg *m)
 
 void
 forward_start(struct hreq *r, const struct pmodel *m, json_object *body,
-    const char *path, const char *target, const struct h1_msg *hm)
+    const char *raw, size_t rawlen, const char *path, const char *target,
+    const struct h1_msg *hm)
 {
 	struct proto_hold_req	 hr;
 	struct preq		*p;
@@ -467,6 +471,11 @@ forward_start(struct hreq *r, const struct pmodel *m, json_object *body,
 	p->kindof = m->rt->kind;
 	p->cap = rules_cap(m);
 	p->state = ST_HOLD;
+	/* kept, to be sent as they are if the grant changes nothing */
+	if (raw != NULL && (p->raw = malloc(rawlen)) != NULL) {
+		memcpy(p->raw, raw, rawlen);
+		p->rawlen = rawlen;
+	}
 	if (keep_headers(p, hm) == -1) {
 		reply_error(p, 500, "internal_error", "Out of memory.");
 		preq_end(p);
@@ -498,7 +507,10 @@ forward_grant(const struct proto_hold_grant *g)
 	p->holdid = g->holdid;
 	p->port = g->port;
 	(void)strlcpy(p->label, g->label, sizeof(p->label));
-	rules_rewrite(p->json, g->upstream, p->cap, p->kindof);
+	if (rules_rewrite(p->json, g->upstream, p->cap, p->kindof)) {
+		free(p->raw);
+		p->raw = NULL;
+	}
 	p->state = ST_FORWARD;
 	upstream_forward(p);
 }
@@ -676,9 +688,14 @@ upstream_forward(struct preq *p)
 	uc->keepalive = 0;
 	uc->left = -1;
 
-	s = json_object_to_json_string_ext(p->json, JSON_C_TO_STRING_PLAIN |
-	    JSON_C_TO_STRING_NOSLASHESCAPE);
-	len = strlen(s);
+	if (p->raw != NULL) {
+		s = p->raw;
+		len = p->rawlen;
+	} else {
+		s = json_object_to_json_string_ext(p->json,
+		    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+		len = strlen(s);
+	}
 	o_reset();
 	o_printf("POST %s HTTP/1.1\r\nHost: 127.0.0.1:%u\r\n", p->uri,
 	    p->port);

@@ -273,6 +273,7 @@ http_decide(const struct pconf *conf, int cmd, const char *path,
 {
 	json_object	*obj, *jm;
 	struct pmodel	*m;
+	int		 changed;
 
 	memset(dc, 0, sizeof(*dc));
 	if (conf == NULL) {
@@ -364,7 +365,7 @@ http_decide(const struct pconf *conf, int cmd, const char *path,
 		return;
 	}
 	if (rules_check_route(m, path, &dc->e) == -1 ||
-	    rules_apply(m->rt, obj, &dc->e) == -1) {
+	    rules_apply(m->rt, obj, &dc->e, &changed) == -1) {
 		json_object_put(obj);
 		dc->action = HTTP_ERROR;
 		dc->model = m;		/* refused for this model */
@@ -373,6 +374,7 @@ http_decide(const struct pconf *conf, int cmd, const char *path,
 	dc->action = HTTP_HOLD;
 	dc->model = m;
 	dc->body = obj;
+	dc->plain = !changed && rules_plain(body, len, obj);
 }
 
 static void
@@ -525,7 +527,8 @@ http_request(struct hreq *r, const struct h1_msg *m, char *body,
 		break;
 	case HTTP_HOLD:
 		/* takes body */
-		forward_start(r, dc.model, dc.body, path, target, m);
+		forward_start(r, dc.model, dc.body, dc.plain ? body : NULL,
+		    len, path, target, m);
 		break;
 	case HTTP_ERROR:
 	default:

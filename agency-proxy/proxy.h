@@ -179,9 +179,10 @@ int		 rules_route_allowed(const struct pruntime *, const char *);
 int		 rules_check_route(const struct pmodel *, const char *,
 		    struct rerr *);
 int		 rules_apply(const struct pruntime *, json_object *,
-		    struct rerr *);
+		    struct rerr *, int *);
+int		 rules_plain(const char *, size_t, json_object *);
 int64_t		 rules_cap(const struct pmodel *);
-void		 rules_rewrite(json_object *, const char *, int64_t, int);
+int		 rules_rewrite(json_object *, const char *, int64_t, int);
 int		 rules_stops(const struct pruntime *, json_object *);
 json_object	*rules_parse(const char *, size_t, struct rerr *);
 void		 rerr_set(struct rerr *, int, const char *, const char *, ...)
@@ -206,6 +207,8 @@ struct http_decision {
 					 * refused it for (or NULL) */
 	json_object	*body;		/* HTTP_HOLD: the rules applied; the
 					 * caller's to put */
+	int		 plain;		/* HTTP_HOLD: no rule changed it and
+					 * its bytes may go on as they are */
 };
 
 void		 http_decide(const struct pconf *, int, const char *,
@@ -228,8 +231,8 @@ int64_t		 now_ms(void);
 
 /* forward.c */
 void		 forward_start(struct hreq *, const struct pmodel *,
-		    json_object *, const char *, const char *,
-		    const struct h1_msg *);
+		    json_object *, const char *, size_t, const char *,
+		    const char *, const struct h1_msg *);
 void		 forward_status(struct hreq *);
 void		 forward_metrics(struct hreq *);
 void		 forward_grant(const struct proto_hold_grant *);

@@ -286,9 +286,9 @@ utf8_valid(const unsigned char *p, size_t len)
 json_object *
 rules_parse(const char *buf, size_t len, struct rerr *e)
 {
-	struct json_tokener	*tok;
-	json_object		*obj;
-	size_t			 end;
+	static struct json_tokener	*tok;
+	json_object			*obj;
+	size_t				 end;
 
 	if (len == 0) {
 		rerr_set(e, 400, "invalid_json", "The body is empty.");
@@ -298,21 +298,21 @@ rules_parse(const char *buf, size_t len, struct rerr *e)
 		rerr_set(e, 400, "invalid_json", "The body is not valid UTF-8.");
 		return (NULL);
 	}
-	if ((tok = json_tokener_new_ex(64)) == NULL) {
+	/* One tokener for every request, reset before each. */
+	if (tok == NULL && (tok = json_tokener_new_ex(64)) == NULL) {
 		rerr_set(e, 500, "internal_error", "Out of memory.");
 		return (NULL);
 	}
+	json_tokener_reset(tok);
 	/* JSON is UTF-8; anything else is not passed on to a model. */
 	json_tokener_set_flags(tok, JSON_TOKENER_VALIDATE_UTF8);
 	obj = json_tokener_parse_ex(tok, buf, (int)len);
 	if (obj == NULL || json_tokener_get_error(tok) != json_tokener_success) {
 		json_object_put(obj);
-		json_tokener_free(tok);
 		rerr_set(e, 400, "invalid_json", "The body is not valid JSON.");
 		return (NULL);
 	}
 	end = json_tokener_get_parse_end(tok);
-	json_tokener_free(tok);
 	for (; end < len; end++)
 		if (strchr(" \t\r\n", buf[end]) == NULL || buf[end] == '\0')
 			break;
@@ -592,12 +592,14 @@ path_prune(json_object *obj, const char *path)
 }
 
 int
-rules_apply(const struct pruntime *rt, json_object *body, struct rerr *e)
+rules_apply(const struct pruntime *rt, json_object *body, struct rerr *e,
+    int *changed)
 {
 	json_object	*from, *to, *parent;
 	char		 key[AGENCY_FIELD_MAX];
 	size_t		 i;
 
+	*changed = 0;
 	if (check_parts(rt, body, e) == -1)
 		return (-1);
 
@@ -622,6 +624,7 @@ rules_apply(const struct pruntime *rt, json_object *body, struct rerr *e)
 		}
 		json_object_object_del(parent, key);
 		path_prune(body, mv->from);
+		*changed = 1;
 	}
 
 	for (i = 0; i < rt->refuse.n; i++) {
@@ -643,36 +646,126 @@ rules_cap(const struct pmodel *m)
 	return (m->rt->max_tokens);
 }
 
-static void
+static int
 cap_field(json_object *body, const char *field, int64_t cap, int *seen)
 {
 	json_object	*v;
 
 	if (!json_object_object_get_ex(body, field, &v) ||
 	    json_object_is_type(v, json_type_null))
-		return;
+		return (0);
 	*seen = 1;
 	if ((json_object_is_type(v, json_type_int) ||
 	    json_object_is_type(v, json_type_double)) &&
 	    json_object_get_double(v) <= (double)cap)
-		return;
+		return (0);
 	json_object_object_add(body, field, json_object_new_int64(cap));
+	return (1);
 }
 
 /* The upstream's model name, and the cap (0: none) for a kind. */
-void
+int
 rules_rewrite(json_object *body, const char *upstream, int64_t cap, int kind)
 {
-	int	 seen = 0;
+	json_object	*v;
+	int		 seen = 0, changed = 0;
 
-	json_object_object_add(body, "model", json_object_new_string(upstream));
+	if (!json_object_object_get_ex(body, "model", &v) ||
+	    !json_object_is_type(v, json_type_string) ||
+	    strcmp(json_object_get_string(v), upstream) != 0) {
+		json_object_object_add(body, "model",
+		    json_object_new_string(upstream));
+		changed = 1;
+	}
 	if (cap <= 0)
-		return;
-	cap_field(body, "max_tokens", cap, &seen);
-	cap_field(body, "max_completion_tokens", cap, &seen);
-	if (!seen && (kind == KIND_CHAT || kind == KIND_VISION))
+		return (changed);
+	changed |= cap_field(body, "max_tokens", cap, &seen);
+	changed |= cap_field(body, "max_completion_tokens", cap, &seen);
+	if (!seen && (kind == KIND_CHAT || kind == KIND_VISION)) {
 		json_object_object_add(body, "max_tokens",
 		    json_object_new_int64(cap));
+		changed = 1;
+	}
+	return (changed);
+}
+
+static size_t
+tree_keys(json_object *o)
+{
+	size_t	 n = 0, i, len;
+
+	if (json_object_is_type(o, json_type_object)) {
+		json_object_object_foreach(o, k, v) {
+			(void)k;
+			n += 1 + tree_keys(v);
+		}
+	} else if (json_object_is_type(o, json_type_array)) {
+		len = json_object_array_length(o);
+		for (i = 0; i < len; i++)
+			n += tree_keys(json_object_array_get_idx(o, i));
+	}
+	return (n);
+}
+
+/*
+ * Whether the bytes a body was parsed from (obj) can go to the model as
+ * they are, when no rule changed it: plain RFC 8259 JSON that any parser
+ * reads as json-c did.  Not when json-c was lenient (comments, single
+ * quotes, NaN and the like, raw control characters in strings), nor
+ * when an object has a name twice: json-c kept the last, and a parser
+ * that keeps the first would see a value the rules never looked at.
+ * Duplicates show as more names in the text than in the tree.
+ */
+int
+rules_plain(const char *buf, size_t len, json_object *obj)
+{
+	static const char	*words[] = { "true", "false", "null" };
+	size_t			 i = 0, names = 0, w, n;
+	unsigned char		 c;
+
+	while (i < len) {
+		c = buf[i];
+		if (c == '"') {
+			for (i++; i < len && buf[i] != '"'; i++) {
+				if ((unsigned char)buf[i] < 0x20)
+					return (0);
+				if (buf[i] == '\\')
+					i++;
+			}
+			if (i >= len)
+				return (0);
+			for (i++; i < len && strchr(" \t\r\n", buf[i]) != NULL &&
+			    buf[i] != '\0'; i++)
+				;
+			if (i < len && buf[i] == ':')
+				names++;
+			continue;
+		}
+		if (c == '-' || (c >= '0' && c <= '9')) {
+			/* a number: json-c took it, so it is well formed */
+			for (i++; i < len && buf[i] != '\0' &&
+			    strchr("0123456789+-.eE", buf[i]) != NULL; i++)
+				;
+			continue;
+		}
+		if (c >= 'a' && c <= 'z') {
+			for (w = 0; w < 3; w++) {
+				n = strlen(words[w]);
+				if (len - i >= n && memcmp(buf + i, words[w],
+				    n) == 0 && (len - i == n ||
+				    !(buf[i + n] >= 'a' && buf[i + n] <= 'z')))
+					break;
+			}
+			if (w == 3)
+				return (0);
+			i += strlen(words[w]);
+			continue;
+		}
+		if (strchr("{}[],: \t\r\n", c) == NULL || c == '\0')
+			return (0);
+		i++;
+	}
+	return (names == tree_keys(obj));
 }
 
 /* Whether the client's leaving should stop this request upstream. */

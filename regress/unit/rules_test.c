@@ -217,9 +217,9 @@ apply(struct pconf *c, const char *model, const char *body, struct rerr *e,
     char *out, size_t outsize)
 {
 	json_object	*o = parse(body);
-	int		 rv;
+	int		 rv, changed;
 
-	rv = rules_apply(pconf_find_model(c, model)->rt, o, e);
+	rv = rules_apply(pconf_find_model(c, model)->rt, o, e, &changed);
 	strlcpy(out, str(o), outsize);
 	json_object_put(o);
 	return (rv);
@@ -376,6 +376,56 @@ ATF_TC_BODY(rewrite_cap, tc)
 	pconf_free(c);
 }
 
+/* What the rewrite reports, and when a body's bytes may go on as is. */
+ATF_TC_WITHOUT_HEAD(plain);
+ATF_TC_BODY(plain, tc)
+{
+	static const struct {
+		const char	*body;
+		int		 plain;
+	} cases[] = {
+		{ "{\"model\":\"up\",\"max_tokens\":16}", 1 },
+		{ " {\"a\": [1, -2.5e3, true, false, null, {\"b\": \"x\\\"y\"}]}\n",
+		    1 },
+		{ "{\"k\\\":\":1}", 1 },		/* a colon in a name */
+		{ "{\"s\":\"a:b\",\"t\":\"c\"}", 1 },	/* in a value */
+		{ "{\"a\":1,\"a\":2}", 0 },		/* a name twice */
+		{ "{\"m\":[{\"c\":1,\"c\":2}]}", 0 },	/* deep down */
+		{ "{\"a\":1 /* c */}", 0 },		/* a comment */
+		{ "{\"a\":NaN}", 0 },
+		{ "{\"a\":nan}", 0 },
+		{ "{\"a\":nulls}", 0 },
+		{ "{\"a\":\"x\ty\"}", 0 },		/* a raw tab */
+		{ "{\"a\":'x'}", 0 },
+	};
+	json_object	*o;
+	size_t		 i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		if ((o = json_tokener_parse(cases[i].body)) == NULL) {
+			/* json-c refused it: never plain, nothing to test */
+			ATF_CHECK_MSG(cases[i].plain == 0, "%s", cases[i].body);
+			continue;
+		}
+		ATF_CHECK_EQ_MSG(rules_plain(cases[i].body,
+		    strlen(cases[i].body), o), cases[i].plain, "%s",
+		    cases[i].body);
+		json_object_put(o);
+	}
+
+	/* the rewrite says whether it changed anything */
+	o = parse("{\"model\":\"up\",\"max_tokens\":16}");
+	ATF_CHECK_EQ(rules_rewrite(o, "up", 256, KIND_CHAT), 0);
+	ATF_CHECK_EQ(rules_rewrite(o, "up", 0, KIND_CHAT), 0);
+	ATF_CHECK_EQ(rules_rewrite(o, "up", 8, KIND_CHAT), 1);	/* capped */
+	ATF_CHECK_EQ(rules_rewrite(o, "other", 0, KIND_CHAT), 1);
+	json_object_put(o);
+	o = parse("{\"model\":\"up\"}");
+	ATF_CHECK_EQ(rules_rewrite(o, "up", 256, KIND_EMBEDDING), 0);
+	ATF_CHECK_EQ(rules_rewrite(o, "up", 256, KIND_CHAT), 1);	/* added */
+	json_object_put(o);
+}
+
 ATF_TC_WITHOUT_HEAD(stops);
 ATF_TC_BODY(stops, tc)
 {
@@ -402,5 +452,6 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, refuse);
 	ATF_TP_ADD_TC(tp, rewrite_cap);
 	ATF_TP_ADD_TC(tp, stops);
+	ATF_TP_ADD_TC(tp, plain);
 	return (atf_no_error());
 }
