@@ -139,6 +139,13 @@ parent_imsg(struct imsg *imsg)
 		STROK(grant.label, "grant label");
 		forward_grant(&grant);
 		break;
+	case IMSG_HOLD_GRANTV:
+		/* What agencyd sends: the same grant, its strings unpadded. */
+		if (proto_grantv(imsg->data, imsg_get_len(imsg), &grant) == -1)
+			fatalx("parent: a grant of %zu bytes that does not "
+			    "parse", imsg_get_len(imsg));
+		forward_grant(&grant);
+		break;
 	case IMSG_HOLD_REFUSE:
 		getdata(imsg, &refuse, sizeof(refuse));
 		STROK(refuse.message, "refusal message");

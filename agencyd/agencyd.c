@@ -32,6 +32,7 @@ static void		agencyd_sig(int, short, void *);
 static void		agencyd_reap(struct agencyd *);
 static void		agencyd_shutdown(struct agencyd *);
 static struct pool	*agencyd_pool(struct agencyd *);
+static void		 agencyd_loop(struct event_base *);
 
 __dead static void
 usage(void)
@@ -58,6 +59,7 @@ main(int argc, char *argv[])
 	struct agencyd		 d;
 	struct agency_conf	*conf;
 	struct event		 ev_sigint, ev_sigterm, ev_sighup, ev_sigchld;
+	struct event_base	*base;
 	const char		*sockpath = NULL;
 	int			 ch, noaction = 0, opts;
 
@@ -140,7 +142,8 @@ main(int argc, char *argv[])
 	if (!notify_init() && !d.debug && daemon(0, 0) == -1)
 		fatal("daemon");
 
-	event_init();
+	if ((base = event_init()) == NULL)
+		fatalx("event_init");
 	signal(SIGPIPE, SIG_IGN);
 	signal_set(&ev_sigint, SIGINT, agencyd_sig, &d);
 	signal_set(&ev_sigterm, SIGTERM, agencyd_sig, &d);
@@ -165,7 +168,7 @@ main(int argc, char *argv[])
 
 	log_info("agencyd started, %zu models, pid %d",
 	    pool_count(d.pool), (int)getpid());
-	event_dispatch();
+	agencyd_loop(base);
 
 	control_cleanup(&d);
 	pool_free(d.pool);
@@ -173,6 +176,25 @@ main(int argc, char *argv[])
 	config_free(d.conf);
 	log_info("agencyd exiting");
 	return (0);
+}
+
+/*
+ * event_dispatch, one turn at a time: in the foreground the log lines
+ * of a turn (the proxy's access-log lines, say) go to stderr in one
+ * write at its end rather than in one write each.
+ */
+static void
+agencyd_loop(struct event_base *base)
+{
+	int	 r;
+
+	log_setbuffered(1);
+	do {
+		r = event_base_loop(base, EVLOOP_ONCE);
+		log_flush();
+	} while (r == 0 && !event_base_got_exit(base) &&
+	    !event_base_got_break(base));
+	log_setbuffered(0);
 }
 
 static struct pool *

@@ -3,6 +3,7 @@
 
 #include <sys/types.h>
 #include <sys/queue.h>
+#include <sys/uio.h>
 
 #include <event.h>
 #include <stdint.h>
@@ -63,6 +64,9 @@ struct agencyd {
 	uint32_t		 proxy_gen;	/* the owner of its holds */
 	int			 proxy_up;	/* channel open */
 	int			 proxy_ready;
+	int			 proxy_batch;	/* in proxy_dispatch */
+	int			 now_cached;	/* now_ms read in this batch */
+	int64_t			 now_ms;	/* op_now's */
 	int64_t			 proxy_started;	/* ms, monotonic */
 	int			 proxy_quick_deaths;
 	struct event		 proxy_restart_ev;
@@ -112,6 +116,8 @@ int		 proxy_send_config(struct agencyd *);
 void		 proxy_send_probe(struct agencyd *, const struct proto_probe *);
 void		 proxy_compose(struct agencyd *, uint32_t, const void *,
 		    size_t);
+void		 proxy_composev(struct agencyd *, uint32_t,
+		    const struct iovec *, int);
 int		 listeners_bind(struct agency_conf *);
 
 #endif /* AGENCYD_H */

@@ -274,6 +274,7 @@ op_spawn(void *ctx, const struct pool_plan *plan, uint64_t spawnid,
  done:
 	spawn_argv_free(argv);
 	spawn_argv_free(envp);
+	d->now_cached = 0;	/* spawn_start waited for the exec */
 	pool_spawned(d->pool, spawnid, pid, pid == -1 ? err : NULL);
 }
 
@@ -346,14 +347,27 @@ op_probe_cancel(void *ctx, uint64_t loadid)
 	proxy_compose(d, IMSG_PROBE_CANCEL, &l, sizeof(l));
 }
 
+/*
+ * The clock in ms.  A batch of the proxy's messages (proxy_dispatch),
+ * which takes microseconds unless it spawns, reads it once: each grant
+ * and each release would read it otherwise.
+ */
 static int64_t
 op_now(void *ctx)
 {
-	struct timespec	ts;
+	struct agencyd	*d = ctx;
+	struct timespec	 ts;
+	int64_t		 ms;
 
-	(void)ctx;
+	if (d->proxy_batch && d->now_cached)
+		return (d->now_ms);
 	clock_gettime(CLOCK_REALTIME, &ts);
-	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+	ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	if (d->proxy_batch) {
+		d->now_ms = ms;
+		d->now_cached = 1;
+	}
+	return (ms);
 }
 
 static void
@@ -415,20 +429,28 @@ op_log(void *ctx, int pri, const char *line)
 	logit(pri, "%s", line);
 }
 
+/* The grant without its arrays' zeroes: IMSG_HOLD_GRANTV. */
 static void
 op_granted(void *ctx, uint64_t reqid, uint64_t holdid,
     const struct pool_plan *plan, uint16_t port)
 {
 	struct agencyd		*d = ctx;
-	struct proto_hold_grant	 g;
+	struct proto_grant_head	 h;
+	struct iovec		 iov[3];
 
-	memset(&g, 0, sizeof(g));
-	g.reqid = reqid;
-	g.holdid = holdid;
-	g.port = port;
-	(void)strlcpy(g.upstream, plan->upstream, sizeof(g.upstream));
-	(void)strlcpy(g.label, plan->label, sizeof(g.label));
-	proxy_compose(d, IMSG_HOLD_GRANT, &g, sizeof(g));
+	memset(&h, 0, sizeof(h));
+	h.reqid = reqid;
+	h.holdid = holdid;
+	h.port = port;
+	iov[0].iov_base = &h;
+	iov[0].iov_len = sizeof(h);
+	/* Both NUL-terminated inside their arrays, as pool_add made them. */
+	iov[1].iov_base = (void *)(uintptr_t)plan->upstream;
+	iov[1].iov_len = strnlen(plan->upstream,
+	    sizeof(plan->upstream) - 1) + 1;
+	iov[2].iov_base = (void *)(uintptr_t)plan->label;
+	iov[2].iov_len = strnlen(plan->label, sizeof(plan->label) - 1) + 1;
+	proxy_composev(d, IMSG_HOLD_GRANTV, iov, 3);
 }
 
 static void

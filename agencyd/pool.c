@@ -14,6 +14,7 @@
  */
 #include <sys/types.h>
 #include <sys/queue.h>
+#include <sys/tree.h>
 #include <sys/wait.h>
 
 #include <signal.h>
@@ -89,12 +90,14 @@ struct pool_waiter {
 TAILQ_HEAD(pool_waiters, pool_waiter);
 
 struct pool_hold {
-	TAILQ_ENTRY(pool_hold)	 entry;
+	TAILQ_ENTRY(pool_hold)	 entry;		/* in the order granted */
+	RB_ENTRY(pool_hold)	 node;		/* by holdid */
 	uint64_t		 holdid;
 	uint32_t		 owner;
 	struct pool_model	*pm;
 };
 TAILQ_HEAD(pool_holds, pool_hold);
+RB_HEAD(pool_hold_tree, pool_hold);
 
 struct pool_model {
 	TAILQ_ENTRY(pool_model)	 entry;
@@ -137,6 +140,7 @@ struct pool {
 	struct pool_ops_q	 queue;
 	struct pool_waiters	 waiters;
 	struct pool_holds	 holds;
+	struct pool_hold_tree	 hold_tree;	/* the same, for releases */
 	struct pool_stats	 stats;
 	uint64_t		 next_id;
 	uint16_t		 next_port;
@@ -145,6 +149,16 @@ struct pool {
 	int			 killed_all;	/* stop all sent SIGKILL */
 	void			*stop_timer;
 };
+
+static int
+hold_cmp(const struct pool_hold *a, const struct pool_hold *b)
+{
+	return (a->holdid < b->holdid ? -1 : a->holdid > b->holdid);
+}
+
+/* RB_GENERATE_STATIC, but libbsd leaves its __unused undefined. */
+RB_GENERATE_INTERNAL(pool_hold_tree, pool_hold, node, hold_cmp,
+    __attribute__((__unused__)) static)
 
 static void	 plog(struct pool *, int, const char *, ...)
 		    __attribute__((__format__ (printf, 3, 4)));
@@ -346,6 +360,7 @@ pool_new(const struct pool_ops *ops, void *ctx,
 	TAILQ_INIT(&p->queue);
 	TAILQ_INIT(&p->waiters);
 	TAILQ_INIT(&p->holds);
+	RB_INIT(&p->hold_tree);
 	return (p);
 }
 
@@ -751,6 +766,7 @@ grant(struct pool *p, struct pool_model *pm, uint64_t reqid, uint32_t owner)
 	h->owner = owner;
 	h->pm = pm;
 	TAILQ_INSERT_TAIL(&p->holds, h, entry);
+	RB_INSERT(pool_hold_tree, &p->hold_tree, h);
 	pm->in_progress++;
 	pm->requests++;
 	pm->last_used = now(p);
@@ -781,6 +797,7 @@ hold_drop(struct pool *p, struct pool_hold *h)
 	struct pool_model	*pm = h->pm;
 
 	TAILQ_REMOVE(&p->holds, h, entry);
+	RB_REMOVE(pool_hold_tree, &p->hold_tree, h);
 	free(h);
 	if (pm->in_progress > 0)
 		pm->in_progress--;
@@ -1614,16 +1631,16 @@ pool_withdraw(struct pool *p, uint64_t reqid, uint32_t owner)
 int
 pool_release(struct pool *p, uint64_t holdid, uint32_t owner)
 {
-	struct pool_hold	*h;
+	struct pool_hold	*h, key;
 
-	TAILQ_FOREACH(h, &p->holds, entry) {
-		if (h->holdid == holdid && h->owner == owner) {
-			hold_drop(p, h);
-			queue_run(p);
-			return (0);
-		}
-	}
-	return (-1);
+	/* Hold ids are unique: one lookup, however many are held. */
+	key.holdid = holdid;
+	if ((h = RB_FIND(pool_hold_tree, &p->hold_tree, &key)) == NULL ||
+	    h->owner != owner)
+		return (-1);
+	hold_drop(p, h);
+	queue_run(p);
+	return (0);
 }
 
 void

@@ -28,6 +28,7 @@
 
 #define PROXY_QUICK_DEATH	1000	/* ms: a proxy that dies this young */
 #define PROXY_RESPAWN_WAIT	1000	/* ms: waits this long to restart */
+#define PROXY_READS_MAX		4	/* reads of a full buffer a turn */
 
 static void	proxy_dispatch(int, short, void *);
 static void	proxy_hostile(struct agencyd *, const char *, uint32_t);
@@ -107,6 +108,7 @@ proxy_start(struct agencyd *d)
 	argv[argc++] = ports;
 	argv[argc] = NULL;
 
+	log_flush();	/* not twice: the child must not inherit lines */
 	switch ((pid = fork())) {
 	case -1:
 		log_warn("%s: fork", __func__);
@@ -272,8 +274,30 @@ proxy_compose(struct agencyd *d, uint32_t type, const void *data, size_t len)
 {
 	if (!d->proxy_up)
 		return;		/* a new proxy asks again */
+	/* In proxy_dispatch, which writes once it is done. */
+	if (d->proxy_batch) {
+		if (imsg_compose(&d->proxy_iev.ibuf, type, 0, 0, -1, data,
+		    len) == -1)
+			log_warn("%s: type %u", __func__, type);
+		return;
+	}
 	if (imsgev_compose(&d->proxy_iev, type, 0, 0, -1, data, len) == -1)
 		log_warn("%s: type %u", __func__, type);
+}
+
+void
+proxy_composev(struct agencyd *d, uint32_t type, const struct iovec *iov,
+    int iovcnt)
+{
+	if (!d->proxy_up)
+		return;
+	if (imsg_composev(&d->proxy_iev.ibuf, type, 0, 0, -1, iov,
+	    iovcnt) == -1) {
+		log_warn("%s: type %u", __func__, type);
+		return;
+	}
+	if (!d->proxy_batch)
+		imsgev_add(&d->proxy_iev);
 }
 
 void
@@ -407,31 +431,45 @@ proxy_cancelled(struct agencyd *d, struct imsg *imsg)
 		models_restart(d, m);
 }
 
-static void
-proxy_dispatch(int fd, short event, void *arg)
+/*
+ * The access-log line of a request, or another line the proxy logs.
+ * The priority is clamped, the line logged without a copy.
+ */
+static int
+proxy_log(struct imsg *imsg)
 {
-	struct agencyd			*d = arg;
+	const struct proto_log	*lg = imsg->data;
+	int32_t			 pri;
+
+	if (imsg_get_len(imsg) != sizeof(*lg) || !PROTO_STROK(lg->line))
+		return (-1);
+	memcpy(&pri, &lg->pri, sizeof(pri));
+	if (pri < LOG_EMERG || pri > LOG_DEBUG)
+		pri = LOG_INFO;
+	if (pri != LOG_DEBUG || log_getverbose() > 1)
+		log_str(pri, "proxy: ", lg->line);
+	return (0);
+}
+
+/*
+ * Every whole message read so far; -1 when the proxy was dropped.
+ */
+static int
+proxy_messages(struct agencyd *d)
+{
 	struct imsg			 imsg;
 	struct proto_hold_req		 hr;
 	struct proto_reqid		 rq;
 	struct proto_holdid		 hid;
 	struct proto_probe_result	 res;
-	struct proto_log		 lg;
 	struct probe			*pr;
 	ssize_t				 n;
 	uint32_t			 type;
 
-	(void)fd;
-	if (imsgev_io(&d->proxy_iev, event) == -1) {
-		log_debug("%s: agency-proxy closed the channel", __func__);
-		proxy_drop(d);
-		return;
-	}
-
 	for (;;) {
 		if ((n = imsg_get(&d->proxy_iev.ibuf, &imsg)) == -1) {
 			proxy_hostile(d, "a malformed message", 0);
-			return;
+			return (-1);
 		}
 		if (n == 0)
 			break;
@@ -456,7 +494,7 @@ proxy_dispatch(int fd, short event, void *arg)
 				imsg_free(&imsg);
 				proxy_hostile(d, "a release of a hold it does "
 				    "not have", type);
-				return;
+				return (-1);
 			}
 			break;
 		case IMSG_PROBE_RESULT:
@@ -480,15 +518,8 @@ proxy_dispatch(int fd, short event, void *arg)
 			proxy_cancelled(d, &imsg);
 			break;
 		case IMSG_LOG:
-			if (imsg_get_data(&imsg, &lg, sizeof(lg)) == -1 ||
-			    !PROTO_STROK(lg.line))
+			if (proxy_log(&imsg) == -1)
 				goto bad;
-			if (lg.pri < LOG_EMERG || lg.pri > LOG_DEBUG)
-				lg.pri = LOG_INFO;
-			if (lg.pri == LOG_DEBUG)
-				log_debug("proxy: %s", lg.line);
-			else
-				logit(lg.pri, "proxy: %s", lg.line);
 			break;
 		case IMSG_PROXY_READY:
 			if (imsg_get_len(&imsg) != 0)
@@ -504,13 +535,89 @@ proxy_dispatch(int fd, short event, void *arg)
 		}
 		imsg_free(&imsg);
 		if (!d->proxy_up)
-			return;
+			return (-1);
 		continue;
  bad:
 		imsg_free(&imsg);
 		proxy_hostile(d, "an invalid message", type);
-		return;
+		return (-1);
 	}
-	if (d->proxy_up)
-		imsgev_add(&d->proxy_iev);
+	return (0);
+}
+
+/*
+ * Write what is queued, as much as the socket takes now; -1 when the
+ * proxy was dropped.
+ */
+static int
+proxy_write(struct agencyd *d)
+{
+	struct imsgbuf	*ibuf = &d->proxy_iev.ibuf;
+	uint32_t	 queued;
+
+	while ((queued = ibuf->w.queued) > 0) {
+		switch (imsg_write(ibuf)) {
+		case -1:
+			log_warn("%s: write", __func__);
+			/* FALLTHROUGH */
+		case 0:
+			log_debug("%s: agency-proxy closed the channel",
+			    __func__);
+			proxy_drop(d);
+			return (-1);
+		default:
+			break;
+		}
+		/* Blocked, or a message half out: EV_WRITE does the rest. */
+		if (ibuf->w.queued == queued)
+			break;
+	}
+	return (0);
+}
+
+/*
+ * The proxy's channel, read and written here rather than by imsgev_io:
+ * everything the proxy sent is read (a full buffer is read again), and
+ * the answers of the whole batch are queued and then written at once,
+ * in the same turn, so a busy channel costs one recvmsg and one sendmsg
+ * a turn and no epoll_ctl to ask for EV_WRITE and drop it again.
+ */
+static void
+proxy_dispatch(int fd, short event, void *arg)
+{
+	struct agencyd	*d = arg;
+	struct imsgbuf	*ibuf = &d->proxy_iev.ibuf;
+	ssize_t		 n;
+	int		 full, reads = 0;
+
+	(void)fd;
+	if ((event & EV_WRITE) && proxy_write(d) == -1)
+		return;
+	d->proxy_batch = 1;
+	do {
+		d->now_cached = 0;
+		full = 0;
+		if (event & EV_READ) {
+			if ((n = imsg_read(ibuf)) == -1 && errno != EAGAIN) {
+				log_warn("%s: read", __func__);
+				n = 0;
+			}
+			if (n == 0) {
+				log_debug("%s: agency-proxy closed the "
+				    "channel", __func__);
+				d->proxy_batch = 0;
+				proxy_drop(d);
+				return;
+			}
+			full = ibuf->rlen == sizeof(ibuf->rbuf);
+		}
+		if (proxy_messages(d) == -1) {
+			d->proxy_batch = 0;
+			return;
+		}
+	} while (full && ++reads < PROXY_READS_MAX);
+	d->proxy_batch = 0;
+	if (proxy_write(d) == -1)
+		return;
+	imsgev_add(&d->proxy_iev);
 }

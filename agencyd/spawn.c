@@ -645,6 +645,8 @@ spawn_start(const struct spawn_req *req, struct spawn_proc *sp, char *err,
 		goto fail;
 	}
 
+	/* The child must not inherit lines that we have yet to write. */
+	log_flush();
 	parent = getpid();
 	sigfillset(&all);
 	(void)sigprocmask(SIG_BLOCK, &all, &old);

@@ -9,11 +9,18 @@
  * each window of BENCH_WINDOWS.  So it measures agencyd's proxy link
  * (hostile-input checks included), the pool's acquire and release and
  * our imsg both ways, with no HTTP.  Results go to BENCH_HOLDS_OUT as
- * "window W holds N seconds S per_s R" lines; then it waits to be
- * stopped.
+ * "window W holds N seconds S per_s R parent_us_per_hold C" lines (C:
+ * agencyd's CPU time, user and system, per hold, when its CPU clock
+ * can be read, else -1); then it waits to be stopped.
+ *
+ * With BENCH_LOGLINES=1 each release also carries the access-log line
+ * the proxy sends for a request (IMSG_LOG), so that a hold costs what
+ * a proxied request costs agencyd.  BENCH_HELD=N holds N more for the
+ * whole run first, as long streams would.
  *
  * Environment: BENCH_MODEL (nginx), BENCH_WINDOWS ("1 32"),
- * BENCH_SECONDS (3), BENCH_HOLDS_OUT (required).
+ * BENCH_SECONDS (3), BENCH_LOGLINES (0), BENCH_HELD (0),
+ * BENCH_HOLDS_OUT (required).
  */
 #include <sys/types.h>
 #include <sys/socket.h>
@@ -24,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <syslog.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -34,6 +42,20 @@
 static struct imsgbuf	 ib;
 static uint64_t		 next_reqid;
 static const char	*model;
+static int		 loglines;
+
+/* agencyd's CPU time in seconds, or -1. */
+static double
+parent_cpu_s(void)
+{
+	struct timespec	 ts;
+	clockid_t	 cid;
+
+	if (clock_getcpuclockid(getppid(), &cid) != 0 ||
+	    clock_gettime(cid, &ts) == -1)
+		return (-1);
+	return (ts.tv_sec + ts.tv_nsec / 1e9);
+}
 
 static double
 now_s(void)
@@ -56,6 +78,21 @@ ask(void)
 		fatal("compose");
 }
 
+/* The proxy's access-log line of a request, as http_log makes it. */
+static void
+logline(void)
+{
+	struct proto_log	 pl;
+
+	memset(&pl, 0, sizeof(pl));
+	pl.pri = LOG_INFO;
+	(void)snprintf(pl.line, sizeof(pl.line),
+	    "POST /v1/chat/completions %s 200 %llums 9->2 tokens", model,
+	    (unsigned long long)(next_reqid % 7));
+	if (imsg_compose(&ib, IMSG_LOG, 0, 0, -1, &pl, sizeof(pl)) == -1)
+		fatal("compose");
+}
+
 static void
 release(uint64_t holdid)
 {
@@ -66,6 +103,8 @@ release(uint64_t holdid)
 	if (imsg_compose(&ib, IMSG_HOLD_RELEASE, 0, 0, -1, &ph,
 	    sizeof(ph)) == -1)
 		fatal("compose");
+	if (loglines)
+		logline();
 }
 
 /* Read what there is, blocking until something; -1 at EOF. */
@@ -118,6 +157,11 @@ handle(struct imsg *imsg)
 		if (imsg_get_data(imsg, &g, sizeof(g)) == -1)
 			fatalx("grant size");
 		return (g.holdid);
+	case IMSG_HOLD_GRANTV:
+		/* parsed as the proxy parses it */
+		if (proto_grantv(imsg->data, imsg_get_len(imsg), &g) == -1)
+			fatalx("a grant that does not parse");
+		return (g.holdid);
 	case IMSG_HOLD_REFUSE:
 		fatalx("a hold was refused");
 	default:
@@ -133,10 +177,10 @@ main(void)
 	FILE		*out;
 	const char	*path, *s;
 	char		*windows, *w, *last;
-	double		 secs = 3, t0, t1;
+	double		 secs = 3, t0, t1, c0, c1;
 	uint64_t	 holdid, grants;
 	ssize_t		 n;
-	int		 window, inflight, ready = 0;
+	int		 window, inflight, ready = 0, held = 0, granted;
 
 	log_init(1, 0);
 	signal(SIGPIPE, SIG_IGN);
@@ -146,6 +190,10 @@ main(void)
 		model = "nginx";
 	if ((s = getenv("BENCH_SECONDS")) != NULL)
 		secs = atof(s);
+	if ((s = getenv("BENCH_LOGLINES")) != NULL)
+		loglines = atoi(s) != 0;
+	if ((s = getenv("BENCH_HELD")) != NULL)
+		held = atoi(s);
 	if ((windows = strdup((s = getenv("BENCH_WINDOWS")) ? s : "1 32")) ==
 	    NULL)
 		fatal(NULL);
@@ -166,6 +214,20 @@ main(void)
 		if (n == -1)
 			fatal("imsg_get");
 	}
+	/* The long holds, never released. */
+	for (granted = 0; granted < held; granted++)
+		ask();
+	while (granted > 0) {
+		if (fill() == -1)
+			fatalx("agencyd went away");
+		while ((n = imsg_get(&ib, &imsg)) > 0) {
+			if (handle(&imsg) != 0)
+				granted--;
+			imsg_free(&imsg);
+		}
+		if (n == -1)
+			fatal("imsg_get");
+	}
 
 	if ((out = fopen(path, "w")) == NULL)
 		fatal("%s", path);
@@ -173,6 +235,7 @@ main(void)
 	    w = strtok_r(NULL, " ", &last)) {
 		window = atoi(w);
 		grants = 0;
+		c0 = parent_cpu_s();
 		t0 = now_s();
 		for (inflight = 0; inflight < window; inflight++)
 			ask();
@@ -197,9 +260,12 @@ main(void)
 		if (imsg_flush(&ib) == -1)
 			fatal("flush");
 		t1 = now_s();
-		fprintf(out, "window %d holds %llu seconds %.2f per_s %.0f\n",
-		    window, (unsigned long long)grants, t1 - t0,
-		    grants / (t1 - t0));
+		c1 = parent_cpu_s();
+		fprintf(out, "window %d holds %llu seconds %.2f per_s %.0f "
+		    "parent_us_per_hold %.3f\n", window,
+		    (unsigned long long)grants, t1 - t0, grants / (t1 - t0),
+		    c0 >= 0 && c1 >= 0 && grants > 0 ?
+		    (c1 - c0) * 1e6 / grants : -1.0);
 		fflush(out);
 	}
 	fclose(out);

@@ -1,24 +1,38 @@
 #include <errno.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "log.h"
+
+/* Room for the stderr lines of one event-loop turn, usually. */
+#define LOG_BUFSIZE	16384
 
 static int		 log_debug_fg;	/* stderr rather than syslog */
 static int		 log_verbose;
 static const char	*log_procname;
 static log_hook_t	 log_hook;
 static log_hook_t	 log_observer;
+static int		 log_buffered;	/* stderr lines wait for log_flush */
+static int		 log_atexit;	/* log_flush is an atexit handler */
+static size_t		 log_buflen;
+static char		 log_buf[LOG_BUFSIZE];
+
+static int	 log_bufv(const char *, va_list)
+		    __attribute__((__format__ (printf, 1, 0)));
+static int	 log_bufstr(const char *, const char *);
 
 void
 log_init(int n_debug, int facility)
 {
 	extern char	*__progname;
 
+	log_flush();
 	log_debug_fg = n_debug;
 	log_verbose = n_debug;
 	log_procinit(__progname);
@@ -62,6 +76,130 @@ log_setobserver(log_hook_t fn)
 	log_observer = fn;
 }
 
+/*
+ * A daemon that logs to stderr in the foreground (agencyd -d) may keep
+ * its lines here and write them with one write(2) a turn of its event
+ * loop: it calls log_flush at the end of every turn, before it forks
+ * or waits, and exit flushes too.  Lines still go out in order, whole.
+ */
+void
+log_setbuffered(int on)
+{
+	if (!on) {
+		log_flush();
+		log_buffered = 0;
+		return;
+	}
+	/* Without the exit handler a line could be lost: stay unbuffered. */
+	if (!log_atexit && atexit(log_flush) == 0)
+		log_atexit = 1;
+	log_buffered = log_atexit;
+}
+
+void
+log_flush(void)
+{
+	struct pollfd	 pfd;
+	size_t		 off = 0;
+	ssize_t		 n;
+	int		 saved_errno = errno;
+
+	while (off < log_buflen) {
+		n = write(STDERR_FILENO, log_buf + off, log_buflen - off);
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				/* Someone made it non-blocking: wait, as
+				 * a blocking stderr would. */
+				pfd.fd = STDERR_FILENO;
+				pfd.events = POLLOUT;
+				if (poll(&pfd, 1, -1) != -1 || errno == EINTR)
+					continue;
+			}
+			break;		/* lost, as stdio would lose them */
+		}
+		off += n;
+	}
+	log_buflen = 0;
+	errno = saved_errno;
+}
+
+/* Append "procname: " and the formatted line with its newline, after a
+ * flush if it does not fit; -1 when it would not fit an empty buffer. */
+static int
+log_bufv(const char *fmt, va_list ap)
+{
+	size_t	 plen, room;
+	va_list	 ap2;
+	int	 n, tries;
+
+	plen = log_procname != NULL ? strlen(log_procname) + 2 : 0;
+	for (tries = 0; tries < 2; tries++) {
+		room = sizeof(log_buf) - log_buflen;
+		if (plen + 1 < room) {
+			if (log_procname != NULL) {
+				memcpy(log_buf + log_buflen, log_procname,
+				    plen - 2);
+				memcpy(log_buf + log_buflen + plen - 2, ": ", 2);
+			}
+			va_copy(ap2, ap);
+			n = vsnprintf(log_buf + log_buflen + plen, room - plen,
+			    fmt, ap2);
+			va_end(ap2);
+			if (n < 0)
+				return (-1);
+			/* The newline takes the place of the NUL. */
+			if ((size_t)n < room - plen) {
+				log_buflen += plen + n;
+				log_buf[log_buflen++] = '\n';
+				return (0);
+			}
+		}
+		if (log_buflen == 0)
+			break;
+		log_flush();
+	}
+	return (-1);
+}
+
+/* log_bufv of "%s%s", prefix, str. */
+static int
+log_bufstr(const char *prefix, const char *str)
+{
+	size_t	 plen, len1, len2;
+
+	plen = log_procname != NULL ? strlen(log_procname) : 0;
+	len1 = strlen(prefix);
+	len2 = strlen(str);
+	/* "procname: ", prefix, str, newline */
+	if (plen + 2 + len1 + len2 + 1 > sizeof(log_buf))
+		return (-1);
+	if (plen + 2 + len1 + len2 + 1 > sizeof(log_buf) - log_buflen)
+		log_flush();
+	if (log_procname != NULL) {
+		memcpy(log_buf + log_buflen, log_procname, plen);
+		log_buflen += plen;
+		log_buf[log_buflen++] = ':';
+		log_buf[log_buflen++] = ' ';
+	}
+	memcpy(log_buf + log_buflen, prefix, len1);
+	log_buflen += len1;
+	memcpy(log_buf + log_buflen, str, len2);
+	log_buflen += len2;
+	log_buf[log_buflen++] = '\n';
+	return (0);
+}
+
+void
+log_str(int pri, const char *prefix, const char *str)
+{
+	if (log_buffered && log_debug_fg && log_hook == NULL &&
+	    log_observer == NULL && log_bufstr(prefix, str) == 0)
+		return;
+	logit(pri, "%s%s", prefix, str);
+}
+
 void
 logit(int pri, const char *fmt, ...)
 {
@@ -89,6 +227,9 @@ vlog(int pri, const char *fmt, va_list ap)
 		(void)vsnprintf(line, sizeof(line), fmt, ap);
 		log_hook(pri, line);
 	} else if (log_debug_fg) {
+		if (log_buffered && log_bufv(fmt, ap) == 0)
+			goto done;
+		log_flush();	/* what is buffered comes first */
 		/* A prefix tells the processes apart in one terminal. */
 		if (log_procname != NULL)
 			fprintf(stderr, "%s: ", log_procname);
@@ -97,7 +238,7 @@ vlog(int pri, const char *fmt, va_list ap)
 		fflush(stderr);
 	} else
 		vsyslog(pri, fmt, ap);
-
+ done:
 	errno = saved_errno;
 }
 
@@ -172,6 +313,7 @@ vfatalc(int code, const char *emsg, va_list ap)
 	else
 		logit(LOG_CRIT, "fatal in %s%s%s",
 		    log_procname ? log_procname : "?", sep, s);
+	log_flush();
 	exit(1);
 }
 

@@ -22,6 +22,11 @@ void	log_setverbose(int);
 int	log_getverbose(void);
 void	log_sethook(log_hook_t);
 void	log_setobserver(log_hook_t);
+/* With stderr (debug) logging: 1 keeps lines in a buffer until
+ * log_flush (or until it fills, or exit); 0 flushes and writes each
+ * line at once again. */
+void	log_setbuffered(int);
+void	log_flush(void);
 void	log_warn(const char *, ...)
 	    __attribute__((__format__ (printf, 1, 2)));
 void	log_warnx(const char *, ...)
@@ -30,6 +35,9 @@ void	log_info(const char *, ...)
 	    __attribute__((__format__ (printf, 1, 2)));
 void	log_debug(const char *, ...)
 	    __attribute__((__format__ (printf, 1, 2)));
+/* A line of prefix and then str as it is: logit(pri, "%s%s", ...),
+ * without the formatting. */
+void	log_str(int, const char *, const char *);
 void	logit(int, const char *, ...)
 	    __attribute__((__format__ (printf, 2, 3)));
 void	vlog(int, const char *, va_list)

@@ -6,6 +6,10 @@
  * the length is exact (imsg_get_data) and every string in it is
  * NUL-terminated inside its array (proto_strok).  agencyd treats anything
  * else from the proxy as an attack and restarts the proxy.
+ *
+ * One exception, for the message of every request: IMSG_HOLD_GRANTV is
+ * a struct proto_grant_head followed by two strings, each with its NUL
+ * (proto_grantv takes it apart), rather than 2 KB mostly of zeroes.
  */
 #ifndef AGENCY_PROTO_H
 #define AGENCY_PROTO_H
@@ -46,7 +50,8 @@ enum imsg_type {
 	/* holds */
 	IMSG_HOLD_REQ,		/* proxy -> parent: struct proto_hold_req */
 	IMSG_HOLD_WITHDRAW,	/* proxy -> parent: struct proto_reqid */
-	IMSG_HOLD_GRANT,	/* parent -> proxy: struct proto_hold_grant */
+	IMSG_HOLD_GRANT,	/* parent -> proxy: struct proto_hold_grant;
+				 * agencyd sends IMSG_HOLD_GRANTV instead */
 	IMSG_HOLD_REFUSE,	/* parent -> proxy: struct proto_hold_refuse */
 	IMSG_HOLD_RELEASE,	/* proxy -> parent: struct proto_holdid */
 
@@ -79,6 +84,10 @@ enum imsg_type {
 	IMSG_CTL_ERROR,		/* struct proto_ctl_result */
 	IMSG_CTL_INFO,		/* struct proto_ctl_result: a line to print */
 	IMSG_CTL_END,		/* no payload: the answer is complete */
+
+	/* parent -> proxy: IMSG_HOLD_GRANT without the arrays' padding:
+	 * struct proto_grant_head, then upstream, then label */
+	IMSG_HOLD_GRANTV,
 
 	IMSG_MAXTYPE
 };
@@ -163,6 +172,14 @@ struct proto_hold_grant {
 	char		label[AGENCY_PATH_MAX];
 };
 
+/* IMSG_HOLD_GRANTV: this, then upstream and label, each with its NUL,
+ * each shorter than AGENCY_PATH_MAX. */
+struct proto_grant_head {
+	uint64_t	reqid;
+	uint64_t	holdid;
+	uint16_t	port;
+};
+
 struct proto_hold_refuse {
 	uint64_t	reqid;
 	int32_t		reason;		/* enum proto_refusal */
@@ -240,6 +257,41 @@ proto_strok(const char *s, size_t size)
 }
 
 #define PROTO_STROK(a)	proto_strok((a), sizeof(a))
+
+/*
+ * An IMSG_HOLD_GRANTV payload of len bytes into a whole grant: 0, or -1
+ * when it is not a head and exactly two strings that fit, each ended by
+ * its NUL, and nothing after them.
+ */
+static inline int
+proto_grantv(const void *data, size_t len, struct proto_hold_grant *g)
+{
+	struct proto_grant_head	 h;
+	const char		*p, *nul;
+	size_t			 n;
+
+	if (data == NULL || len < sizeof(h) + 2)
+		return (-1);
+	memcpy(&h, data, sizeof(h));
+	p = (const char *)data + sizeof(h);
+	len -= sizeof(h);
+	/* upstream: its NUL inside the array, with a label after it */
+	if ((nul = (const char *)memchr(p, '\0', len)) == NULL ||
+	    (n = nul - p + 1) > sizeof(g->upstream) || n == len)
+		return (-1);
+	memcpy(g->upstream, p, n);
+	p += n;
+	len -= n;
+	/* label: its only NUL is the last byte */
+	if (len > sizeof(g->label) ||
+	    (const char *)memchr(p, '\0', len) != p + len - 1)
+		return (-1);
+	memcpy(g->label, p, len);
+	g->reqid = h.reqid;
+	g->holdid = h.holdid;
+	g->port = h.port;
+	return (0);
+}
 
 /* "stopped", "loading", "ready", "failed"; NULL for anything else. */
 static inline const char *

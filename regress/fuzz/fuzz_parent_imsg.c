@@ -21,6 +21,9 @@
  * - a release of a hold the proxy has keeps it; a release of one it has
  *   not, a malformed frame, or a closed channel drops it, and then it
  *   has no holds left;
+ * - what agencyd writes to the proxy is well framed, and every grant
+ *   (IMSG_HOLD_GRANTV) parses as the proxy parses it and carries a hold
+ *   id the pool granted;
  * - no crash, no leak (LSan, at the end of each input).
  *
  * Input: a config byte (bit 0: model b is not lazy; bit 1: spawns are
@@ -187,6 +190,7 @@ static struct {
 	size_t			 nprocs;
 
 	int			 pfd;		/* our end of the proxy's */
+	struct imsgbuf		 pib;		/* what agencyd sent on it */
 	uint64_t		 holds[MAXHOLDS];	/* granted, held */
 	size_t			 nholds;
 	uint64_t		 seen[MAXHOLDS];	/* every hold id */
@@ -423,6 +427,36 @@ drain(int fd)
 	}
 }
 
+/* Read what agencyd sent the proxy, as the proxy would: every message
+ * well framed, every grant well formed and of a hold granted. */
+static void
+drain_proxy(void)
+{
+	struct proto_hold_grant	 g;
+	struct imsg		 imsg;
+	ssize_t			 n;
+	size_t			 i;
+	int			 seen;
+
+	if (w.pfd == -1)
+		return;
+	while ((n = imsg_read(&w.pib)) > 0) {
+		while ((n = imsg_get(&w.pib, &imsg)) > 0) {
+			if (imsg_get_type(&imsg) == IMSG_HOLD_GRANTV) {
+				CHECK(proto_grantv(imsg.data,
+				    imsg_get_len(&imsg), &g) == 0);
+				for (i = 0, seen = 0; i < w.nseen; i++)
+					if (w.seen[i] == g.holdid)
+						seen = 1;
+				CHECK(seen);
+			}
+			imsg_free(&imsg);
+		}
+		CHECK(n == 0);		/* well framed */
+	}
+	CHECK(n == 0 || errno == EAGAIN);
+}
+
 /* proxy_start without the fork: a socketpair and a new generation. */
 static void
 proxy_fake_start(void)
@@ -441,6 +475,7 @@ proxy_fake_start(void)
 	imsgev_init(&d->proxy_iev, sp[0], proxy_dispatch, d);
 	d->proxy_up = 1;
 	w.pfd = sp[1];
+	imsg_init(&w.pib, w.pfd);
 	if (proxy_send_config(d) == -1)
 		errx(1, "proxy_send_config");
 	imsgev_add(&d->proxy_iev);
@@ -454,8 +489,10 @@ proxy_gone(void)
 	/* What the proxy was granted went with it. */
 	w.nholds = 0;
 	w.nreqs = 0;
-	if (w.pfd != -1)
+	if (w.pfd != -1) {
+		imsg_clear(&w.pib);
 		close(w.pfd);
+	}
 	w.pfd = -1;
 }
 
@@ -471,7 +508,7 @@ proxy_io(void)
 	w.in_dispatch = 0;
 	if (!w.d.proxy_up)
 		proxy_gone();
-	drain(w.pfd);
+	drain_proxy();
 }
 
 static void

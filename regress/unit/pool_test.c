@@ -522,6 +522,39 @@ ATF_TC_BODY(second_release, tc)
 	pool_free(F.p);
 }
 
+/* Many holds of two owners and two models, released in no order: each
+ * release finds its own hold, and only that one. */
+ATF_TC_WITHOUT_HEAD(release_any_order);
+ATF_TC_BODY(release_any_order, tc)
+{
+	uint64_t	 ids[200];
+	uint32_t	 owner;
+	size_t		 i, j, n = 200, left;
+
+	setup();
+	model("a", 1, GIB);
+	model("b", 1, GIB);
+	bring_up("a", 100);
+	bring_up("b", 200);
+	for (i = 0; i < n; i++)
+		ids[i] = hold(i % 3 ? "a" : "b", i + 1, 7 + i % 2);
+	ATF_REQUIRE_EQ(in_progress("a") + in_progress("b"), n);
+	/* 0, 7, 14, ... mod 200: every hold once, far from the order of
+	 * granting; first as the wrong owner, then as the right one */
+	for (left = n, j = 0; left > 0; left--, j = (j + 7) % n) {
+		owner = 7 + j % 2;
+		ATF_REQUIRE_EQ(pool_release(F.p, ids[j], owner ^ 15), -1);
+		ATF_REQUIRE_EQ(pool_release(F.p, ids[j], owner), 0);
+		ATF_REQUIRE_EQ(pool_release(F.p, ids[j], owner), -1);
+		ATF_REQUIRE_EQ(in_progress("a") + in_progress("b"), left - 1);
+	}
+	ATF_REQUIRE_EQ(in_progress("a"), 0);
+	ATF_REQUIRE_EQ(in_progress("b"), 0);
+	for (i = 0; i < n; i++)
+		ATF_REQUIRE_EQ(pool_release(F.p, ids[i], 7 + i % 2), -1);
+	pool_free(F.p);
+}
+
 ATF_TC_WITHOUT_HEAD(hold_stamps_last_used);
 ATF_TC_BODY(hold_stamps_last_used, tc)
 {
@@ -2056,6 +2089,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, load_bucket_pure);
 	ATF_TP_ADD_TC(tp, loads_one_at_a_time);
 	ATF_TP_ADD_TC(tp, second_release);
+	ATF_TP_ADD_TC(tp, release_any_order);
 	ATF_TP_ADD_TC(tp, hold_stamps_last_used);
 	ATF_TP_ADD_TC(tp, reload_gets_new_port);
 	ATF_TP_ADD_TC(tp, unload_during_load);
