@@ -150,11 +150,17 @@ static char		*obuf;		/* output being put together */
 static size_t		 olen, ocap;
 
 /* Not passed on, either way (RFC 9110 7.6.1), or set by us. */
-static const char	*hop_headers[] = { "Connection", "Keep-Alive",
-			    "Proxy-Authenticate", "Proxy-Authorization",
-			    "Proxy-Connection", "TE", "Trailer", "Trailers",
-			    "Transfer-Encoding", "Upgrade", "Host",
-			    "Content-Length", "Expect", NULL };
+#define HOP(s)	{ s, sizeof(s) - 1 }
+static const struct {
+	const char	*name;
+	size_t		 len;
+} hop_headers[] = {
+	HOP("Connection"), HOP("Keep-Alive"), HOP("Proxy-Authenticate"),
+	HOP("Proxy-Authorization"), HOP("Proxy-Connection"), HOP("TE"),
+	HOP("Trailer"), HOP("Trailers"), HOP("Transfer-Encoding"),
+	HOP("Upgrade"), HOP("Host"), HOP("Content-Length"), HOP("Expect"),
+};
+#undef HOP
 
 static struct preq	*preq_new(struct hreq *, enum preq_kind,
 			    const char *);
@@ -217,28 +223,17 @@ o_str(const char *s)
 	o_add(s, strlen(s));
 }
 
+/* A number, in decimal or (base 16) hex, without printf. */
 static void
-o_printf(const char *fmt, ...)
-    __attribute__((__format__ (printf, 1, 2)));
-
-static void
-o_printf(const char *fmt, ...)
+o_num(uint64_t v, int base)
 {
-	va_list	 ap;
-	int	 n;
+	char	 d[24], *e = d + sizeof(d), *p = e;
 
-	for (;;) {
-		va_start(ap, fmt);
-		n = vsnprintf(obuf + olen, ocap - olen, fmt, ap);
-		va_end(ap);
-		if (n < 0)
-			fatalx("%s: vsnprintf", __func__);
-		if ((size_t)n < ocap - olen)
-			break;
-		if (o_room((size_t)n + 1) == -1)
-			fatal("%s", __func__);
-	}
-	olen += n;
+	do {
+		*--p = "0123456789abcdef"[v % base];
+		v /= base;
+	} while (v != 0);
+	o_add(p, e - p);
 }
 
 static int
@@ -246,9 +241,9 @@ is_hop(const char *key, size_t len)
 {
 	size_t	 i;
 
-	for (i = 0; hop_headers[i] != NULL; i++)
-		if (strlen(hop_headers[i]) == len &&
-		    strncasecmp(key, hop_headers[i], len) == 0)
+	for (i = 0; i < sizeof(hop_headers) / sizeof(hop_headers[0]); i++)
+		if (hop_headers[i].len == len &&
+		    strncasecmp(key, hop_headers[i].name, len) == 0)
 			return (1);
 	return (0);
 }
@@ -697,12 +692,17 @@ upstream_forward(struct preq *p)
 		len = strlen(s);
 	}
 	o_reset();
-	o_printf("POST %s HTTP/1.1\r\nHost: 127.0.0.1:%u\r\n", p->uri,
-	    p->port);
+	o_str("POST ");
+	o_str(p->uri);
+	o_str(" HTTP/1.1\r\nHost: 127.0.0.1:");
+	o_num(p->port, 10);
+	o_str("\r\n");
 	o_add(p->hdrs, p->hdrslen);
 	if (!p->has_ctype)
 		o_str("Content-Type: application/json\r\n");
-	o_printf("Content-Length: %zu\r\n\r\n", len);
+	o_str("Content-Length: ");
+	o_num(len, 10);
+	o_str("\r\n\r\n");
 	o_add(s, len);
 	timer_arm(p);
 	if (uc_send(uc, obuf, olen) == -1) {
@@ -811,9 +811,11 @@ client_header(struct preq *p, const struct h1_msg *m, int nobody)
 	}
 	if (p->close_out)
 		keep = 0;
-	o_printf("HTTP/1.%d %d %.*s\r\n", p->minor >= 1 ? 1 : 0, m->status,
-	    (int)(m->reasonlen > 64 ? 64 : m->reasonlen),
-	    m->reasonlen > 0 ? m->reason : "");
+	o_str(p->minor >= 1 ? "HTTP/1.1 " : "HTTP/1.0 ");
+	o_num(m->status, 10);
+	o_add(" ", 1);
+	o_add(m->reason, m->reasonlen > 64 ? 64 : m->reasonlen);
+	o_add("\r\n", 2);
 	for (i = 0; i < m->nheaders; i++) {
 		h = &m->headers[i];
 		if (is_hop(h->name, h->namelen))
@@ -823,11 +825,14 @@ client_header(struct preq *p, const struct h1_msg *m, int nobody)
 		o_add(h->value, h->valuelen);
 		o_add("\r\n", 2);
 	}
+	/* none for an answer that has no body (204, 304) */
 	if (p->chunked_out)
 		o_str("Transfer-Encoding: chunked\r\n");
-	else if (!nobody || m->content_length >= 0)
-		o_printf("Content-Length: %lld\r\n", (long long)(nobody ? 0 :
-		    m->content_length));
+	else if (!nobody && m->content_length >= 0) {
+		o_str("Content-Length: ");
+		o_num(m->content_length, 10);
+		o_add("\r\n", 2);
+	}
 	if (!keep)
 		o_str("Connection: close\r\n");
 	else if (p->minor == 0)
@@ -846,7 +851,8 @@ client_data(struct preq *p, const char *d, size_t len)
 	if (p->r == NULL)
 		return;
 	if (p->chunked_out) {
-		o_printf("%zx\r\n", len);
+		o_num(len, 16);
+		o_add("\r\n", 2);
 		o_add(d, len);
 		o_add("\r\n", 2);
 	} else

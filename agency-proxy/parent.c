@@ -49,37 +49,67 @@ parent_init(int fd)
 	imsgev_add(&parent_iev);
 }
 
+/*
+ * Messages to the parent are queued, and the queue written once a loop
+ * turn (parent_flush, from proxy.c's loop): the holds asked for by all
+ * the requests a turn read go in one sendmsg, and no EV_WRITE is asked
+ * for unless the socket is full.
+ */
 void
 parent_send(uint32_t type, const void *data, size_t len)
 {
 	if (!parent_up)
 		return;
-	if (imsgev_compose(&parent_iev, type, 0, 0, -1, data, len) == -1)
+	if (imsg_compose(&parent_iev.ibuf, type, 0, 0, -1, data, len) == -1)
 		fatal("%s: imsg_compose", __func__);
+}
+
+static __dead void
+parent_lost(void)
+{
+	parent_up = 0;
+	log_sethook(NULL);
+	forward_shutdown();
+	fprintf(stderr, "agency-proxy: the parent is gone\n");
+	exit(0);
+}
+
+void
+parent_flush(void)
+{
+	if (!parent_up)
+		return;
+	/* imsg_write: 1 when it wrote or would block */
+	if (parent_iev.ibuf.w.queued > 0 && imsg_write(&parent_iev.ibuf) <= 0)
+		parent_lost();
+	/* EV_WRITE while (and only while) something is left */
+	imsgev_add(&parent_iev);
 }
 
 /* Every log line goes to the parent, which logs it as ours. */
 void
 parent_loghook(int pri, const char *line)
 {
-	static int		 busy;
-	struct proto_log	 pl;
+	static int	 busy;
+	size_t		 len;
+	char		 cut[PROTO_LOGLINE_MAX];
 
 	if (busy || !parent_up) {
 		fprintf(stderr, "agency-proxy: %s\n", line);
 		return;
 	}
 	busy = 1;
-	memset(&pl, 0, sizeof(pl));
-	pl.pri = pri;
-	(void)strlcpy(pl.line, line, sizeof(pl.line));
-	if (imsg_compose(&parent_iev.ibuf, IMSG_LOG, 0, 0, -1, &pl,
-	    sizeof(pl)) == -1)
+	/* the line with its NUL, no longer than the parent takes */
+	if ((len = strlen(line)) >= PROTO_LOGLINE_MAX) {
+		(void)strlcpy(cut, line, sizeof(cut));
+		line = cut;
+		len = sizeof(cut) - 1;
+	}
+	if (imsg_compose(&parent_iev.ibuf, IMSG_LOG, pri < 0 ? LOG_INFO : pri,
+	    0, -1, line, len + 1) == -1)
 		fprintf(stderr, "agency-proxy: %s\n", line);
 	else if (pri <= LOG_CRIT)
 		(void)imsg_flush(&parent_iev.ibuf);	/* we are exiting */
-	else if (event_initialized(&parent_iev.ev))
-		imsgev_add(&parent_iev);
 	busy = 0;
 }
 
@@ -91,13 +121,8 @@ parent_dispatch(int fd, short event, void *arg)
 	ssize_t		 n;
 
 	(void)fd;
-	if (imsgev_io(iev, event) == -1) {
-		parent_up = 0;
-		log_sethook(NULL);
-		forward_shutdown();
-		fprintf(stderr, "agency-proxy: the parent is gone\n");
-		exit(0);
-	}
+	if (imsgev_io(iev, event) == -1)
+		parent_lost();
 	for (;;) {
 		if ((n = imsg_get(&iev->ibuf, &imsg)) == -1)
 			fatal("%s: imsg_get", __func__);

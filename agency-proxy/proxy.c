@@ -115,6 +115,12 @@ main(int argc, char *argv[])
 	if (sandbox_apply(port_lo, port_hi) == -1)
 		fatalx("cannot apply the sandbox");
 	log_debug("started, waiting for the configuration");
-	event_dispatch();
+	/* One turn at a time: what a turn queued for the parent goes out
+	 * at its end, in one write. */
+	for (;;) {
+		parent_flush();
+		if (event_base_loop(px->base, EVLOOP_ONCE) != 0)
+			break;
+	}
 	fatalx("event loop ended");
 }

@@ -156,6 +156,7 @@ int		 sandbox_selftest(const char *, uint16_t, uint16_t);
 /* parent.c */
 void		 parent_init(int);
 void		 parent_send(uint32_t, const void *, size_t);
+void		 parent_flush(void);
 void		 parent_loghook(int, const char *);
 
 /* rules.c: pure functions, unit-tested */

@@ -719,51 +719,59 @@ tree_keys(json_object *o)
 int
 rules_plain(const char *buf, size_t len, json_object *obj)
 {
-	static const char	*words[] = { "true", "false", "null" };
-	size_t			 i = 0, names = 0, w, n;
-	unsigned char		 c;
+	const unsigned char	*p = (const unsigned char *)buf;
+	const unsigned char	*end = p + len;
+	const char		*w;
+	size_t			 names = 0, n;
 
-	while (i < len) {
-		c = buf[i];
-		if (c == '"') {
-			for (i++; i < len && buf[i] != '"'; i++) {
-				if ((unsigned char)buf[i] < 0x20)
+	while (p < end) {
+		switch (*p) {
+		case '"':
+			for (p++; p < end && *p != '"'; p++) {
+				if (*p < 0x20)
 					return (0);
-				if (buf[i] == '\\')
-					i++;
+				if (*p == '\\')
+					p++;
 			}
-			if (i >= len)
+			if (p >= end)
 				return (0);
-			for (i++; i < len && strchr(" \t\r\n", buf[i]) != NULL &&
-			    buf[i] != '\0'; i++)
+			for (p++; p < end && (*p == ' ' || *p == '\t' ||
+			    *p == '\r' || *p == '\n'); p++)
 				;
-			if (i < len && buf[i] == ':')
+			if (p < end && *p == ':')
 				names++;
 			continue;
-		}
-		if (c == '-' || (c >= '0' && c <= '9')) {
+		case '{': case '}': case '[': case ']': case ',': case ':':
+		case ' ': case '\t': case '\r': case '\n':
+			p++;
+			continue;
+		case '-': case '0': case '1': case '2': case '3': case '4':
+		case '5': case '6': case '7': case '8': case '9':
 			/* a number: json-c took it, so it is well formed */
-			for (i++; i < len && buf[i] != '\0' &&
-			    strchr("0123456789+-.eE", buf[i]) != NULL; i++)
+			for (p++; p < end && ((*p >= '0' && *p <= '9') ||
+			    *p == '.' || *p == 'e' || *p == 'E' || *p == '+' ||
+			    *p == '-'); p++)
 				;
 			continue;
-		}
-		if (c >= 'a' && c <= 'z') {
-			for (w = 0; w < 3; w++) {
-				n = strlen(words[w]);
-				if (len - i >= n && memcmp(buf + i, words[w],
-				    n) == 0 && (len - i == n ||
-				    !(buf[i + n] >= 'a' && buf[i + n] <= 'z')))
-					break;
-			}
-			if (w == 3)
-				return (0);
-			i += strlen(words[w]);
-			continue;
-		}
-		if (strchr("{}[],: \t\r\n", c) == NULL || c == '\0')
+		case 't':
+			w = "true";
+			break;
+		case 'n':
+			w = "null";
+			break;
+		case 'f':
+			w = "false";
+			break;
+		default:
 			return (0);
-		i++;
+		}
+		/* true, null, false, and nothing run on after them */
+		n = strlen(w);
+		if ((size_t)(end - p) < n || memcmp(p, w, n) != 0)
+			return (0);
+		p += n;
+		if (p < end && *p >= 'a' && *p <= 'z')
+			return (0);
 	}
 	return (names == tree_keys(obj));
 }

@@ -438,16 +438,15 @@ proxy_cancelled(struct agencyd *d, struct imsg *imsg)
 static int
 proxy_log(struct imsg *imsg)
 {
-	const struct proto_log	*lg = imsg->data;
-	int32_t			 pri;
+	const char	*line;
+	uint32_t	 pri = imsg_get_id(imsg);
 
-	if (imsg_get_len(imsg) != sizeof(*lg) || !PROTO_STROK(lg->line))
+	if ((line = proto_logline(imsg->data, imsg_get_len(imsg))) == NULL)
 		return (-1);
-	memcpy(&pri, &lg->pri, sizeof(pri));
-	if (pri < LOG_EMERG || pri > LOG_DEBUG)
+	if (pri > LOG_DEBUG)
 		pri = LOG_INFO;
 	if (pri != LOG_DEBUG || log_getverbose() > 1)
-		log_str(pri, "proxy: ", lg->line);
+		log_str(pri, "proxy: ", line);
 	return (0);
 }
 

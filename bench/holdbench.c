@@ -82,14 +82,15 @@ ask(void)
 static void
 logline(void)
 {
-	struct proto_log	 pl;
+	char	 line[PROTO_LOGLINE_MAX];
+	int	 n;
 
-	memset(&pl, 0, sizeof(pl));
-	pl.pri = LOG_INFO;
-	(void)snprintf(pl.line, sizeof(pl.line),
+	n = snprintf(line, sizeof(line),
 	    "POST /v1/chat/completions %s 200 %llums 9->2 tokens", model,
 	    (unsigned long long)(next_reqid % 7));
-	if (imsg_compose(&ib, IMSG_LOG, 0, 0, -1, &pl, sizeof(pl)) == -1)
+	if (n < 0 || (size_t)n >= sizeof(line))
+		fatalx("log line");
+	if (imsg_compose(&ib, IMSG_LOG, LOG_INFO, 0, -1, line, n + 1) == -1)
 		fatal("compose");
 }
 

@@ -69,7 +69,10 @@ enum imsg_type {
 	IMSG_CANCEL,		/* either way: struct proto_cancel */
 	IMSG_CANCEL_DONE,	/* either way: struct proto_cancel */
 
-	IMSG_LOG,		/* proxy -> parent: struct proto_log */
+	IMSG_LOG,		/* proxy -> parent: the line, its NUL the
+				 * last byte and its only one, at most
+				 * PROTO_LOGLINE_MAX bytes; the priority in
+				 * the header's peerid (proto_logline) */
 	IMSG_PROXY_READY,	/* proxy -> parent: serving, no payload */
 
 	/* agency-ctl <-> agencyd */
@@ -257,6 +260,19 @@ proto_strok(const char *s, size_t size)
 }
 
 #define PROTO_STROK(a)	proto_strok((a), sizeof(a))
+
+/*
+ * An IMSG_LOG payload of len bytes: the line, or NULL when it is not
+ * 1 to PROTO_LOGLINE_MAX bytes ending in its only NUL.
+ */
+static inline const char *
+proto_logline(const void *data, size_t len)
+{
+	if (data == NULL || len == 0 || len > PROTO_LOGLINE_MAX ||
+	    memchr(data, '\0', len) != (const char *)data + len - 1)
+		return (NULL);
+	return ((const char *)data);
+}
 
 /*
  * An IMSG_HOLD_GRANTV payload of len bytes into a whole grant: 0, or -1

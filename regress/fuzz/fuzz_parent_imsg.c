@@ -648,7 +648,7 @@ payload(struct input *in, uint32_t type, void *buf, size_t size,
 	struct proto_holdid		 hid;
 	struct proto_probe_result	 res;
 	struct proto_cancel		 pc;
-	struct proto_log		 lg;
+	char				 line[PROTO_LOGLINE_MAX + 8];
 	struct proto_ctl_model		 cm;
 	struct proto_ctl_verbose	 cv;
 	struct probe			*pr;
@@ -713,10 +713,14 @@ payload(struct input *in, uint32_t type, void *buf, size_t size,
 		memcpy(buf, &pc, len = sizeof(pc));
 		break;
 	case IMSG_LOG:
-		memset(&lg, 0, sizeof(lg));
-		lg.pri = (int8_t)u8(in);
-		text(in, lg.line, sizeof(lg.line));
-		memcpy(buf, &lg, len = sizeof(lg));
+		/* the line and its NUL; without one when text() fills it */
+		text(in, line, sizeof(line));
+		len = strnlen(line, sizeof(line));
+		if (len < sizeof(line))
+			len++;
+		if (len > size)
+			len = size;
+		memcpy(buf, line, len);
 		break;
 	case IMSG_CTL_LOAD:
 	case IMSG_CTL_UNLOAD:

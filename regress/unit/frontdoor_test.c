@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <syslog.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -283,14 +284,14 @@ h_pump(struct harness *h, int ms)
 		atf_tc_fail("imsg_read: %s", strerror(errno));
 	while ((n = imsg_get(&h->ib, &imsg)) > 0) {
 		if (imsg_get_type(&imsg) == IMSG_LOG) {
-			struct proto_log	 pl;
+			const char	*line;
 
-			ATF_REQUIRE(imsg_get_data(&imsg, &pl,
-			    sizeof(pl)) == 0);
-			ATF_REQUIRE(PROTO_STROK(pl.line));
-			fprintf(stderr, "proxy: %s\n", pl.line);
+			line = proto_logline(imsg.data, imsg_get_len(&imsg));
+			ATF_REQUIRE(line != NULL);
+			ATF_REQUIRE(imsg_get_id(&imsg) <= LOG_DEBUG);
+			fprintf(stderr, "proxy: %s\n", line);
 			h->loglen += snprintf(h->logs + h->loglen,
-			    sizeof(h->logs) - h->loglen, "%s\n", pl.line);
+			    sizeof(h->logs) - h->loglen, "%s\n", line);
 			if (h->loglen >= sizeof(h->logs))
 				h->loglen = 0;
 		} else {
