@@ -109,9 +109,14 @@ struct preq {
 	int			 stops;
 	int			 kindof;	/* enum model_kind */
 	int64_t			 cap;
-	json_object		*json;
+	json_object		*json;		/* NULL: fast */
 	char			*raw;		/* the body's bytes, if plain */
 	size_t			 rawlen;
+	int			 fast;		/* no tree: what scan noted */
+	int			 has_model;
+	char			 bmodel[AGENCY_NAME_MAX];
+	int64_t			 max_tokens;
+	int64_t			 max_completion_tokens;
 	int			 held;
 	uint64_t		 holdid;
 	uint16_t		 port;
@@ -447,8 +452,8 @@ keep_headers(struct preq *p, const struct h1_msg *m)
 
 void
 forward_start(struct hreq *r, const struct pmodel *m, json_object *body,
-    const char *raw, size_t rawlen, const char *path, const char *target,
-    const struct h1_msg *hm)
+    const struct rscan *rs, const char *raw, size_t rawlen,
+    const char *path, const char *target, const struct h1_msg *hm)
 {
 	struct proto_hold_req	 hr;
 	struct preq		*p;
@@ -462,7 +467,16 @@ forward_start(struct hreq *r, const struct pmodel *m, json_object *body,
 		(void)strlcpy(p->uri, path, sizeof(p->uri));
 	(void)strlcpy(p->model, m->name, sizeof(p->model));
 	p->json = body;
-	p->stops = rules_stops(m->rt, body);
+	if (rs != NULL) {
+		/* the fast path: the scan's notes stand in for the tree */
+		p->fast = 1;
+		p->has_model = rs->has_model;
+		(void)strlcpy(p->bmodel, rs->model, sizeof(p->bmodel));
+		p->max_tokens = rs->max_tokens;
+		p->max_completion_tokens = rs->max_completion_tokens;
+		p->stops = rules_stops_stream(m->rt, rs->stream);
+	} else
+		p->stops = rules_stops(m->rt, body);
 	p->kindof = m->rt->kind;
 	p->cap = rules_cap(m);
 	p->state = ST_HOLD;
@@ -470,6 +484,11 @@ forward_start(struct hreq *r, const struct pmodel *m, json_object *body,
 	if (raw != NULL && (p->raw = malloc(rawlen)) != NULL) {
 		memcpy(p->raw, raw, rawlen);
 		p->rawlen = rawlen;
+	}
+	if (p->fast && p->raw == NULL) {
+		reply_error(p, 500, "internal_error", "Out of memory.");
+		preq_end(p);
+		return;
 	}
 	if (keep_headers(p, hm) == -1) {
 		reply_error(p, 500, "internal_error", "Out of memory.");
@@ -481,6 +500,35 @@ forward_start(struct hreq *r, const struct pmodel *m, json_object *body,
 	hr.reqid = p->reqid;
 	(void)strlcpy(hr.model, m->name, sizeof(hr.model));
 	parent_send(IMSG_HOLD_REQ, &hr, sizeof(hr));
+}
+
+/*
+ * A fast-path body at its grant: as it is, unless the rewrite changes
+ * it; then it is parsed now, once, and goes the way of the others.
+ * Returns 0 if the request ended.
+ */
+static int
+fast_rewrite(struct preq *p, const char *upstream)
+{
+	struct rscan	 rs;
+	struct rerr	 e;
+
+	memset(&rs, 0, sizeof(rs));
+	rs.has_model = p->has_model;
+	(void)strlcpy(rs.model, p->bmodel, sizeof(rs.model));
+	rs.max_tokens = p->max_tokens;
+	rs.max_completion_tokens = p->max_completion_tokens;
+	if (!rules_rewrite_needed(&rs, upstream, p->cap, p->kindof))
+		return (1);
+	if ((p->json = rules_parse(p->raw, p->rawlen, &e)) == NULL) {
+		/* the scan took what json-c refuses: never, by the fuzzer */
+		log_warnx("request %llu: %s", (unsigned long long)p->reqid,
+		    e.message);
+		reply_error(p, 500, "internal_error", e.message);
+		preq_end(p);
+		return (0);
+	}
+	return (1);
 }
 
 void
@@ -502,7 +550,10 @@ forward_grant(const struct proto_hold_grant *g)
 	p->holdid = g->holdid;
 	p->port = g->port;
 	(void)strlcpy(p->label, g->label, sizeof(p->label));
-	if (rules_rewrite(p->json, g->upstream, p->cap, p->kindof)) {
+	if (p->fast && !fast_rewrite(p, g->upstream))
+		return;
+	if (p->json != NULL &&
+	    rules_rewrite(p->json, g->upstream, p->cap, p->kindof)) {
 		free(p->raw);
 		p->raw = NULL;
 	}

@@ -91,6 +91,8 @@ reason(int status)
 	}
 }
 
+int		 http_fastpath = 1;
+
 /* The answer's bytes are put together here, then written at once. */
 static char	*hbuf;
 static size_t	 hlen, hcap;
@@ -355,6 +357,31 @@ http_decide(const struct pconf *conf, int cmd, const char *path,
 			decide_error(dc, 404, "not_found", "No such route.");
 		return;
 	}
+	/*
+	 * The fast path (scan.c): a body that needs no tree for the rules
+	 * to be applied is only scanned.  What it cannot settle, it leaves
+	 * to json-c below, every error included.
+	 */
+	if (http_fastpath && rules_fast(body, len, &dc->scan)) {
+		if (rules_pick_name(conf, dc->scan.has_model ?
+		    dc->scan.model : NULL, &m, &dc->e) == -1) {
+			dc->action = HTTP_ERROR;
+			return;
+		}
+		if (rules_check_route(m, path, &dc->e) == -1) {
+			dc->action = HTTP_ERROR;
+			dc->model = m;
+			return;
+		}
+		if (rules_fast_ok(m->rt, &dc->scan)) {
+			dc->action = HTTP_HOLD;
+			dc->model = m;
+			dc->plain = 1;
+			dc->fast = 1;
+			return;
+		}
+		memset(&dc->scan, 0, sizeof(dc->scan));
+	}
 	if ((obj = rules_parse(body, len, &dc->e)) == NULL) {
 		dc->action = HTTP_ERROR;
 		return;
@@ -527,8 +554,8 @@ http_request(struct hreq *r, const struct h1_msg *m, char *body,
 		break;
 	case HTTP_HOLD:
 		/* takes body */
-		forward_start(r, dc.model, dc.body, dc.plain ? body : NULL,
-		    len, path, target, m);
+		forward_start(r, dc.model, dc.body, dc.fast ? &dc.scan : NULL,
+		    dc.plain ? body : NULL, len, path, target, m);
 		break;
 	case HTTP_ERROR:
 	default:

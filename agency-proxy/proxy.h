@@ -160,6 +160,24 @@ void		 parent_flush(void);
 void		 parent_loghook(int, const char *);
 
 /* rules.c: pure functions, unit-tested */
+/* What rules_scan notes of a body for the fast path (scan.c). */
+#define RSCAN_TOP	64
+struct rscan {
+	char		 model[AGENCY_NAME_MAX];
+	int		 has_model;	/* a string; else absent or null */
+	int		 stream;	/* "stream": true */
+	int64_t		 max_tokens;	/* -1: absent or null */
+	int64_t		 max_completion_tokens;
+	const char	*top[RSCAN_TOP];	/* the top object's names */
+	size_t		 toplen[RSCAN_TOP];
+	size_t		 ntop;
+	int		 toomany;
+};
+
+/* scan.c */
+int		 rules_scan(const char *, size_t, struct rscan *);
+int		 rscan_has(const struct rscan *, const char *);
+
 struct pconf	*pconf_new(void);
 void		 pconf_free(struct pconf *);
 struct pruntime	*pconf_add_runtime(struct pconf *, const char *, int, int,
@@ -182,6 +200,13 @@ int		 rules_check_route(const struct pmodel *, const char *,
 int		 rules_apply(const struct pruntime *, json_object *,
 		    struct rerr *, int *);
 int		 rules_plain(const char *, size_t, json_object *);
+int		 rules_fast(const char *, size_t, struct rscan *);
+int		 rules_fast_ok(const struct pruntime *, const struct rscan *);
+int		 rules_pick_name(const struct pconf *, const char *,
+		    struct pmodel **, struct rerr *);
+int		 rules_stops_stream(const struct pruntime *, int);
+int		 rules_rewrite_needed(const struct rscan *, const char *,
+		    int64_t, int);
 int64_t		 rules_cap(const struct pmodel *);
 int		 rules_rewrite(json_object *, const char *, int64_t, int);
 int		 rules_stops(const struct pruntime *, json_object *);
@@ -210,7 +235,12 @@ struct http_decision {
 					 * caller's to put */
 	int		 plain;		/* HTTP_HOLD: no rule changed it and
 					 * its bytes may go on as they are */
+	int		 fast;		/* HTTP_HOLD: body is NULL, scan is
+					 * what the rules needed of it */
+	struct rscan	 scan;
 };
+
+extern int	 http_fastpath;		/* 0: json-c for every body */
 
 void		 http_decide(const struct pconf *, int, const char *,
 		    const char *, const char *, const char *, size_t,
@@ -232,8 +262,8 @@ int64_t		 now_ms(void);
 
 /* forward.c */
 void		 forward_start(struct hreq *, const struct pmodel *,
-		    json_object *, const char *, size_t, const char *,
-		    const char *, const struct h1_msg *);
+		    json_object *, const struct rscan *, const char *, size_t,
+		    const char *, const char *, const struct h1_msg *);
 void		 forward_status(struct hreq *);
 void		 forward_metrics(struct hreq *);
 void		 forward_grant(const struct proto_hold_grant *);

@@ -350,8 +350,6 @@ rules_pick_model(const struct pconf *c, json_object *body,
     struct pmodel **mp, struct rerr *e)
 {
 	json_object	*jm;
-	const char	*name = NULL;
-	char		 names[PROTO_MSG_MAX - 64];
 
 	*mp = NULL;
 	if (json_object_object_get_ex(body, "model", &jm) &&
@@ -361,8 +359,22 @@ rules_pick_model(const struct pconf *c, json_object *body,
 			    "The field 'model' must be a string.");
 			return (-1);
 		}
-		name = json_object_get_string(jm);
-	} else if (c->default_model[0] != '\0')
+		return (rules_pick_name(c, json_object_get_string(jm), mp, e));
+	}
+	return (rules_pick_name(c, NULL, mp, e));
+}
+
+/* The model a body names (NULL: it names none). */
+int
+rules_pick_name(const struct pconf *c, const char *name, struct pmodel **mp,
+    struct rerr *e)
+{
+	char		 names[PROTO_MSG_MAX - 64];
+
+	*mp = NULL;
+	if (name != NULL)
+		;
+	else if (c->default_model[0] != '\0')
 		name = c->default_model;
 	else if (pconf_nmodels(c) == 1) {
 		*mp = TAILQ_FIRST(&c->models);
@@ -381,6 +393,45 @@ rules_pick_model(const struct pconf *c, json_object *body,
 		return (-1);
 	}
 	return (0);
+}
+
+/* Valid UTF-8 that rules_scan takes: see scan.c. */
+int
+rules_fast(const char *buf, size_t len, struct rscan *rs)
+{
+	return (len > 0 && utf8_valid((const unsigned char *)buf, len) &&
+	    rules_scan(buf, len, rs));
+}
+
+/* Whether no move or refusal of the runtime can apply to a body that
+ * took the fast path: none of their names is in it. */
+int
+rules_fast_ok(const struct pruntime *rt, const struct rscan *rs)
+{
+	size_t	 i;
+
+	for (i = 0; i < rt->nmoves; i++)
+		if (rscan_has(rs, rt->moves[i].from))
+			return (0);
+	for (i = 0; i < rt->refuse.n; i++)
+		if (rscan_has(rs, rt->refuse.v[i]))
+			return (0);
+	return (1);
+}
+
+/* Whether rules_rewrite would change a body of which rs was noted. */
+int
+rules_rewrite_needed(const struct rscan *rs, const char *upstream,
+    int64_t cap, int kind)
+{
+	if (!rs->has_model || strcmp(rs->model, upstream) != 0)
+		return (1);
+	if (cap <= 0)
+		return (0);
+	if (rs->max_tokens > cap || rs->max_completion_tokens > cap)
+		return (1);
+	return (rs->max_tokens < 0 && rs->max_completion_tokens < 0 &&
+	    (kind == KIND_CHAT || kind == KIND_VISION));
 }
 
 int
@@ -782,15 +833,23 @@ rules_stops(const struct pruntime *rt, json_object *body)
 {
 	json_object	*v;
 
+	return (rules_stops_stream(rt,
+	    json_object_object_get_ex(body, "stream", &v) &&
+	    json_object_is_type(v, json_type_boolean) &&
+	    json_object_get_boolean(v)));
+}
+
+/* Whether closing the connection stops a request, streamed or not. */
+int
+rules_stops_stream(const struct pruntime *rt, int stream)
+{
 	switch (rt->stops) {
 	case STOPS_ALWAYS:
 		return (1);
 	case STOPS_NEVER:
 		return (0);
 	case STOPS_STREAM:
-		return (json_object_object_get_ex(body, "stream", &v) &&
-		    json_object_is_type(v, json_type_boolean) &&
-		    json_object_get_boolean(v));
+		return (stream);
 	default:
 		return (1);
 	}

@@ -277,7 +277,7 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct input		 in = { data, size };
-	struct http_decision	 dc;
+	struct http_decision	 dc, fdc;
 	struct pconf		*c;
 	char			 pathbuf[300], hostbuf[300], ctbuf[300];
 	const char		*path, *host, *ctype, *s;
@@ -303,7 +303,24 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 
 	px->conf = c;
+	/*
+	 * The fast path must decide as json-c's does: the same action,
+	 * model and error; and where it took the body, json-c's tree must
+	 * agree with what it noted.
+	 */
+	http_fastpath = 1;
+	http_decide(c, cmd, path, host, ctype, body, in.left, &fdc);
+	http_fastpath = 0;
 	http_decide(c, cmd, path, host, ctype, body, in.left, &dc);
+	http_fastpath = 1;
+	if (fdc.action != dc.action || fdc.model != dc.model ||
+	    (dc.action == HTTP_ERROR && (fdc.e.status != dc.e.status ||
+	    strcmp(fdc.e.code, dc.e.code) != 0 ||
+	    strcmp(fdc.e.message, dc.e.message) != 0)))
+		abort();
+	if (fdc.fast && (fdc.body != NULL || !dc.plain))
+		abort();
+	json_object_put(fdc.body);
 	if (verbose)
 		fprintf(stderr, "%d %s: action %d status %d %s %s\n", cmd,
 		    path, dc.action, dc.e.status, dc.e.message,
@@ -345,6 +362,21 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		cap = rules_cap(dc.model);
 		if (stops != 0 && stops != 1)
 			abort();
+		if (fdc.fast) {
+			json_object	*copy = NULL;
+			int		 need;
+
+			need = rules_rewrite_needed(&fdc.scan,
+			    dc.model->upstream, cap, dc.model->rt->kind);
+			if (json_object_deep_copy(dc.body, &copy, NULL) != 0)
+				abort();
+			if (rules_stops_stream(dc.model->rt,
+			    fdc.scan.stream) != stops ||
+			    need != rules_rewrite(copy, dc.model->upstream, cap,
+			    dc.model->rt->kind))
+				abort();
+			json_object_put(copy);
+		}
 		/* What forward.c does with it once the hold is granted:
 		 * the bytes go on as they are only if they read back as
 		 * the very tree the rules saw. */

@@ -426,6 +426,89 @@ ATF_TC_BODY(plain, tc)
 	json_object_put(o);
 }
 
+/* The fast path's scan: what it takes, what it notes, what it leaves. */
+ATF_TC_WITHOUT_HEAD(scan);
+ATF_TC_BODY(scan, tc)
+{
+	static const struct {
+		const char	*body;
+		int		 fast;
+	} cases[] = {
+		{ "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+		    "\"content\":\"hi \\\"you\\\" \\u00e9\"}],\"stream\":true,"
+		    "\"max_tokens\":16,\"temperature\":0.5e-1,\"stop\":null,"
+		    "\"x\":{\"y\":[1,-0,2.5,true,false,{}]}}", 1 },
+		{ " {} \r\n", 1 },
+		{ "[]", 0 },				/* not an object */
+		{ "{\"a\":1,\"a\":1}", 0 },		/* a name twice */
+		{ "{\"x\":{\"b\":1,\"b\":2}}", 0 },	/* deeper */
+		{ "{\"mo\\u0064el\":\"m\"}", 0 },	/* an escaped name */
+		{ "{\"model\":\"m\\u0000\"}", 0 },	/* escape in model */
+		{ "{\"model\":7}", 0 },		/* for json-c's error */
+		{ "{\"messages\":[{\"content\":[{\"type\":\"text\"}]}]}", 0 },
+		{ "{\"messages\":{}}", 0 },
+		{ "{\"max_tokens\":1.5}", 0 },
+		{ "{\"max_tokens\":-1}", 0 },
+		{ "{\"max_tokens\":1234567890123456}", 0 },
+		{ "{\"a\":01}", 0 },			/* numbers as RFC 8259 */
+		{ "{\"a\":1.}", 0 },
+		{ "{\"a\":.5}", 0 },
+		{ "{\"a\":+1}", 0 },
+		{ "{\"a\":1e}", 0 },
+		{ "{\"a\":\"\\ud800\"}", 0 },	/* a surrogate */
+		{ "{\"a\":\"\\x\"}", 0 },
+		{ "{\"a\":\"tab\there\"}", 0 },	/* a raw control */
+		{ "{\"a\":1,}", 0 },			/* trailing comma */
+		{ "{\"a\":1} x", 0 },
+		{ "{\"a\":tru}", 0 },
+		{ "{\"a\":nulll}", 0 },
+		{ "{\"a\":1 /* c */}", 0 },
+		{ "{\"a\":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}",
+		    0 },				/* deeper than 32 */
+	};
+	struct rscan	 rs;
+	json_object	*o;
+	size_t		 i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		ATF_CHECK_EQ_MSG(rules_fast(cases[i].body,
+		    strlen(cases[i].body), &rs), cases[i].fast, "%s",
+		    cases[i].body);
+		/* what the scan takes, json-c takes */
+		if (cases[i].fast) {
+			ATF_CHECK_MSG((o = json_tokener_parse(cases[i].body)) !=
+			    NULL, "%s", cases[i].body);
+			json_object_put(o);
+		}
+	}
+	ATF_REQUIRE(rules_fast(cases[0].body, strlen(cases[0].body), &rs));
+	ATF_CHECK_STREQ(rs.model, "m");
+	ATF_CHECK(rs.has_model);
+	ATF_CHECK(rs.stream);
+	ATF_CHECK_EQ(rs.max_tokens, 16);
+	ATF_CHECK_EQ(rs.max_completion_tokens, -1);
+	ATF_CHECK(rscan_has(&rs, "temperature"));
+	ATF_CHECK(rscan_has(&rs, "x.y"));
+	ATF_CHECK(!rscan_has(&rs, "y"));
+	ATF_CHECK(!rscan_has(&rs, "max_completion_tokens"));
+
+	/* invalid UTF-8 is never fast */
+	ATF_CHECK(!rules_fast("{\"a\":\"\xc3\"}", 9, &rs));
+
+	/* the rewrite the notes call for */
+	ATF_REQUIRE(rules_fast("{\"model\":\"up\",\"max_tokens\":16}", 30,
+	    &rs));
+	ATF_CHECK(!rules_rewrite_needed(&rs, "up", 256, KIND_CHAT));
+	ATF_CHECK(rules_rewrite_needed(&rs, "up", 8, KIND_CHAT));
+	ATF_CHECK(rules_rewrite_needed(&rs, "other", 0, KIND_CHAT));
+	ATF_REQUIRE(rules_fast("{\"model\":\"up\"}", 14, &rs));
+	ATF_CHECK(rules_rewrite_needed(&rs, "up", 256, KIND_CHAT));
+	ATF_CHECK(!rules_rewrite_needed(&rs, "up", 256, KIND_EMBEDDING));
+	ATF_REQUIRE(rules_fast("{\"model\":null}", 14, &rs));
+	ATF_CHECK(!rs.has_model);
+	ATF_CHECK(rules_rewrite_needed(&rs, "up", 0, KIND_CHAT));
+}
+
 ATF_TC_WITHOUT_HEAD(stops);
 ATF_TC_BODY(stops, tc)
 {
@@ -453,5 +536,6 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, rewrite_cap);
 	ATF_TP_ADD_TC(tp, stops);
 	ATF_TP_ADD_TC(tp, plain);
+	ATF_TP_ADD_TC(tp, scan);
 	return (atf_no_error());
 }
