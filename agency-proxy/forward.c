@@ -1181,7 +1181,13 @@ usage_scan(struct preq *p, const char *d, size_t len)
 	int64_t		 v;
 	size_t		 n;
 
-	if (memmem(d, len, "tokens", 6) != NULL ||
+	if (p->carrylen == 0 && memmem(d, len, "tokens", 6) != NULL) {
+		/* the first piece (often the whole answer): as it is */
+		if ((v = find_count(d, len, "\"prompt_tokens\"")) >= 0)
+			p->ptok = v;
+		if ((v = find_count(d, len, "\"completion_tokens\"")) >= 0)
+			p->ctok = v;
+	} else if (memmem(d, len, "tokens", 6) != NULL ||
 	    memmem(p->carry, p->carrylen, "usage", 5) != NULL) {
 		if ((tmp = malloc(p->carrylen + len)) != NULL) {
 			memcpy(tmp, p->carry, p->carrylen);

@@ -29,13 +29,29 @@ static void	 http_cancel(struct hreq *, struct pmodel *);
 static void	 decide_error(struct http_decision *, int, const char *,
 		    const char *);
 
+/*
+ * Milliseconds of CLOCK_MONOTONIC, read once a loop turn: proxy.c's loop
+ * calls now_reset before each turn, and a turn is far shorter than a
+ * millisecond's worth of what is timed with it.
+ */
+static int64_t	 now_cache = -1;
+
 int64_t
 now_ms(void)
 {
 	struct timespec	 ts;
 
+	if (now_cache >= 0)
+		return (now_cache);
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+	now_cache = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (now_cache);
+}
+
+void
+now_reset(void)
+{
+	now_cache = -1;
 }
 
 const char *

@@ -119,6 +119,7 @@ main(int argc, char *argv[])
 	 * at its end, in one write. */
 	for (;;) {
 		parent_flush();
+		now_reset();
 		if (event_base_loop(px->base, EVLOOP_ONCE) != 0)
 			break;
 	}

@@ -201,6 +201,7 @@ int		 rules_apply(const struct pruntime *, json_object *,
 		    struct rerr *, int *);
 int		 rules_plain(const char *, size_t, json_object *);
 int		 rules_fast(const char *, size_t, struct rscan *);
+size_t		 utf8_seq(const unsigned char *, size_t);
 int		 rules_fast_ok(const struct pruntime *, const struct rscan *);
 int		 rules_pick_name(const struct pconf *, const char *,
 		    struct pmodel **, struct rerr *);
@@ -259,6 +260,7 @@ const char	*http_error_type(int);
 void		 http_log(const char *, const char *, const char *, int,
 		    int64_t, int64_t, int64_t);
 int64_t		 now_ms(void);
+void		 now_reset(void);
 
 /* forward.c */
 void		 forward_start(struct hreq *, const struct pmodel *,

@@ -56,6 +56,7 @@ scan_string(struct scanner *s, const unsigned char **start, size_t *len,
     int *esc)
 {
 	const unsigned char	*p = s->p + 1;
+	size_t			 n;
 
 	*esc = 0;
 	*start = p;
@@ -67,6 +68,12 @@ scan_string(struct scanner *s, const unsigned char **start, size_t *len,
 		}
 		if (*p < 0x20)
 			return (0);
+		if (*p >= 0x80) {
+			if ((n = utf8_seq(p, s->end - p)) == 0)
+				return (0);
+			p += n - 1;
+			continue;
+		}
 		if (*p != '\\')
 			continue;
 		*esc = 1;
@@ -335,8 +342,8 @@ scan_value(struct scanner *s, int ctx, int inarray)
 
 /*
  * 1 with rs filled in when buf[0..len) may take the fast path (see
- * above); 0 when it must be parsed by json-c.  utf8 says whether the
- * caller checked it is valid UTF-8 already.
+ * above); 0 when it must be parsed by json-c.  UTF-8 is checked in
+ * strings, where alone bytes >= 0x80 are taken.
  */
 int
 rules_scan(const char *buf, size_t len, struct rscan *rs)
