@@ -19,7 +19,7 @@
  * to CONN_PIPELINE_MAX bytes, for after the answer.
  *
  * A connection is freed only from its own callbacks or from conn_abort
- * (never while conn.c is on the stack for it: c->busycb).
+ * (never while conn.c is on the stack for it: c->inproc).
  *
  * Deadlines, from a sweep timer: the end of a request's header within
  * header_timeout of the accept or of the end of the previous answer (or,
