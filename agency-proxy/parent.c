@@ -19,8 +19,15 @@
 #include "log.h"
 #include "proxy.h"
 
+#define PARENT_LAZY_MS		1		/* see parent_send */
+#define PARENT_LAZY_MAX		(32 * 1024)
+
 static struct imsgev	 parent_iev;
 static int		 parent_up;
+static int		 parent_urgent;
+static struct event	 parent_lazy_ev;
+
+static void	 parent_lazy(int, short, void *);
 
 static void	 parent_dispatch(int, short, void *);
 static void	 parent_imsg(struct imsg *);
@@ -47,14 +54,27 @@ parent_init(int fd)
 	px->iev = &parent_iev;
 	parent_up = 1;
 	imsgev_add(&parent_iev);
+	evtimer_set(&parent_lazy_ev, parent_lazy, NULL);
 }
 
 /*
- * Messages to the parent are queued, and the queue written once a loop
- * turn (parent_flush, from proxy.c's loop): the holds asked for by all
- * the requests a turn read go in one sendmsg, and no EV_WRITE is asked
- * for unless the socket is full.
+ * Messages to the parent are queued, and the queue written at the end of
+ * a loop turn (parent_flush, from proxy.c's loop): the holds asked for by
+ * all the requests a turn read go in one sendmsg, and no EV_WRITE is
+ * asked for unless the socket is full.  A turn that queued only releases
+ * and log lines (answers that ended) does not wake agencyd for them:
+ * they wait for the next message that matters, for PARENT_LAZY_MS at
+ * most, or until PARENT_LAZY_MAX bytes are queued.
  */
+static void
+parent_lazy(int fd, short ev, void *arg)
+{
+	(void)fd;
+	(void)ev;
+	(void)arg;
+	parent_urgent = 1;	/* parent_flush at the end of this turn */
+}
+
 void
 parent_send(uint32_t type, const void *data, size_t len)
 {
@@ -62,6 +82,8 @@ parent_send(uint32_t type, const void *data, size_t len)
 		return;
 	if (imsg_compose(&parent_iev.ibuf, type, 0, 0, -1, data, len) == -1)
 		fatal("%s: imsg_compose", __func__);
+	if (type != IMSG_HOLD_RELEASE)
+		parent_urgent = 1;
 }
 
 static __dead void
@@ -77,8 +99,19 @@ parent_lost(void)
 void
 parent_flush(void)
 {
+	struct timeval	 tv = { 0, PARENT_LAZY_MS * 1000 };
+
 	if (!parent_up)
 		return;
+	if (parent_iev.ibuf.w.queued > 0 && !parent_urgent &&
+	    parent_iev.ibuf.w.queued < PARENT_LAZY_MAX &&
+	    !(parent_iev.events & EV_WRITE)) {
+		if (!evtimer_pending(&parent_lazy_ev, NULL))
+			evtimer_add(&parent_lazy_ev, &tv);
+		return;
+	}
+	parent_urgent = 0;
+	evtimer_del(&parent_lazy_ev);
 	/* imsg_write: 1 when it wrote or would block */
 	if (parent_iev.ibuf.w.queued > 0 && imsg_write(&parent_iev.ibuf) <= 0)
 		parent_lost();
@@ -121,8 +154,16 @@ parent_dispatch(int fd, short event, void *arg)
 	ssize_t		 n;
 
 	(void)fd;
-	if (imsgev_io(iev, event) == -1)
+	/* as imsgev_io, but the events are parent_flush's to set */
+	if (event & EV_READ) {
+		n = imsg_read(&iev->ibuf);
+		if ((n == -1 && errno != EAGAIN) || n == 0)
+			parent_lost();
+	}
+	if ((event & EV_WRITE) && imsg_write(&iev->ibuf) <= 0)
 		parent_lost();
+	if (event & EV_WRITE)
+		parent_urgent = 1;	/* what is left goes at the turn's end */
 	for (;;) {
 		if ((n = imsg_get(&iev->ibuf, &imsg)) == -1)
 			fatal("%s: imsg_get", __func__);
