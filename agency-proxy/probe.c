@@ -19,13 +19,19 @@
 #include "proxy.h"
 
 /*
- * For the first PROBE_STEADY_MS probes go every PROBE_STEADY_INTERVAL,
- * then back off from PROBE_BACKOFF_MIN to PROBE_BACKOFF_MAX: most
- * servers start within a second, and a doubling backoff (10, 20, 40,
- * 80, 160 ms) would answer one that took 100 ms up to 50 ms late
- * (bench/run: the cold-start slack, under 15 ms).  An attempt costs a
- * connect to a closed port, or one small request.
+ * For the first PROBE_EAGER_MS probes go every PROBE_EAGER_INTERVAL,
+ * then until PROBE_STEADY_MS every PROBE_STEADY_INTERVAL, then back off
+ * from PROBE_BACKOFF_MIN to PROBE_BACKOFF_MAX: most servers start within
+ * a second, and a doubling backoff (10, 20, 40, 80, 160 ms) would answer
+ * one that took 100 ms up to 50 ms late.  The first attempt comes a
+ * fraction of a millisecond after the spawn, before any server listens,
+ * so a server that starts at once (a few ms of exec and setup) is seen
+ * within a millisecond rather than at the next 5 ms step (bench/run: the
+ * cold-start slack).  An attempt costs a connect to a closed port, or
+ * one small request.
  */
+#define PROBE_EAGER_MS		50
+#define PROBE_EAGER_INTERVAL	1	/* ms */
 #define PROBE_STEADY_MS		1000
 #define PROBE_STEADY_INTERVAL	5	/* ms */
 
@@ -179,7 +185,9 @@ probe_done(struct evhttp_request *req, void *arg)
 	pr->evcon = NULL;
 
 	if (code == 0 || code == 503) {
-		if (now_ms() - pr->started < PROBE_STEADY_MS)
+		if (now_ms() - pr->started < PROBE_EAGER_MS)
+			delay = PROBE_EAGER_INTERVAL;
+		else if (now_ms() - pr->started < PROBE_STEADY_MS)
 			delay = PROBE_STEADY_INTERVAL;
 		else {
 			delay = pr->backoff;
