@@ -30,7 +30,7 @@
  * cold-start slack).  An attempt costs a connect to a closed port, or
  * one small request.
  */
-#define PROBE_EAGER_MS		50
+#define PROBE_EAGER_MS		200
 #define PROBE_EAGER_INTERVAL	1	/* ms */
 #define PROBE_STEADY_MS		1000
 #define PROBE_STEADY_INTERVAL	5	/* ms */
