@@ -202,12 +202,33 @@ note_top(struct scanner *s, const unsigned char *k, size_t klen,
 	return (1);
 }
 
+/*
+ * After a member or an element: the closing bracket (1, consumed), or a
+ * comma and the next one follows (0), or anything else (-1).
+ */
+static int
+after(struct scanner *s, int close)
+{
+	ws(s);
+	if (s->p >= s->end)
+		return (-1);
+	if (*s->p == close) {
+		s->p++;
+		return (1);
+	}
+	if (*s->p != ',')
+		return (-1);
+	s->p++;
+	ws(s);
+	return (0);
+}
+
 static int
 scan_object(struct scanner *s, int ctx)
 {
 	const unsigned char	*keys[SCAN_KEYS], *k, *v;
 	size_t			 klens[SCAN_KEYS], klen, nkeys = 0, i;
-	int			 esc, vesc, sub;
+	int			 esc, vesc, sub, r;
 
 	s->p++;		/* { */
 	ws(s);
@@ -261,23 +282,16 @@ scan_object(struct scanner *s, int ctx)
 		/* "messages" itself must be an array for the rules */
 		if (sub == CTX_MESSAGES && *v != '[')
 			return (0);
-		ws(s);
-		if (s->p >= s->end)
-			return (0);
-		if (*s->p == '}') {
-			s->p++;
-			return (1);
-		}
-		if (*s->p != ',')
-			return (0);
-		s->p++;
-		ws(s);
+		if ((r = after(s, '}')) != 0)
+			return (r == 1);
 	}
 }
 
 static int
 scan_array(struct scanner *s, int ctx)
 {
+	int	 r;
+
 	s->p++;		/* [ */
 	ws(s);
 	if (s->p < s->end && *s->p == ']') {
@@ -288,17 +302,8 @@ scan_array(struct scanner *s, int ctx)
 		if (!scan_value(s, ctx == CTX_MESSAGES ? CTX_MESSAGE :
 		    CTX_OTHER, 1))
 			return (0);
-		ws(s);
-		if (s->p >= s->end)
-			return (0);
-		if (*s->p == ']') {
-			s->p++;
-			return (1);
-		}
-		if (*s->p != ',')
-			return (0);
-		s->p++;
-		ws(s);
+		if ((r = after(s, ']')) != 0)
+			return (r == 1);
 	}
 }
 
