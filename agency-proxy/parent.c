@@ -199,12 +199,6 @@ parent_imsg(struct imsg *imsg)
 	case IMSG_CONF_END:
 		conf_imsg(imsg, type);
 		break;
-	case IMSG_HOLD_GRANT:
-		getdata(imsg, &grant, sizeof(grant));
-		STROK(grant.upstream, "grant upstream");
-		STROK(grant.label, "grant label");
-		forward_grant(&grant);
-		break;
 	case IMSG_HOLD_GRANTV:
 		/* What agencyd sends: the same grant, its strings unpadded. */
 		if (proto_grantv(imsg->data, imsg_get_len(imsg), &grant) == -1)

@@ -154,10 +154,6 @@ handle(struct imsg *imsg)
 		    sizeof(res)) == -1)
 			fatal("compose");
 		break;
-	case IMSG_HOLD_GRANT:
-		if (imsg_get_data(imsg, &g, sizeof(g)) == -1)
-			fatalx("grant size");
-		return (g.holdid);
 	case IMSG_HOLD_GRANTV:
 		/* parsed as the proxy parses it */
 		if (proto_grantv(imsg->data, imsg_get_len(imsg), &g) == -1)

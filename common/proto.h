@@ -50,8 +50,8 @@ enum imsg_type {
 	/* holds */
 	IMSG_HOLD_REQ,		/* proxy -> parent: struct proto_hold_req */
 	IMSG_HOLD_WITHDRAW,	/* proxy -> parent: struct proto_reqid */
-	IMSG_HOLD_GRANT,	/* parent -> proxy: struct proto_hold_grant;
-				 * agencyd sends IMSG_HOLD_GRANTV instead */
+	IMSG_HOLD_GRANT_OLD,	/* no longer sent nor taken: the slot keeps
+				 * the numbers of the messages after it */
 	IMSG_HOLD_REFUSE,	/* parent -> proxy: struct proto_hold_refuse */
 	IMSG_HOLD_RELEASE,	/* proxy -> parent: struct proto_holdid */
 
@@ -88,8 +88,8 @@ enum imsg_type {
 	IMSG_CTL_INFO,		/* struct proto_ctl_result: a line to print */
 	IMSG_CTL_END,		/* no payload: the answer is complete */
 
-	/* parent -> proxy: IMSG_HOLD_GRANT without the arrays' padding:
-	 * struct proto_grant_head, then upstream, then label */
+	/* parent -> proxy, a hold granted: struct proto_grant_head, then
+	 * upstream, then label, each with its NUL (proto_grantv) */
 	IMSG_HOLD_GRANTV,
 
 	IMSG_MAXTYPE

@@ -592,15 +592,21 @@ static void
 grant(struct harness *h, uint64_t reqid, uint64_t holdid, uint16_t port,
     const char *upstream)
 {
-	struct proto_hold_grant	 g;
+	struct proto_grant_head	 g;
+	unsigned char		 buf[sizeof(g) + AGENCY_PATH_MAX + 4];
+	size_t			 n;
 
+	/* as agencyd sends it: a head, then upstream and label */
 	memset(&g, 0, sizeof(g));
 	g.reqid = reqid;
 	g.holdid = holdid;
 	g.port = port;
-	strlcpy(g.upstream, upstream, sizeof(g.upstream));
-	strlcpy(g.label, "lbl", sizeof(g.label));
-	h_send(h, IMSG_HOLD_GRANT, -1, &g, sizeof(g));
+	n = strlen(upstream) + 1;
+	ATF_REQUIRE(n <= AGENCY_PATH_MAX);
+	memcpy(buf, &g, sizeof(g));
+	memcpy(buf + sizeof(g), upstream, n);
+	memcpy(buf + sizeof(g) + n, "lbl", 4);
+	h_send(h, IMSG_HOLD_GRANTV, -1, buf, sizeof(g) + n + 4);
 }
 
 /* Exactly one release for the hold, and no other. */
