@@ -67,14 +67,45 @@ wait_for()
 	return 0
 }
 
-# A free block of 20 ports for the models: the first of a few free ports
-# and the 19 after it, checked by the pool as it binds each anyway.
+# model_ports [PORT...]: a free block of 20 ports for the models, the
+# first of a few free ports and the 19 after it (the pool checks each as
+# it binds it anyway), holding none of the PORTs (the front door's: a
+# config with its listen port in the model range is refused).
 model_ports()
 {
-	local p
-	p=$($FREEPORT 1)
-	[ "$p" -lt 65000 ] || p=$((p - 100))
+	local p a tries=0 clash
+	while :; do
+		p=$($FREEPORT 1)
+		[ "$p" -lt 65000 ] || p=$((p - 100))
+		clash=0
+		for a in "$@"; do
+			if [ "$a" -ge "$p" ] && [ "$a" -le $((p + 19)) ]; then
+				clash=1
+			fi
+		done
+		[ "$clash" = 0 ] && break
+		tries=$((tries + 1))
+		[ "$tries" -lt 50 ] || atf_fail "no model ports apart from $*"
+	done
 	echo "$p to $((p + 19))"
+}
+
+# free_port: a free port outside the model range of ./agency.conf, for a
+# second listener.
+free_port()
+{
+	local p lo hi tries=0
+	set -- $(sed -n 's/^ports \([0-9]*\) to \([0-9]*\)$/\1 \2/p' agency.conf)
+	lo=${1:-0} hi=${2:-0}
+	while :; do
+		p=$($FREEPORT 1)
+		if [ "$p" -lt "$lo" ] || [ "$p" -gt "$hi" ]; then
+			echo "$p"
+			return
+		fi
+		tries=$((tries + 1))
+		[ "$tries" -lt 50 ] || atf_fail "no free port apart from $lo-$hi"
+	done
 }
 
 # agency_start CONFIG [AGENCYD-ARGS...]: write agency.conf, start agencyd
@@ -86,7 +117,7 @@ agency_start()
 	shift
 	agency_users
 	PORT=$($FREEPORT 1)
-	ports=$(model_ports)
+	ports=$(model_ports "$PORT")
 	SOCK=$PWD/agency.sock
 	BASE=http://127.0.0.1:$PORT
 	{
