@@ -308,6 +308,13 @@ conn_readcb(evutil_socket_t fd, short ev, void *arg)
 		conn_end(c);
 		return;
 	}
+	/* Closing: only EOF or an error matters; what comes is dropped. */
+	if (c->state == CS_CLOSING) {
+		n = read(fd, rbuf, sizeof(rbuf));
+		if (n == 0 || (n == -1 && errno != EAGAIN && errno != EINTR))
+			conn_end(c);
+		return;
+	}
 	/* Read: into the shared buffer when nothing is pending. */
 	if (c->inlen == 0 && (c->state == CS_HEADER)) {
 		dst = rbuf;
@@ -318,7 +325,7 @@ conn_readcb(evutil_socket_t fd, short ev, void *arg)
 			room = c->incap - c->inlen;
 		if (room == 0) {
 			/* full: pipelined past the limit; read on later */
-			if (c->state == CS_BUSY || c->state == CS_CLOSING) {
+			if (c->state == CS_BUSY) {
 				event_del(&c->rev);
 				c->paused = 1;
 				return;
@@ -351,6 +358,8 @@ conn_readcb(evutil_socket_t fd, short ev, void *arg)
 				conn_free(c);
 				return;
 			}
+			if (c->state == CS_CLOSING)
+				return;		/* the rest is not read */
 			if (used < (size_t)n) {
 				if (in_reserve(c, n - used, in_limit(c)) == -1) {
 					conn_end(c);
@@ -372,6 +381,10 @@ conn_readcb(evutil_socket_t fd, short ev, void *arg)
 	c->inproc = 0;
 	if (c->dead) {
 		conn_free(c);
+		return;
+	}
+	if (c->state == CS_CLOSING) {
+		in_release(c);		/* the rest is not read */
 		return;
 	}
 	if (used > 0) {
@@ -638,7 +651,10 @@ conn_done(struct hconn *c, int keepalive)
 		return;
 	if (!keepalive || !c->req.keepalive || c->broken) {
 		c->state = CS_CLOSING;
-		if (c->inlen > 0)
+		/* what it sent after this is dropped; not while
+		 * conn_consume may still be reading it (conn_readcb
+		 * drops it then) */
+		if (c->inlen > 0 && !c->inproc)
 			in_release(c);
 		if (conn_queued(c) == 0 || c->broken) {
 			if (c->inproc)

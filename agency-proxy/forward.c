@@ -463,8 +463,7 @@ forward_start(struct hreq *r, const struct pmodel *m, json_object *body,
 		http_error(r, 500, "internal_error", "Out of memory.");
 		return;
 	}
-	if (strlcpy(p->uri, target, sizeof(p->uri)) >= sizeof(p->uri))
-		(void)strlcpy(p->uri, path, sizeof(p->uri));
+	(void)strlcpy(p->uri, target, sizeof(p->uri));	/* http.c sized it */
 	(void)strlcpy(p->model, m->name, sizeof(p->model));
 	p->json = body;
 	if (rs != NULL) {
@@ -653,6 +652,19 @@ pool_get(uint16_t port, const char **err)
 	return (uc);
 }
 
+/* Close the idle connections to port. */
+static void
+pool_drop(uint16_t port)
+{
+	struct upconn	*uc, *next;
+
+	for (uc = TAILQ_FIRST(&idle); uc != NULL; uc = next) {
+		next = TAILQ_NEXT(uc, entry);
+		if (uc->port == port)
+			uc_free(uc);
+	}
+}
+
 static void
 pool_put(struct upconn *uc)
 {
@@ -819,12 +831,14 @@ upstream_fail(struct preq *p, const char *what)
 
 	/*
 	 * A kept connection the model server closed as we sent: it never
-	 * read the request.  Once more, on a new connection.
+	 * read the request.  Once more, on a new connection; the other
+	 * kept ones to that port are as old, so they go too.
 	 */
 	if (uc != NULL && uc->reused && !uc->got && !p->retried &&
 	    p->r != NULL && p->state == ST_FORWARD) {
 		p->retried = 1;
 		uc_free(uc);
+		pool_drop(p->port);
 		log_debug("request %llu: kept connection to port %u was "
 		    "closed; once more", (unsigned long long)p->reqid,
 		    p->port);
@@ -927,7 +941,10 @@ upstream_done(struct preq *p, int reusable)
 		conn_done(r->conn, !p->close_out);
 	}
 	p->uc = NULL;
-	if (reusable && uc->keepalive && !uc->paused) {
+	/* not one whose request is still going out, or whose answer came
+	 * before all of it: what is left would start the next request */
+	if (reusable && uc->keepalive && !uc->paused && !uc->connecting &&
+	    uc->outoff == uc->outlen) {
 		free(uc->in);
 		uc->in = NULL;
 		uc->inlen = 0;
@@ -998,7 +1015,8 @@ upstream_bytes(struct preq *p, char *d, size_t len)
 				continue;
 			}
 			uc->hdone = 1;
-			p->status = m.status;
+			if (p->r != NULL)	/* a client that left: 499 */
+				p->status = m.status;
 			nobody = m.status == 204 || m.status == 304;
 			uc->keepalive = m.keepalive;
 			if (nobody)
@@ -1012,7 +1030,6 @@ upstream_bytes(struct preq *p, char *d, size_t len)
 				uc->toclose = 1;
 				uc->keepalive = 0;
 			}
-			timer_arm(p);
 			if (p->r != NULL)
 				client_header(p, &m, nobody);
 			d += r;
@@ -1177,29 +1194,26 @@ find_count(const char *s, size_t len, const char *name)
 static void
 usage_scan(struct preq *p, const char *d, size_t len)
 {
-	char		*tmp;
+	const char	*s = d;
+	char		*tmp = NULL;
 	int64_t		 v;
-	size_t		 n;
+	size_t		 n = len;
 
-	if (p->carrylen == 0 && memmem(d, len, "tokens", 6) != NULL) {
-		/* the first piece (often the whole answer): as it is */
-		if ((v = find_count(d, len, "\"prompt_tokens\"")) >= 0)
-			p->ptok = v;
-		if ((v = find_count(d, len, "\"completion_tokens\"")) >= 0)
-			p->ctok = v;
-	} else if (memmem(d, len, "tokens", 6) != NULL ||
+	if (memmem(d, len, "tokens", 6) != NULL ||
 	    memmem(p->carry, p->carrylen, "usage", 5) != NULL) {
-		if ((tmp = malloc(p->carrylen + len)) != NULL) {
+		/* with the end of the previous piece, if there was one */
+		if (p->carrylen > 0 &&
+		    (tmp = malloc(p->carrylen + len)) != NULL) {
 			memcpy(tmp, p->carry, p->carrylen);
 			memcpy(tmp + p->carrylen, d, len);
-			if ((v = find_count(tmp, p->carrylen + len,
-			    "\"prompt_tokens\"")) >= 0)
-				p->ptok = v;
-			if ((v = find_count(tmp, p->carrylen + len,
-			    "\"completion_tokens\"")) >= 0)
-				p->ctok = v;
-			free(tmp);
+			s = tmp;
+			n = p->carrylen + len;
 		}
+		if ((v = find_count(s, n, "\"prompt_tokens\"")) >= 0)
+			p->ptok = v;
+		if ((v = find_count(s, n, "\"completion_tokens\"")) >= 0)
+			p->ctok = v;
+		free(tmp);
 	}
 	n = len < sizeof(p->carry) ? len : sizeof(p->carry);
 	memcpy(p->carry, d + len - n, n);

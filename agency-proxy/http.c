@@ -291,7 +291,7 @@ http_decide(const struct pconf *conf, int cmd, const char *path,
 {
 	json_object	*obj, *jm;
 	struct pmodel	*m;
-	int		 changed;
+	int		 changed, scanned = 0;
 
 	memset(dc, 0, sizeof(*dc));
 	if (conf == NULL) {
@@ -389,6 +389,7 @@ http_decide(const struct pconf *conf, int cmd, const char *path,
 			dc->model = m;
 			return;
 		}
+		scanned = 1;
 		if (rules_fast_ok(m->rt, &dc->scan)) {
 			dc->action = HTTP_HOLD;
 			dc->model = m;
@@ -417,7 +418,8 @@ http_decide(const struct pconf *conf, int cmd, const char *path,
 	dc->action = HTTP_HOLD;
 	dc->model = m;
 	dc->body = obj;
-	dc->plain = !changed && rules_plain(body, len, obj);
+	/* what took the fast scan is plain: not scanned a second time */
+	dc->plain = !changed && (scanned || rules_plain(body, len));
 }
 
 static void
@@ -460,34 +462,45 @@ field(const struct h1_msg *m, const char *name, char *buf, size_t size)
 }
 
 /*
- * The path of a request target: origin form up to its query, or the
- * path of an absolute form.  Returns -1 if it has none we serve.
+ * The path of a request target, and its origin form for the model (path
+ * and query, without a fragment): of an origin form as it is, of an
+ * absolute form what follows the authority.  Returns -1 if it has none
+ * we serve.
  */
 static int
-target_path(const char *t, size_t len, char *path, size_t size)
+target_path(const char *t, size_t len, char *path, size_t psize,
+    char *origin, size_t osize)
 {
-	const char	*end = t + len, *p;
-	size_t		 n;
+	const char	*end = t + len, *p, *q;
+	size_t		 skip = 0, n;
 
-	if (len > 7 && (strncasecmp(t, "http://", 7) == 0 ||
-	    strncasecmp(t, "https://", 8) == 0)) {
-		p = memchr(t + 7, '/', len - 7);
-		if (p == NULL)
-			p = end;
+	if (len > 7 && strncasecmp(t, "http://", 7) == 0)
+		skip = 7;
+	else if (len > 8 && strncasecmp(t, "https://", 8) == 0)
+		skip = 8;
+	if (skip > 0) {
+		for (p = t + skip; p < end && *p != '/' && *p != '?' &&
+		    *p != '#'; p++)
+			;
 		t = p;
 	} else if (*t != '/')
 		return (-1);
-	for (p = t; p < end && *p != '?' && *p != '#'; p++)
+	if ((q = memchr(t, '#', end - t)) != NULL)
+		end = q;
+	for (p = t; p < end && *p != '?'; p++)
 		;
+	/* an empty path is "/", before a query too */
 	n = p - t;
-	if (n == 0) {
-		(void)strlcpy(path, "/", size);
-		return (0);
-	}
-	if (n >= size)
+	if (n + 1 >= psize || (size_t)(end - t) + 1 >= osize)
 		return (-1);
-	memcpy(path, t, n);
-	path[n] = '\0';
+	if (n == 0)
+		(void)strlcpy(path, "/", psize);
+	else {
+		memcpy(path, t, n);
+		path[n] = '\0';
+	}
+	(void)snprintf(origin, osize, "%s%.*s", n == 0 ? "/" : "",
+	    (int)(end - t), t);
 	return (0);
 }
 
@@ -514,7 +527,8 @@ http_request(struct hreq *r, const struct h1_msg *m, char *body,
 			break;
 		}
 	if (m->targetlen >= sizeof(target) ||
-	    target_path(m->target, m->targetlen, path, sizeof(path)) == -1) {
+	    target_path(m->target, m->targetlen, path, sizeof(path), target,
+	    sizeof(target)) == -1) {
 		http_error(r, m->targetlen >= sizeof(target) ? 414 : 400,
 		    "invalid_request", m->targetlen >= sizeof(target) ?
 		    "The request target is too long." :
@@ -524,8 +538,6 @@ http_request(struct hreq *r, const struct h1_msg *m, char *body,
 		metrics_unrouted(m->targetlen >= sizeof(target) ? 414 : 400);
 		return;
 	}
-	memcpy(target, m->target, m->targetlen);
-	target[m->targetlen] = '\0';
 	/*
 	 * Two lengths mean two parties could read two different requests
 	 * here (RFC 9112, 6.3): refuse it, even when they agree.

@@ -66,12 +66,6 @@ classify(int status)
 	return (MC_5XX);	/* 5xx, and no answer at all */
 }
 
-const char *
-metrics_class(int status)
-{
-	return (class_names[classify(status)]);
-}
-
 static struct mcount *
 mcount_get(const char *model)
 {

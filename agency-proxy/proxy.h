@@ -171,7 +171,6 @@ struct rscan {
 	const char	*top[RSCAN_TOP];	/* the top object's names */
 	size_t		 toplen[RSCAN_TOP];
 	size_t		 ntop;
-	int		 toomany;
 };
 
 /* scan.c */
@@ -191,7 +190,6 @@ int		 pstrs_has(const struct pstrs *, const char *);
 void		 pstrs_clear(struct pstrs *);
 int		 pruntime_add_move(struct pruntime *, const char *,
 		    const char *);
-const char	*kind_name(int);
 int		 rules_pick_model(const struct pconf *, json_object *,
 		    struct pmodel **, struct rerr *);
 int		 rules_route_allowed(const struct pruntime *, const char *);
@@ -199,7 +197,7 @@ int		 rules_check_route(const struct pmodel *, const char *,
 		    struct rerr *);
 int		 rules_apply(const struct pruntime *, json_object *,
 		    struct rerr *, int *);
-int		 rules_plain(const char *, size_t, json_object *);
+int		 rules_plain(const char *, size_t);
 int		 rules_fast(const char *, size_t, struct rscan *);
 size_t		 utf8_seq(const unsigned char *, size_t);
 int		 rules_fast_ok(const struct pruntime *, const struct rscan *);
@@ -302,7 +300,6 @@ void		 metrics_request(const char *, int, int64_t, int64_t);
 void		 metrics_unrouted(int);
 void		 metrics_render(struct evbuffer *, const struct proto_status *,
 		    size_t);
-const char	*metrics_class(int);
 
 /* probe.c */
 void		 probe_start(const struct proto_probe *);

@@ -6,6 +6,7 @@
 #include <sys/queue.h>
 
 #include <stdarg.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,25 +43,6 @@ rerr_set(struct rerr *e, int status, const char *code, const char *fmt, ...)
 	va_start(ap, fmt);
 	(void)vsnprintf(e->message, sizeof(e->message), fmt, ap);
 	va_end(ap);
-}
-
-const char *
-kind_name(int kind)
-{
-	switch (kind) {
-	case KIND_CHAT:
-		return ("chat");
-	case KIND_EMBEDDING:
-		return ("embedding");
-	case KIND_SPEECH:
-		return ("speech");
-	case KIND_IMAGE:
-		return ("image");
-	case KIND_VISION:
-		return ("vision");
-	default:
-		return ("unknown");
-	}
 }
 
 int
@@ -318,9 +300,14 @@ rules_parse(const char *buf, size_t len, struct rerr *e)
 		rerr_set(e, 500, "internal_error", "Out of memory.");
 		return (NULL);
 	}
+	/* json-c takes an int; max body is not held under it by parse.y */
+	if (len > INT_MAX) {
+		rerr_set(e, 413, "body_too_large", "The body is too large.");
+		return (NULL);
+	}
+	/* utf8_valid above held it to RFC 3629, stricter than json-c's own
+	 * JSON_TOKENER_VALIDATE_UTF8, so that pass is not asked for */
 	json_tokener_reset(tok);
-	/* JSON is UTF-8; anything else is not passed on to a model. */
-	json_tokener_set_flags(tok, JSON_TOKENER_VALIDATE_UTF8);
 	obj = json_tokener_parse_ex(tok, buf, (int)len);
 	if (obj == NULL || json_tokener_get_error(tok) != json_tokener_success) {
 		json_object_put(obj);
@@ -754,93 +741,6 @@ rules_rewrite(json_object *body, const char *upstream, int64_t cap, int kind)
 		changed = 1;
 	}
 	return (changed);
-}
-
-static size_t
-tree_keys(json_object *o)
-{
-	size_t	 n = 0, i, len;
-
-	if (json_object_is_type(o, json_type_object)) {
-		json_object_object_foreach(o, k, v) {
-			(void)k;
-			n += 1 + tree_keys(v);
-		}
-	} else if (json_object_is_type(o, json_type_array)) {
-		len = json_object_array_length(o);
-		for (i = 0; i < len; i++)
-			n += tree_keys(json_object_array_get_idx(o, i));
-	}
-	return (n);
-}
-
-/*
- * Whether the bytes a body was parsed from (obj) can go to the model as
- * they are, when no rule changed it: plain RFC 8259 JSON that any parser
- * reads as json-c did.  Not when json-c was lenient (comments, single
- * quotes, NaN and the like, raw control characters in strings), nor
- * when an object has a name twice: json-c kept the last, and a parser
- * that keeps the first would see a value the rules never looked at.
- * Duplicates show as more names in the text than in the tree.
- */
-int
-rules_plain(const char *buf, size_t len, json_object *obj)
-{
-	const unsigned char	*p = (const unsigned char *)buf;
-	const unsigned char	*end = p + len;
-	const char		*w;
-	size_t			 names = 0, n;
-
-	while (p < end) {
-		switch (*p) {
-		case '"':
-			for (p++; p < end && *p != '"'; p++) {
-				if (*p < 0x20)
-					return (0);
-				if (*p == '\\')
-					p++;
-			}
-			if (p >= end)
-				return (0);
-			for (p++; p < end && (*p == ' ' || *p == '\t' ||
-			    *p == '\r' || *p == '\n'); p++)
-				;
-			if (p < end && *p == ':')
-				names++;
-			continue;
-		case '{': case '}': case '[': case ']': case ',': case ':':
-		case ' ': case '\t': case '\r': case '\n':
-			p++;
-			continue;
-		case '-': case '0': case '1': case '2': case '3': case '4':
-		case '5': case '6': case '7': case '8': case '9':
-			/* a number: json-c took it, so it is well formed */
-			for (p++; p < end && ((*p >= '0' && *p <= '9') ||
-			    *p == '.' || *p == 'e' || *p == 'E' || *p == '+' ||
-			    *p == '-'); p++)
-				;
-			continue;
-		case 't':
-			w = "true";
-			break;
-		case 'n':
-			w = "null";
-			break;
-		case 'f':
-			w = "false";
-			break;
-		default:
-			return (0);
-		}
-		/* true, null, false, and nothing run on after them */
-		n = strlen(w);
-		if ((size_t)(end - p) < n || memcmp(p, w, n) != 0)
-			return (0);
-		p += n;
-		if (p < end && *p >= 'a' && *p <= 'z')
-			return (0);
-	}
-	return (names == tree_keys(obj));
 }
 
 /* Whether the client's leaving should stop this request upstream. */

@@ -24,7 +24,7 @@
 #include "proxy.h"
 
 #define SCAN_DEPTH	32
-#define SCAN_KEYS	64
+#define SCAN_KEYS	RSCAN_TOP
 
 struct scanner {
 	const unsigned char	*p;
@@ -188,10 +188,9 @@ note_top(struct scanner *s, const unsigned char *k, size_t klen,
 			return (1);
 		if (*v != '"' || esc || n - 2 >= sizeof(rs->model))
 			return (0);
+		/* no NUL in it: raw bytes < 0x20 are refused, escapes too */
 		memcpy(rs->model, v + 1, n - 2);
 		rs->model[n - 2] = '\0';
-		if (memchr(rs->model, '\0', n - 2) != NULL)
-			return (0);
 		rs->has_model = 1;
 	} else if (klen == 6 && memcmp(k, "stream", 6) == 0)
 		rs->stream = n == 4 && memcmp(v, "true", 4) == 0;
@@ -265,14 +264,12 @@ scan_object(struct scanner *s, int ctx)
 		} else if (!scan_value(s, sub, 0))
 			return (0);
 		if (ctx == CTX_TOP) {
-			/* names the rules look for by path: see rules_fast */
+			/* names the rules look for by path: see rules_fast;
+			 * SCAN_KEYS keeps them within RSCAN_TOP */
 			if (!note_top(s, k, klen, v, vesc))
 				return (0);
-			if (s->rs->ntop < RSCAN_TOP) {
-				s->rs->top[s->rs->ntop] = (const char *)k;
-				s->rs->toplen[s->rs->ntop++] = klen;
-			} else
-				s->rs->toomany = 1;
+			s->rs->top[s->rs->ntop] = (const char *)k;
+			s->rs->toplen[s->rs->ntop++] = klen;
 		}
 		/* a message whose content is not a string has parts */
 		if (ctx == CTX_MESSAGE && klen == 7 &&
@@ -345,13 +342,10 @@ scan_value(struct scanner *s, int ctx, int inarray)
 	}
 }
 
-/*
- * 1 with rs filled in when buf[0..len) may take the fast path (see
- * above); 0 when it must be parsed by json-c.  UTF-8 is checked in
- * strings, where alone bytes >= 0x80 are taken.
- */
-int
-rules_scan(const char *buf, size_t len, struct rscan *rs)
+/* The body as strict JSON: an object, with the rules' checks and notes
+ * (CTX_TOP) or without them (CTX_OTHER). */
+static int
+scan(const char *buf, size_t len, struct rscan *rs, int ctx)
 {
 	struct scanner	 s;
 
@@ -364,10 +358,38 @@ rules_scan(const char *buf, size_t len, struct rscan *rs)
 	ws(&s);
 	if (s.p >= s.end || *s.p != '{')
 		return (0);
-	if (!scan_value(&s, CTX_TOP, 0))
+	if (!scan_value(&s, ctx, 0))
 		return (0);
 	ws(&s);
-	return (s.p == s.end && !rs->toomany);
+	return (s.p == s.end);
+}
+
+/*
+ * 1 with rs filled in when buf[0..len) may take the fast path (see
+ * above); 0 when it must be parsed by json-c.  UTF-8 is checked in
+ * strings, where alone bytes >= 0x80 are taken.
+ */
+int
+rules_scan(const char *buf, size_t len, struct rscan *rs)
+{
+	return (scan(buf, len, rs, CTX_TOP));
+}
+
+/*
+ * Whether a body json-c took (it is an object) can go to the model as
+ * its own bytes when no rule changed it: the same strict JSON as the
+ * fast path, without the rules' conditions.  Not when json-c was lenient
+ * (comments, single quotes, NaN, raw control characters in strings),
+ * nor when an object has a name twice (json-c kept the last; a parser
+ * that keeps the first would see a value the rules never looked at) or
+ * a name with an escape (two spellings of one name).
+ */
+int
+rules_plain(const char *buf, size_t len)
+{
+	struct rscan	 rs;
+
+	return (scan(buf, len, &rs, CTX_OTHER));
 }
 
 /* Whether the top object has a name, the first part of path. */
