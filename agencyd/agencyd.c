@@ -131,7 +131,8 @@ main(int argc, char *argv[])
 		errx(1, "unknown user %s", conf->user);
 
 	/* Fail in the foreground, where the operator can see it. */
-	if (control_check(conf->socket) == -1)
+	if (control_check(conf->socket) == -1 ||
+	    (conf->rsocket[0] != '\0' && control_check(conf->rsocket) == -1))
 		exit(1);
 	if (listeners_bind(conf) == -1)
 		exit(1);

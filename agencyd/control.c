@@ -140,9 +140,9 @@ control_init(struct agencyd *d, const char *path, const char *rpath)
 	(void)d;
 	if (control_listen(&ctl_main, path, 0) == -1)
 		return (-1);
+	/* both sockets were checked by main, in the foreground */
 	if (rpath != NULL && rpath[0] != '\0' &&
-	    (control_check(rpath) == -1 ||
-	    control_listen(&ctl_restricted, rpath, 1) == -1))
+	    control_listen(&ctl_restricted, rpath, 1) == -1)
 		return (-1);
 	return (0);
 }

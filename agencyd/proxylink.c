@@ -33,6 +33,7 @@
 static void	proxy_dispatch(int, short, void *);
 static void	proxy_hostile(struct agencyd *, const char *, uint32_t);
 static void	proxy_restart_cb(int, short, void *);
+static void	proxy_restart_later(struct agencyd *);
 static void	proxy_status(struct agencyd *, struct imsg *);
 
 int
@@ -272,17 +273,11 @@ proxy_send_config(struct agencyd *d)
 void
 proxy_compose(struct agencyd *d, uint32_t type, const void *data, size_t len)
 {
-	if (!d->proxy_up)
-		return;		/* a new proxy asks again */
-	/* In proxy_dispatch, which writes once it is done. */
-	if (d->proxy_batch) {
-		if (imsg_compose(&d->proxy_iev.ibuf, type, 0, 0, -1, data,
-		    len) == -1)
-			log_warn("%s: type %u", __func__, type);
-		return;
-	}
-	if (imsgev_compose(&d->proxy_iev, type, 0, 0, -1, data, len) == -1)
-		log_warn("%s: type %u", __func__, type);
+	struct iovec	 iov;
+
+	iov.iov_base = (void *)(uintptr_t)data;
+	iov.iov_len = len;
+	proxy_composev(d, type, &iov, 1);
 }
 
 void
@@ -334,7 +329,6 @@ proxy_hostile(struct agencyd *d, const char *why, uint32_t type)
 void
 proxy_died(struct agencyd *d, int status)
 {
-	struct timeval	tv;
 	char		how[64];
 	int64_t		age;
 
@@ -350,7 +344,15 @@ proxy_died(struct agencyd *d, int status)
 		d->proxy_quick_deaths++;
 	else
 		d->proxy_quick_deaths = 0;
-	/* Start again at once, unless it keeps dying young. */
+	proxy_restart_later(d);
+}
+
+/* Start again at once, unless it keeps dying young (or cannot start). */
+static void
+proxy_restart_later(struct agencyd *d)
+{
+	struct timeval	tv;
+
 	tv.tv_sec = 0;
 	tv.tv_usec = 0;
 	if (d->proxy_quick_deaths > 2) {
@@ -372,7 +374,12 @@ proxy_restart_cb(int fd, short ev, void *arg)
 	if (d->stopping || d->proxy_pid != 0)
 		return;
 	if (proxy_start(d) == -1) {
-		proxy_died(d, 0);
+		/* no process: not a death, and not "exited 0"; wait, as for
+		 * one that keeps dying, rather than retry at once */
+		log_warnx("cannot start agency-proxy; trying again in %d ms",
+		    PROXY_RESPAWN_WAIT);
+		d->proxy_quick_deaths = 3;
+		proxy_restart_later(d);
 		return;
 	}
 	/* Probes in flight died with the old proxy. */
