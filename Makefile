@@ -66,7 +66,7 @@ agencyd/parse.c: agencyd/parse.y
 	$(YACC) -o $@ $<
 
 # The generated parser is not held to our warnings.
-agencyd/parse.o: agencyd/parse.c
+agencyd/parse.o: agencyd/parse.c agencyd/*.h common/*.h
 	$(CC) $(CFLAGS) -Wno-unused-but-set-variable -Iagencyd -c -o $@ $<
 
 $(COMMON_LIB): $(COMMON_SRCS:.c=.o)
@@ -95,7 +95,8 @@ regress/tools/%: regress/tools/%.c regress/tools/*.h $(COMMON_LIB)
 regress/unit/%_test: regress/unit/%_test.o $(AGENCYD_LIB) $(PROXY_LIB) \
     $(COMMON_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(shell pkg-config --libs atf-c)
-regress/unit/%_test.o: regress/unit/%_test.c
+regress/unit/%_test.o: regress/unit/%_test.c agencyd/*.h agency-proxy/*.h \
+    common/*.h
 	$(CC) $(CFLAGS) -Iagencyd -Iagency-proxy \
 	    $(shell pkg-config --cflags atf-c) -c -o $@ $<
 
@@ -107,7 +108,7 @@ agency-ctl/%.o: agency-ctl/%.c agency-ctl/*.h common/*.h
 	$(CC) $(CFLAGS) -Iagency-ctl -c -o $@ $<
 common/%.o: common/%.c common/*.h
 	$(CC) $(CFLAGS) -c -o $@ $<
-regress/fakelm/%.o: regress/fakelm/%.c common/*.h
+regress/fakelm/%.o: regress/fakelm/%.c regress/fakelm/*.h common/*.h
 	$(CC) $(CFLAGS) -c -o $@ $<
 
 check:

@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "numarg.h"
+#include "tool.h"
 
 #define MAXCONNS	512
 #define NITEMS(a)	(sizeof(a) / sizeof((a)[0]))
@@ -104,12 +105,7 @@ static unsigned long counts[K_NKINDS][O_NOUTCOMES];
 static uint64_t
 next(void)
 {
-	uint64_t	z;
-
-	z = (rng += 0x9e3779b97f4a7c15ULL);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return (z ^ (z >> 31));
+	return (splitmix64(&rng));
 }
 
 /* A number in [lo, hi]. */
@@ -117,15 +113,6 @@ static size_t
 between(size_t lo, size_t hi)
 {
 	return (lo + next() % (hi - lo + 1));
-}
-
-static int64_t
-now_ms(void)
-{
-	struct timespec	ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
 }
 
 static void
@@ -530,7 +517,6 @@ usage(void)
 int
 main(int argc, char *argv[])
 {
-	struct rlimit	 rl;
 	struct slot	*slots;
 	struct pollfd	*pfd;
 	uint64_t	 seed = 1;
@@ -569,11 +555,7 @@ main(int argc, char *argv[])
 	if (argc - optind != 1)
 		usage();
 	port = numarg(argv[optind], 1, 65535, "port");
-	signal(SIGPIPE, SIG_IGN);
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
+	tool_init();
 
 	if ((slots = calloc(conns, sizeof(*slots))) == NULL ||
 	    (pfd = calloc(conns, sizeof(*pfd))) == NULL)

@@ -25,17 +25,9 @@
 #include <unistd.h>
 
 #include "numarg.h"
+#include "tool.h"
 
 #define MAXCONNS	20000
-
-static int64_t
-now_ms(void)
-{
-	struct timespec	ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
-}
 
 static void
 usage(void)
@@ -59,7 +51,6 @@ main(int argc, char *argv[])
 	    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 	    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
 	struct sockaddr_in	 sin;
-	struct rlimit		 rl;
 	struct pollfd		*pfd;
 	size_t			*off;
 	char			 buf[512];
@@ -89,11 +80,7 @@ main(int argc, char *argv[])
 	sin.sin_family = AF_INET;
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	sin.sin_port = htons(numarg(argv[optind], 1, 65535, "port"));
-	signal(SIGPIPE, SIG_IGN);
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
+	tool_init();
 	if ((pfd = calloc(conns, sizeof(*pfd))) == NULL ||
 	    (off = calloc(conns, sizeof(*off))) == NULL)
 		err(2, NULL);

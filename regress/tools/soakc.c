@@ -47,6 +47,7 @@
 #include <json.h>
 
 #include "numarg.h"
+#include "tool.h"
 
 #define MAXCONNS	1024
 #define MAXMODELS	16
@@ -81,21 +82,7 @@ static unsigned long counts[O_N], bymodel[MAXMODELS][O_N];
 static uint64_t
 next(void)
 {
-	uint64_t	z;
-
-	z = (rng += 0x9e3779b97f4a7c15ULL);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return (z ^ (z >> 31));
-}
-
-static int64_t
-now_ms(void)
-{
-	struct timespec	ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+	return (splitmix64(&rng));
 }
 
 /* Undo chunked framing in place; -1 when it is not well formed. */
@@ -339,7 +326,6 @@ usage(void)
 int
 main(int argc, char *argv[])
 {
-	struct rlimit	 rl;
 	struct conn	*cs;
 	struct pollfd	*pfd;
 	unsigned long	 total = 0, bad = 0;
@@ -384,11 +370,7 @@ main(int argc, char *argv[])
 	for (i = 1; i < argc; i++)
 		models[nmodels++] = argv[i];
 	rng = seed;
-	signal(SIGPIPE, SIG_IGN);
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
+	tool_init();
 	if ((cs = calloc(conns, sizeof(*cs))) == NULL ||
 	    (pfd = calloc(conns, sizeof(*pfd))) == NULL)
 		err(2, NULL);
