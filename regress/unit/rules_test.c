@@ -511,6 +511,28 @@ ATF_TC_BODY(scan, tc)
 	ATF_CHECK(rules_rewrite_needed(&rs, "up", 0, KIND_CHAT));
 }
 
+/* One body's parse does not reach into the next one's. */
+ATF_TC_WITHOUT_HEAD(parse_alone);
+ATF_TC_BODY(parse_alone, tc)
+{
+	static const char	*cut[] = { "{\"a\":\"\\ud83d", "{\"a\":\"\\ud83d\\u",
+				    "{\"a\":\"\\u22", "{\"a\":[{\"b\":" };
+	const char		*good = "{\"model\":\"x\\u22c0y\"}";
+	struct rerr		 e;
+	json_object		*o, *m;
+	size_t			 i;
+
+	for (i = 0; i < sizeof(cut) / sizeof(cut[0]); i++) {
+		ATF_CHECK(rules_parse(cut[i], strlen(cut[i]), &e) == NULL);
+		ATF_CHECK_EQ(e.status, 400);
+		ATF_REQUIRE((o = rules_parse(good, strlen(good), &e)) != NULL);
+		ATF_REQUIRE(json_object_object_get_ex(o, "model", &m));
+		ATF_CHECK_STREQ_MSG(json_object_get_string(m),
+		    "x\xe2\x8b\x80y", "after %s", cut[i]);
+		json_object_put(o);
+	}
+}
+
 ATF_TC_WITHOUT_HEAD(stops);
 ATF_TC_BODY(stops, tc)
 {
@@ -539,5 +561,6 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, stops);
 	ATF_TP_ADD_TC(tp, plain);
 	ATF_TP_ADD_TC(tp, scan);
+	ATF_TP_ADD_TC(tp, parse_alone);
 	return (atf_no_error());
 }
