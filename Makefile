@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The agency authors
+# SPDX-License-Identifier: ISC (see the file LICENSE)
 # agency: GNU make.  "make check" and "make demo" install the Debian
 # packages they need first (scripts/deps), then build.
 

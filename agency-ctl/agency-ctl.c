@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * agency-ctl: steer agencyd over its control socket.
  *
  * One request a connection.  The answer is read to its end marker

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * agency-ctl: what the main program shares with its formatting code
  * (show.c), which is kept free of sockets so that it can be tested alone.
  */

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * agency-ctl's output: the status table, its JSON form, and the small
  * formatters they use.  Nothing here touches a socket or the clock; the
  * caller passes the time and the width, so the output can be tested.

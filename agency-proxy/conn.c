@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * The front door's client connections: accepted, read, parsed (h1.c),
  * handed one request at a time to http.c, written back, counted for the
  * metrics, capped, given deadlines, and kept from spinning when accept

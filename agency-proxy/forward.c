@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * Model requests: ask the parent for a hold, forward to the model's port
  * over a pooled keep-alive connection, stream the answer back as it comes,
  * and release the hold exactly once, whichever way the request ends.

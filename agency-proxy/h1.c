@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * HTTP/1.x messages (RFC 9112, RFC 9110): the header block of a request
  * or a response, and the chunked transfer coding.  The bytes come from
  * the network and may be anything, so every byte is checked against the

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * HTTP/1.x messages (RFC 9112): the request and status lines, the header
  * fields, and the framing they imply, parsed from bytes that came off a
  * socket; and the chunked transfer coding, decoded in place.  Pure

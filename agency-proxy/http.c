@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * The HTTP front door: routes, admin guards, errors in the OpenAI shape,
  * the access log.  Model requests go on to forward.c.
  */

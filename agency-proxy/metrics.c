@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * GET /metrics in the Prometheus text exposition format (version 0.0.4).
  *
  * What the proxy sees it counts itself: requests by the status the client

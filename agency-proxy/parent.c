@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * The channel to agencyd on fd 3: the configuration, holds, probes,
  * status and cancel.  Anything malformed from the parent is fatal: the
  * parent is trusted, so a bad message means a broken channel.

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * Dropping privileges, before the proxy reads anything from anyone.
  */
 #include <sys/types.h>

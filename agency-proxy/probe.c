@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * Readiness probes for the parent: the answer of a model process is only
  * ever read here, in the unprivileged process.  Connection refused, a
  * timed out attempt and 503 (llama-server while it loads) are retried

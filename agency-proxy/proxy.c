@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * agency-proxy: started by agencyd with its end of a socketpair on fd 3.
  */
 #include <sys/types.h>

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * agency-proxy: the unprivileged front door.
  *
  * It is started by agencyd as "agency-proxy [-dv] [-p lo:hi] [-u user]"

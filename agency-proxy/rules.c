@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * The proxy's view of the configuration and the request rules: pure
  * functions on json-c objects, no I/O, so the unit tests drive them.
  */

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * The proxy's sandbox, applied after the privilege drop (privsep.c) and
  * before the event loop: Landlock (no file system access; where the
  * kernel has them, TCP connect only to the model ports, no bind, and

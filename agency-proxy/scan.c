@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * The fast path of a model request's body: one pass over the bytes that
  * checks them as strict JSON (RFC 8259) and notes the few fields the
  * rules read, so that a body no rule changes goes to the model without

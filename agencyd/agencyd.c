@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * agencyd: the supervisor.  It owns the pool of model processes, starts
  * agency-proxy (the unprivileged front door) and restarts it when it
  * dies, and answers agency-ctl on its control socket.  It never parses

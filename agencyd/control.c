@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * The control socket: agency-ctl's way in.  Every connection has its own
  * buffers; a client that sends something malformed or unknown is
  * dropped and logged.  A restricted socket answers status alone.

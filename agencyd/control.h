@@ -1,3 +1,7 @@
+/*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
 #ifndef AGENCYD_CONTROL_H
 #define AGENCYD_CONTROL_H
 

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * Memory measurements: /proc/meminfo, the cgroup limits (v2 and v1), the
  * default reserve and a model's need.  See memory.h.
  */

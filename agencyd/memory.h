@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * Memory measurements for the pool's fit test: what the machine (or the
  * memory-limited cgroup agencyd runs in) has available, the default
  * reserve, and what a model needs.  The readers take their paths as

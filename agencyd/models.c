@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * The pool's effects done for real: model processes through spawn.c,
  * signals to their process groups, probes through the proxy, timers on
  * libevent, memory from memory.c, answers to the proxy.

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * Talking to a service manager (systemd's Type=notify) through
  * sd_notify(3): READY=1 once the front door serves, STATUS= with the
  * models, STOPPING=1 on shutdown.

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * agency.conf(5): a hand-written lexer with include files and macros, a
  * byacc grammar, and the checks that need the whole file.  Every error is
  * reported as "FILE:LINE: message"; parse_config() returns NULL if there

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * The pool of model processes.  See pool.h and DESIGN.md, "The pool".
  *
  * Every change of state (load, unload, idle unload, stop all, replace,

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * The pool: one record per served model, its state, its holds, and the
  * one queue on which every change of state runs (see DESIGN.md, "The
  * pool").  It is a pure state machine: every effect (spawning, signals,

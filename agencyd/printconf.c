@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * The normalized configuration, as "agencyd -nv" prints it: a fixed order,
  * one statement a line, canonical units.  Parsing the output gives the
  * same configuration, and printing that gives the same text.

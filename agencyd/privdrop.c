@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * What agencyd gives up once it is running as root.  It still starts
  * model processes as their user and the proxy in its chroot, signals
  * them, binds listening sockets on reload and reads model files to size

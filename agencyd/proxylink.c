@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * agencyd's side of the socketpair to agency-proxy.  Everything that
  * comes from the proxy is hostile until proven otherwise: exact sizes,
  * strings that end inside their arrays, holds the proxy really holds.

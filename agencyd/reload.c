@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * Reloading the configuration (SIGHUP, agency-ctl reload).  A file with
  * errors changes nothing.  Otherwise models that did not change keep
  * their processes and counts, removed ones are stopped once idle (new

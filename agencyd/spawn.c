@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * Model processes: argv and environment, fork+exec, output capture, and
  * the ring of a model's last lines.  See spawn.h.
  */

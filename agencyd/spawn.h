@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * Model processes: the argv from a runtime's command template, the
  * scrubbed environment, fork+exec in a new session as the model user,
  * and the capture of stdout and stderr, line by line, into a ring of the

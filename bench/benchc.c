@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * benchc: the small HTTP clients of bench/run, on one epoll loop.
  *
  *   benchc stream PORT CONNS ROUNDS SECONDS BODY

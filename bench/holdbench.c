@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * holdbench: holds per second over the socketpair, agencyd's real side.
  *
  * agencyd runs it in place of agency-proxy (-P): it takes the config on

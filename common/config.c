@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * The configuration's lifetime and look-ups.  agencyd builds it in
  * parse.y; agency-ctl only needs the default control socket.
  */

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * The configuration shared by agencyd (which parses it) and agency-proxy
  * (which receives the parts it needs over imsg).  Strings live in fixed
  * arrays so a record can cross the socketpair as one exact-size payload.

@@ -1,3 +1,7 @@
+/*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
 /* Method names for log lines, shared by the front door and fakelm. */
 #include <event2/http.h>
 

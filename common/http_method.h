@@ -1,3 +1,7 @@
+/*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
 #ifndef AGENCY_HTTP_METHOD_H
 #define AGENCY_HTTP_METHOD_H
 

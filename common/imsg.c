@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * agency's own imsg: framing, fd passing and buffering for messages over
  * a unix stream socket.  See imsg.h for the rules.
  */

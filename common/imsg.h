@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * agency's own imsg: framed messages with an optional passed fd over a
  * unix stream socket, in the shape of OpenBSD's imsg(3) API.
  *

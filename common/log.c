@@ -1,3 +1,7 @@
+/*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
 #include <errno.h>
 #include <poll.h>
 #include <stdarg.h>

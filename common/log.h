@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * Logging in the manner of OpenBSD's daemons: stderr in the foreground,
  * syslog otherwise, or a hook that carries each line elsewhere (a child
  * process sends its lines to the parent over imsg).

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * The messages between agencyd and agency-proxy over their socketpair,
  * and between agencyd and agency-ctl over the control socket.
  *

@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The agency authors
+// SPDX-License-Identifier: ISC (see the file LICENSE)
 // agency's front door through the official OpenAI client for Node.
 //
 // Run by openai_test (atf-sh) against an agencyd it started with the

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * fakelm: the process side of a stand-in model server.  It loads (or
  * pretends to), binds, says it is ready, and exits the ways a real model
  * server does: on SIGTERM, when its parent's pipe closes, or by crashing.

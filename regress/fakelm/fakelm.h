@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * fakelm: an OpenAI-compatible stand-in for llama-server, mlx_lm.server
  * and vllm, for tests, benchmarks and the demo.
  */

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * fakelm's HTTP side: the OpenAI routes, deterministic answers, token
  * pacing, what happens when a client leaves, and the per-request log line.
  */

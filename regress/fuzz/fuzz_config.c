@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * libFuzzer harness: a file's bytes into parse_config(), as agencyd -n
  * reads them.  A configuration that parses must print (print_config) to
  * a normalized form that parses back to the same text, as the golden

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * libFuzzer harness: the HTTP/1.x parser (h1.c).  The input is parsed
  * as a request and as a response header block, and decoded as a chunked
  * body: whole, split in two at a point the first byte picks, and a byte

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * libFuzzer harness: the imsg reader (imsg_read, imsg_get and the
  * getters) on arbitrary byte streams over a unix socketpair, written in
  * chunks whose lengths come from the input, some carrying fds (a pipe

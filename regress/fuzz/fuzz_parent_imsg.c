@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * libFuzzer harness: agencyd's handling of sequences of imsgs from the
  * proxy (proxy_dispatch, proxylink.c) and from agency-ctl clients
  * (control_dispatch, control.c), with everything else that can happen

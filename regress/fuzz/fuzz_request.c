@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * libFuzzer harness: agency-proxy's request path up to the hold request,
  * through http_decide() (http.c), the function the real request handler
  * calls: routes, the admin Host and Content-Type guards, the body's

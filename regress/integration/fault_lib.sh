@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The agency authors
+# SPDX-License-Identifier: ISC (see the file LICENSE)
 # Helpers for fault_test, on top of lib.sh: requests run in the
 # background with their pid, exit code, status code and end time kept in
 # files, clocks in milliseconds, and checks shared by every case.

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The agency authors
+# SPDX-License-Identifier: ISC (see the file LICENSE)
 # Shared by the atf-sh integration tests: start agencyd on a config made
 # for the test (free ports, fakelm as every model), ask it things, wait
 # for conditions with deadlines, and leave no process behind.

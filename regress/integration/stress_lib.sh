@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The agency authors
+# SPDX-License-Identifier: ISC (see the file LICENSE)
 # Helpers for stress_test, on top of lib.sh and fault_lib.sh: the checks
 # every stress case ends with (counts 0, no model process without its
 # record, no fd leak in agencyd or the proxy, status still answers),

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * BADPROXY_MODE=mode badproxy: stands in for agency-proxy (agencyd -P) and misbehaves
  * on the socketpair, so a test can see agencyd treat it as hostile.  It
  * appends its pid to ./badproxy.starts, reads the configuration up to

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * badreq [-v] [-c conns] [-n count] [-s seed] [-t ms] [-m model] port:
  * send count malformed HTTP requests to 127.0.0.1:port, conns (default
  * 32) connections at a time, each request on its own connection, and

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * freeport [N]: print N (default 1) TCP ports on 127.0.0.1 that were free
  * a moment ago, one a line, by binding port 0.  The sockets are all held
  * until every port is chosen, so the ports differ.

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * notifyrecv [-H port] path: play the service manager's end of
  * sd_notify(3).  Bind a unix datagram socket at path and print every
  * field of every message as "PID FIELD=VALUE", PID being the sender's

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * The test tools' one way to take a number from the command line: in
  * range or exit 2 with what was wrong.
  */

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * rawhttp [-t ms] port: send standard input as it is to 127.0.0.1:port,
  * then print all that comes back until the server closes the connection,
  * followed by a last line "<closed>", or "<timeout>" when nothing more

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * slowloris [-c conns] [-i ms] [-t seconds] port: open conns (default
  * 500) connections to 127.0.0.1:port and send, on each, one byte of a
  * request's header every -i ms (default 1000), never finishing the

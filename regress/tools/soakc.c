@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * soakc [-v] [-c conns] [-d percent] [-P ms] [-s seed] [-t seconds] [-T ms]
  *     port model...: the soak test's client.  Keeps conns (default 64)
  * connections busy for -t seconds (default 60) against 127.0.0.1:port,

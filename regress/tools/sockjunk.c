@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * sockjunk [-c clients] [-n bytes] [-H] path: connect to a unix socket
  * (clients at once, default 1), write garbage (bytes of random data, or
  * with -H an imsg header claiming a huge length), then wait up to 5 s

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * What the load tools (badreq, soakc, slowloris) share: a monotonic
  * clock in milliseconds, a seeded generator so that a run can be made
  * again from its seed, and the set-up for many connections.

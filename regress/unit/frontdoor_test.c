@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * agency-proxy as a process: the test plays agencyd on fd 3, runs a small
  * upstream model server in a child, and talks HTTP to the proxy over
  * loopback.  Every wait has a deadline.

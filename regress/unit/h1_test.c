@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * The HTTP/1.x parser (h1.c): request and status lines, header fields,
  * the framing they imply, and the chunked coding.
  */

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * Unit tests for common/imsg.c: framing, partial reads and writes, fd
  * passing, hostile headers, payload getters and the libevent glue.
  */

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * memory.c: /proc/meminfo, cgroup limits, reserve, need, formatting.
  * Sample files live in data/ next to this program (srcdir).
  */

@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * The pool driven by fake operations: a clock advanced by hand, timers
  * fired when it passes them, spawns, signals and probes recorded and
  * answered by the test.  No processes, no sockets, no sleeping.

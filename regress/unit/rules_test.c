@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * The request rules of agency-proxy as pure functions on json-c objects.
  */
 #include <sys/types.h>

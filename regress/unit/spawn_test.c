@@ -1,4 +1,8 @@
 /*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
  * spawn.c: argv and environment building, the ring, exit descriptions,
  * and real children of /bin/sh whose output is drained by a libevent
  * loop that runs until a condition holds or a deadline passes.
