@@ -32,6 +32,11 @@
 #include "log.h"
 #include "memory.h"
 
+/* The Makefile's, from the install variables. */
+#ifndef CONF_PATH
+#define CONF_PATH	AGENCY_CONF
+#endif
+
 struct agencyd	*env;
 
 __dead static void	usage(void);
@@ -77,7 +82,7 @@ main(int argc, char *argv[])
 	TAILQ_INIT(&d.models);
 	TAILQ_INIT(&d.draining);
 	TAILQ_INIT(&d.probes);
-	d.conffile = AGENCY_CONF;
+	d.conffile = CONF_PATH;
 	d.proxy_path = PROXY_PATH;
 	env = &d;
 
