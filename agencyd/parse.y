@@ -34,7 +34,7 @@
 
 #include "agencyd.h"
 #include "log.h"
-#include "memory.h"
+#include "memory.h"	/* mem_fmt */
 
 #define MAXINCLUDE	16	/* include depth; also stops include loops */
 #define MAXUNGET	16
@@ -1670,54 +1670,39 @@ check_users(void)
  * make_room in pool.c): a lazy model loads only while the needs of the
  * loaded ones and its own stay within the budget, and the models that
  * are not lazy are never stopped to make room.  A model that could never
- * load is an error; with overcommit the pool loads it anyway.  A need
- * read from the disk is the machine's problem rather than the file's.
+ * load is an error; with overcommit the pool loads it anyway.  Only
+ * needs written as memory count: one read from the disk may change, and
+ * reading it here could walk a whole tree.
  */
 static void
 check_budget(void)
 {
 	struct model_conf	*m;
-	const struct pos	*p;
 	char			 nbuf[MEM_FMT_LEN], bbuf[MEM_FMT_LEN];
 	char			 fbuf[MEM_FMT_LEN];
-	int64_t			 need, fixed = 0;
-	int			 fixed_disk = 0;
+	int64_t			 fixed = 0;
 
 	if (conf->budget <= 0 || conf->overcommit)
 		return;
-	TAILQ_FOREACH(m, &conf->models, entry) {
-		if (m->rt == NULL || m->lazy)
-			continue;
-		need = mem_need(m->upstream, m->memory, m->rt->kind);
-		fixed = need > INT64_MAX - fixed ? INT64_MAX : fixed + need;
-		if (m->memory <= 0)
-			fixed_disk = 1;
-	}
+	TAILQ_FOREACH(m, &conf->models, entry)
+		if (!m->lazy && m->memory > 0)
+			fixed = m->memory > INT64_MAX - fixed ? INT64_MAX :
+			    fixed + m->memory;
 	mem_fmt(bbuf, sizeof(bbuf), conf->budget);
 	mem_fmt(fbuf, sizeof(fbuf), fixed);
 	TAILQ_FOREACH(m, &conf->models, entry) {
-		if (m->rt == NULL)
+		if (m->memory <= 0)
 			continue;
-		need = mem_need(m->upstream, m->memory, m->rt->kind);
-		mem_fmt(nbuf, sizeof(nbuf), need);
-		p = pos_find(m, m->memory > 0 ? POS_MEMORY : POS_MODEL);
-		if (need > conf->budget && m->memory > 0)
-			conf_error(p, "model \"%s\" needs %s, more than the "
-			    "whole memory budget of %s", m->name, nbuf, bbuf);
-		else if (need > conf->budget)
-			conf_warn(p, 1, "model \"%s\" needs %s by the size of "
-			    "its upstream, more than the whole memory budget "
-			    "of %s", m->name, nbuf, bbuf);
-		else if (m->lazy && fixed > conf->budget - need &&
-		    m->memory > 0 && !fixed_disk)
-			conf_error(p, "model \"%s\" needs %s, but the models "
-			    "that are not lazy take %s of the memory budget "
-			    "of %s", m->name, nbuf, fbuf, bbuf);
-		else if (m->lazy && fixed > conf->budget - need)
-			conf_warn(p, 1, "model \"%s\" needs %s, but the "
-			    "models that are not lazy take %s of the memory "
-			    "budget of %s (by the size of upstreams)", m->name,
-			    nbuf, fbuf, bbuf);
+		mem_fmt(nbuf, sizeof(nbuf), m->memory);
+		if (m->memory > conf->budget)
+			conf_error(pos_find(m, POS_MEMORY), "model \"%s\" needs "
+			    "%s, more than the whole memory budget of %s",
+			    m->name, nbuf, bbuf);
+		else if (m->lazy && fixed > conf->budget - m->memory)
+			conf_error(pos_find(m, POS_MEMORY), "model \"%s\" needs "
+			    "%s, but the models that are not lazy take %s of "
+			    "the memory budget of %s", m->name, nbuf, fbuf,
+			    bbuf);
 	}
 }
 
