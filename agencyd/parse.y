@@ -151,10 +151,9 @@ static char			*top_name;	/* the file given to agencyd */
  * Where the statements of kept models and runtimes were written, for the
  * checks of whether they can run, made after parsing.
  */
-#define POS_MODEL	0
-#define POS_MEMORY	1
-#define POS_UPSTREAM	2
-#define POS_COMMAND	3
+#define POS_MEMORY	0
+#define POS_UPSTREAM	1
+#define POS_COMMAND	2
 static struct notepos {
 	const void		*key;	/* the model_conf or runtime_conf */
 	int			 what;	/* POS_* */
@@ -1497,10 +1496,8 @@ model_start(char *name)
 			    "model \"%s\"", name, m->name);
 	}
 	free(name);
-	if (model_keep) {
+	if (model_keep)
 		TAILQ_INSERT_TAIL(&conf->models, model, entry);
-		pos_note(model, POS_MODEL);
-	}
 }
 
 static void
@@ -1706,7 +1703,7 @@ check_budget(void)
 	}
 }
 
-/* 0 when path is a program the model user can be started with. */
+/* 0 when path is a program that exec could start. */
 static int
 program_ok(const char *path, char *why, size_t len)
 {
@@ -1721,7 +1718,8 @@ program_ok(const char *path, char *why, size_t len)
 		(void)strlcpy(why, "is not a regular file", len);
 		return (-1);
 	}
-	/* Root may run anything with an x bit; others ask the kernel. */
+	/* For root any x bit does (the model user's rights are the
+	 * kernel's to judge at exec); others ask the kernel. */
 	if ((st.st_mode & (S_IXUSR | S_IXGRP | S_IXOTH)) == 0 ||
 	    (geteuid() != 0 && access(path, X_OK) == -1)) {
 		(void)strlcpy(why, "is not executable", len);
@@ -1758,8 +1756,6 @@ check_program(const struct model_conf *m, struct strlist *done)
 	if (strchr(argv[0], '/') != NULL) {
 		if (program_ok(argv[0], why, sizeof(why)) == -1)
 			conf_warn(p, 1, "program \"%s\" %s", argv[0], why);
-		else
-			found = 1;
 		goto report;
 	}
 	for (i = 0; envp[i] != NULL; i++)
