@@ -19,15 +19,16 @@ CC ?=		cc
 YACC =		byacc
 PKGS =		libbsd-overlay libevent json-c libseccomp libsystemd
 
-# The path agencyd runs the proxy from; tests point it elsewhere with -P.
+# The path agencyd runs the proxy from (tests point it elsewhere with
+# -P), and the configuration it reads without -f.
 PROXY_PATH ?=	$(LIBEXECDIR)/agency-proxy
+CONF_PATH ?=	$(SYSCONFDIR)/agency.conf
 
 WARN =		-Wall -Wextra -Wstrict-prototypes -Wmissing-prototypes \
 		-Wshadow -Wpointer-arith -Wcast-qual -Wsign-compare -Werror
 CFLAGS ?=	-O2 -g
 CFLAGS +=	$(WARN) -std=gnu11 -D_GNU_SOURCE -Icommon \
-		$(shell pkg-config --cflags $(PKGS) 2>/dev/null) \
-		-DPROXY_PATH=\"$(PROXY_PATH)\"
+		$(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS +=	$(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
 ifeq ($(SANITIZE),1)
@@ -63,6 +64,19 @@ all: $(PROGS) $(TEST_PROGS)
 
 deps:
 	@scripts/deps build
+
+# agencyd.o has the paths compiled in.  The stamp holds them and is
+# written again only when they change, so that "make install
+# PREFIX=/opt/agency" after a plain "make" builds agencyd again with
+# the paths it is installed to.
+PATHS_STAMP =	agencyd/paths.stamp
+$(PATHS_STAMP): FORCE
+	@echo '$(PROXY_PATH) $(CONF_PATH)' > $@.new; \
+	    if cmp -s $@.new $@; then rm -f $@.new; else mv -f $@.new $@; fi
+agencyd/agencyd.o: $(PATHS_STAMP)
+agencyd/agencyd.o: CFLAGS += -DPROXY_PATH=\"$(PROXY_PATH)\" \
+		    -DCONF_PATH=\"$(CONF_PATH)\"
+FORCE:
 
 agencyd/parse.c: agencyd/parse.y
 	$(YACC) -o $@ $<
@@ -150,14 +164,16 @@ install: $(PROGS)
 	    $(DESTDIR)$(LIBEXECDIR)/agency-proxy
 	install -m 0755 agency-ctl/agency-ctl $(DESTDIR)$(BINDIR)/agency-ctl
 	for m in man/*.[58]; do [ -f "$$m" ] || continue; \
-	    sed -e 's|/usr/local/libexec/|$(LIBEXECDIR)/|g' "$$m" \
+	    sed -e 's|/usr/local/libexec/|$(LIBEXECDIR)/|g' \
+	    -e 's|/etc/agency.conf|$(CONF_PATH)|g' "$$m" \
 	    > $(DESTDIR)$(MANDIR)/man$${m##*.}/$${m##*/} && \
 	    chmod 0644 $(DESTDIR)$(MANDIR)/man$${m##*.}/$${m##*/} || exit 1; \
 	    done
 	install -d $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
 	    $(DESTDIR)$(TMPFILESDIR) $(DESTDIR)$(SYSCONFDIR)
 	sed -e 's|/usr/sbin/agencyd|$(SBINDIR)/agencyd|' \
-	    -e 's|/etc/agency.conf|$(SYSCONFDIR)/agency.conf|' \
+	    -e 's|/usr/bin/agency-ctl|$(BINDIR)/agency-ctl|' \
+	    -e 's|/etc/agency.conf|$(CONF_PATH)|' \
 	    systemd/agencyd.service > $(DESTDIR)$(UNITDIR)/agencyd.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/agencyd.service
 	install -m 0644 systemd/agency.sysusers \
@@ -165,16 +181,33 @@ install: $(PROGS)
 	install -m 0644 systemd/agency.tmpfiles \
 	    $(DESTDIR)$(TMPFILESDIR)/agency.conf
 	# The operator's configuration is never overwritten.
-	[ -e $(DESTDIR)$(SYSCONFDIR)/agency.conf ] || \
-	    install -m 0644 examples/agency.conf \
-	    $(DESTDIR)$(SYSCONFDIR)/agency.conf
+	[ -e $(DESTDIR)$(CONF_PATH) ] || \
+	    install -m 0644 examples/agency.conf $(DESTDIR)$(CONF_PATH)
+
+# What install put, with the same variables; the configuration only as
+# install left it, never with the operator's changes.
+uninstall:
+	rm -f $(DESTDIR)$(SBINDIR)/agencyd \
+	    $(DESTDIR)$(LIBEXECDIR)/agency-proxy \
+	    $(DESTDIR)$(BINDIR)/agency-ctl \
+	    $(DESTDIR)$(UNITDIR)/agencyd.service \
+	    $(DESTDIR)$(SYSUSERSDIR)/agency.conf \
+	    $(DESTDIR)$(TMPFILESDIR)/agency.conf
+	for m in man/*.[58]; do [ -f "$$m" ] || continue; \
+	    rm -f $(DESTDIR)$(MANDIR)/man$${m##*.}/$${m##*/} || exit 1; \
+	    done
+	if cmp -s examples/agency.conf $(DESTDIR)$(CONF_PATH); then \
+	    rm -f $(DESTDIR)$(CONF_PATH); \
+	elif [ -e $(DESTDIR)$(CONF_PATH) ]; then \
+	    echo "$(DESTDIR)$(CONF_PATH) was changed: kept"; fi
 
 clean:
 	rm -f common/*.o agencyd/*.o agency-proxy/*.o agency-ctl/*.o \
 	    regress/fakelm/*.o regress/unit/*.o agencyd/parse.c \
+	    $(PATHS_STAMP) $(PATHS_STAMP).new \
 	    $(COMMON_LIB) $(AGENCYD_LIB) $(PROXY_LIB) $(CTL_LIB) \
 	    $(PROGS) $(TEST_PROGS)
 	rm -rf regress/.kyua
 
-.PHONY: all deps check demo bench fuzz install clean soak
+.PHONY: all deps check demo bench fuzz install uninstall clean soak
 .SUFFIXES:

@@ -15,6 +15,9 @@
 #include <err.h>
 #include <errno.h>
 #include <event.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <paths.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -29,6 +32,11 @@
 #include "log.h"
 #include "memory.h"
 
+/* The Makefile's, from the install variables. */
+#ifndef CONF_PATH
+#define CONF_PATH	AGENCY_CONF
+#endif
+
 struct agencyd	*env;
 
 __dead static void	usage(void);
@@ -37,6 +45,8 @@ static void		agencyd_reap(struct agencyd *);
 static void		agencyd_shutdown(struct agencyd *);
 static struct pool	*agencyd_pool(struct agencyd *);
 static void		 agencyd_loop(struct event_base *);
+static char		*agencyd_abspath(const char *);
+static void		 agencyd_daemon(int);
 
 __dead static void
 usage(void)
@@ -65,13 +75,14 @@ main(int argc, char *argv[])
 	struct event		 ev_sigint, ev_sigterm, ev_sighup, ev_sigchld;
 	struct event_base	*base;
 	const char		*sockpath = NULL;
-	int			 ch, noaction = 0, opts;
+	char			*conffile = NULL;
+	int			 ch, noaction = 0, opts, tostderr;
 
 	memset(&d, 0, sizeof(d));
 	TAILQ_INIT(&d.models);
 	TAILQ_INIT(&d.draining);
 	TAILQ_INIT(&d.probes);
-	d.conffile = AGENCY_CONF;
+	d.conffile = CONF_PATH;
 	d.proxy_path = PROXY_PATH;
 	env = &d;
 
@@ -128,6 +139,8 @@ main(int argc, char *argv[])
 		exit(0);
 	}
 	d.conf = conf;
+	/* Reloads read it again from wherever we are by then. */
+	d.conffile = conffile = agencyd_abspath(d.conffile);
 
 	if (access(d.proxy_path, X_OK) == -1)
 		err(1, "%s", d.proxy_path);
@@ -141,11 +154,14 @@ main(int argc, char *argv[])
 	if (listeners_bind(conf) == -1)
 		exit(1);
 
-	log_init(d.debug, LOG_DAEMON);
+	/* Where lines are seen: a service manager's stderr, or ours when
+	 * no syslog daemon would take them. */
+	tostderr = d.debug || log_stderr_wanted();
+	log_init(tostderr, LOG_DAEMON);
 	log_setverbose(d.verbose + d.debug);
 	/* A service manager that waits for READY=1 keeps us as its child. */
-	if (!notify_init() && !d.debug && daemon(0, 0) == -1)
-		fatal("daemon");
+	if (!notify_init() && !d.debug)
+		agencyd_daemon(tostderr);
 
 	if ((base = event_init()) == NULL)
 		fatalx("event_init");
@@ -180,7 +196,46 @@ main(int argc, char *argv[])
 	models_free(&d);
 	config_free(d.conf);
 	log_info("agencyd exiting");
+	free(conffile);
 	return (0);
+}
+
+/* path made absolute against the working directory, not resolved. */
+static char *
+agencyd_abspath(const char *path)
+{
+	char	 cwd[PATH_MAX], *abs;
+
+	if (path[0] == '/')
+		abs = strdup(path);
+	else if (getcwd(cwd, sizeof(cwd)) == NULL)
+		fatal("getcwd");
+	else if (asprintf(&abs, "%s/%s", cwd, path) == -1)
+		abs = NULL;
+	if (abs == NULL)
+		fatal("%s", __func__);
+	return (abs);
+}
+
+/*
+ * Into the background.  With the log on stderr, stderr stays what it
+ * was (a file, a terminal) and only stdin and stdout go to /dev/null.
+ */
+static void
+agencyd_daemon(int keep_stderr)
+{
+	int	fd;
+
+	if (daemon(0, keep_stderr) == -1)
+		fatal("daemon");
+	if (!keep_stderr)
+		return;
+	if ((fd = open(_PATH_DEVNULL, O_RDWR)) == -1)
+		fatal("%s: %s", __func__, _PATH_DEVNULL);
+	if (dup2(fd, STDIN_FILENO) == -1 || dup2(fd, STDOUT_FILENO) == -1)
+		fatal("%s: dup2", __func__);
+	if (fd > STDERR_FILENO)
+		close(fd);
 }
 
 /*

@@ -21,8 +21,10 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <netdb.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -32,6 +34,7 @@
 
 #include "agencyd.h"
 #include "log.h"
+#include "memory.h"	/* mem_fmt */
 
 #define MAXINCLUDE	16	/* include depth; also stops include loops */
 #define MAXUNGET	16
@@ -74,6 +77,7 @@ int		 yylex(void);
 int		 yyerror(const char *, ...)
 		    __attribute__((__format__ (printf, 1, 2)));
 
+static int		 conf_open(const char *, FILE **, char *, size_t);
 static struct file	*pushfile(const char *, int);
 static int		 popfile(void);
 static int		 lex(void);
@@ -86,6 +90,8 @@ static void		 conf_verror(const char *, int, const char *, va_list)
 			    __attribute__((__format__ (printf, 3, 0)));
 static void		 conf_error(const struct pos *, const char *, ...)
 			    __attribute__((__format__ (printf, 2, 3)));
+static void		 conf_warn(const struct pos *, int, const char *, ...)
+			    __attribute__((__format__ (printf, 3, 4)));
 static int		 here(struct pos *);
 static int		 symset(const char *, const char *, int);
 static const char	*symget(const char *);
@@ -106,6 +112,14 @@ static void		 model_end(void);
 static void		 model_alias(char *);
 static void		 block_abandon(void);
 static void		 check_all(void);
+static void		 pos_note(const void *, int);
+static const struct pos	*pos_find(const void *, int);
+static void		 pos_free(void);
+static void		 check_users(void);
+static void		 check_budget(void);
+static void		 check_program(const struct model_conf *,
+			    struct strlist *);
+static void		 check_runnable(void);
 
 static struct agency_conf	*conf;
 static int			 errors;
@@ -129,6 +143,23 @@ static size_t			 nlisten_pos;
 static struct pos		 ports_pos;
 static struct pos		 default_pos;
 static struct pos		 rsocket_pos;
+static struct pos		 user_pos;
+static struct pos		 model_user_pos;
+static char			*top_name;	/* the file given to agencyd */
+
+/*
+ * Where the statements of kept models and runtimes were written, for the
+ * checks of whether they can run, made after parsing.
+ */
+#define POS_MEMORY	0
+#define POS_UPSTREAM	1
+#define POS_COMMAND	2
+static struct notepos {
+	const void		*key;	/* the model_conf or runtime_conf */
+	int			 what;	/* POS_* */
+	struct pos		 pos;
+} *notes;
+static size_t			 nnotes;
 %}
 
 %token	ALIAS ALWAYS BODY BUDGET CHAT CLOSE COMMAND CONNECTIONS DEFAULT
@@ -227,13 +258,19 @@ main		: LISTEN ON STRING PORT NUMBER	{
 			free($2);
 		}
 		| USER STRING			{
-			(void)setstr(conf->user, sizeof(conf->user), $2,
-			    "user");
+			if (setstr(conf->user, sizeof(conf->user), $2,
+			    "user") == 0) {
+				free(user_pos.file);
+				(void)here(&user_pos);
+			}
 			free($2);
 		}
 		| MODEL USER STRING		{
-			(void)setstr(conf->model_user,
-			    sizeof(conf->model_user), $3, "model user");
+			if (setstr(conf->model_user,
+			    sizeof(conf->model_user), $3, "model user") == 0) {
+				free(model_user_pos.file);
+				(void)here(&model_user_pos);
+			}
 			free($3);
 		}
 		| PORTS NUMBER TO NUMBER	{
@@ -325,9 +362,10 @@ rtlast		: /* empty */
 
 rtopt		: COMMAND STRING		{
 			rt_command = 1;
-			if (check_command($2) == 0)
-				(void)setstr(rt->command, sizeof(rt->command),
-				    $2, "command");
+			if (check_command($2) == 0 &&
+			    setstr(rt->command, sizeof(rt->command), $2,
+			    "command") == 0 && rt_keep)
+				pos_note(rt, POS_COMMAND);
 			free($2);
 		}
 		| READY GET STRING		{
@@ -467,15 +505,19 @@ mopt		: RUNTIME STRING		{
 		}
 		| UPSTREAM STRING		{
 			model_upstream = 1;
-			if (check_upstream($2) == 0)
-				(void)setstr(model->upstream,
-				    sizeof(model->upstream), $2, "upstream");
+			if (check_upstream($2) == 0 &&
+			    setstr(model->upstream, sizeof(model->upstream),
+			    $2, "upstream") == 0 && model_keep)
+				pos_note(model, POS_UPSTREAM);
 			free($2);
 		}
 		| LAZY				{ model->lazy = 1; }
 		| MEMORY size			{
-			if ($2 >= 0)
+			if ($2 >= 0) {
 				model->memory = $2;
+				if (model_keep)
+					pos_note(model, POS_MEMORY);
+			}
 		}
 		| IDLE TIMEOUT duration		{
 			if ($3 >= 0) {
@@ -541,10 +583,16 @@ conf_verror(const char *name, int line, const char *fmt, va_list ap)
 	errors++;
 	if (vasprintf(&msg, fmt, ap) == -1)
 		fatal("%s: vasprintf", __func__);
-	if (opts & AGENCYD_OPT_NOACTION)
-		fprintf(stderr, "%s:%d: %s\n", name, line, msg);
-	else
+	/* Line 0: the whole file, as for one that cannot be read. */
+	if (opts & AGENCYD_OPT_NOACTION) {
+		if (line > 0)
+			fprintf(stderr, "%s:%d: %s\n", name, line, msg);
+		else
+			fprintf(stderr, "%s: %s\n", name, msg);
+	} else if (line > 0)
 		log_warnx("%s:%d: %s", name, line, msg);
+	else
+		log_warnx("%s: %s", name, msg);
 	free(msg);
 }
 
@@ -573,6 +621,41 @@ conf_error(const struct pos *p, const char *fmt, ...)
 	va_start(ap, fmt);
 	conf_verror(p->file, p->line, fmt, ap);
 	va_end(ap);
+}
+
+/*
+ * What may yet work, such as an upstream file that is not there: a
+ * warning, which does not make the file fail.  With error set, a
+ * problem of the machine rather than of the file (a program that is
+ * not installed): an error for -n, which must not call such a file OK,
+ * and a warning for a running agencyd, which may see it installed
+ * before the model loads.
+ */
+static void
+conf_warn(const struct pos *p, int error, const char *fmt, ...)
+{
+	char	*msg;
+	va_list	 ap;
+
+	va_start(ap, fmt);
+	if (error && (opts & AGENCYD_OPT_NOACTION)) {
+		conf_verror(p->file, p->line, fmt, ap);
+		va_end(ap);
+		return;
+	}
+	if (vasprintf(&msg, fmt, ap) == -1)
+		fatal("%s: vasprintf", __func__);
+	va_end(ap);
+	if (p->line == 0 && (opts & AGENCYD_OPT_NOACTION))
+		fprintf(stderr, "%s: warning: %s\n", p->file, msg);
+	else if (opts & AGENCYD_OPT_NOACTION)
+		fprintf(stderr, "%s:%d: warning: %s\n", p->file, p->line, msg);
+	else if (p->line == 0)
+		logit(LOG_WARNING, "%s: warning: %s", p->file, msg);
+	else
+		logit(LOG_WARNING, "%s:%d: warning: %s", p->file, p->line,
+		    msg);
+	free(msg);
 }
 
 static int
@@ -859,14 +942,58 @@ top:
 	return (STRING);
 }
 
+/*
+ * Open a configuration file without blocking (a FIFO or a device would
+ * hang agencyd on open or read), look at what it is through the open
+ * descriptor, and only then read it.  As root, the file must also be
+ * root's and written by no one else, as sshd and smtpd want theirs:
+ * whoever can write it chooses the programs agencyd runs.  0 with *fp
+ * set, or -1 with why in why.
+ */
+static int
+conf_open(const char *path, FILE **fp, char *why, size_t whylen)
+{
+	struct stat	 st;
+	int		 fd, flags;
+
+	*fp = NULL;
+	if ((fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY |
+	    O_CLOEXEC)) == -1) {
+		(void)strlcpy(why, strerror(errno), whylen);
+		return (-1);
+	}
+	if (fstat(fd, &st) == -1)
+		(void)strlcpy(why, strerror(errno), whylen);
+	else if (S_ISDIR(st.st_mode))
+		(void)strlcpy(why, strerror(EISDIR), whylen);
+	else if (!S_ISREG(st.st_mode))
+		(void)strlcpy(why, "not a regular file", whylen);
+	else if (geteuid() == 0 && st.st_uid != 0)
+		(void)snprintf(why, whylen, "owned by uid %lu, not by root",
+		    (unsigned long)st.st_uid);
+	else if (geteuid() == 0 && (st.st_mode & (S_IWGRP | S_IWOTH)))
+		(void)snprintf(why, whylen, "writable by %s (mode %04o)",
+		    (st.st_mode & S_IWOTH) ? "others" : "its group",
+		    (unsigned int)(st.st_mode & 07777));
+	else if ((flags = fcntl(fd, F_GETFL)) == -1 ||
+	    fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == -1 ||
+	    (*fp = fdopen(fd, "r")) == NULL)
+		(void)strlcpy(why, strerror(errno), whylen);
+	if (*fp == NULL) {
+		close(fd);
+		return (-1);
+	}
+	return (0);
+}
+
 static struct file *
 pushfile(const char *name, int included)
 {
 	struct file	*nfile;
-	struct stat	 st;
 	char		*path = NULL;
 	const char	*slash;
-	int		 depth = 0, saved_errno;
+	char		 why[128];
+	int		 depth = 0;
 
 	TAILQ_FOREACH(nfile, &files, entry)
 		depth++;
@@ -886,29 +1013,14 @@ pushfile(const char *name, int included)
 	if ((nfile = calloc(1, sizeof(*nfile))) == NULL)
 		fatal("%s: calloc", __func__);
 	nfile->name = path;
-	if ((nfile->stream = fopen(path, "r")) != NULL) {
-		if (fstat(fileno(nfile->stream), &st) == -1)
-			saved_errno = errno;
-		else if (S_ISDIR(st.st_mode))
-			saved_errno = EISDIR;
-		else if (!S_ISREG(st.st_mode))
-			saved_errno = EINVAL;
-		else
-			saved_errno = 0;
-		if (saved_errno != 0) {
-			fclose(nfile->stream);
-			nfile->stream = NULL;
-			errno = saved_errno;
-		}
-	}
-	if (nfile->stream == NULL) {
+	if (conf_open(path, &nfile->stream, why, sizeof(why)) == -1) {
 		if (included)
-			yyerror("%s: %s", path, strerror(errno));
+			yyerror("%s: %s", path, why);
 		else if (opts & AGENCYD_OPT_NOACTION) {
-			fprintf(stderr, "%s: %s\n", path, strerror(errno));
+			fprintf(stderr, "%s: %s\n", path, why);
 			errors++;
 		} else {
-			log_warn("%s", path);
+			log_warnx("%s: %s", path, why);
 			errors++;
 		}
 		free(nfile->name);
@@ -1066,6 +1178,7 @@ static int
 check_command(const char *cmd)
 {
 	const char	*s;
+	char		**argv, err[SPAWN_ERR_MAX];
 	int		 port = 0;
 
 	for (s = cmd; *s != '\0'; s++) {
@@ -1092,6 +1205,12 @@ check_command(const char *cmd)
 		yyerror("command has no %%p for the port");
 		return (-1);
 	}
+	/* What spawn will make of it: quotes, an empty or relative program. */
+	if (spawn_argv(cmd, "0", "u", "m", &argv, err, sizeof(err)) == -1) {
+		yyerror("%s", err);
+		return (-1);
+	}
+	spawn_argv_free(argv);
 	return (0);
 }
 
@@ -1459,6 +1578,245 @@ block_abandon(void)
 	model_pos.file = NULL;
 }
 
+static void
+pos_note(const void *key, int what)
+{
+	struct notepos	*n;
+	size_t		 i;
+
+	for (i = 0; i < nnotes; i++)
+		if (notes[i].key == key && notes[i].what == what)
+			break;
+	if (i == nnotes) {
+		n = reallocarray(notes, nnotes + 1, sizeof(*notes));
+		if (n == NULL)
+			fatal("%s: reallocarray", __func__);
+		notes = n;
+		notes[nnotes].key = key;
+		notes[nnotes].what = what;
+		nnotes++;
+	} else
+		free(notes[i].pos.file);	/* the last one counts */
+	(void)here(&notes[i].pos);
+}
+
+/* Where it was written; the whole file when it was not. */
+static const struct pos *
+pos_find(const void *key, int what)
+{
+	static struct pos	 whole;
+	size_t			 i;
+
+	for (i = 0; i < nnotes; i++)
+		if (notes[i].key == key && notes[i].what == what)
+			return (&notes[i].pos);
+	whole.file = top_name;
+	whole.line = 0;
+	return (&whole);
+}
+
+static void
+pos_free(void)
+{
+	size_t	i;
+
+	for (i = 0; i < nnotes; i++)
+		free(notes[i].pos.file);
+	free(notes);
+	notes = NULL;
+	nnotes = 0;
+}
+
+/*
+ * Neither user may be root, and they must differ: the proxy must not be
+ * able to signal or trace the model servers, nor they it.  An unknown
+ * user is agencyd's business at start-up (the -n of a file for another
+ * machine may name users this one lacks).
+ */
+static void
+check_users(void)
+{
+	struct pos	 whole = { top_name, 0 };
+	const struct pos *up, *mp;
+	struct passwd	*pw;
+	uid_t		 uid = 0;
+	int		 known = 0;
+
+	up = user_pos.file != NULL ? &user_pos : &whole;
+	mp = model_user_pos.file != NULL ? &model_user_pos : &whole;
+	if ((pw = getpwnam(conf->user)) != NULL) {
+		if (pw->pw_uid == 0)
+			conf_error(up, "user \"%s\" has uid 0: the front door "
+			    "never runs as root", conf->user);
+		uid = pw->pw_uid;
+		known = 1;
+	}
+	if ((pw = getpwnam(conf->model_user)) != NULL && pw->pw_uid == 0)
+		conf_error(mp, "model user \"%s\" has uid 0: model "
+		    "servers never run as root", conf->model_user);
+	else if (strcmp(conf->user, conf->model_user) == 0)
+		conf_error(mp, "model user \"%s\" is also the user of the "
+		    "front door", conf->model_user);
+	else if (pw != NULL && known && pw->pw_uid == uid)
+		conf_error(mp, "model user \"%s\" has the uid of user "
+		    "\"%s\"", conf->model_user, conf->user);
+}
+
+/*
+ * Needs against the memory budget, as the pool will weigh them (see
+ * make_room in pool.c): a lazy model loads only while the needs of the
+ * loaded ones and its own stay within the budget, and the models that
+ * are not lazy are never stopped to make room.  A model that could never
+ * load is an error; with overcommit the pool loads it anyway.  Only
+ * needs written as memory count: one read from the disk may change, and
+ * reading it here could walk a whole tree.
+ */
+static void
+check_budget(void)
+{
+	struct model_conf	*m;
+	char			 nbuf[MEM_FMT_LEN], bbuf[MEM_FMT_LEN];
+	char			 fbuf[MEM_FMT_LEN];
+	int64_t			 fixed = 0;
+
+	if (conf->budget <= 0 || conf->overcommit)
+		return;
+	TAILQ_FOREACH(m, &conf->models, entry)
+		if (!m->lazy && m->memory > 0)
+			fixed = m->memory > INT64_MAX - fixed ? INT64_MAX :
+			    fixed + m->memory;
+	mem_fmt(bbuf, sizeof(bbuf), conf->budget);
+	mem_fmt(fbuf, sizeof(fbuf), fixed);
+	TAILQ_FOREACH(m, &conf->models, entry) {
+		if (m->memory <= 0)
+			continue;
+		mem_fmt(nbuf, sizeof(nbuf), m->memory);
+		if (m->memory > conf->budget)
+			conf_error(pos_find(m, POS_MEMORY), "model \"%s\" needs "
+			    "%s, more than the whole memory budget of %s",
+			    m->name, nbuf, bbuf);
+		else if (m->lazy && fixed > conf->budget - m->memory)
+			conf_error(pos_find(m, POS_MEMORY), "model \"%s\" needs "
+			    "%s, but the models that are not lazy take %s of "
+			    "the memory budget of %s", m->name, nbuf, fbuf,
+			    bbuf);
+	}
+}
+
+/* 0 when path is a program that exec could start. */
+static int
+program_ok(const char *path, char *why, size_t len)
+{
+	struct stat	st;
+
+	if (stat(path, &st) == -1) {
+		(void)strlcpy(why, errno == ENOENT ? "does not exist" :
+		    strerror(errno), len);
+		return (-1);
+	}
+	if (!S_ISREG(st.st_mode)) {
+		(void)strlcpy(why, "is not a regular file", len);
+		return (-1);
+	}
+	/* For root any x bit does (the model user's rights are the
+	 * kernel's to judge at exec); others ask the kernel. */
+	if ((st.st_mode & (S_IXUSR | S_IXGRP | S_IXOTH)) == 0 ||
+	    (geteuid() != 0 && access(path, X_OK) == -1)) {
+		(void)strlcpy(why, "is not executable", len);
+		return (-1);
+	}
+	return (0);
+}
+
+/*
+ * The program a model's runtime starts, from the argv and environment
+ * that spawn.c builds for it, found as the child's exec will look for
+ * it.  Each runtime's program is reported once.
+ */
+static void
+check_program(const struct model_conf *m, struct strlist *done)
+{
+	char		**argv = NULL, **envp = NULL, err[SPAWN_ERR_MAX];
+	char		  why[64], prog[PATH_MAX];
+	const char	 *path = SPAWN_PATH, *dir, *e;
+	const struct pos *p;
+	size_t		  i, dlen;
+	int		  found = 0;
+
+	p = pos_find(m->rt, POS_COMMAND);
+	if (spawn_argv(m->rt->command, "0", m->upstream, m->name, &argv,
+	    err, sizeof(err)) == -1 ||
+	    spawn_env(NULL, NULL, m->name, "0", &m->rt->env, &m->env, &envp,
+	    err, sizeof(err)) == -1) {
+		conf_error(p, "model \"%s\": %s", m->name, err);
+		goto done;
+	}
+	if (strlist_contains(done, m->rt->name))
+		goto done;
+	if (strchr(argv[0], '/') != NULL) {
+		if (program_ok(argv[0], why, sizeof(why)) == -1)
+			conf_warn(p, 1, "program \"%s\" %s", argv[0], why);
+		goto report;
+	}
+	for (i = 0; envp[i] != NULL; i++)
+		if (strncmp(envp[i], "PATH=", 5) == 0)
+			path = envp[i] + 5;
+	for (dir = path; !found; dir = e + 1) {
+		if ((e = strchr(dir, ':')) == NULL)
+			e = dir + strlen(dir);
+		dlen = e - dir;
+		if (dlen > 0 && (size_t)snprintf(prog, sizeof(prog), "%.*s/%s",
+		    (int)dlen, dir, argv[0]) < sizeof(prog) &&
+		    program_ok(prog, why, sizeof(why)) == 0)
+			found = 1;
+		if (*e == '\0')
+			break;
+	}
+	if (!found)
+		conf_warn(p, 1, "program \"%s\" is not found in PATH %s",
+		    argv[0], path);
+ report:
+	if (strlist_add(done, m->rt->name) == -1)
+		fatal("%s: strlist_add", __func__);
+ done:
+	spawn_argv_free(argv);
+	spawn_argv_free(envp);
+}
+
+/* Whether the models can ever run, as far as the file and disk tell. */
+static void
+check_runnable(void)
+{
+	struct model_conf	*m;
+	struct strlist		 done;
+	struct stat		 st;
+
+	if (TAILQ_EMPTY(&conf->models)) {
+		/* After other errors the models may be what they cut. */
+		if (errors == 0) {
+			struct pos	whole = { top_name, 0 };
+
+			conf_error(&whole, "no model is defined: there is "
+			    "nothing to serve");
+		}
+		return;
+	}
+	TAILQ_INIT(&done);
+	TAILQ_FOREACH(m, &conf->models, entry) {
+		if (m->rt == NULL || m->upstream[0] == '\0' ||
+		    m->rt->command[0] == '\0')
+			continue;
+		check_program(m, &done);
+		if (m->upstream[0] == '/' && stat(m->upstream, &st) == -1)
+			conf_warn(pos_find(m, POS_UPSTREAM), 0,
+			    "upstream \"%s\": %s", m->upstream,
+			    errno == ENOENT ? "does not exist (yet)" :
+			    strerror(errno));
+	}
+	strlist_clear(&done);
+	check_budget();
+}
+
 /* What needs the whole file: defaults that depend on it, and checks. */
 static void
 check_all(void)
@@ -1512,6 +1870,9 @@ check_all(void)
 		if (m->idle_timeout == -1)
 			m->idle_timeout = m->lazy ? conf->idle_timeout : 0;
 	}
+
+	check_users();
+	check_runnable();
 }
 
 struct agency_conf *
@@ -1530,6 +1891,8 @@ parse_config(const char *filename, int xopts)
 		config_free(conf);
 		return (NULL);
 	}
+	if ((top_name = strdup(filename)) == NULL)
+		fatal("%s: strdup", __func__);
 	yyparse();
 	block_abandon();
 	closefiles();
@@ -1544,7 +1907,14 @@ parse_config(const char *filename, int xopts)
 	free(ports_pos.file);
 	free(default_pos.file);
 	free(rsocket_pos.file);
+	free(user_pos.file);
+	free(model_user_pos.file);
+	pos_free();
+	free(top_name);
+	top_name = NULL;
 	memset(&rsocket_pos, 0, sizeof(rsocket_pos));
+	memset(&user_pos, 0, sizeof(user_pos));
+	memset(&model_user_pos, 0, sizeof(model_user_pos));
 	memset(&ports_pos, 0, sizeof(ports_pos));
 	memset(&default_pos, 0, sizeof(default_pos));
 

@@ -59,14 +59,17 @@ agencyd_drop_caps(void)
 {
 	struct __user_cap_header_struct	hdr;
 	struct __user_cap_data_struct	data[2];
-	int				cap;
+	int				cap, in;
 
 	if (geteuid() != 0)
 		return (0);	/* user mode: nothing to give up */
 
-	/* The bounding set first: that needs CAP_SETPCAP, dropped below. */
-	for (cap = 0; prctl(PR_CAPBSET_READ, cap, 0, 0, 0) >= 0; cap++) {
-		if (cap_kept(cap))
+	/* The bounding set first: that needs CAP_SETPCAP, dropped below.
+	 * What a service manager left out of it is gone already (and
+	 * without CAP_SETPCAP it could not be dropped again). */
+	for (cap = 0; (in = prctl(PR_CAPBSET_READ, cap, 0, 0, 0)) >= 0;
+	    cap++) {
+		if (cap_kept(cap) || in == 0)
 			continue;
 		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == -1) {
 			log_warn("%s: PR_CAPBSET_DROP %d", __func__, cap);
@@ -84,7 +87,8 @@ agencyd_drop_caps(void)
 	hdr.version = _LINUX_CAPABILITY_VERSION_3;
 	hdr.pid = 0;
 	for (cap = 0; cap < 64; cap++) {
-		if (!cap_kept(cap))
+		/* Only what we have: capset refuses to add to it. */
+		if (!cap_kept(cap) || prctl(PR_CAPBSET_READ, cap, 0, 0, 0) != 1)
 			continue;
 		data[cap / 32].effective |= 1U << (cap % 32);
 		data[cap / 32].permitted |= 1U << (cap % 32);

@@ -2,7 +2,13 @@
  * Copyright (c) 2026 The agency authors
  * SPDX-License-Identifier: ISC (see the file LICENSE)
  */
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
 #include <errno.h>
+#include <paths.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -18,6 +24,7 @@
 #define LOG_BUFSIZE	16384
 
 static int		 log_debug_fg;	/* stderr rather than syslog */
+static int		 log_journal;	/* stderr is the journal: "<pri>" */
 static int		 log_verbose;
 static const char	*log_procname;
 static log_hook_t	 log_hook;
@@ -27,9 +34,10 @@ static int		 log_atexit;	/* log_flush is an atexit handler */
 static size_t		 log_buflen;
 static char		 log_buf[LOG_BUFSIZE];
 
-static int	 log_bufv(const char *, va_list)
-		    __attribute__((__format__ (printf, 1, 0)));
-static int	 log_bufstr(const char *, const char *);
+static int	 log_bufv(int, const char *, va_list)
+		    __attribute__((__format__ (printf, 2, 0)));
+static int	 log_bufstr(int, const char *, const char *);
+static int	 log_stderr_is_journal(void);
 
 void
 log_init(int n_debug, int facility)
@@ -39,12 +47,61 @@ log_init(int n_debug, int facility)
 	log_flush();
 	log_debug_fg = n_debug;
 	log_verbose = n_debug;
+	log_journal = n_debug && log_stderr_is_journal();
 	log_procinit(__progname);
 
 	if (!log_debug_fg)
 		openlog(__progname, LOG_PID | LOG_NDELAY, facility);
 
 	tzset();
+}
+
+/*
+ * systemd connects stderr to the journal and says so in JOURNAL_STREAM
+ * ("DEVICE:INODE" of that stream): a line that starts with "<N>" then
+ * has priority N (sd-daemon(3)).
+ */
+static int
+log_stderr_is_journal(void)
+{
+	struct stat		 st;
+	unsigned long long	 dev, ino;
+	const char		*s;
+
+	if ((s = getenv("JOURNAL_STREAM")) == NULL ||
+	    sscanf(s, "%llu:%llu", &dev, &ino) != 2 ||
+	    fstat(STDERR_FILENO, &st) == -1)
+		return (0);
+	return ((unsigned long long)st.st_dev == dev &&
+	    (unsigned long long)st.st_ino == ino);
+}
+
+/*
+ * Whether a daemon should log to stderr rather than syslog: when a
+ * service manager reads its stderr (systemd's JOURNAL_STREAM and
+ * NOTIFY_SOCKET), and when no syslog daemon listens on /dev/log (where
+ * syslog(3) would drop every line without a word).
+ */
+int
+log_stderr_wanted(void)
+{
+	struct sockaddr_un	 sun;
+	const char		*s;
+	int			 fd, ok;
+
+	if (((s = getenv("JOURNAL_STREAM")) != NULL && *s != '\0') ||
+	    ((s = getenv("NOTIFY_SOCKET")) != NULL && *s != '\0'))
+		return (1);
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	if (strlcpy(sun.sun_path, _PATH_LOG, sizeof(sun.sun_path)) >=
+	    sizeof(sun.sun_path))
+		return (1);
+	if ((fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0)) == -1)
+		return (1);
+	ok = connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0;
+	close(fd);
+	return (!ok);
 }
 
 void
@@ -129,22 +186,41 @@ log_flush(void)
 	errno = saved_errno;
 }
 
-/* Append "procname: " and the formatted line with its newline, after a
- * flush if it does not fit; -1 when it would not fit an empty buffer. */
-static int
-log_bufv(const char *fmt, va_list ap)
+/* "<N>" for the journal, or nothing: at most 4 bytes and a NUL. */
+static size_t
+log_pri_prefix(int pri, char *buf)
 {
-	size_t	 plen, room;
+	if (!log_journal) {
+		buf[0] = '\0';
+		return (0);
+	}
+	buf[0] = '<';
+	buf[1] = '0' + (LOG_PRI(pri) & 7);
+	buf[2] = '>';
+	buf[3] = '\0';
+	return (3);
+}
+
+/* Append "<pri>procname: " and the formatted line with its newline,
+ * after a flush if it does not fit; -1 when it would not fit an empty
+ * buffer. */
+static int
+log_bufv(int pri, const char *fmt, va_list ap)
+{
+	char	 pp[4];
+	size_t	 plen, pplen, room;
 	va_list	 ap2;
 	int	 n, tries;
 
-	plen = log_procname != NULL ? strlen(log_procname) + 2 : 0;
+	pplen = log_pri_prefix(pri, pp);
+	plen = pplen + (log_procname != NULL ? strlen(log_procname) + 2 : 0);
 	for (tries = 0; tries < 2; tries++) {
 		room = sizeof(log_buf) - log_buflen;
 		if (plen + 1 < room) {
+			memcpy(log_buf + log_buflen, pp, pplen);
 			if (log_procname != NULL) {
-				memcpy(log_buf + log_buflen, log_procname,
-				    plen - 2);
+				memcpy(log_buf + log_buflen + pplen,
+				    log_procname, plen - pplen - 2);
 				memcpy(log_buf + log_buflen + plen - 2, ": ", 2);
 			}
 			va_copy(ap2, ap);
@@ -169,18 +245,22 @@ log_bufv(const char *fmt, va_list ap)
 
 /* log_bufv of "%s%s", prefix, str. */
 static int
-log_bufstr(const char *prefix, const char *str)
+log_bufstr(int pri, const char *prefix, const char *str)
 {
-	size_t	 plen, len1, len2;
+	char	 pp[4];
+	size_t	 plen, pplen, len1, len2;
 
+	pplen = log_pri_prefix(pri, pp);
 	plen = log_procname != NULL ? strlen(log_procname) : 0;
 	len1 = strlen(prefix);
 	len2 = strlen(str);
-	/* "procname: ", prefix, str, newline */
-	if (plen + 2 + len1 + len2 + 1 > sizeof(log_buf))
+	/* "<pri>procname: ", prefix, str, newline */
+	if (pplen + plen + 2 + len1 + len2 + 1 > sizeof(log_buf))
 		return (-1);
-	if (plen + 2 + len1 + len2 + 1 > sizeof(log_buf) - log_buflen)
+	if (pplen + plen + 2 + len1 + len2 + 1 > sizeof(log_buf) - log_buflen)
 		log_flush();
+	memcpy(log_buf + log_buflen, pp, pplen);
+	log_buflen += pplen;
 	if (log_procname != NULL) {
 		memcpy(log_buf + log_buflen, log_procname, plen);
 		log_buflen += plen;
@@ -199,7 +279,7 @@ void
 log_str(int pri, const char *prefix, const char *str)
 {
 	if (log_buffered && log_debug_fg && log_hook == NULL &&
-	    log_observer == NULL && log_bufstr(prefix, str) == 0)
+	    log_observer == NULL && log_bufstr(pri, prefix, str) == 0)
 		return;
 	logit(pri, "%s%s", prefix, str);
 }
@@ -231,9 +311,11 @@ vlog(int pri, const char *fmt, va_list ap)
 		(void)vsnprintf(line, sizeof(line), fmt, ap);
 		log_hook(pri, line);
 	} else if (log_debug_fg) {
-		if (log_buffered && log_bufv(fmt, ap) == 0)
+		if (log_buffered && log_bufv(pri, fmt, ap) == 0)
 			goto done;
 		log_flush();	/* what is buffered comes first */
+		if (log_journal)
+			fprintf(stderr, "<%d>", LOG_PRI(pri));
 		/* A prefix tells the processes apart in one terminal. */
 		if (log_procname != NULL)
 			fprintf(stderr, "%s: ", log_procname);

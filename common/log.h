@@ -5,7 +5,8 @@
 /*
  * Logging in the manner of OpenBSD's daemons: stderr in the foreground,
  * syslog otherwise, or a hook that carries each line elsewhere (a child
- * process sends its lines to the parent over imsg).
+ * process sends its lines to the parent over imsg).  On stderr that is
+ * systemd's journal, each line starts with its priority ("<3>").
  */
 #ifndef AGENCY_LOG_H
 #define AGENCY_LOG_H
@@ -21,6 +22,7 @@
 typedef void	(*log_hook_t)(int, const char *);
 
 void	log_init(int, int);
+int	log_stderr_wanted(void);
 void	log_procinit(const char *);
 void	log_setverbose(int);
 int	log_getverbose(void);

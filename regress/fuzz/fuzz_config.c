@@ -10,6 +10,7 @@
  */
 #include <sys/types.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 
 #include <err.h>
 #include <stdint.h>
@@ -38,6 +39,9 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	if ((in_fd = memfd_create("fuzz_config", 0)) == -1 ||
 	    (out_fd = memfd_create("fuzz_config_out", 0)) == -1)
 		err(1, "memfd_create");
+	/* As root the parser reads only files no one else may write. */
+	if (fchmod(in_fd, 0600) == -1 || fchmod(out_fd, 0600) == -1)
+		err(1, "fchmod");
 	(void)snprintf(in_path, sizeof(in_path), "/proc/self/fd/%d", in_fd);
 	(void)snprintf(out_path, sizeof(out_path), "/proc/self/fd/%d",
 	    out_fd);
