@@ -4,8 +4,12 @@
  */
 /*
  * The pool's effects done for real: model processes through spawn.c,
- * signals to their process groups, probes through the proxy, timers on
- * libevent, memory from memory.c, answers to the proxy.
+ * signals to them through their reapers, probes through the proxy,
+ * timers on libevent, memory from memory.c, answers to the proxy.
+ *
+ * The pool knows a model process by the model's own pid; agencyd reaps
+ * its reaper, which exits only once nothing of the model is left, so
+ * the exit the pool hears of is the end of everything the model started.
  */
 #include <sys/types.h>
 #include <sys/socket.h>
@@ -165,18 +169,26 @@ model_find(struct agencyd *d, const char *name)
 	return (NULL);
 }
 
+/* The model whose process (reaper 0) or reaper (reaper 1) is pid. */
+static struct model *
+model_by(struct agencyd *d, pid_t pid, int reaper)
+{
+	struct model_head	*heads[2] = { &d->models, &d->draining };
+	struct model		*m;
+	size_t			 i;
+
+	for (i = 0; i < 2; i++)
+		TAILQ_FOREACH(m, heads[i], entry)
+			if (m->sp_open &&
+			    (reaper ? m->sp.reaper : m->sp.pid) == pid)
+				return (m);
+	return (NULL);
+}
+
 struct model *
 model_by_pid(struct agencyd *d, pid_t pid)
 {
-	struct model	*m;
-
-	TAILQ_FOREACH(m, &d->models, entry)
-		if (m->sp_open && m->sp.pid == pid)
-			return (m);
-	TAILQ_FOREACH(m, &d->draining, entry)
-		if (m->sp_open && m->sp.pid == pid)
-			return (m);
-	return (NULL);
+	return (model_by(d, pid, 0));
 }
 
 void
@@ -194,14 +206,19 @@ models_free(struct agencyd *d)
 	}
 }
 
-/* A model process was reaped: read what it left, then tell the pool. */
+/*
+ * A model's reaper was reaped: nothing of the model is left.  Read what
+ * it wrote, then tell the pool how the model itself ended.
+ */
 void
 models_reaped(struct agencyd *d, pid_t pid, int status)
 {
 	struct model	*m;
 	int		 addr_in_use = 0;
 
-	if ((m = model_by_pid(d, pid)) != NULL) {
+	if ((m = model_by(d, pid, 1)) != NULL) {
+		status = spawn_reaped(&m->sp, status);
+		pid = m->sp.pid;
 		spawn_close(&m->sp);
 		m->sp_open = 0;
 		addr_in_use = m->addr_in_use;
@@ -274,6 +291,8 @@ op_spawn(void *ctx, const struct pool_plan *plan, uint64_t spawnid,
 		m->sp_open = 1;
 		log_info("%s: started, pid %d, port %u", plan->label,
 		    (int)pid, port);
+		log_debug("%s: its reaper is pid %d", plan->label,
+		    (int)m->sp.reaper);
 	}
  done:
 	spawn_argv_free(argv);
@@ -301,14 +320,20 @@ op_port_free(void *ctx, uint16_t port)
 	return (ok);
 }
 
+/* SIGTERM: the model's process group; SIGKILL: all it started. */
 static void
-op_kill(void *ctx, pid_t pgid, int sig)
+op_kill(void *ctx, pid_t pid, int sig)
 {
-	(void)ctx;
-	if (pgid <= 1)
+	struct agencyd	*d = ctx;
+	struct model	*m;
+
+	if (pid <= 1)
 		return;
-	if (kill(-pgid, sig) == -1 && errno != ESRCH)
-		log_warn("%s: kill %d", __func__, (int)pgid);
+	if ((m = model_by_pid(d, pid)) == NULL) {
+		log_debug("%s: no model process %d", __func__, (int)pid);
+		return;
+	}
+	spawn_signal(&m->sp, sig);
 }
 
 static void

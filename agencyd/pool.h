@@ -71,8 +71,9 @@ struct pool_ops {
 		    uint16_t port);
 	/* 1 when nothing listens on port. */
 	int	 (*port_free)(void *, uint16_t port);
-	/* Signal a process group. */
-	void	 (*kill)(void *, pid_t pgid, int sig);
+	/* Signal a model process: SIGTERM its process group, SIGKILL
+	 * everything it started. */
+	void	 (*kill)(void *, pid_t pid, int sig);
 	/* Ask the proxy to probe port; answer with pool_probe_result. */
 	void	 (*probe)(void *, const struct pool_plan *, uint64_t loadid,
 		    uint16_t port);
@@ -214,8 +215,10 @@ void		 pool_spawned(struct pool *, uint64_t spawnid, pid_t,
  * after POOL_REPROBE, within the load timeout. */
 void		 pool_probe_result(struct pool *, uint64_t loadid, int ok,
 		    int status, const char *body);
-/* A reaped child; addr_in_use: its output said its port was taken.
- * Unknown pids are ignored. */
+/* A reaped child, reported once nothing it started is left (agencyd
+ * reaps the model's reaper, see spawn.h), with the wait status of the
+ * process spawn answered; addr_in_use: its output said its port was
+ * taken.  Unknown pids are ignored. */
 void		 pool_child_exited(struct pool *, pid_t, int wstatus,
 		    int addr_in_use);
 
