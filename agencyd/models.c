@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <event.h>
 #include <libgen.h>
+#include <limits.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -245,6 +246,7 @@ op_spawn(void *ctx, const struct pool_plan *plan, uint64_t spawnid,
 	struct model_conf	*mc = m->mc;
 	struct spawn_req	 req;
 	char			 portstr[8], err[SPAWN_ERR_MAX];
+	char			 dir[PATH_MAX];
 	char			**argv = NULL, **envp = NULL;
 	const char		*user = NULL, *envuser = NULL, *home = NULL;
 	struct passwd		*pw;
@@ -265,6 +267,9 @@ op_spawn(void *ctx, const struct pool_plan *plan, uint64_t spawnid,
 	}
 	envuser = pw->pw_name;
 	home = pw->pw_dir;
+	/* Copied: spawn_start looks the user up again, over *pw. */
+	if (strlcpy(dir, home, sizeof(dir)) >= sizeof(dir))
+		dir[0] = '\0';
 
 	if (spawn_argv(mc->rt->command, portstr, mc->upstream, mc->name,
 	    &argv, err, sizeof(err)) == -1)
@@ -282,6 +287,7 @@ op_spawn(void *ctx, const struct pool_plan *plan, uint64_t spawnid,
 	req.argv = argv;
 	req.envp = envp;
 	req.user = user;
+	req.dir = dir[0] != '\0' ? dir : NULL;
 	req.label = plan->label;
 	req.ring = &m->ring;
 	req.line_cb = model_line;

@@ -8,6 +8,7 @@
  */
 #include <sys/types.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <dirent.h>
@@ -613,6 +614,11 @@ child_run(const struct spawn_req *req, int in_r, int out_w, int err_w,
 		child_fail(ex, "prctl");
 	if (getppid() != parent)
 		_exit(127);
+
+	/* Not agencyd's umask and directory; as the model user. */
+	umask(022);
+	if ((req->dir == NULL || chdir(req->dir) == -1) && chdir("/") == -1)
+		child_fail(ex, "chdir");
 
 	if (strchr(req->argv[0], '/') != NULL) {
 		execve(req->argv[0], req->argv, req->envp);

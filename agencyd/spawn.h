@@ -58,6 +58,7 @@ struct spawn_req {
 	char		**argv;
 	char		**envp;
 	const char	 *user;		/* NULL: stay who we are */
+	const char	 *dir;		/* working directory; NULL or gone: / */
 	const char	 *label;	/* prefixes each logged line */
 	struct ring	 *ring;		/* NULL: lines go only to the log */
 	void		(*line_cb)(void *, const char *);
@@ -121,8 +122,9 @@ int	spawn_env(const char *, const char *, const char *, const char *,
  * is its pid), stdin a pipe whose write end agencyd keeps, stdout and
  * stderr pipes that are read with libevent events on the default base;
  * as root with req->user set, switch to that user's groups, gid and uid;
- * PR_SET_PDEATHSIG(SIGKILL) after the last credential change.  Waits
- * for the exec (the child reports a failure on a close-on-exec
+ * PR_SET_PDEATHSIG(SIGKILL) after the last credential change; umask 022
+ * and req->dir as the working directory (/ when it cannot be entered).
+ * Waits for the exec (the child reports a failure on a close-on-exec
  * pipe, the reaper passes it on; both do only system calls before it,
  * so the wait is short): returns the model's pid with *sp filled in
  * (sp->reaper is the process to reap), or -1 with a message in err

@@ -11,6 +11,7 @@
  */
 #include <sys/types.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <atf-c.h>
@@ -944,6 +945,60 @@ ATF_TC_BODY(reaper_status, tc)
 	spawn_argv_free(envp);
 }
 
+ATF_TC_WITHOUT_HEAD(spawn_umask_dir);
+ATF_TC_BODY(spawn_umask_dir, tc)
+{
+	char			*argv[] = { "/bin/sh", "-c", "umask; pwd", NULL };
+	struct spawn_req	 req;
+	struct spawn_proc	 sp;
+	char			 cwd[PATH_MAX], home[PATH_MAX], real[PATH_MAX];
+	char			**envp;
+	mode_t			 old;
+
+	(void)tc;
+	setup();
+	envp = base_env();
+	ATF_REQUIRE(getcwd(cwd, sizeof(cwd)) != NULL);
+	ATF_REQUIRE((size_t)snprintf(home, sizeof(home), "%.*s/home",
+	    (int)sizeof(cwd) - 8, cwd) < sizeof(home));
+	ATF_REQUIRE(mkdir(home, 0755) == 0);
+	ATF_REQUIRE(realpath(home, real) != NULL);
+	memset(&req, 0, sizeof(req));
+	req.argv = argv;
+	req.envp = envp;
+	req.label = "m1";
+	req.line_cb = on_line;
+	req.eof_cb = on_eof;
+
+	/* Not what agencyd has: umask 0 and another directory. */
+	old = umask(0);
+	req.dir = home;
+	ATF_REQUIRE_MSG(spawn_start(&req, &sp, err, sizeof(err)) > 0, "%s",
+	    err);
+	ATF_REQUIRE(loop_until(&eof));
+	ATF_CHECK_EQ(reap_model(&sp), 0);
+	spawn_close(&sp);
+	ATF_CHECK_MSG(seen_index(&seen, "0022") == 0, "umask: %s",
+	    ring_get(&seen, 0));
+	ATF_CHECK_MSG(seen_index(&seen, real) == 1, "pwd: %s",
+	    ring_get(&seen, 1));
+
+	/* A home that cannot be entered: /. */
+	ring_clear(&seen);
+	eof = 0;
+	req.dir = "/nonexistent/agency-home";
+	ATF_REQUIRE_MSG(spawn_start(&req, &sp, err, sizeof(err)) > 0, "%s",
+	    err);
+	ATF_REQUIRE(loop_until(&eof));
+	ATF_CHECK_EQ(reap_model(&sp), 0);
+	spawn_close(&sp);
+	ATF_CHECK(seen_index(&seen, "0022") == 0);
+	ATF_CHECK_MSG(seen_index(&seen, "/") == 1, "pwd: %s",
+	    ring_get(&seen, 1));
+	umask(old);
+	spawn_argv_free(envp);
+}
+
 ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, argv_split);
@@ -962,5 +1017,6 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, reaper_stop_leftovers);
 	ATF_TP_ADD_TC(tp, reaper_kill_escaped);
 	ATF_TP_ADD_TC(tp, reaper_status);
+	ATF_TP_ADD_TC(tp, spawn_umask_dir);
 	return (atf_no_error());
 }
