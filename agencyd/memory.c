@@ -319,6 +319,16 @@ mem_reserve_default(int64_t total)
 	return (r < MEM_RESERVE_MAX ? r : MEM_RESERVE_MAX);
 }
 
+int64_t
+mem_add(int64_t a, int64_t b)
+{
+	if (a < 0)
+		a = 0;
+	if (b < 0)
+		b = 0;
+	return (a > INT64_MAX - b ? INT64_MAX : a + b);
+}
+
 /* The regular files under an open directory; closes dfd. */
 static int64_t
 dir_size(int dfd, int depth)
@@ -326,7 +336,7 @@ dir_size(int dfd, int depth)
 	DIR		*d;
 	struct dirent	*de;
 	struct stat	 lst, st;
-	int64_t		 sum = 0, sub;
+	int64_t		 sum = 0;
 	int		 fd;
 
 	if ((d = fdopendir(dfd)) == NULL) {
@@ -346,11 +356,11 @@ dir_size(int dfd, int depth)
 			if (fstatat(dirfd(d), de->d_name, &st, 0) == -1)
 				continue;
 			if (S_ISREG(st.st_mode))
-				sum += st.st_size;
+				sum = mem_add(sum, st.st_size);
 			continue;
 		}
 		if (S_ISREG(lst.st_mode)) {
-			sum += lst.st_size;
+			sum = mem_add(sum, lst.st_size);
 			continue;
 		}
 		if (!S_ISDIR(lst.st_mode) || depth >= MEM_MAX_DEPTH)
@@ -358,8 +368,7 @@ dir_size(int dfd, int depth)
 		if ((fd = openat(dirfd(d), de->d_name,
 		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1)
 			continue;
-		if ((sub = dir_size(fd, depth + 1)) > 0)
-			sum += sub;
+		sum = mem_add(sum, dir_size(fd, depth + 1));
 	}
 	closedir(d);
 	return (sum);
@@ -476,9 +485,7 @@ mem_need(const char *upstream, int64_t configured, enum model_kind kind)
 		    __func__, upstream == NULL ? "(none)" : upstream);
 		return (headroom);
 	}
-	if (size > INT64_MAX - headroom)
-		return (INT64_MAX);
-	return (size + headroom);
+	return (mem_add(size, headroom));
 }
 
 void

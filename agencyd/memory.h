@@ -82,7 +82,8 @@ int64_t	mem_reserve_default(int64_t);
  * looked up in the Hugging Face cache ($HF_HUB_CACHE, else $HF_HOME/hub,
  * else ~/.cache/huggingface/hub): the snapshot refs/main names, else
  * everything under blobs/.  When nothing is found on disk the need is
- * the headroom alone (logged at debug level).
+ * the headroom alone (logged at debug level).  Sums saturate at
+ * INT64_MAX.
  */
 int64_t	mem_need(const char *, int64_t, enum model_kind);
 
@@ -91,6 +92,10 @@ int64_t	mem_need(const char *, int64_t, enum model_kind);
  * -1 when the path does not exist or cannot be read.
  */
 int64_t	mem_disk_size(const char *);
+
+/* a + b for sizes: a negative one counts as 0, the sum stops at
+ * INT64_MAX. */
+int64_t	mem_add(int64_t, int64_t);
 
 /* Bytes for people: "512 B", "4 KiB", "512 MiB", "6.0 GiB", "1.5 TiB". */
 void	mem_fmt(char *, size_t, int64_t);

@@ -11,6 +11,7 @@
 #include <atf-c.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -400,6 +401,79 @@ ATF_TC_BODY(fmt, tc)
 	ATF_CHECK_STREQ(buf, "6.0");
 }
 
+ATF_TC_WITHOUT_HEAD(add_saturates);
+ATF_TC_BODY(add_saturates, tc)
+{
+	(void)tc;
+	ATF_CHECK_EQ(mem_add(2 * GIB, 3 * GIB), 5 * GIB);
+	ATF_CHECK_EQ(mem_add(INT64_MAX, 1), INT64_MAX);
+	ATF_CHECK_EQ(mem_add(INT64_MAX - 1, INT64_MAX), INT64_MAX);
+	ATF_CHECK_EQ(mem_add(INT64_MAX, INT64_MAX), INT64_MAX);
+	/* A negative size (unknown) adds nothing. */
+	ATF_CHECK_EQ(mem_add(-1, GIB), GIB);
+	ATF_CHECK_EQ(mem_add(GIB, INT64_MIN), GIB);
+}
+
+/*
+ * Sparse files as large as a file can be, on tmpfs, which allows
+ * INT64_MAX bytes (ext4 stops at 16 TiB).  Their directory's name is
+ * kept in ./shmdir for the cleanup.
+ */
+ATF_TC_WITH_CLEANUP(need_saturates);
+ATF_TC_HEAD(need_saturates, tc)
+{
+	atf_tc_set_md_var(tc, "descr", "Sizes on disk add up without "
+	    "wrapping: huge sparse files need INT64_MAX, never less");
+}
+ATF_TC_BODY(need_saturates, tc)
+{
+	char	 dir[] = "/dev/shm/agency-memtest-XXXXXX", p[PATH_MAX];
+	FILE	*fp;
+	int	 fd;
+
+	(void)tc;
+	setup();
+	if (mkdtemp(dir) == NULL)
+		atf_tc_skip("no tmpfs at /dev/shm");
+	ATF_REQUIRE((fp = fopen("shmdir", "w")) != NULL);
+	fprintf(fp, "%s\n", dir);
+	fclose(fp);
+	snprintf(p, sizeof(p), "%s/a.safetensors", dir);
+	ATF_REQUIRE((fd = open(p, O_WRONLY | O_CREAT, 0644)) != -1);
+	if (ftruncate(fd, INT64_MAX) == -1) {
+		close(fd);
+		atf_tc_skip("/dev/shm holds no file of INT64_MAX bytes");
+	}
+	close(fd);
+	/* One: size + headroom would wrap. */
+	ATF_CHECK_EQ(mem_need(p, 0, KIND_CHAT), INT64_MAX);
+	/* Two in a directory: the sum would wrap to -2 and count as none. */
+	snprintf(p, sizeof(p), "%s/b.safetensors", dir);
+	mkfile(p, INT64_MAX);
+	ATF_CHECK_EQ(mem_disk_size(dir), INT64_MAX);
+	ATF_CHECK_EQ(mem_need(dir, 0, KIND_CHAT), INT64_MAX);
+}
+ATF_TC_CLEANUP(need_saturates, tc)
+{
+	char	 dir[PATH_MAX], p[PATH_MAX + 32];
+	FILE	*fp;
+
+	(void)tc;
+	if ((fp = fopen("shmdir", "r")) == NULL)
+		return;
+	if (fgets(dir, sizeof(dir), fp) != NULL) {
+		dir[strcspn(dir, "\n")] = '\0';
+		if (strncmp(dir, "/dev/shm/agency-memtest-", 24) == 0) {
+			snprintf(p, sizeof(p), "%s/a.safetensors", dir);
+			(void)unlink(p);
+			snprintf(p, sizeof(p), "%s/b.safetensors", dir);
+			(void)unlink(p);
+			(void)rmdir(dir);
+		}
+	}
+	fclose(fp);
+}
+
 ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, meminfo_parse);
@@ -418,5 +492,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, need_image);
 	ATF_TP_ADD_TC(tp, need_hf_cache);
 	ATF_TP_ADD_TC(tp, fmt);
+	ATF_TP_ADD_TC(tp, add_saturates);
+	ATF_TP_ADD_TC(tp, need_saturates);
 	return (atf_no_error());
 }

@@ -2087,6 +2087,63 @@ ATF_TC_BODY(restart_not_running, tc)
 }
 
 /*
+ * Sizes that would wrap.  A need near INT64_MAX (a sparse file, a
+ * saturated sum) must never fit by wrapping negative.
+ */
+ATF_TC_WITHOUT_HEAD(fits_saturates);
+ATF_TC_BODY(fits_saturates, tc)
+{
+	struct mem_snapshot	 m = { 64 * GIB, 128 * GIB };
+
+	(void)tc;
+	ATF_CHECK_EQ(pool_fits(&m, 2 * GIB, 0, 0, 62 * GIB), 1);
+	ATF_CHECK_EQ(pool_fits(&m, 2 * GIB, 0, 0, 62 * GIB + 1), 0);
+	/* need + reserve: INT64_MAX + 2 GiB */
+	ATF_CHECK_EQ(pool_fits(&m, 2 * GIB, 0, 0, INT64_MAX), 0);
+	ATF_CHECK_EQ(pool_fits(&m, INT64_MAX, 0, 0, GIB), 0);
+	/* committed + need, with a budget */
+	ATF_CHECK_EQ(pool_fits(NULL, 0, 10 * GIB, 5 * GIB, INT64_MAX), 0);
+	ATF_CHECK_EQ(pool_fits(NULL, 0, 10 * GIB, INT64_MAX - GIB, 2 * GIB),
+	    0);
+	ATF_CHECK_EQ(pool_fits(NULL, 0, 10 * GIB, INT64_MAX, INT64_MAX), 0);
+	ATF_CHECK_EQ(pool_fits(NULL, 0, 10 * GIB, 5 * GIB, 5 * GIB), 1);
+}
+
+ATF_TC_WITHOUT_HEAD(huge_need_refused);
+ATF_TC_BODY(huge_need_refused, tc)
+{
+	(void)tc;
+	setup_with(2 * GIB, 0, 0);
+	model("huge", 1, INT64_MAX);
+	pool_acquire(F.p, "huge", 1, 7);
+	ATF_CHECK_EQ(F.nspawns, 0);
+	ATF_REQUIRE_EQ(F.nrefusals, 1);
+	ATF_CHECK_EQ(F.refusals[0].reason, REFUSE_NOT_ENOUGH_MEMORY);
+	ATF_CHECK_EQ(state("huge"), STATE_STOPPED);
+	pool_free(F.p);
+}
+
+ATF_TC_WITHOUT_HEAD(budget_sum_saturates);
+ATF_TC_BODY(budget_sum_saturates, tc)
+{
+	(void)tc;
+	setup_with(0, 10 * GIB, 0);
+	/* Not lazy: loaded without a fit test, and never evicted. */
+	model("big", 0, INT64_MAX - GIB / 2);
+	model("big2", 0, INT64_MAX / 2);
+	model("small", 1, GIB);
+	bring_up("big", 100);
+	bring_up("big2", 101);
+	/* big + big2 + 1 GiB is far over the budget, not below it. */
+	pool_acquire(F.p, "small", 1, 7);
+	ATF_CHECK_EQ(F.nspawns, 2);
+	ATF_CHECK_EQ(F.nkills, 0);
+	ATF_REQUIRE_EQ(F.nrefusals, 1);
+	ATF_CHECK_EQ(F.refusals[0].reason, REFUSE_NOT_ENOUGH_MEMORY);
+	pool_free(F.p);
+}
+
+/*
  * The stop path.  A model's process is reported exited only once
  * nothing it started is left (its reaper's exit), however long after
  * the model's own process that is: until then its memory and its port
@@ -2233,6 +2290,9 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, restart_ready);
 	ATF_TP_ADD_TC(tp, restart_not_unloaded);
 	ATF_TP_ADD_TC(tp, restart_not_running);
+	ATF_TP_ADD_TC(tp, fits_saturates);
+	ATF_TP_ADD_TC(tp, huge_need_refused);
+	ATF_TP_ADD_TC(tp, budget_sum_saturates);
 	ATF_TP_ADD_TC(tp, evict_waits_for_remains);
 	ATF_TP_ADD_TC(tp, idle_stop_waits_for_remains);
 	ATF_TP_ADD_TC(tp, unload_waits_for_remains);
