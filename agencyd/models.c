@@ -71,6 +71,40 @@ const struct pool_ops model_pool_ops = {
 	.changed = op_changed,
 };
 
+/*
+ * Who a model process runs as (as root the model user muser, else
+ * ourselves: *userp NULL), its home, and its environment (port NULL:
+ * only to look its size up with).  0, or -1 with a message in err.
+ */
+static int
+model_env(const char *muser, const struct model_conf *mc, const char *port,
+    const char **userp, char *home, size_t homelen, char ***envp, char *err,
+    size_t errlen)
+{
+	struct passwd	*pw;
+
+	*userp = NULL;
+	*envp = NULL;
+	home[0] = '\0';
+	if (getuid() == 0) {
+		if ((pw = getpwnam(muser)) == NULL) {
+			(void)snprintf(err, errlen,
+			    "model user %s does not exist", muser);
+			return (-1);
+		}
+		*userp = muser;
+	} else if ((pw = getpwuid(getuid())) == NULL) {
+		(void)snprintf(err, errlen, "who am I? uid %u",
+		    (unsigned)getuid());
+		return (-1);
+	}
+	/* Copied: the next getpw call overwrites *pw. */
+	if (strlcpy(home, pw->pw_dir, homelen) >= homelen)
+		home[0] = '\0';
+	return (spawn_env(pw->pw_name, pw->pw_dir, mc->name, port,
+	    &mc->rt->env, &mc->env, envp, err, errlen));
+}
+
 /* "llama-server for /srv/models/x.gguf": how messages name a process. */
 static void
 model_label(struct model *m)
@@ -96,6 +130,8 @@ int
 model_plan(struct model *m, struct model_conf *mc, struct pool_plan *plan)
 {
 	struct model	 tmp;
+	char		 home[PATH_MAX], err[SPAWN_ERR_MAX], **envp;
+	const char	*user;
 
 	memset(plan, 0, sizeof(*plan));
 	if (strlcpy(plan->name, mc->name, sizeof(plan->name)) >=
@@ -110,7 +146,15 @@ model_plan(struct model *m, struct model_conf *mc, struct pool_plan *plan)
 	model_label(&tmp);
 	(void)strlcpy(plan->label, tmp.plan.label, sizeof(plan->label));
 	plan->lazy = mc->lazy;
-	plan->need = mem_need(mc->upstream, mc->memory, mc->rt->kind);
+	/* Sized with what the model process will have: its user's home,
+	 * its runtime's and its own env, never ours. */
+	if (model_env(env != NULL && env->conf != NULL ?
+	    env->conf->model_user : AGENCY_MODEL_USER, mc, NULL, &user,
+	    home, sizeof(home), &envp, err, sizeof(err)) == -1)
+		log_debug("%s: %s: %s", __func__, mc->name, err);
+	plan->need = mem_need(mc->upstream, mc->memory, mc->rt->kind, envp,
+	    &plan->need_from);
+	spawn_argv_free(envp);
 	plan->idle_timeout = mc->lazy ? mc->idle_timeout : 0;
 	plan->load_timeout = mc->load_timeout;
 	plan->arg = m;
@@ -246,36 +290,17 @@ op_spawn(void *ctx, const struct pool_plan *plan, uint64_t spawnid,
 	struct model_conf	*mc = m->mc;
 	struct spawn_req	 req;
 	char			 portstr[8], err[SPAWN_ERR_MAX];
-	char			 dir[PATH_MAX];
+	char			 home[PATH_MAX];
 	char			**argv = NULL, **envp = NULL;
-	const char		*user = NULL, *envuser = NULL, *home = NULL;
-	struct passwd		*pw;
+	const char		*user = NULL;
 	pid_t			 pid = -1;
 
 	(void)snprintf(portstr, sizeof(portstr), "%u", port);
-	if (getuid() == 0) {
-		user = d->conf->model_user;
-		if ((pw = getpwnam(user)) == NULL) {
-			(void)snprintf(err, sizeof(err),
-			    "model user %s does not exist", user);
-			goto done;
-		}
-	} else if ((pw = getpwuid(getuid())) == NULL) {
-		(void)snprintf(err, sizeof(err), "who am I? uid %u",
-		    (unsigned)getuid());
-		goto done;
-	}
-	envuser = pw->pw_name;
-	home = pw->pw_dir;
-	/* Copied: spawn_start looks the user up again, over *pw. */
-	if (strlcpy(dir, home, sizeof(dir)) >= sizeof(dir))
-		dir[0] = '\0';
-
 	if (spawn_argv(mc->rt->command, portstr, mc->upstream, mc->name,
 	    &argv, err, sizeof(err)) == -1)
 		goto done;
-	if (spawn_env(envuser, home, mc->name, portstr, &mc->rt->env, &mc->env,
-	    &envp, err, sizeof(err)) == -1)
+	if (model_env(d->conf->model_user, mc, portstr, &user, home,
+	    sizeof(home), &envp, err, sizeof(err)) == -1)
 		goto done;
 
 	if (m->sp_open) {
@@ -287,7 +312,7 @@ op_spawn(void *ctx, const struct pool_plan *plan, uint64_t spawnid,
 	req.argv = argv;
 	req.envp = envp;
 	req.user = user;
-	req.dir = dir[0] != '\0' ? dir : NULL;
+	req.dir = home[0] != '\0' ? home : NULL;
 	req.label = plan->label;
 	req.ring = &m->ring;
 	req.line_cb = model_line;

@@ -2008,6 +2008,7 @@ pool_status(struct pool *p, size_t i, struct proto_status *st)
 		st->port = pm->port;
 	}
 	st->need = pm->plan.need;
+	st->need_from = pm->plan.need_from;
 	st->requests = pm->requests;
 	st->loads = pm->loads;
 	st->restarts = pm->restarts;

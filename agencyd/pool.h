@@ -42,6 +42,7 @@ struct pool_plan {
 	char		 label[AGENCY_PATH_MAX];	/* in messages */
 	int		 lazy;
 	int64_t		 need;		/* bytes */
+	int		 need_from;	/* enum proto_need_from */
 	int64_t		 idle_timeout;	/* ms; 0: never (lazy only) */
 	int64_t		 load_timeout;	/* ms; 0: never */
 	void		*arg;		/* the caller's (its model_conf) */
