@@ -75,6 +75,7 @@ static int	expand_word(const char *, const char *, const char *,
 		    const char *, char **, char *, size_t);
 static int	env_put(struct strvec *, const char *, const char *, char *,
 		    size_t);
+static void	signals_reset(int);
 static __dead void child_fail(int, const char *);
 static __dead void child_run(const struct spawn_req *, int, int, int, int,
 		    pid_t, const struct spawn_creds *);
@@ -547,6 +548,26 @@ lookup_user(const char *user, struct spawn_creds *cr, char *err,
 	return (0);
 }
 
+/* Every handler back to SIG_DFL; every signal blocked, or none. */
+static void
+signals_reset(int blocked)
+{
+	struct sigaction	 sa;
+	sigset_t		 set;
+	int			 sig;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	sigemptyset(&sa.sa_mask);
+	for (sig = 1; sig < NSIG; sig++)
+		(void)sigaction(sig, &sa, NULL);
+	if (blocked)
+		sigfillset(&set);
+	else
+		sigemptyset(&set);
+	(void)sigprocmask(SIG_SETMASK, &set, NULL);
+}
+
 /* Report a failure to the parent on fd and end.  Signal-safe only. */
 static __dead void
 child_fail(int fd, const char *what)
@@ -564,21 +585,13 @@ static __dead void
 child_run(const struct spawn_req *req, int in_r, int out_w, int err_w,
     int ex_w, pid_t parent, const struct spawn_creds *cr)
 {
-	struct sigaction	 sa;
-	sigset_t		 set;
 	const char		*path = SPAWN_PATH, *p, *e;
 	char			 file[4096];
 	size_t			 dlen, flen;
-	int			 sig, fds[3], ex, i, eacces = 0;
+	int			 fds[3], ex, i, eacces = 0;
 
 	/* The parent's handlers (libevent's) must not run here. */
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = SIG_DFL;
-	sigemptyset(&sa.sa_mask);
-	for (sig = 1; sig < NSIG; sig++)
-		(void)sigaction(sig, &sa, NULL);
-	sigemptyset(&set);
-	(void)sigprocmask(SIG_SETMASK, &set, NULL);
+	signals_reset(0);
 
 	if (setsid() == -1)
 		child_fail(ex_w, "setsid");
@@ -848,11 +861,9 @@ reaper_run(const struct spawn_req *req, int in_r, int out_w, int err_w,
     int rep, pid_t parent, const struct spawn_creds *cr)
 {
 	struct spawn_failure	 f;
-	struct sigaction	 sa;
-	sigset_t		 all;
 	ssize_t			 n;
 	pid_t			 model, self;
-	int			 fds[4], ex[2], sig;
+	int			 fds[4], ex[2];
 
 	/*
 	 * agencyd's handlers must not run here.  Every signal stays
@@ -860,13 +871,7 @@ reaper_run(const struct spawn_req *req, int in_r, int out_w, int err_w,
 	 * with sigtimedwait, and nothing but SIGKILL, which only root may
 	 * send us, ends the reaper before its model.
 	 */
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = SIG_DFL;
-	sigemptyset(&sa.sa_mask);
-	for (sig = 1; sig < NSIG; sig++)
-		(void)sigaction(sig, &sa, NULL);
-	sigfillset(&all);
-	(void)sigprocmask(SIG_SETMASK, &all, NULL);
+	signals_reset(1);
 
 	fds[0] = in_r;
 	fds[1] = out_w;

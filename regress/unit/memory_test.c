@@ -340,6 +340,21 @@ hf_repo(const char *hub, const char *repo, int withref)
 	fclose(fp);
 }
 
+/* base/rel in buf, made with every directory on the way. */
+static void
+hf_hub(char *buf, size_t len, const char *base, const char *rel)
+{
+	char	*p;
+
+	ATF_REQUIRE((size_t)snprintf(buf, len, "%s/%s", base, rel) < len);
+	for (p = buf + strlen(base) + 1; (p = strchr(p, '/')) != NULL; p++) {
+		*p = '\0';
+		mkdirs(buf);
+		*p = '/';
+	}
+	mkdirs(buf);
+}
+
 /* mem_need() of id with one NAME=VALUE (and HOME=home, when given). */
 static int64_t
 need_with(const char *id, const char *kv, const char *home, int *from)
@@ -397,12 +412,7 @@ ATF_TC_BODY(need_hf_cache, tc)
 	snprintf(kv, sizeof(kv), "HF_HOME=%s", cwd);
 	ATF_CHECK_EQ(need_with("Org/Model-7B", kv, NULL, NULL),
 	    5 * MIB + GIB);
-	snprintf(hub, sizeof(hub), "%s/xdg", cwd);
-	mkdirs(hub);
-	snprintf(hub, sizeof(hub), "%s/xdg/huggingface", cwd);
-	mkdirs(hub);
-	snprintf(hub, sizeof(hub), "%s/xdg/huggingface/hub", cwd);
-	mkdirs(hub);
+	hf_hub(hub, sizeof(hub), cwd, "xdg/huggingface/hub");
 	hf_repo(hub, "models--Org--Model-7B", 1);
 	snprintf(kv, sizeof(kv), "XDG_CACHE_HOME=%s/xdg", cwd);
 	ATF_CHECK_EQ(need_with("Org/Model-7B", kv, NULL, NULL),
@@ -412,12 +422,7 @@ ATF_TC_BODY(need_hf_cache, tc)
 	snprintf(home, sizeof(home), "%s/home", cwd);
 	mkdirs(home);
 	ATF_CHECK_EQ(need_with("Org/Model-7B", NULL, home, NULL), GIB);
-	snprintf(hub, sizeof(hub), "%s/home/.cache", cwd);
-	mkdirs(hub);
-	snprintf(hub, sizeof(hub), "%s/home/.cache/huggingface", cwd);
-	mkdirs(hub);
-	snprintf(hub, sizeof(hub), "%s/home/.cache/huggingface/hub", cwd);
-	mkdirs(hub);
+	hf_hub(hub, sizeof(hub), home, ".cache/huggingface/hub");
 	hf_repo(hub, "models--Org--Model-7B", 1);
 	ATF_CHECK_EQ(need_with("Org/Model-7B", NULL, home, NULL),
 	    5 * MIB + GIB);
