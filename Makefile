@@ -94,8 +94,10 @@ $(PROXY_LIB): $(PROXY_SRCS:.c=.o)
 $(CTL_LIB): $(CTL_SRCS:.c=.o)
 	rm -f $@ && ar rcs $@ $^
 
+# libbsd-ctor: setproctitle(3) names each model's reaper.
 agencyd/agencyd: agencyd/agencyd.o $(AGENCYD_LIB) $(COMMON_LIB)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ \
+	    $(shell pkg-config --libs libbsd-ctor 2>/dev/null) $(LDLIBS)
 agency-proxy/agency-proxy: agency-proxy/proxy.o $(PROXY_LIB) $(COMMON_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 agency-ctl/agency-ctl: agency-ctl/agency-ctl.o $(CTL_LIB) $(COMMON_LIB)

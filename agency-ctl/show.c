@@ -26,6 +26,7 @@ enum {
 	COL_PID,
 	COL_PORT,
 	COL_NEED,
+	COL_FROM,
 	COL_NCOLS
 };
 
@@ -33,7 +34,7 @@ enum {
 #define COL_GAP		2
 
 static const char	*col_names[COL_NCOLS] = {
-	"MODEL", "STATE", "REQS", "LAST USED", "PID", "PORT", "NEED"
+	"MODEL", "STATE", "REQS", "LAST USED", "PID", "PORT", "NEED", "FROM"
 };
 
 /* Whether a status record from agencyd can be shown as it is. */
@@ -45,7 +46,8 @@ status_valid(const struct proto_status *st)
 		return (0);
 	if (proto_state_name(st->state) == NULL)
 		return (0);
-	if (st->pid < 0 || st->need < 0)
+	if (st->pid < 0 || st->need < 0 ||
+	    proto_need_from_name(st->need_from) == NULL)
 		return (0);
 	return (1);
 }
@@ -182,6 +184,8 @@ row_cells(const struct proto_status *st, int64_t now,
 	else
 		(void)snprintf(cells[COL_PORT], CELL_MAX, "-");
 	fmt_size(cells[COL_NEED], CELL_MAX, st->need);
+	(void)snprintf(cells[COL_FROM], CELL_MAX, "%s",
+	    proto_need_from_name(st->need_from));
 }
 
 /*
@@ -283,6 +287,8 @@ show_status_json(FILE *fp, const struct ctl_status *s)
 		    json_object_new_int64(st->port) : NULL);
 		json_object_object_add(o, "need",
 		    json_object_new_int64(st->need));
+		json_object_object_add(o, "needFrom", json_object_new_string(
+		    proto_need_from_name(st->need_from)));
 		json_object_object_add(o, "requests",
 		    json_object_new_int64((int64_t)st->requests));
 		json_object_object_add(o, "loads",

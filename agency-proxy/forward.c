@@ -1321,6 +1321,9 @@ forward_status_model(const struct proto_status *st)
 	json_object_object_add(o, "port", st->port > 0 ?
 	    json_object_new_int64(st->port) : NULL);
 	json_object_object_add(o, "need", json_object_new_int64(st->need));
+	json_object_object_add(o, "needFrom",
+	    proto_need_from_name(st->need_from) == NULL ? NULL :
+	    json_object_new_string(proto_need_from_name(st->need_from)));
 	json_object_object_add(o, "requests",
 	    json_object_new_int64((int64_t)st->requests));
 	json_object_object_add(o, "loads",

@@ -13,7 +13,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +32,10 @@ static int	read_value(const char *, int, int64_t *);
 static int	cgroup_walk(int, const char *, const char *, const char *,
 		    const char *, int64_t *);
 static int64_t	dir_size(int, int);
-static int64_t	hf_cache_size(const char *);
+static int64_t	disk_size(const char *, int *);
+static const char *env_get(char *const *, const char *);
+static int	hub_path(char *const *, char *, size_t);
+static int64_t	hf_cache_size(const char *, char *const *);
 
 int
 mem_read_meminfo(const char *path, int64_t *available, int64_t *total)
@@ -319,6 +321,16 @@ mem_reserve_default(int64_t total)
 	return (r < MEM_RESERVE_MAX ? r : MEM_RESERVE_MAX);
 }
 
+int64_t
+mem_add(int64_t a, int64_t b)
+{
+	if (a < 0)
+		a = 0;
+	if (b < 0)
+		b = 0;
+	return (a > INT64_MAX - b ? INT64_MAX : a + b);
+}
+
 /* The regular files under an open directory; closes dfd. */
 static int64_t
 dir_size(int dfd, int depth)
@@ -326,7 +338,7 @@ dir_size(int dfd, int depth)
 	DIR		*d;
 	struct dirent	*de;
 	struct stat	 lst, st;
-	int64_t		 sum = 0, sub;
+	int64_t		 sum = 0;
 	int		 fd;
 
 	if ((d = fdopendir(dfd)) == NULL) {
@@ -346,11 +358,11 @@ dir_size(int dfd, int depth)
 			if (fstatat(dirfd(d), de->d_name, &st, 0) == -1)
 				continue;
 			if (S_ISREG(st.st_mode))
-				sum += st.st_size;
+				sum = mem_add(sum, st.st_size);
 			continue;
 		}
 		if (S_ISREG(lst.st_mode)) {
-			sum += lst.st_size;
+			sum = mem_add(sum, lst.st_size);
 			continue;
 		}
 		if (!S_ISDIR(lst.st_mode) || depth >= MEM_MAX_DEPTH)
@@ -358,55 +370,101 @@ dir_size(int dfd, int depth)
 		if ((fd = openat(dirfd(d), de->d_name,
 		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1)
 			continue;
-		if ((sub = dir_size(fd, depth + 1)) > 0)
-			sum += sub;
+		sum = mem_add(sum, dir_size(fd, depth + 1));
 	}
 	closedir(d);
 	return (sum);
 }
 
-int64_t
-mem_disk_size(const char *path)
+/* mem_disk_size(), and whether it was a file or a directory. */
+static int64_t
+disk_size(const char *path, int *from)
 {
 	struct stat	 st;
 	int		 fd;
 
 	if (stat(path, &st) == -1)
 		return (-1);
-	if (S_ISREG(st.st_mode))
+	if (S_ISREG(st.st_mode)) {
+		*from = NEED_FILE;
 		return (st.st_size);
+	}
 	if (!S_ISDIR(st.st_mode))
 		return (-1);
 	if ((fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
 		return (-1);
+	*from = NEED_DIRECTORY;
 	return (dir_size(fd, 0));
+}
+
+int64_t
+mem_disk_size(const char *path)
+{
+	int	 from;
+
+	return (disk_size(path, &from));
+}
+
+/* NAME's value in a NAME=VALUE list; NULL when absent or empty. */
+static const char *
+env_get(char *const *envp, const char *name)
+{
+	size_t	 len = strlen(name);
+
+	for (; envp != NULL && *envp != NULL; envp++)
+		if (strncmp(*envp, name, len) == 0 && (*envp)[len] == '=')
+			return ((*envp)[len + 1] != '\0' ? *envp + len + 1 :
+			    NULL);
+	return (NULL);
+}
+
+/*
+ * The hub directory of the HF cache that envp names, as huggingface_hub
+ * finds it.  0, or -1 when there is none or it is not absolute.
+ */
+static int
+hub_path(char *const *envp, char *hub, size_t len)
+{
+	const char	*v, *home = env_get(envp, "HOME"), *tail = "";
+	char		 base[PATH_MAX];
+	size_t		 n;
+
+	if ((v = env_get(envp, "HF_HUB_CACHE")) == NULL &&
+	    (v = env_get(envp, "HUGGINGFACE_HUB_CACHE")) == NULL) {
+		if ((v = env_get(envp, "HF_HOME")) != NULL)
+			tail = "/hub";
+		else if ((v = env_get(envp, "XDG_CACHE_HOME")) != NULL)
+			tail = "/huggingface/hub";
+		else if ((v = home) != NULL)
+			tail = "/.cache/huggingface/hub";
+		else
+			return (-1);
+	}
+	if (strncmp(v, "~/", 2) == 0) {
+		if (home == NULL)
+			return (-1);
+		n = snprintf(base, sizeof(base), "%s%s", home, v + 1);
+	} else
+		n = strlcpy(base, v, sizeof(base));
+	if (n >= sizeof(base) || base[0] != '/')
+		return (-1);
+	if ((size_t)snprintf(hub, len, "%s%s", base, tail) >= len)
+		return (-1);
+	return (0);
 }
 
 /* A model id's files in the Hugging Face cache; -1 when not there. */
 static int64_t
-hf_cache_size(const char *id)
+hf_cache_size(const char *id, char *const *envp)
 {
 	char		 hub[PATH_MAX], repo[PATH_MAX], path[PATH_MAX];
 	char		 rev[256], name[PATH_MAX];
-	const char	*s, *home;
-	struct passwd	*pw;
+	struct stat	 st;
 	size_t		 i, n;
-	FILE		*fp;
+	ssize_t		 got;
+	int		 fd;
 
-	if ((s = getenv("HF_HUB_CACHE")) != NULL && *s != '\0')
-		n = strlcpy(hub, s, sizeof(hub));
-	else if ((s = getenv("HF_HOME")) != NULL && *s != '\0')
-		n = snprintf(hub, sizeof(hub), "%s/hub", s);
-	else {
-		if ((home = getenv("HOME")) == NULL || *home == '\0') {
-			if ((pw = getpwuid(getuid())) == NULL)
-				return (-1);
-			home = pw->pw_dir;
-		}
-		n = snprintf(hub, sizeof(hub), "%s/.cache/huggingface/hub",
-		    home);
-	}
-	if (n >= sizeof(hub))
+	if (hub_path(envp, hub, sizeof(hub)) == -1)
 		return (-1);
 
 	/* "org/name:tag" -> "models--org--name" */
@@ -427,22 +485,28 @@ hf_cache_size(const char *id)
 	    sizeof(repo))
 		return (-1);
 
-	/* The revision main points at, else every blob there is. */
+	/*
+	 * The revision main points at, else every blob there is.  The
+	 * cache may be the model user's: a FIFO or a device there must not
+	 * block or feed us.
+	 */
 	if ((size_t)snprintf(path, sizeof(path), "%s/refs/main", repo) >=
 	    sizeof(path))
 		return (-1);
-	if ((fp = fopen(path, "r")) != NULL) {
-		if (fgets(rev, sizeof(rev), fp) != NULL) {
+	if ((fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) != -1) {
+		got = -1;
+		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+			got = read(fd, rev, sizeof(rev) - 1);
+		close(fd);
+		if (got > 0) {
+			rev[got] = '\0';
 			rev[strcspn(rev, "\r\n")] = '\0';
 			if (rev[0] != '\0' && strchr(rev, '/') == NULL &&
 			    strcmp(rev, "..") != 0 &&
 			    (size_t)snprintf(path, sizeof(path),
-			    "%s/snapshots/%s", repo, rev) < sizeof(path)) {
-				fclose(fp);
+			    "%s/snapshots/%s", repo, rev) < sizeof(path))
 				return (mem_disk_size(path));
-			}
 		}
-		fclose(fp);
 	}
 	if ((size_t)snprintf(path, sizeof(path), "%s/blobs", repo) >=
 	    sizeof(path))
@@ -451,12 +515,18 @@ hf_cache_size(const char *id)
 }
 
 int64_t
-mem_need(const char *upstream, int64_t configured, enum model_kind kind)
+mem_need(const char *upstream, int64_t configured, enum model_kind kind,
+    char *const *envp, int *fromp)
 {
 	int64_t	 headroom, size;
+	int	 from = NEED_HEADROOM;
 
-	if (configured > 0)
+	if (fromp == NULL)
+		fromp = &from;
+	if (configured > 0) {
+		*fromp = NEED_CONFIGURED;
 		return (configured);
+	}
 	switch (kind) {
 	case KIND_IMAGE:
 		headroom = MEM_HEADROOM_IMAGE;
@@ -468,17 +538,19 @@ mem_need(const char *upstream, int64_t configured, enum model_kind kind)
 	if (upstream == NULL || upstream[0] == '\0')
 		size = -1;
 	else if (upstream[0] == '/')
-		size = mem_disk_size(upstream);
-	else
-		size = hf_cache_size(upstream);
+		size = disk_size(upstream, &from);
+	else {
+		size = hf_cache_size(upstream, envp);
+		from = NEED_HF_CACHE;
+	}
 	if (size < 0) {
 		log_debug("%s: %s: nothing on disk, need is the headroom",
 		    __func__, upstream == NULL ? "(none)" : upstream);
+		*fromp = NEED_HEADROOM;
 		return (headroom);
 	}
-	if (size > INT64_MAX - headroom)
-		return (INT64_MAX);
-	return (size + headroom);
+	*fromp = from;
+	return (mem_add(size, headroom));
 }
 
 void

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "proto.h"
 
 /* Also defined by pool.h; whichever header comes first defines it. */
 #ifndef MEM_SNAPSHOT_DEFINED
@@ -79,18 +80,29 @@ int64_t	mem_reserve_default(int64_t);
  * a file or a directory (its regular files summed recursively; symlinks
  * to files are followed, symlinks to directories are not entered).  Any
  * other upstream is a model id ("ORG/NAME", an optional ":TAG" ignored)
- * looked up in the Hugging Face cache ($HF_HUB_CACHE, else $HF_HOME/hub,
- * else ~/.cache/huggingface/hub): the snapshot refs/main names, else
- * everything under blobs/.  When nothing is found on disk the need is
- * the headroom alone (logged at debug level).
+ * looked up in the Hugging Face cache that the model's own environment
+ * envp (NAME=VALUE strings, NULL-terminated; NULL: none) names:
+ * $HF_HUB_CACHE, else $HUGGINGFACE_HUB_CACHE, else $HF_HOME/hub, else
+ * $XDG_CACHE_HOME/huggingface/hub, else $HOME/.cache/huggingface/hub (a
+ * leading "~/" is $HOME; a path that is not absolute is not looked up);
+ * never agencyd's own environment.  There, the snapshot refs/main names,
+ * else everything under blobs/.  When nothing is found on disk the need
+ * is the headroom alone (logged at debug level).  Sums saturate at
+ * INT64_MAX.  *from (when not NULL) says which it was: NEED_CONFIGURED,
+ * NEED_FILE, NEED_DIRECTORY, NEED_HF_CACHE or NEED_HEADROOM.
  */
-int64_t	mem_need(const char *, int64_t, enum model_kind);
+int64_t	mem_need(const char *, int64_t, enum model_kind, char *const *,
+	    int *);
 
 /*
  * The bytes under a path as mem_need() counts them (without headroom);
  * -1 when the path does not exist or cannot be read.
  */
 int64_t	mem_disk_size(const char *);
+
+/* a + b for sizes: a negative one counts as 0, the sum stops at
+ * INT64_MAX. */
+int64_t	mem_add(int64_t, int64_t);
 
 /* Bytes for people: "512 B", "4 KiB", "512 MiB", "6.0 GiB", "1.5 TiB". */
 void	mem_fmt(char *, size_t, int64_t);

@@ -4,8 +4,12 @@
  */
 /*
  * The pool's effects done for real: model processes through spawn.c,
- * signals to their process groups, probes through the proxy, timers on
- * libevent, memory from memory.c, answers to the proxy.
+ * signals to them through their reapers, probes through the proxy,
+ * timers on libevent, memory from memory.c, answers to the proxy.
+ *
+ * The pool knows a model process by the model's own pid; agencyd reaps
+ * its reaper, which exits only once nothing of the model is left, so
+ * the exit the pool hears of is the end of everything the model started.
  */
 #include <sys/types.h>
 #include <sys/socket.h>
@@ -16,6 +20,7 @@
 #include <errno.h>
 #include <event.h>
 #include <libgen.h>
+#include <limits.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -66,6 +71,40 @@ const struct pool_ops model_pool_ops = {
 	.changed = op_changed,
 };
 
+/*
+ * Who a model process runs as (as root the model user muser, else
+ * ourselves: *userp NULL), its home, and its environment (port NULL:
+ * only to look its size up with).  0, or -1 with a message in err.
+ */
+static int
+model_env(const char *muser, const struct model_conf *mc, const char *port,
+    const char **userp, char *home, size_t homelen, char ***envp, char *err,
+    size_t errlen)
+{
+	struct passwd	*pw;
+
+	*userp = NULL;
+	*envp = NULL;
+	home[0] = '\0';
+	if (getuid() == 0) {
+		if ((pw = getpwnam(muser)) == NULL) {
+			(void)snprintf(err, errlen,
+			    "model user %s does not exist", muser);
+			return (-1);
+		}
+		*userp = muser;
+	} else if ((pw = getpwuid(getuid())) == NULL) {
+		(void)snprintf(err, errlen, "who am I? uid %u",
+		    (unsigned)getuid());
+		return (-1);
+	}
+	/* Copied: the next getpw call overwrites *pw. */
+	if (strlcpy(home, pw->pw_dir, homelen) >= homelen)
+		home[0] = '\0';
+	return (spawn_env(pw->pw_name, pw->pw_dir, mc->name, port,
+	    &mc->rt->env, &mc->env, envp, err, errlen));
+}
+
 /* "llama-server for /srv/models/x.gguf": how messages name a process. */
 static void
 model_label(struct model *m)
@@ -91,6 +130,8 @@ int
 model_plan(struct model *m, struct model_conf *mc, struct pool_plan *plan)
 {
 	struct model	 tmp;
+	char		 home[PATH_MAX], err[SPAWN_ERR_MAX], **envp;
+	const char	*user;
 
 	memset(plan, 0, sizeof(*plan));
 	if (strlcpy(plan->name, mc->name, sizeof(plan->name)) >=
@@ -105,7 +146,15 @@ model_plan(struct model *m, struct model_conf *mc, struct pool_plan *plan)
 	model_label(&tmp);
 	(void)strlcpy(plan->label, tmp.plan.label, sizeof(plan->label));
 	plan->lazy = mc->lazy;
-	plan->need = mem_need(mc->upstream, mc->memory, mc->rt->kind);
+	/* Sized with what the model process will have: its user's home,
+	 * its runtime's and its own env, never ours. */
+	if (model_env(env != NULL && env->conf != NULL ?
+	    env->conf->model_user : AGENCY_MODEL_USER, mc, NULL, &user,
+	    home, sizeof(home), &envp, err, sizeof(err)) == -1)
+		log_debug("%s: %s: %s", __func__, mc->name, err);
+	plan->need = mem_need(mc->upstream, mc->memory, mc->rt->kind, envp,
+	    &plan->need_from);
+	spawn_argv_free(envp);
 	plan->idle_timeout = mc->lazy ? mc->idle_timeout : 0;
 	plan->load_timeout = mc->load_timeout;
 	plan->arg = m;
@@ -165,18 +214,26 @@ model_find(struct agencyd *d, const char *name)
 	return (NULL);
 }
 
+/* The model whose process (reaper 0) or reaper (reaper 1) is pid. */
+static struct model *
+model_by(struct agencyd *d, pid_t pid, int reaper)
+{
+	struct model_head	*heads[2] = { &d->models, &d->draining };
+	struct model		*m;
+	size_t			 i;
+
+	for (i = 0; i < 2; i++)
+		TAILQ_FOREACH(m, heads[i], entry)
+			if (m->sp_open &&
+			    (reaper ? m->sp.reaper : m->sp.pid) == pid)
+				return (m);
+	return (NULL);
+}
+
 struct model *
 model_by_pid(struct agencyd *d, pid_t pid)
 {
-	struct model	*m;
-
-	TAILQ_FOREACH(m, &d->models, entry)
-		if (m->sp_open && m->sp.pid == pid)
-			return (m);
-	TAILQ_FOREACH(m, &d->draining, entry)
-		if (m->sp_open && m->sp.pid == pid)
-			return (m);
-	return (NULL);
+	return (model_by(d, pid, 0));
 }
 
 void
@@ -194,14 +251,19 @@ models_free(struct agencyd *d)
 	}
 }
 
-/* A model process was reaped: read what it left, then tell the pool. */
+/*
+ * A model's reaper was reaped: nothing of the model is left.  Read what
+ * it wrote, then tell the pool how the model itself ended.
+ */
 void
 models_reaped(struct agencyd *d, pid_t pid, int status)
 {
 	struct model	*m;
 	int		 addr_in_use = 0;
 
-	if ((m = model_by_pid(d, pid)) != NULL) {
+	if ((m = model_by(d, pid, 1)) != NULL) {
+		status = spawn_reaped(&m->sp, status);
+		pid = m->sp.pid;
 		spawn_close(&m->sp);
 		m->sp_open = 0;
 		addr_in_use = m->addr_in_use;
@@ -228,32 +290,17 @@ op_spawn(void *ctx, const struct pool_plan *plan, uint64_t spawnid,
 	struct model_conf	*mc = m->mc;
 	struct spawn_req	 req;
 	char			 portstr[8], err[SPAWN_ERR_MAX];
+	char			 home[PATH_MAX];
 	char			**argv = NULL, **envp = NULL;
-	const char		*user = NULL, *envuser = NULL, *home = NULL;
-	struct passwd		*pw;
+	const char		*user = NULL;
 	pid_t			 pid = -1;
 
 	(void)snprintf(portstr, sizeof(portstr), "%u", port);
-	if (getuid() == 0) {
-		user = d->conf->model_user;
-		if ((pw = getpwnam(user)) == NULL) {
-			(void)snprintf(err, sizeof(err),
-			    "model user %s does not exist", user);
-			goto done;
-		}
-	} else if ((pw = getpwuid(getuid())) == NULL) {
-		(void)snprintf(err, sizeof(err), "who am I? uid %u",
-		    (unsigned)getuid());
-		goto done;
-	}
-	envuser = pw->pw_name;
-	home = pw->pw_dir;
-
 	if (spawn_argv(mc->rt->command, portstr, mc->upstream, mc->name,
 	    &argv, err, sizeof(err)) == -1)
 		goto done;
-	if (spawn_env(envuser, home, mc->name, portstr, &mc->rt->env, &mc->env,
-	    &envp, err, sizeof(err)) == -1)
+	if (model_env(d->conf->model_user, mc, portstr, &user, home,
+	    sizeof(home), &envp, err, sizeof(err)) == -1)
 		goto done;
 
 	if (m->sp_open) {
@@ -265,6 +312,7 @@ op_spawn(void *ctx, const struct pool_plan *plan, uint64_t spawnid,
 	req.argv = argv;
 	req.envp = envp;
 	req.user = user;
+	req.dir = home[0] != '\0' ? home : NULL;
 	req.label = plan->label;
 	req.ring = &m->ring;
 	req.line_cb = model_line;
@@ -274,6 +322,8 @@ op_spawn(void *ctx, const struct pool_plan *plan, uint64_t spawnid,
 		m->sp_open = 1;
 		log_info("%s: started, pid %d, port %u", plan->label,
 		    (int)pid, port);
+		log_debug("%s: its reaper is pid %d", plan->label,
+		    (int)m->sp.reaper);
 	}
  done:
 	spawn_argv_free(argv);
@@ -282,16 +332,26 @@ op_spawn(void *ctx, const struct pool_plan *plan, uint64_t spawnid,
 	pool_spawned(d->pool, spawnid, pid, pid == -1 ? err : NULL);
 }
 
-/* Free when binding the loopback address on it works. */
+/*
+ * Free when binding the loopback address on it works.  With
+ * SO_REUSEADDR, as model servers bind: the TIME-WAIT sockets that a
+ * model's own closes leave on its port do not make it taken for a
+ * minute, and a listener still does.
+ */
 static int
 op_port_free(void *ctx, uint16_t port)
 {
 	struct sockaddr_in	 sin;
-	int			 s, ok;
+	int			 s, ok, on = 1;
 
 	(void)ctx;
 	if ((s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
 		return (0);
+	if (setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) == -1) {
+		log_warn("%s: SO_REUSEADDR", __func__);
+		close(s);
+		return (0);
+	}
 	memset(&sin, 0, sizeof(sin));
 	sin.sin_family = AF_INET;
 	sin.sin_port = htons(port);
@@ -301,14 +361,20 @@ op_port_free(void *ctx, uint16_t port)
 	return (ok);
 }
 
+/* SIGTERM: the model's process group; SIGKILL: all it started. */
 static void
-op_kill(void *ctx, pid_t pgid, int sig)
+op_kill(void *ctx, pid_t pid, int sig)
 {
-	(void)ctx;
-	if (pgid <= 1)
+	struct agencyd	*d = ctx;
+	struct model	*m;
+
+	if (pid <= 1)
 		return;
-	if (kill(-pgid, sig) == -1 && errno != ESRCH)
-		log_warn("%s: kill %d", __func__, (int)pgid);
+	if ((m = model_by_pid(d, pid)) == NULL) {
+		log_debug("%s: no model process %d", __func__, (int)pid);
+		return;
+	}
+	spawn_signal(&m->sp, sig);
 }
 
 static void

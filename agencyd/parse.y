@@ -38,6 +38,10 @@
 
 #define MAXINCLUDE	16	/* include depth; also stops include loops */
 #define MAXUNGET	16
+/* The largest size: 1024T, beyond any machine, and far enough below
+ * INT64_MAX that sums of sizes cannot wrap. */
+#define SIZE_LIMIT	(1LL << 50)
+#define SIZE_LIMIT_STR	"1024T"
 
 TAILQ_HEAD(files, file)		 files = TAILQ_HEAD_INITIALIZER(files);
 static struct file {
@@ -546,7 +550,14 @@ mopt		: RUNTIME STRING		{
 		}
 		;
 
-size		: NUMBER			{ $$ = $1; }
+size		: NUMBER			{
+			if ($1 > SIZE_LIMIT) {
+				yyerror("size %lld is too large: at most "
+				    SIZE_LIMIT_STR, (long long)$1);
+				$$ = -1;
+			} else
+				$$ = $1;
+		}
 		| STRING			{
 			$$ = parse_size($1);
 			free($1);
@@ -1299,10 +1310,11 @@ parse_size(const char *s)
 		free(num);
 		return (-1);
 	}
-	v = strtonum(num, 0, INT64_MAX / mult, &errstr);
+	v = strtonum(num, 0, SIZE_LIMIT / mult, &errstr);
 	free(num);
 	if (errstr != NULL) {
-		yyerror("size \"%s\" is too large", s);
+		yyerror("size \"%s\" is too large: at most " SIZE_LIMIT_STR,
+		    s);
 		return (-1);
 	}
 	return (v * mult);

@@ -28,6 +28,7 @@
 #include <string.h>
 #include <syslog.h>
 
+#include "memory.h"
 #include "pool.h"
 
 enum op_kind {
@@ -309,15 +310,16 @@ pool_reserve(int64_t setting, int64_t total)
 /*
  * Whether a model needing need bytes fits: the measured memory (when
  * known) keeps the reserve free, and the needs of what is loaded
- * (committed) plus this one stay within the budget (when set).
+ * (committed) plus this one stay within the budget (when set).  The
+ * sums saturate: a need near INT64_MAX never wraps into fitting.
  */
 int
 pool_fits(const struct mem_snapshot *mem, int64_t reserve, int64_t budget,
     int64_t committed, int64_t need)
 {
-	if (mem != NULL && mem->available < need + reserve)
+	if (mem != NULL && mem->available < mem_add(need, reserve))
 		return (0);
-	if (budget > 0 && committed + need > budget)
+	if (budget > 0 && mem_add(committed, need) > budget)
 		return (0);
 	return (1);
 }
@@ -960,19 +962,19 @@ committed(struct pool *p, struct pool_model *self)
 
 	TAILQ_FOREACH(pm, &p->models, entry)
 		if (pm != self && (pm->state == STATE_READY || pm->pid != 0))
-			sum += pm->plan.need;
+			sum = mem_add(sum, pm->plan.need);
 	return (sum);
 }
 
 static struct pool_model *
-candidate(struct pool *p, struct pool_model *self, int64_t *freeable)
+candidate(struct pool *p, struct pool_model *self, int64_t *kept)
 {
 	struct pool_view	*v;
 	struct pool_model	*pm;
 	ssize_t			 best;
 	size_t			 i = 0;
 
-	*freeable = 0;
+	*kept = 0;
 	if ((v = reallocarray(NULL, p->nmodels, sizeof(*v))) == NULL)
 		return (NULL);
 	TAILQ_FOREACH(pm, &p->models, entry) {
@@ -980,9 +982,12 @@ candidate(struct pool *p, struct pool_model *self, int64_t *freeable)
 		v[i].lazy = pm->plan.lazy;
 		v[i].in_progress = pm->in_progress;
 		v[i].last_used = pm->last_used;
-		if (pm != self && pm->state == STATE_READY && pm->plan.lazy &&
-		    pm->in_progress == 0)
-			*freeable += pm->plan.need;
+		/* What no eviction frees: committed, and not ready, idle
+		 * and lazy. */
+		if (pm != self && (pm->state == STATE_READY || pm->pid != 0) &&
+		    !(pm->state == STATE_READY && pm->plan.lazy &&
+		    pm->in_progress == 0))
+			*kept = mem_add(*kept, pm->plan.need);
 		i++;
 	}
 	best = pool_eviction_candidate(v, i);
@@ -1019,7 +1024,8 @@ nomem_message(struct pool *p, struct pool_model *self,
 			strlcat(buf, " kept in reserve", len);
 		}
 	}
-	if (p->set.budget > 0 && used + self->plan.need > p->set.budget) {
+	if (p->set.budget > 0 &&
+	    mem_add(used, self->plan.need) > p->set.budget) {
 		format_size(p->set.budget, bud, sizeof(bud));
 		format_size(used, u, sizeof(u));
 		strlcat(buf, ", budget ", len);
@@ -1236,7 +1242,7 @@ make_room(struct pool *p, struct pool_op *op)
 {
 	struct pool_model	*pm = op->pm, *victim;
 	struct mem_snapshot	 mem, *memp = &mem;
-	int64_t			 reserve = 0, used, freeable;
+	int64_t			 reserve = 0, used, kept;
 	char			 msg[PROTO_MSG_MAX];
 
 	if (p->ops->memory(p->ctx, &mem) == -1) {
@@ -1249,10 +1255,10 @@ make_room(struct pool *p, struct pool_op *op)
 	if (pool_fits(memp, reserve, p->set.budget, used, pm->plan.need))
 		return (1);
 
-	victim = candidate(p, pm, &freeable);
+	victim = candidate(p, pm, &kept);
 	/* By need the budget is exact: stop nothing in vain. */
 	if (victim != NULL && p->set.budget > 0 &&
-	    used - freeable + pm->plan.need > p->set.budget)
+	    mem_add(kept, pm->plan.need) > p->set.budget)
 		victim = NULL;
 	if (victim != NULL) {
 		plog(p, LOG_INFO, "%s: stopping it to make room for %s",
@@ -2002,6 +2008,7 @@ pool_status(struct pool *p, size_t i, struct proto_status *st)
 		st->port = pm->port;
 	}
 	st->need = pm->plan.need;
+	st->need_from = pm->plan.need_from;
 	st->requests = pm->requests;
 	st->loads = pm->loads;
 	st->restarts = pm->restarts;

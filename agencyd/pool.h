@@ -42,6 +42,7 @@ struct pool_plan {
 	char		 label[AGENCY_PATH_MAX];	/* in messages */
 	int		 lazy;
 	int64_t		 need;		/* bytes */
+	int		 need_from;	/* enum proto_need_from */
 	int64_t		 idle_timeout;	/* ms; 0: never (lazy only) */
 	int64_t		 load_timeout;	/* ms; 0: never */
 	void		*arg;		/* the caller's (its model_conf) */
@@ -71,8 +72,9 @@ struct pool_ops {
 		    uint16_t port);
 	/* 1 when nothing listens on port. */
 	int	 (*port_free)(void *, uint16_t port);
-	/* Signal a process group. */
-	void	 (*kill)(void *, pid_t pgid, int sig);
+	/* Signal a model process: SIGTERM its process group, SIGKILL
+	 * everything it started. */
+	void	 (*kill)(void *, pid_t pid, int sig);
 	/* Ask the proxy to probe port; answer with pool_probe_result. */
 	void	 (*probe)(void *, const struct pool_plan *, uint64_t loadid,
 		    uint16_t port);
@@ -214,8 +216,10 @@ void		 pool_spawned(struct pool *, uint64_t spawnid, pid_t,
  * after POOL_REPROBE, within the load timeout. */
 void		 pool_probe_result(struct pool *, uint64_t loadid, int ok,
 		    int status, const char *body);
-/* A reaped child; addr_in_use: its output said its port was taken.
- * Unknown pids are ignored. */
+/* A reaped child, reported once nothing it started is left (agencyd
+ * reaps the model's reaper, see spawn.h), with the wait status of the
+ * process spawn answered; addr_in_use: its output said its port was
+ * taken.  Unknown pids are ignored. */
 void		 pool_child_exited(struct pool *, pid_t, int wstatus,
 		    int addr_in_use);
 

@@ -3,22 +3,27 @@
  * SPDX-License-Identifier: ISC (see the file LICENSE)
  */
 /*
- * Model processes: argv and environment, fork+exec, output capture, and
- * the ring of a model's last lines.  See spawn.h.
+ * Model processes: argv and environment, the reaper, fork+exec, output
+ * capture, and the ring of a model's last lines.  See spawn.h.
  */
 #include <sys/types.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <event.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <pwd.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -28,6 +33,34 @@
 struct spawn_failure {
 	int	 error;
 	char	 what[32];
+};
+
+/*
+ * What the reaper tells agencyd, one record a write: STARTED (the model
+ * ran exec) or FAILED (it did not; nothing is left), later EXITED
+ * (nothing of the model is left; how the model itself ended).
+ */
+enum {
+	REPORT_STARTED = 1,
+	REPORT_FAILED,
+	REPORT_EXITED,
+};
+
+struct spawn_report {
+	int32_t	 kind;
+	int32_t	 error;		/* FAILED: errno */
+	int32_t	 pid;		/* STARTED: the model's */
+	int32_t	 status;	/* EXITED: the model's wait status */
+	char	 what[32];	/* FAILED: the step that failed */
+};
+
+/* The model's credentials, looked up before the fork. */
+struct spawn_creds {
+	int		 doswitch;
+	uid_t		 uid;
+	gid_t		 gid;
+	gid_t		*groups;
+	int		 ngroups;
 };
 
 struct strvec {
@@ -42,11 +75,20 @@ static int	expand_word(const char *, const char *, const char *,
 		    const char *, char **, char *, size_t);
 static int	env_put(struct strvec *, const char *, const char *, char *,
 		    size_t);
+static void	signals_reset(int);
 static __dead void child_fail(int, const char *);
 static __dead void child_run(const struct spawn_req *, int, int, int, int,
-		    pid_t, int, uid_t, gid_t, const gid_t *, int);
-static int	lookup_user(const char *, int *, uid_t *, gid_t *, gid_t **,
-		    int *, char *, size_t);
+		    pid_t, const struct spawn_creds *);
+static void	reaper_report(int, int, int, int, int, const char *);
+static __dead void reaper_fail(int, const char *);
+static void	reaper_keep(int *, int);
+static void	reaper_children(int);
+static int64_t	reaper_now(void);
+static __dead void reaper_wait(pid_t, int);
+static __dead void reaper_run(const struct spawn_req *, int, int, int, int,
+		    pid_t, const struct spawn_creds *);
+static int	lookup_user(const char *, struct spawn_creds *, char *,
+		    size_t);
 static void	closepair(int *);
 static void	spawn_read(int, short, void *);
 static int	stream_drain(struct spawn_stream *);
@@ -452,16 +494,14 @@ closepair(int *p)
 }
 
 static int
-lookup_user(const char *user, int *switchp, uid_t *uid, gid_t *gid,
-    gid_t **groupsp, int *ngroupsp, char *err, size_t errlen)
+lookup_user(const char *user, struct spawn_creds *cr, char *err,
+    size_t errlen)
 {
 	struct passwd	*pw;
 	gid_t		*groups = NULL, *ng;
 	int		 n = 16, have;
 
-	*switchp = 0;
-	*groupsp = NULL;
-	*ngroupsp = 0;
+	memset(cr, 0, sizeof(*cr));
 	if (user == NULL)
 		return (0);
 	errno = 0;
@@ -500,12 +540,32 @@ lookup_user(const char *user, int *switchp, uid_t *uid, gid_t *gid,
 			return (-1);
 		}
 	}
-	*switchp = 1;
-	*uid = pw->pw_uid;
-	*gid = pw->pw_gid;
-	*groupsp = groups;
-	*ngroupsp = have;
+	cr->doswitch = 1;
+	cr->uid = pw->pw_uid;
+	cr->gid = pw->pw_gid;
+	cr->groups = groups;
+	cr->ngroups = have;
 	return (0);
+}
+
+/* Every handler back to SIG_DFL; every signal blocked, or none. */
+static void
+signals_reset(int blocked)
+{
+	struct sigaction	 sa;
+	sigset_t		 set;
+	int			 sig;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	sigemptyset(&sa.sa_mask);
+	for (sig = 1; sig < NSIG; sig++)
+		(void)sigaction(sig, &sa, NULL);
+	if (blocked)
+		sigfillset(&set);
+	else
+		sigemptyset(&set);
+	(void)sigprocmask(SIG_SETMASK, &set, NULL);
 }
 
 /* Report a failure to the parent on fd and end.  Signal-safe only. */
@@ -523,24 +583,15 @@ child_fail(int fd, const char *what)
 
 static __dead void
 child_run(const struct spawn_req *req, int in_r, int out_w, int err_w,
-    int ex_w, pid_t parent, int doswitch, uid_t uid, gid_t gid,
-    const gid_t *groups, int ngroups)
+    int ex_w, pid_t parent, const struct spawn_creds *cr)
 {
-	struct sigaction	 sa;
-	sigset_t		 set;
 	const char		*path = SPAWN_PATH, *p, *e;
 	char			 file[4096];
 	size_t			 dlen, flen;
-	int			 sig, fds[3], ex, i, eacces = 0;
+	int			 fds[3], ex, i, eacces = 0;
 
 	/* The parent's handlers (libevent's) must not run here. */
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = SIG_DFL;
-	sigemptyset(&sa.sa_mask);
-	for (sig = 1; sig < NSIG; sig++)
-		(void)sigaction(sig, &sa, NULL);
-	sigemptyset(&set);
-	(void)sigprocmask(SIG_SETMASK, &set, NULL);
+	signals_reset(0);
 
 	if (setsid() == -1)
 		child_fail(ex_w, "setsid");
@@ -563,12 +614,12 @@ child_run(const struct spawn_req *req, int in_r, int out_w, int err_w,
 		child_fail(ex, "fcntl");
 	closefrom(4);
 
-	if (doswitch) {
-		if (setgroups(ngroups, groups) == -1)
+	if (cr->doswitch) {
+		if (setgroups(cr->ngroups, cr->groups) == -1)
 			child_fail(ex, "setgroups");
-		if (setresgid(gid, gid, gid) == -1)
+		if (setresgid(cr->gid, cr->gid, cr->gid) == -1)
 			child_fail(ex, "setresgid");
-		if (setresuid(uid, uid, uid) == -1)
+		if (setresuid(cr->uid, cr->uid, cr->uid) == -1)
 			child_fail(ex, "setresuid");
 	}
 	/* After the last credential change, which would clear it. */
@@ -576,6 +627,11 @@ child_run(const struct spawn_req *req, int in_r, int out_w, int err_w,
 		child_fail(ex, "prctl");
 	if (getppid() != parent)
 		_exit(127);
+
+	/* Not agencyd's umask and directory; as the model user. */
+	umask(022);
+	if ((req->dir == NULL || chdir(req->dir) == -1) && chdir("/") == -1)
+		child_fail(ex, "chdir");
 
 	if (strchr(req->argv[0], '/') != NULL) {
 		execve(req->argv[0], req->argv, req->envp);
@@ -618,33 +674,292 @@ child_run(const struct spawn_req *req, int in_r, int out_w, int err_w,
 	child_fail(ex, "exec");
 }
 
+/*
+ * The reaper.
+ */
+
+/* One record to agencyd; a short write cannot happen below PIPE_BUF. */
+static void
+reaper_report(int fd, int kind, int error, int pid, int status,
+    const char *what)
+{
+	struct spawn_report	 r;
+
+	memset(&r, 0, sizeof(r));
+	r.kind = kind;
+	r.error = error;
+	r.pid = pid;
+	r.status = status;
+	if (what != NULL)
+		strlcpy(r.what, what, sizeof(r.what));
+	(void)write(fd, &r, sizeof(r));
+}
+
+/* Nothing was started: say why and end. */
+static __dead void
+reaper_fail(int fd, const char *what)
+{
+	reaper_report(fd, REPORT_FAILED, errno, 0, 0, what);
+	_exit(127);
+}
+
+/*
+ * Keep the n descriptors of fds (moved above 2 first) and 0-2 on
+ * /dev/null; close every other one, agencyd's sockets and the other
+ * models' pipes above all: holding them would keep their ends open.
+ */
+static void
+reaper_keep(int *fds, int n)
+{
+	int	 fd, i, max = 2, kept, null;
+
+	for (i = 0; i < n; i++)
+		if (fds[i] <= 2 &&
+		    (fds[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 3)) == -1)
+			_exit(127);
+	if ((null = open("/dev/null", O_RDWR)) != -1) {
+		for (fd = 0; fd <= 2; fd++)
+			if (null != fd)
+				(void)dup2(null, fd);
+		if (null > 2)
+			close(null);
+	}
+	for (i = 0; i < n; i++)
+		if (fds[i] > max)
+			max = fds[i];
+	for (fd = 3; fd < max; fd++) {
+		for (kept = 0, i = 0; i < n; i++)
+			if (fds[i] == fd)
+				kept = 1;
+		if (!kept)
+			(void)close(fd);
+	}
+	closefrom(max + 1);
+}
+
+/*
+ * Signal every child of ours: the model, and what it left behind that
+ * came to us.  Only our own children: we reap them, so none of these
+ * pids can be another process's by now.
+ */
+static void
+reaper_children(int sig)
+{
+	DIR		*d;
+	struct dirent	*de;
+	char		 path[64], buf[256], *p;
+	const char	*errstr;
+	pid_t		 self = getpid();
+	long long	 pid, ppid;
+	ssize_t		 n;
+	int		 fd;
+
+	if ((d = opendir("/proc")) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		pid = strtonum(de->d_name, 1, INT_MAX, &errstr);
+		if (errstr != NULL || pid == self)
+			continue;
+		(void)snprintf(path, sizeof(path), "/proc/%lld/stat", pid);
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+			continue;
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n <= 0)
+			continue;
+		buf[n] = '\0';
+		/* "pid (comm) S ppid ...": comm may hold anything. */
+		if ((p = strrchr(buf, ')')) == NULL ||
+		    sscanf(p + 1, " %*c %lld", &ppid) != 1 || ppid != self)
+			continue;
+		(void)kill((pid_t)pid, sig);
+	}
+	closedir(d);
+}
+
+static int64_t
+reaper_now(void)
+{
+	struct timespec	 ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+}
+
+/*
+ * Until we have no child left: reap, pass agencyd's SIGTERM on to the
+ * model's process group, kill everything on SPAWN_SIG_KILL (agencyd's
+ * request, or its death), and once the model has exited, give what it
+ * left SIGTERM, then SIGKILL after the grace.  Then tell agencyd how the
+ * model ended, and end.
+ */
+static __dead void
+reaper_wait(pid_t model, int rep)
+{
+	struct timespec	 ts;
+	sigset_t	 set;
+	int64_t		 deadline = -1, left;
+	pid_t		 pid;
+	int		 status, mstatus = 0, mgone = 0, killing = 0, sig;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SPAWN_SIG_KILL);
+	for (;;) {
+		while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+			if (pid != model || mgone)
+				continue;
+			mstatus = status;
+			mgone = 1;
+			if (!killing) {
+				reaper_children(SIGTERM);
+				deadline = reaper_now() + SPAWN_REAP_GRACE;
+			}
+		}
+		if (pid == -1 && errno == ECHILD)
+			break;
+		if (deadline != -1 && reaper_now() >= deadline)
+			killing = 1;
+		if (killing) {
+			if (!mgone)
+				(void)kill(-model, SIGKILL);
+			reaper_children(SIGKILL);
+			left = SPAWN_REAP_POLL;
+		} else if (deadline != -1)
+			left = deadline - reaper_now();
+		else
+			left = -1;
+		if (left >= 0) {
+			ts.tv_sec = left / 1000;
+			ts.tv_nsec = (left % 1000) * 1000000;
+			sig = sigtimedwait(&set, NULL, &ts);
+		} else
+			sig = sigwaitinfo(&set, NULL);
+		switch (sig) {
+		case SIGTERM:
+			if (!mgone)
+				(void)kill(-model, SIGTERM);
+			else
+				reaper_children(SIGTERM);
+			break;
+		case SPAWN_SIG_KILL:
+			killing = 1;
+			break;
+		default:
+			/* SIGCHLD, or the time is up: look again. */
+			break;
+		}
+	}
+	reaper_report(rep, REPORT_EXITED, 0, 0, mstatus, NULL);
+	_exit(0);
+}
+
+/* The reaper: set itself up, start the model, wait for it and its own. */
+static __dead void
+reaper_run(const struct spawn_req *req, int in_r, int out_w, int err_w,
+    int rep, pid_t parent, const struct spawn_creds *cr)
+{
+	struct spawn_failure	 f;
+	ssize_t			 n;
+	pid_t			 model, self;
+	int			 fds[4], ex[2];
+
+	/*
+	 * agencyd's handlers must not run here.  Every signal stays
+	 * blocked (as it was for the fork): the ones we act on are taken
+	 * with sigtimedwait, and nothing but SIGKILL, which only root may
+	 * send us, ends the reaper before its model.
+	 */
+	signals_reset(1);
+
+	fds[0] = in_r;
+	fds[1] = out_w;
+	fds[2] = err_w;
+	fds[3] = rep;
+	reaper_keep(fds, 4);
+	in_r = fds[0];
+	out_w = fds[1];
+	err_w = fds[2];
+	rep = fds[3];
+
+	/* Out of agencyd's session: a terminal's signals are not ours. */
+	if (setsid() == -1)
+		reaper_fail(rep, "setsid");
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1) == -1)
+		reaper_fail(rep, "prctl");
+	if (prctl(PR_SET_PDEATHSIG, SPAWN_SIG_KILL) == -1)
+		reaper_fail(rep, "prctl");
+	if (getppid() != parent)
+		_exit(127);	/* agencyd is gone: start nothing */
+	(void)prctl(PR_SET_NAME, "agency-reaper");
+	setproctitle("reaper for %s", req->label != NULL ? req->label :
+	    req->argv[0]);
+
+	if (pipe2(ex, O_CLOEXEC) == -1)
+		reaper_fail(rep, "pipe");
+	self = getpid();
+	switch (model = fork()) {
+	case -1:
+		reaper_fail(rep, "fork");
+	case 0:
+		close(ex[0]);
+		close(rep);
+		child_run(req, in_r, out_w, err_w, ex[1], self, cr);
+		/* NOTREACHED */
+	default:
+		break;
+	}
+	close(in_r);
+	close(out_w);
+	close(err_w);
+	close(ex[1]);
+
+	/* EOF: the exec happened and closed the child's end. */
+	do {
+		n = read(ex[0], &f, sizeof(f));
+	} while (n == -1 && errno == EINTR);
+	close(ex[0]);
+	if (n != 0) {
+		/* The child ends at once; reap it so nobody else sees it. */
+		while (waitpid(model, NULL, 0) == -1 && errno == EINTR)
+			;
+		if (n == (ssize_t)sizeof(f)) {
+			f.what[sizeof(f.what) - 1] = '\0';
+			reaper_report(rep, REPORT_FAILED, f.error, 0, 0,
+			    f.what);
+		} else
+			reaper_report(rep, REPORT_FAILED, 0, 0, 0, "report");
+		_exit(127);
+	}
+	reaper_report(rep, REPORT_STARTED, 0, model, 0, NULL);
+	reaper_wait(model, rep);
+}
+
 pid_t
 spawn_start(const struct spawn_req *req, struct spawn_proc *sp, char *err,
     size_t errlen)
 {
-	struct spawn_failure	 f;
+	struct spawn_report	 r;
+	struct spawn_creds	 cr;
 	sigset_t		 all, old;
-	gid_t			*groups = NULL;
-	uid_t			 uid = 0;
-	gid_t			 gid = 0;
-	pid_t			 pid, parent;
+	pid_t			 reaper, parent;
 	ssize_t			 n;
 	int			 in[2] = { -1, -1 }, out[2] = { -1, -1 };
-	int			 er[2] = { -1, -1 }, ex[2] = { -1, -1 };
-	int			 doswitch, ngroups, status, saved;
+	int			 er[2] = { -1, -1 }, rep[2] = { -1, -1 };
+	int			 saved;
 
 	memset(sp, 0, sizeof(*sp));
-	sp->pid = -1;
-	sp->stdin_fd = sp->out.fd = sp->err.fd = -1;
+	sp->pid = sp->reaper = -1;
+	sp->report_fd = sp->stdin_fd = sp->out.fd = sp->err.fd = -1;
 	if (req->argv == NULL || req->argv[0] == NULL) {
 		snprintf(err, errlen, "no command");
 		return (-1);
 	}
-	if (lookup_user(req->user, &doswitch, &uid, &gid, &groups, &ngroups,
-	    err, errlen) == -1)
+	if (lookup_user(req->user, &cr, err, errlen) == -1)
 		return (-1);
 	if (pipe2(in, O_CLOEXEC) == -1 || pipe2(out, O_CLOEXEC) == -1 ||
-	    pipe2(er, O_CLOEXEC) == -1 || pipe2(ex, O_CLOEXEC) == -1) {
+	    pipe2(er, O_CLOEXEC) == -1 || pipe2(rep, O_CLOEXEC) == -1) {
 		snprintf(err, errlen, "pipe: %s", strerror(errno));
 		goto fail;
 	}
@@ -654,56 +969,58 @@ spawn_start(const struct spawn_req *req, struct spawn_proc *sp, char *err,
 	parent = getpid();
 	sigfillset(&all);
 	(void)sigprocmask(SIG_BLOCK, &all, &old);
-	switch (pid = fork()) {
+	switch (reaper = fork()) {
 	case -1:
 		saved = errno;
 		(void)sigprocmask(SIG_SETMASK, &old, NULL);
 		snprintf(err, errlen, "fork: %s", strerror(saved));
 		goto fail;
 	case 0:
-		child_run(req, in[0], out[1], er[1], ex[1], parent, doswitch,
-		    uid, gid, groups, ngroups);
+		reaper_run(req, in[0], out[1], er[1], rep[1], parent, &cr);
 		/* NOTREACHED */
 	default:
 		break;
 	}
 	(void)sigprocmask(SIG_SETMASK, &old, NULL);
-	free(groups);
-	groups = NULL;
+	free(cr.groups);
+	cr.groups = NULL;
 	close(in[0]);
 	close(out[1]);
 	close(er[1]);
-	close(ex[1]);
-	in[0] = out[1] = er[1] = ex[1] = -1;
+	close(rep[1]);
+	in[0] = out[1] = er[1] = rep[1] = -1;
 
-	/* EOF: the exec happened and closed the child's end. */
+	/* The reaper says once the model ran exec, or why it did not. */
 	do {
-		n = read(ex[0], &f, sizeof(f));
+		n = read(rep[0], &r, sizeof(r));
 	} while (n == -1 && errno == EINTR);
-	if (n != 0) {
-		if (n == (ssize_t)sizeof(f)) {
-			f.what[sizeof(f.what) - 1] = '\0';
-			if (strcmp(f.what, "exec") == 0)
+	if (n != (ssize_t)sizeof(r) || r.kind != REPORT_STARTED ||
+	    r.pid <= 0) {
+		if (n == (ssize_t)sizeof(r) && r.kind == REPORT_FAILED) {
+			r.what[sizeof(r.what) - 1] = '\0';
+			if (strcmp(r.what, "exec") == 0)
 				snprintf(err, errlen, "exec %s: %s",
-				    req->argv[0], strerror(f.error));
+				    req->argv[0], strerror(r.error));
 			else
 				snprintf(err, errlen, "%s before exec %s: %s",
-				    f.what, req->argv[0], strerror(f.error));
+				    r.what, req->argv[0], strerror(r.error));
 		} else
-			snprintf(err, errlen, "exec %s: lost the child's "
+			snprintf(err, errlen, "exec %s: lost the reaper's "
 			    "report", req->argv[0]);
-		/* The child ends at once; reap it so nobody else sees it. */
-		while (waitpid(pid, &status, 0) == -1 && errno == EINTR)
+		/* It ends at once; reap it so nobody else sees it. */
+		while (waitpid(reaper, NULL, 0) == -1 && errno == EINTR)
 			;
 		goto fail;
 	}
-	close(ex[0]);
 
 	if (fcntl(out[0], F_SETFL, O_NONBLOCK) == -1 ||
-	    fcntl(er[0], F_SETFL, O_NONBLOCK) == -1)
+	    fcntl(er[0], F_SETFL, O_NONBLOCK) == -1 ||
+	    fcntl(rep[0], F_SETFL, O_NONBLOCK) == -1)
 		log_warn("%s: fcntl", __func__);
 
-	sp->pid = pid;
+	sp->pid = r.pid;
+	sp->reaper = reaper;
+	sp->report_fd = rep[0];
 	sp->stdin_fd = in[1];
 	sp->ring = req->ring;
 	sp->line_cb = req->line_cb;
@@ -721,15 +1038,48 @@ spawn_start(const struct spawn_req *req, struct spawn_proc *sp, char *err,
 	if (event_add(&sp->out.ev, NULL) == -1 ||
 	    event_add(&sp->err.ev, NULL) == -1)
 		log_warnx("%s: event_add failed", __func__);
-	return (pid);
+	return (sp->pid);
 
  fail:
-	free(groups);
+	free(cr.groups);
 	closepair(in);
 	closepair(out);
 	closepair(er);
-	closepair(ex);
+	closepair(rep);
 	return (-1);
+}
+
+void
+spawn_signal(const struct spawn_proc *sp, int sig)
+{
+	if (sp->reaper <= 0)
+		return;
+	if (kill(sp->reaper, sig == SIGKILL ? SPAWN_SIG_KILL : SIGTERM) ==
+	    -1 && errno != ESRCH)
+		log_warn("%s: %s: kill %d", __func__, sp->label,
+		    (int)sp->reaper);
+}
+
+int
+spawn_reaped(struct spawn_proc *sp, int status)
+{
+	struct spawn_report	 r;
+	ssize_t			 n = -1;
+
+	if (sp->report_fd != -1) {
+		do {
+			n = read(sp->report_fd, &r, sizeof(r));
+		} while (n == -1 && errno == EINTR);
+		close(sp->report_fd);
+		sp->report_fd = -1;
+	}
+	if (n == (ssize_t)sizeof(r) && r.kind == REPORT_EXITED)
+		status = r.status;
+	else
+		log_warnx("%s: %s: its reaper ended without a word", __func__,
+		    sp->label);
+	sp->reaper = -1;
+	return (status);
 }
 
 /*
@@ -852,6 +1202,10 @@ spawn_close(struct spawn_proc *sp)
 	if (sp->stdin_fd != -1) {
 		close(sp->stdin_fd);
 		sp->stdin_fd = -1;
+	}
+	if (sp->report_fd != -1) {
+		close(sp->report_fd);
+		sp->report_fd = -1;
 	}
 }
 

@@ -6,7 +6,15 @@
  * Model processes: the argv from a runtime's command template, the
  * scrubbed environment, fork+exec in a new session as the model user,
  * and the capture of stdout and stderr, line by line, into a ring of the
- * last lines and the log.  Exits are reaped by the caller (SIGCHLD).
+ * last lines and the log.
+ *
+ * Each model runs under a reaper of its own, a child of agencyd that
+ * stays root: it is a child subreaper, so whatever the model forks
+ * comes back to it when its parent goes (even after setsid or a double
+ * fork), and nothing of the model outlives it; it kills everything it
+ * has when agencyd dies, even by SIGKILL (PR_SET_PDEATHSIG).  The
+ * caller reaps the reaper (SIGCHLD), which exits only once nothing of
+ * the model is left, and learns from it how the model itself ended.
  */
 #ifndef AGENCY_SPAWN_H
 #define AGENCY_SPAWN_H
@@ -14,6 +22,7 @@
 #include <sys/types.h>
 
 #include <event.h>
+#include <signal.h>
 #include <stddef.h>
 
 #include "config.h"
@@ -21,6 +30,17 @@
 #define SPAWN_RING_LINES	200	/* lines a model's ring keeps */
 #define SPAWN_LINE_MAX		1024	/* longer lines are cut and go on */
 #define SPAWN_ERR_MAX		256	/* an err buffer that always fits */
+
+/*
+ * The reaper: what is left of a model after its own process exited gets
+ * SIGTERM, and SIGKILL after SPAWN_REAP_GRACE; while it kills, it looks
+ * again every SPAWN_REAP_POLL.  agencyd asks it to stop the model with
+ * SIGTERM and to kill everything with SPAWN_SIG_KILL, which is also what
+ * it gets when agencyd dies.
+ */
+#define SPAWN_REAP_GRACE	2000	/* ms */
+#define SPAWN_REAP_POLL		100	/* ms */
+#define SPAWN_SIG_KILL		SIGUSR1
 
 #define SPAWN_PATH	"/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:" \
 			    "/sbin:/bin"
@@ -38,6 +58,7 @@ struct spawn_req {
 	char		**argv;
 	char		**envp;
 	const char	 *user;		/* NULL: stay who we are */
+	const char	 *dir;		/* working directory; NULL or gone: / */
 	const char	 *label;	/* prefixes each logged line */
 	struct ring	 *ring;		/* NULL: lines go only to the log */
 	void		(*line_cb)(void *, const char *);
@@ -54,7 +75,9 @@ struct spawn_stream {
 };
 
 struct spawn_proc {
-	pid_t			 pid;
+	pid_t			 pid;		/* the model; its pgid */
+	pid_t			 reaper;	/* our child; -1: reaped */
+	int			 report_fd;	/* the reaper's; -1: closed */
 	int			 stdin_fd;	/* write end; -1: closed */
 	struct spawn_stream	 out;
 	struct spawn_stream	 err;
@@ -95,26 +118,45 @@ int	spawn_env(const char *, const char *, const char *, const char *,
 	    size_t);
 
 /*
- * Fork and exec req in a new session (its pgid is its pid), stdin a pipe
- * whose write end agencyd keeps, stdout and stderr pipes that are read
- * with libevent events on the default base; as root with req->user set,
- * switch to that user's groups, gid and uid; PR_SET_PDEATHSIG(SIGKILL)
- * after the last credential change.  Waits for the exec (the child
- * reports a failure on a close-on-exec pipe; it does only system calls
- * before exec, so the wait is short): returns the pid with *sp filled
- * in, or -1 with a message in err naming what failed (the failed child
- * has then been reaped here).  *sp holds the read events: it must stay
- * where it is until spawn_close().  Callbacks get req->cb_arg; line_cb
- * must not free *sp, eof_cb (called once, last) may.
+ * Fork the reaper, which forks and execs req in a new session (its pgid
+ * is its pid), stdin a pipe whose write end agencyd keeps, stdout and
+ * stderr pipes that are read with libevent events on the default base;
+ * as root with req->user set, switch to that user's groups, gid and uid;
+ * PR_SET_PDEATHSIG(SIGKILL) after the last credential change; umask 022
+ * and req->dir as the working directory (/ when it cannot be entered).
+ * Waits for the exec (the child reports a failure on a close-on-exec
+ * pipe, the reaper passes it on; both do only system calls before it,
+ * so the wait is short): returns the model's pid with *sp filled in
+ * (sp->reaper is the process to reap), or -1 with a message in err
+ * naming what failed (the reaper has then been reaped here).  *sp holds
+ * the read events: it must stay where it is until spawn_close().
+ * Callbacks get req->cb_arg; line_cb must not free *sp, eof_cb (called
+ * once, last) may.
  */
 pid_t	spawn_start(const struct spawn_req *, struct spawn_proc *, char *,
 	    size_t);
 
 /*
+ * Signal a model through its reaper: SIGKILL kills the model's process
+ * group and everything else the model started; any other signal sends
+ * SIGTERM to the model's process group (and, once the model has exited,
+ * to what it left).  Nothing once the reaper has been reaped.
+ */
+void	spawn_signal(const struct spawn_proc *, int);
+
+/*
+ * The reaper was reaped with wait status status: the model's own wait
+ * status as the reaper saw it (status itself when the reaper left no
+ * word, say when it was killed).  Call it once, before spawn_close().
+ */
+int	spawn_reaped(struct spawn_proc *, int);
+
+/*
  * Drain what the pipes hold without blocking, flush partial lines, stop
- * the events and close every descriptor (stdin's write end too).  Does
- * not call eof_cb.  Safe to call more than once.  Call it after reaping
- * the process, or whenever the record lets go of it.
+ * the events and close every descriptor (stdin's write end and the
+ * reaper's pipe too).  Does not call eof_cb.  Safe to call more than
+ * once.  Call it after reaping the reaper, or whenever the record lets
+ * go of it.
  */
 void	spawn_close(struct spawn_proc *);
 

@@ -114,6 +114,15 @@ enum proto_state {
 	STATE_FAILED,
 };
 
+/* Where a model's need came from. */
+enum proto_need_from {
+	NEED_CONFIGURED,	/* its memory statement */
+	NEED_FILE,		/* the upstream file, and the headroom */
+	NEED_DIRECTORY,		/* the files under the upstream directory */
+	NEED_HF_CACHE,		/* the model id's files in the HF cache */
+	NEED_HEADROOM,		/* nothing on disk: the headroom alone */
+};
+
 struct proto_str {
 	char		s[AGENCY_PATH_MAX];
 };
@@ -230,6 +239,7 @@ struct proto_status {
 	uint64_t	load_failures;
 	uint64_t	load_ms_sum;	/* of the successful loads */
 	uint64_t	load_hist[PROTO_LOAD_NBOUNDS + 1];
+	int32_t		need_from;	/* enum proto_need_from */
 };
 
 struct proto_cancel {
@@ -326,6 +336,26 @@ proto_state_name(int32_t state)
 		return ("ready");
 	case STATE_FAILED:
 		return ("failed");
+	default:
+		return (NULL);
+	}
+}
+
+/* "configured", "file", "directory", "hf-cache", "headroom"; or NULL. */
+static inline const char *
+proto_need_from_name(int32_t from)
+{
+	switch (from) {
+	case NEED_CONFIGURED:
+		return ("configured");
+	case NEED_FILE:
+		return ("file");
+	case NEED_DIRECTORY:
+		return ("directory");
+	case NEED_HF_CACHE:
+		return ("hf-cache");
+	case NEED_HEADROOM:
+		return ("headroom");
 	default:
 		return (NULL);
 	}

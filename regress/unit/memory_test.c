@@ -11,6 +11,7 @@
 #include <atf-c.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -210,32 +211,42 @@ ATF_TC_BODY(need_configured, tc)
 {
 	(void)tc;
 	setup();
-	ATF_CHECK_EQ(mem_need("/no/such/model.gguf", 6 * GIB, KIND_CHAT),
-	    6 * GIB);
-	ATF_CHECK_EQ(mem_need("org/name", 3 * GIB, KIND_IMAGE), 3 * GIB);
+	int	 from = -1;
+
+	ATF_CHECK_EQ(mem_need("/no/such/model.gguf", 6 * GIB, KIND_CHAT,
+	    NULL, &from), 6 * GIB);
+	ATF_CHECK_EQ(from, NEED_CONFIGURED);
+	ATF_CHECK_EQ(mem_need("org/name", 3 * GIB, KIND_IMAGE, NULL, NULL),
+	    3 * GIB);
 }
 
 ATF_TC_WITHOUT_HEAD(need_file);
 ATF_TC_BODY(need_file, tc)
 {
 	char	 cwd[PATH_MAX], path[PATH_MAX + 32];
+	int	 from = -1;
 
 	(void)tc;
 	setup();
 	ATF_REQUIRE(getcwd(cwd, sizeof(cwd)) != NULL);
 	snprintf(path, sizeof(path), "%s/model.gguf", cwd);
 	mkfile(path, 5 * MIB);
-	ATF_CHECK_EQ(mem_need(path, 0, KIND_CHAT), 5 * MIB + GIB);
-	ATF_CHECK_EQ(mem_need(path, -1, KIND_EMBEDDING), 5 * MIB + GIB);
+	ATF_CHECK_EQ(mem_need(path, 0, KIND_CHAT, NULL, &from),
+	    5 * MIB + GIB);
+	ATF_CHECK_EQ(from, NEED_FILE);
+	ATF_CHECK_EQ(mem_need(path, -1, KIND_EMBEDDING, NULL, NULL),
+	    5 * MIB + GIB);
 	/* Missing: the headroom alone. */
 	snprintf(path, sizeof(path), "%s/absent.gguf", cwd);
-	ATF_CHECK_EQ(mem_need(path, 0, KIND_CHAT), GIB);
+	ATF_CHECK_EQ(mem_need(path, 0, KIND_CHAT, NULL, &from), GIB);
+	ATF_CHECK_EQ(from, NEED_HEADROOM);
 }
 
 ATF_TC_WITHOUT_HEAD(need_dir);
 ATF_TC_BODY(need_dir, tc)
 {
 	char	 cwd[PATH_MAX], dir[PATH_MAX + 64], p[PATH_MAX + 128];
+	int	 from = -1;
 
 	(void)tc;
 	setup();
@@ -267,7 +278,9 @@ ATF_TC_BODY(need_dir, tc)
 	ATF_REQUIRE(symlink("../nowhere", p) == 0);
 
 	ATF_CHECK_EQ(mem_disk_size(dir), 12 * MIB + 1000);
-	ATF_CHECK_EQ(mem_need(dir, 0, KIND_CHAT), 12 * MIB + 1000 + GIB);
+	ATF_CHECK_EQ(mem_need(dir, 0, KIND_CHAT, NULL, &from),
+	    12 * MIB + 1000 + GIB);
+	ATF_CHECK_EQ(from, NEED_DIRECTORY);
 }
 
 ATF_TC_WITHOUT_HEAD(need_image);
@@ -280,8 +293,10 @@ ATF_TC_BODY(need_image, tc)
 	ATF_REQUIRE(getcwd(cwd, sizeof(cwd)) != NULL);
 	snprintf(path, sizeof(path), "%s/sd.safetensors", cwd);
 	mkfile(path, 2 * MIB);
-	ATF_CHECK_EQ(mem_need(path, 0, KIND_IMAGE), 2 * MIB + 4 * GIB);
-	ATF_CHECK_EQ(mem_need("/no/such/thing", 0, KIND_IMAGE), 4 * GIB);
+	ATF_CHECK_EQ(mem_need(path, 0, KIND_IMAGE, NULL, NULL),
+	    2 * MIB + 4 * GIB);
+	ATF_CHECK_EQ(mem_need("/no/such/thing", 0, KIND_IMAGE, NULL, NULL),
+	    4 * GIB);
 }
 
 /* An HF cache repo: blobs a (4M) and b (1M), old (8M) from another rev. */
@@ -325,10 +340,46 @@ hf_repo(const char *hub, const char *repo, int withref)
 	fclose(fp);
 }
 
+/* base/rel in buf, made with every directory on the way. */
+static void
+hf_hub(char *buf, size_t len, const char *base, const char *rel)
+{
+	char	*p;
+
+	ATF_REQUIRE((size_t)snprintf(buf, len, "%s/%s", base, rel) < len);
+	for (p = buf + strlen(base) + 1; (p = strchr(p, '/')) != NULL; p++) {
+		*p = '\0';
+		mkdirs(buf);
+		*p = '/';
+	}
+	mkdirs(buf);
+}
+
+/* mem_need() of id with one NAME=VALUE (and HOME=home, when given). */
+static int64_t
+need_with(const char *id, const char *kv, const char *home, int *from)
+{
+	char	*envp[4], homekv[PATH_MAX + 8];
+	int	 n = 0;
+
+	envp[n++] = (char *)(uintptr_t)"PATH=/usr/bin:/bin";
+	if (kv != NULL)
+		envp[n++] = (char *)(uintptr_t)kv;
+	if (home != NULL) {
+		ATF_REQUIRE(strlcpy(homekv, "HOME=", sizeof(homekv)) == 5 &&
+		    strlcat(homekv, home, sizeof(homekv)) < sizeof(homekv));
+		envp[n++] = homekv;
+	}
+	envp[n] = NULL;
+	return (mem_need(id, 0, KIND_CHAT, envp, from));
+}
+
 ATF_TC_WITHOUT_HEAD(need_hf_cache);
 ATF_TC_BODY(need_hf_cache, tc)
 {
 	char	 cwd[PATH_MAX], hub[PATH_MAX + 32], home[PATH_MAX + 32];
+	char	 kv[PATH_MAX + 64];
+	int	 from = -1;
 
 	(void)tc;
 	setup();
@@ -337,38 +388,99 @@ ATF_TC_BODY(need_hf_cache, tc)
 	mkdirs(hub);
 	hf_repo(hub, "models--Org--Model-7B", 1);
 	hf_repo(hub, "models--noref", 0);
-	ATF_REQUIRE(setenv("HF_HUB_CACHE", hub, 1) == 0);
+	snprintf(kv, sizeof(kv), "HF_HUB_CACHE=%s", hub);
 
 	/* refs/main's snapshot only: 4M + 1M. */
-	ATF_CHECK_EQ(mem_need("Org/Model-7B", 0, KIND_CHAT), 5 * MIB + GIB);
+	ATF_CHECK_EQ(need_with("Org/Model-7B", kv, NULL, &from),
+	    5 * MIB + GIB);
+	ATF_CHECK_EQ(from, NEED_HF_CACHE);
 	/* A llama.cpp-style ":quant" tag is not part of the repo name. */
-	ATF_CHECK_EQ(mem_need("Org/Model-7B:Q4_K_M", 0, KIND_CHAT),
+	ATF_CHECK_EQ(need_with("Org/Model-7B:Q4_K_M", kv, NULL, NULL),
 	    5 * MIB + GIB);
 	/* No refs/main: every blob, 4M + 1M + 8M. */
-	ATF_CHECK_EQ(mem_need("noref", 0, KIND_CHAT), 13 * MIB + GIB);
+	ATF_CHECK_EQ(need_with("noref", kv, NULL, NULL), 13 * MIB + GIB);
 	/* Not in the cache: the headroom alone. */
-	ATF_CHECK_EQ(mem_need("Org/Absent", 0, KIND_CHAT), GIB);
-	ATF_CHECK_EQ(mem_need("Org/Absent", 0, KIND_IMAGE), 4 * GIB);
+	ATF_CHECK_EQ(need_with("Org/Absent", kv, NULL, &from), GIB);
+	ATF_CHECK_EQ(from, NEED_HEADROOM);
+	ATF_CHECK_EQ(mem_need("Org/Absent", 0, KIND_IMAGE, NULL, NULL),
+	    4 * GIB);
 
-	/* HF_HOME/hub when HF_HUB_CACHE is not set. */
-	ATF_REQUIRE(unsetenv("HF_HUB_CACHE") == 0);
-	ATF_REQUIRE(setenv("HF_HOME", cwd, 1) == 0);
-	ATF_CHECK_EQ(mem_need("Org/Model-7B", 0, KIND_CHAT), 5 * MIB + GIB);
+	/* The legacy name, HF_HOME/hub, XDG_CACHE_HOME/huggingface/hub. */
+	snprintf(kv, sizeof(kv), "HUGGINGFACE_HUB_CACHE=%s", hub);
+	ATF_CHECK_EQ(need_with("Org/Model-7B", kv, NULL, NULL),
+	    5 * MIB + GIB);
+	snprintf(kv, sizeof(kv), "HF_HOME=%s", cwd);
+	ATF_CHECK_EQ(need_with("Org/Model-7B", kv, NULL, NULL),
+	    5 * MIB + GIB);
+	hf_hub(hub, sizeof(hub), cwd, "xdg/huggingface/hub");
+	hf_repo(hub, "models--Org--Model-7B", 1);
+	snprintf(kv, sizeof(kv), "XDG_CACHE_HOME=%s/xdg", cwd);
+	ATF_CHECK_EQ(need_with("Org/Model-7B", kv, NULL, NULL),
+	    5 * MIB + GIB);
 
-	/* ~/.cache/huggingface/hub last. */
-	ATF_REQUIRE(unsetenv("HF_HOME") == 0);
+	/* HOME/.cache/huggingface/hub last. */
 	snprintf(home, sizeof(home), "%s/home", cwd);
 	mkdirs(home);
-	ATF_REQUIRE(setenv("HOME", home, 1) == 0);
-	ATF_CHECK_EQ(mem_need("Org/Model-7B", 0, KIND_CHAT), GIB);
-	snprintf(hub, sizeof(hub), "%s/home/.cache", cwd);
-	mkdirs(hub);
-	snprintf(hub, sizeof(hub), "%s/home/.cache/huggingface", cwd);
-	mkdirs(hub);
-	snprintf(hub, sizeof(hub), "%s/home/.cache/huggingface/hub", cwd);
+	ATF_CHECK_EQ(need_with("Org/Model-7B", NULL, home, NULL), GIB);
+	hf_hub(hub, sizeof(hub), home, ".cache/huggingface/hub");
+	hf_repo(hub, "models--Org--Model-7B", 1);
+	ATF_CHECK_EQ(need_with("Org/Model-7B", NULL, home, NULL),
+	    5 * MIB + GIB);
+	/* "~/" is the model's home; a relative path is not looked up. */
+	ATF_CHECK_EQ(need_with("Org/Model-7B", "HF_HOME=~/.cache/huggingface",
+	    home, NULL), 5 * MIB + GIB);
+	ATF_CHECK_EQ(need_with("Org/Model-7B", "HF_HOME=hub", home, &from),
+	    GIB);
+	ATF_CHECK_EQ(from, NEED_HEADROOM);
+}
+
+ATF_TC_WITHOUT_HEAD(need_hf_own_env);
+ATF_TC_BODY(need_hf_own_env, tc)
+{
+	char	 cwd[PATH_MAX], hub[PATH_MAX + 32], kv[PATH_MAX + 64];
+
+	(void)tc;
+	setup();
+	ATF_REQUIRE(getcwd(cwd, sizeof(cwd)) != NULL);
+	snprintf(hub, sizeof(hub), "%s/hub", cwd);
 	mkdirs(hub);
 	hf_repo(hub, "models--Org--Model-7B", 1);
-	ATF_CHECK_EQ(mem_need("Org/Model-7B", 0, KIND_CHAT), 5 * MIB + GIB);
+	/* Ours points at the cache; the model's environment does not. */
+	ATF_REQUIRE(setenv("HF_HUB_CACHE", hub, 1) == 0);
+	ATF_REQUIRE(setenv("HF_HOME", cwd, 1) == 0);
+	ATF_CHECK_EQ(need_with("Org/Model-7B", NULL, NULL, NULL), GIB);
+	ATF_CHECK_EQ(mem_need("Org/Model-7B", 0, KIND_CHAT, NULL, NULL),
+	    GIB);
+	/* And the other way round. */
+	ATF_REQUIRE(setenv("HF_HUB_CACHE", "/nonexistent", 1) == 0);
+	snprintf(kv, sizeof(kv), "HF_HUB_CACHE=%s", hub);
+	ATF_CHECK_EQ(need_with("Org/Model-7B", kv, NULL, NULL),
+	    5 * MIB + GIB);
+	ATF_REQUIRE(unsetenv("HF_HUB_CACHE") == 0);
+	ATF_REQUIRE(unsetenv("HF_HOME") == 0);
+}
+
+ATF_TC_WITHOUT_HEAD(need_hf_fifo_ref);
+ATF_TC_BODY(need_hf_fifo_ref, tc)
+{
+	char	 cwd[PATH_MAX], hub[PATH_MAX + 32], kv[PATH_MAX + 64];
+	char	 p[PATH_MAX + 128];
+
+	(void)tc;
+	setup();
+	ATF_REQUIRE(getcwd(cwd, sizeof(cwd)) != NULL);
+	snprintf(hub, sizeof(hub), "%s/hub", cwd);
+	mkdirs(hub);
+	hf_repo(hub, "models--Org--Model-7B", 0);
+	snprintf(p, sizeof(p), "%s/models--Org--Model-7B/refs", hub);
+	mkdirs(p);
+	/* A FIFO as refs/main: no reader would block us forever. */
+	snprintf(p, sizeof(p), "%s/models--Org--Model-7B/refs/main", hub);
+	ATF_REQUIRE(mkfifo(p, 0644) == 0);
+	snprintf(kv, sizeof(kv), "HF_HUB_CACHE=%s", hub);
+	/* Every blob instead: 4M + 1M + 8M. */
+	ATF_CHECK_EQ(need_with("Org/Model-7B", kv, NULL, NULL),
+	    13 * MIB + GIB);
 }
 
 ATF_TC_WITHOUT_HEAD(fmt);
@@ -400,6 +512,81 @@ ATF_TC_BODY(fmt, tc)
 	ATF_CHECK_STREQ(buf, "6.0");
 }
 
+ATF_TC_WITHOUT_HEAD(add_saturates);
+ATF_TC_BODY(add_saturates, tc)
+{
+	(void)tc;
+	ATF_CHECK_EQ(mem_add(2 * GIB, 3 * GIB), 5 * GIB);
+	ATF_CHECK_EQ(mem_add(INT64_MAX, 1), INT64_MAX);
+	ATF_CHECK_EQ(mem_add(INT64_MAX - 1, INT64_MAX), INT64_MAX);
+	ATF_CHECK_EQ(mem_add(INT64_MAX, INT64_MAX), INT64_MAX);
+	/* A negative size (unknown) adds nothing. */
+	ATF_CHECK_EQ(mem_add(-1, GIB), GIB);
+	ATF_CHECK_EQ(mem_add(GIB, INT64_MIN), GIB);
+}
+
+/*
+ * Sparse files as large as a file can be, on tmpfs, which allows
+ * INT64_MAX bytes (ext4 stops at 16 TiB).  Their directory's name is
+ * kept in ./shmdir for the cleanup.
+ */
+ATF_TC_WITH_CLEANUP(need_saturates);
+ATF_TC_HEAD(need_saturates, tc)
+{
+	atf_tc_set_md_var(tc, "descr", "Sizes on disk add up without "
+	    "wrapping: huge sparse files need INT64_MAX, never less");
+}
+ATF_TC_BODY(need_saturates, tc)
+{
+	char	 dir[] = "/dev/shm/agency-memtest-XXXXXX", p[PATH_MAX];
+	FILE	*fp;
+	int	 fd, from;
+
+	(void)tc;
+	setup();
+	if (mkdtemp(dir) == NULL)
+		atf_tc_skip("no tmpfs at /dev/shm");
+	ATF_REQUIRE((fp = fopen("shmdir", "w")) != NULL);
+	fprintf(fp, "%s\n", dir);
+	fclose(fp);
+	snprintf(p, sizeof(p), "%s/a.safetensors", dir);
+	ATF_REQUIRE((fd = open(p, O_WRONLY | O_CREAT, 0644)) != -1);
+	if (ftruncate(fd, INT64_MAX) == -1) {
+		close(fd);
+		atf_tc_skip("/dev/shm holds no file of INT64_MAX bytes");
+	}
+	close(fd);
+	/* One: size + headroom would wrap. */
+	ATF_CHECK_EQ(mem_need(p, 0, KIND_CHAT, NULL, &from), INT64_MAX);
+	ATF_CHECK_EQ(from, NEED_FILE);
+	/* Two in a directory: the sum would wrap to -2 and count as none. */
+	snprintf(p, sizeof(p), "%s/b.safetensors", dir);
+	mkfile(p, INT64_MAX);
+	ATF_CHECK_EQ(mem_disk_size(dir), INT64_MAX);
+	ATF_CHECK_EQ(mem_need(dir, 0, KIND_CHAT, NULL, &from), INT64_MAX);
+	ATF_CHECK_EQ(from, NEED_DIRECTORY);
+}
+ATF_TC_CLEANUP(need_saturates, tc)
+{
+	char	 dir[PATH_MAX], p[PATH_MAX + 32];
+	FILE	*fp;
+
+	(void)tc;
+	if ((fp = fopen("shmdir", "r")) == NULL)
+		return;
+	if (fgets(dir, sizeof(dir), fp) != NULL) {
+		dir[strcspn(dir, "\n")] = '\0';
+		if (strncmp(dir, "/dev/shm/agency-memtest-", 24) == 0) {
+			snprintf(p, sizeof(p), "%s/a.safetensors", dir);
+			(void)unlink(p);
+			snprintf(p, sizeof(p), "%s/b.safetensors", dir);
+			(void)unlink(p);
+			(void)rmdir(dir);
+		}
+	}
+	fclose(fp);
+}
+
 ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, meminfo_parse);
@@ -418,5 +605,9 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, need_image);
 	ATF_TP_ADD_TC(tp, need_hf_cache);
 	ATF_TP_ADD_TC(tp, fmt);
+	ATF_TP_ADD_TC(tp, need_hf_own_env);
+	ATF_TP_ADD_TC(tp, need_hf_fifo_ref);
+	ATF_TP_ADD_TC(tp, add_saturates);
+	ATF_TP_ADD_TC(tp, need_saturates);
 	return (atf_no_error());
 }

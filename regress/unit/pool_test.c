@@ -2086,6 +2086,153 @@ ATF_TC_BODY(restart_not_running, tc)
 	pool_free(F.p);
 }
 
+/*
+ * Sizes that would wrap.  A need near INT64_MAX (a sparse file, a
+ * saturated sum) must never fit by wrapping negative.
+ */
+ATF_TC_WITHOUT_HEAD(fits_saturates);
+ATF_TC_BODY(fits_saturates, tc)
+{
+	struct mem_snapshot	 m = { 64 * GIB, 128 * GIB };
+
+	(void)tc;
+	ATF_CHECK_EQ(pool_fits(&m, 2 * GIB, 0, 0, 62 * GIB), 1);
+	ATF_CHECK_EQ(pool_fits(&m, 2 * GIB, 0, 0, 62 * GIB + 1), 0);
+	/* need + reserve: INT64_MAX + 2 GiB */
+	ATF_CHECK_EQ(pool_fits(&m, 2 * GIB, 0, 0, INT64_MAX), 0);
+	ATF_CHECK_EQ(pool_fits(&m, INT64_MAX, 0, 0, GIB), 0);
+	/* committed + need, with a budget */
+	ATF_CHECK_EQ(pool_fits(NULL, 0, 10 * GIB, 5 * GIB, INT64_MAX), 0);
+	ATF_CHECK_EQ(pool_fits(NULL, 0, 10 * GIB, INT64_MAX - GIB, 2 * GIB),
+	    0);
+	ATF_CHECK_EQ(pool_fits(NULL, 0, 10 * GIB, INT64_MAX, INT64_MAX), 0);
+	ATF_CHECK_EQ(pool_fits(NULL, 0, 10 * GIB, 5 * GIB, 5 * GIB), 1);
+}
+
+ATF_TC_WITHOUT_HEAD(huge_need_refused);
+ATF_TC_BODY(huge_need_refused, tc)
+{
+	(void)tc;
+	setup_with(2 * GIB, 0, 0);
+	model("huge", 1, INT64_MAX);
+	pool_acquire(F.p, "huge", 1, 7);
+	ATF_CHECK_EQ(F.nspawns, 0);
+	ATF_REQUIRE_EQ(F.nrefusals, 1);
+	ATF_CHECK_EQ(F.refusals[0].reason, REFUSE_NOT_ENOUGH_MEMORY);
+	ATF_CHECK_EQ(state("huge"), STATE_STOPPED);
+	pool_free(F.p);
+}
+
+ATF_TC_WITHOUT_HEAD(budget_sum_saturates);
+ATF_TC_BODY(budget_sum_saturates, tc)
+{
+	(void)tc;
+	setup_with(0, 10 * GIB, 0);
+	/* Not lazy: loaded without a fit test, and never evicted. */
+	model("big", 0, INT64_MAX - GIB / 2);
+	model("big2", 0, INT64_MAX / 2);
+	model("small", 1, GIB);
+	bring_up("big", 100);
+	bring_up("big2", 101);
+	/* big + big2 + 1 GiB is far over the budget, not below it. */
+	pool_acquire(F.p, "small", 1, 7);
+	ATF_CHECK_EQ(F.nspawns, 2);
+	ATF_CHECK_EQ(F.nkills, 0);
+	ATF_REQUIRE_EQ(F.nrefusals, 1);
+	ATF_CHECK_EQ(F.refusals[0].reason, REFUSE_NOT_ENOUGH_MEMORY);
+	pool_free(F.p);
+}
+
+/*
+ * The stop path.  A model's process is reported exited only once
+ * nothing it started is left (its reaper's exit), however long after
+ * the model's own process that is: until then its memory and its port
+ * are in use, the stop has not finished, and SIGKILL follows SIGTERM
+ * after the grace.  The exit carries the model's own status.
+ */
+ATF_TC_WITHOUT_HEAD(evict_waits_for_remains);
+ATF_TC_BODY(evict_waits_for_remains, tc)
+{
+	struct proto_status	 st;
+
+	(void)tc;
+	setup_with(0, GIB, 0);
+	model("a", 1, 600 * 1024 * 1024);
+	model("b", 1, 600 * 1024 * 1024);
+	bring_up("a", 100);
+	pool_acquire(F.p, "b", 1, 7);
+	ATF_REQUIRE_EQ(killed_with(100, SIGTERM), 1);
+	ATF_CHECK_EQ(state("a"), STATE_STOPPED);
+	/* a's own process is gone, a worker of it is not: no report yet. */
+	advance(POOL_STOP_GRACE - 1);
+	ATF_CHECK_EQ(F.nspawns, 1);
+	ATF_CHECK_EQ(killed_with(100, SIGKILL), 0);
+	status("a", &st);
+	ATF_CHECK_EQ(st.pid, 0);
+	advance(1);
+	ATF_CHECK_EQ(killed_with(100, SIGKILL), 1);
+	ATF_CHECK_EQ(F.nspawns, 1);
+	/* Reported with how a itself ended: SIGTERM, not the SIGKILL. */
+	signalled(100, SIGTERM);
+	ATF_CHECK(logged(LOG_INFO, "server for a was killed by SIGTERM"));
+	ATF_REQUIRE_EQ(F.nspawns, 2);
+	ATF_CHECK_STREQ(F.spawns[1].name, "b");
+	pool_free(F.p);
+}
+
+ATF_TC_WITHOUT_HEAD(idle_stop_waits_for_remains);
+ATF_TC_BODY(idle_stop_waits_for_remains, tc)
+{
+	struct pool_plan	 plan;
+
+	(void)tc;
+	setup_with(0, GIB, 0);
+	memset(&plan, 0, sizeof(plan));
+	strlcpy(plan.name, "a", sizeof(plan.name));
+	strlcpy(plan.label, "server for a", sizeof(plan.label));
+	plan.lazy = 1;
+	plan.need = 600 * 1024 * 1024;
+	plan.idle_timeout = 1000;
+	ATF_REQUIRE_EQ(pool_add(F.p, &plan), 0);
+	model("b", 1, 600 * 1024 * 1024);
+	bring_up("a", 100);
+	advance(1000);
+	ATF_REQUIRE_EQ(killed_with(100, SIGTERM), 1);
+	/* b's load waits for the whole of a, SIGKILL included. */
+	ATF_REQUIRE_EQ(pool_load(F.p, "b", load_cb, NULL), 0);
+	advance(POOL_STOP_GRACE);
+	ATF_CHECK_EQ(killed_with(100, SIGKILL), 1);
+	ATF_CHECK_EQ(F.nspawns, 1);
+	ATF_CHECK_EQ(F.dones, 0);
+	exited(100, 0);
+	ATF_REQUIRE_EQ(F.nspawns, 2);
+	ATF_CHECK_STREQ(F.spawns[1].name, "b");
+	pool_free(F.p);
+}
+
+ATF_TC_WITHOUT_HEAD(unload_waits_for_remains);
+ATF_TC_BODY(unload_waits_for_remains, tc)
+{
+	(void)tc;
+	setup();
+	model("a", 1, GIB);
+	bring_up("a", 100);
+	pool_unload(F.p, "a", done_cb, NULL);
+	ATF_REQUIRE_EQ(killed_with(100, SIGTERM), 1);
+	/* A load of it waits for the unload, which waits for the end. */
+	ATF_REQUIRE_EQ(pool_load(F.p, "a", load_cb, NULL), 0);
+	advance(POOL_STOP_GRACE);
+	ATF_CHECK_EQ(killed_with(100, SIGKILL), 1);
+	ATF_CHECK_EQ(F.dones, 0);
+	ATF_CHECK_EQ(F.nspawns, 1);
+	exited(100, 0);
+	ATF_CHECK_EQ(F.dones, 1);
+	ATF_REQUIRE_EQ(F.nspawns, 2);
+	/* A new port: the old one may still be held by the remains. */
+	ATF_CHECK(F.spawns[1].port != F.spawns[0].port);
+	pool_free(F.p);
+}
+
 ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, one_process_for_two_waits);
@@ -2143,6 +2290,12 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, restart_ready);
 	ATF_TP_ADD_TC(tp, restart_not_unloaded);
 	ATF_TP_ADD_TC(tp, restart_not_running);
+	ATF_TP_ADD_TC(tp, fits_saturates);
+	ATF_TP_ADD_TC(tp, huge_need_refused);
+	ATF_TP_ADD_TC(tp, budget_sum_saturates);
+	ATF_TP_ADD_TC(tp, evict_waits_for_remains);
+	ATF_TP_ADD_TC(tp, idle_stop_waits_for_remains);
+	ATF_TP_ADD_TC(tp, unload_waits_for_remains);
 
 	return (atf_no_error());
 }

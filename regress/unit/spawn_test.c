@@ -5,15 +5,21 @@
 /*
  * spawn.c: argv and environment building, the ring, exit descriptions,
  * and real children of /bin/sh whose output is drained by a libevent
- * loop that runs until a condition holds or a deadline passes.
+ * loop that runs until a condition holds or a deadline passes.  Each
+ * child runs under its reaper, which the test reaps; the processes a
+ * child leaves behind are found by a marker in their environment.
  */
 #include <sys/types.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <atf-c.h>
+#include <dirent.h>
 #include <grp.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <event.h>
 #include <pwd.h>
 #include <signal.h>
@@ -123,6 +129,14 @@ reap(pid_t pid)
 	}
 }
 
+/* Reap a model's reaper: the model's own wait status. */
+static int
+reap_model(struct spawn_proc *sp)
+{
+	ATF_REQUIRE(sp->reaper > 0);
+	return (spawn_reaped(sp, reap(sp->reaper)));
+}
+
 static int
 seen_index(const struct ring *r, const char *line)
 {
@@ -163,6 +177,136 @@ base_env(void)
 	ATF_REQUIRE_MSG(spawn_env("tester", "/nonexistent", "m1", "5801",
 	    NULL, NULL, &envp, err, sizeof(err)) == 0, "spawn_env: %s", err);
 	return (envp);
+}
+
+/* An environment with SPAWN_TEST_MARK=mark, to find what a child left. */
+static char **
+mark_env(const char *mark)
+{
+	struct strlist	 l;
+	char		**envp, kv[128];
+
+	TAILQ_INIT(&l);
+	snprintf(kv, sizeof(kv), "SPAWN_TEST_MARK=%s", mark);
+	ATF_REQUIRE(strlist_add(&l, kv) == 0);
+	ATF_REQUIRE_MSG(spawn_env("tester", "/nonexistent", "m1", "5801",
+	    NULL, &l, &envp, err, sizeof(err)) == 0, "spawn_env: %s", err);
+	strlist_clear(&l);
+	return (envp);
+}
+
+/* A mark no other test run uses. */
+static void
+make_mark(char *buf, size_t len, const char *what)
+{
+	snprintf(buf, len, "%s-%d-%lld", what, (int)getpid(),
+	    (long long)time(NULL));
+}
+
+/* A field of /proc/pid/stat after the command: 0 the state, 1 ppid. */
+static long long
+stat_field(pid_t pid, int field)
+{
+	char		 path[64], buf[512], *p;
+	long long	 v;
+	ssize_t		 n;
+	int		 fd;
+	char		 state;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((fd = open(path, O_RDONLY)) == -1)
+		return (-1);
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return (-1);
+	buf[n] = '\0';
+	if ((p = strrchr(buf, ')')) == NULL ||
+	    sscanf(p + 1, " %c %lld", &state, &v) != 2)
+		return (-1);
+	return (field == 0 ? state : v);
+}
+
+/*
+ * The live processes (not zombies) whose environment holds the mark,
+ * up to max of them in pids (may be NULL); with comm set, only those
+ * whose command is comm.  The count.
+ */
+static size_t
+marked(const char *mark, const char *comm, pid_t *pids, size_t max)
+{
+	DIR		*d;
+	struct dirent	*de;
+	char		 path[64], key[128], c[64], *buf;
+	const char	*errstr, *e;
+	size_t		 found = 0, len = 65536;
+	ssize_t		 n, got;
+	pid_t		 pid;
+	int		 fd;
+
+	snprintf(key, sizeof(key), "SPAWN_TEST_MARK=%s", mark);
+	ATF_REQUIRE((buf = malloc(len)) != NULL);
+	ATF_REQUIRE((d = opendir("/proc")) != NULL);
+	while ((de = readdir(d)) != NULL) {
+		pid = strtonum(de->d_name, 1, INT_MAX, &errstr);
+		if (errstr != NULL || stat_field(pid, 0) == 'Z')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+		if ((fd = open(path, O_RDONLY)) == -1)
+			continue;
+		for (got = 0; (size_t)got < len - 1; got += n)
+			if ((n = read(fd, buf + got, len - 1 - got)) <= 0)
+				break;
+		close(fd);
+		buf[got] = '\0';
+		for (e = buf; e < buf + got; e += strlen(e) + 1)
+			if (strcmp(e, key) == 0)
+				break;
+		if (e >= buf + got)
+			continue;
+		if (comm != NULL) {
+			snprintf(path, sizeof(path), "/proc/%d/comm",
+			    (int)pid);
+			if ((fd = open(path, O_RDONLY)) == -1)
+				continue;
+			n = read(fd, c, sizeof(c) - 1);
+			close(fd);
+			c[n > 0 ? n : 0] = '\0';
+			c[strcspn(c, "\n")] = '\0';
+			if (strcmp(c, comm) != 0)
+				continue;
+		}
+		if (pids != NULL && found < max)
+			pids[found] = pid;
+		found++;
+	}
+	closedir(d);
+	free(buf);
+	return (found);
+}
+
+/* Wait until n processes with the mark run comm; fails at the deadline. */
+static void
+wait_marked(const char *mark, const char *comm, size_t n)
+{
+	struct timespec	 ts = { 0, 10 * 1000 * 1000 };
+	time_t		 end = time(NULL) + DEADLINE;
+
+	while (marked(mark, comm, NULL, 0) != n) {
+		if (time(NULL) > end)
+			atf_tc_fail("%zu %s processes with mark %s, not %zu",
+			    marked(mark, comm, NULL, 0), comm, mark, n);
+		nanosleep(&ts, NULL);
+	}
+}
+
+static int64_t
+now_ms(void)
+{
+	struct timespec	 ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
 }
 
 ATF_TC_WITHOUT_HEAD(argv_split);
@@ -446,7 +590,7 @@ ATF_TC_BODY(spawn_output, tc)
 	    "echo out3; printf 'last-no-newline'", envp, &sp, &r);
 	ATF_CHECK_EQ(sp.pid, pid);
 	ATF_REQUIRE_MSG(loop_until(&eof), "no EOF before the deadline");
-	ATF_CHECK_EQ(reap(pid), 0);
+	ATF_CHECK_EQ(reap_model(&sp), 0);
 	spawn_close(&sp);
 
 	/* Each stream in its own order; the last line flushed at EOF. */
@@ -522,14 +666,15 @@ ATF_TC_BODY(spawn_pgrp_env_stdin, tc)
 	ATF_CHECK(seen_index(&seen, "PATH=" SPAWN_PATH) >= 0);
 	ATF_CHECK(seen_index(&seen, "SPAWN_TEST_SECRET=leak") == -1);
 	ATF_CHECK(seen_index(&seen, "stdin-eof") == -1);
-	/* Still waiting on stdin. */
-	ATF_CHECK_EQ(waitpid(pid, NULL, WNOHANG), 0);
+	/* Still waiting on stdin, under its reaper. */
+	ATF_CHECK_EQ(waitpid(sp.reaper, NULL, WNOHANG), 0);
+	ATF_CHECK(kill(pid, 0) == 0);
 
 	close(sp.stdin_fd);
 	sp.stdin_fd = -1;
 	ATF_REQUIRE_MSG(loop_until(&eof), "no EOF after closing stdin");
 	ATF_CHECK(seen_index(&seen, "stdin-eof") >= 0);
-	ATF_CHECK_EQ(reap(pid), 0);
+	ATF_CHECK_EQ(reap_model(&sp), 0);
 	spawn_close(&sp);
 	spawn_argv_free(envp);
 }
@@ -549,7 +694,8 @@ ATF_TC_BODY(spawn_drain_at_close, tc)
 	/* The loop never runs: spawn_close() must read what is left. */
 	pid = start_sh("i=0; while [ $i -lt 300 ]; do echo line $i; "
 	    "i=$((i+1)); done; printf tail", envp, &sp, &r);
-	ATF_CHECK_EQ(reap(pid), 0);
+	ATF_CHECK(pid > 0);
+	ATF_CHECK_EQ(reap_model(&sp), 0);
 	spawn_close(&sp);
 	ATF_CHECK_EQ(ring_count(&r), 200);
 	ATF_CHECK_STREQ(ring_get(&r, 0), "line 101");
@@ -640,7 +786,8 @@ ATF_TC_BODY(spawn_user, tc)
 	ATF_REQUIRE_MSG((pid = spawn_start(&req, &sp, err, sizeof(err))) > 0,
 	    "%s", err);
 	ATF_REQUIRE(loop_until(&eof));
-	ATF_CHECK_EQ(reap(pid), 0);
+	ATF_CHECK(pid > 0);
+	ATF_CHECK_EQ(reap_model(&sp), 0);
 	spawn_close(&sp);
 	/* Supplementary groups are nobody's own, not root's. */
 	snprintf(line, sizeof(line), "uid=%u gid=%u groups=%u",
@@ -653,14 +800,25 @@ ATF_TC_BODY(spawn_user, tc)
 ATF_TC_WITHOUT_HEAD(spawn_pdeathsig);
 ATF_TC_BODY(spawn_pdeathsig, tc)
 {
-	char			*argv[] = { "/bin/sleep", "60", NULL };
+	/*
+	 * A model with a worker that ignores SIGTERM and one that left
+	 * its session and its parent (setsid, double fork); neither
+	 * reads stdin.
+	 */
+	char			*argv[] = { "/bin/sh", "-c",
+	    "(trap '' TERM; exec sleep 1000) & "
+	    "setsid sh -c '(exec sleep 1000 </dev/null) &'; "
+	    "exec sleep 1000", NULL };
 	struct spawn_req	 req;
 	struct spawn_proc	 sp;
-	pid_t			 mid, pid;
-	int			 p[2], status;
+	char			 mark[64], **envp;
+	pid_t			 mid, pids[2];
+	int			 p[2];
 
 	(void)tc;
-	/* Orphans come to us, so we can see how the model ended. */
+	make_mark(mark, sizeof(mark), "pdeath");
+	envp = mark_env(mark);
+	/* Orphans come to us, so we can reap the reaper. */
 	ATF_REQUIRE(prctl(PR_SET_CHILD_SUBREAPER, 1) == 0);
 	ATF_REQUIRE(pipe(p) == 0);
 	if ((mid = fork()) == 0) {
@@ -669,21 +827,176 @@ ATF_TC_BODY(spawn_pdeathsig, tc)
 		event_init();
 		memset(&req, 0, sizeof(req));
 		req.argv = argv;
-		req.envp = NULL;
+		req.envp = envp;
 		req.label = "m1";
-		pid = spawn_start(&req, &sp, err, sizeof(err));
-		(void)write(p[1], &pid, sizeof(pid));
-		_exit(pid > 0 ? 0 : 1);
+		if (spawn_start(&req, &sp, err, sizeof(err)) == -1)
+			_exit(1);
+		wait_marked(mark, "sleep", 3);
+		pids[0] = sp.pid;
+		pids[1] = sp.reaper;
+		(void)write(p[1], pids, sizeof(pids));
+		_exit(0);
 	}
 	ATF_REQUIRE(mid > 0);
 	close(p[1]);
-	ATF_REQUIRE_EQ(read(p[0], &pid, sizeof(pid)), (ssize_t)sizeof(pid));
+	ATF_REQUIRE_EQ(read(p[0], pids, sizeof(pids)), (ssize_t)sizeof(pids));
 	close(p[0]);
 	ATF_CHECK_EQ(reap(mid), 0);
-	ATF_REQUIRE(pid > 0);
-	status = reap(pid);
+	ATF_REQUIRE(pids[0] > 0 && pids[1] > 0);
+	/* The reaper comes to us once it has nothing left. */
+	ATF_CHECK_EQ(reap(pids[1]), 0);
+	ATF_CHECK_EQ(marked(mark, NULL, NULL, 0), 0);
+	spawn_argv_free(envp);
+}
+
+ATF_TC_WITHOUT_HEAD(reaper_stop_leftovers);
+ATF_TC_BODY(reaper_stop_leftovers, tc)
+{
+	struct spawn_proc	 sp;
+	char			 mark[64], **envp;
+	int64_t			 t0, dt;
+	int			 status;
+
+	(void)tc;
+	setup();
+	make_mark(mark, sizeof(mark), "stop");
+	envp = mark_env(mark);
+	/* The reproduction: a worker that ignores SIGTERM. */
+	start_sh("(trap '' TERM; exec sleep 1000) & exec sleep 1000", envp,
+	    &sp, NULL);
+	wait_marked(mark, "sleep", 2);
+
+	t0 = now_ms();
+	spawn_signal(&sp, SIGTERM);
+	status = reap_model(&sp);
+	dt = now_ms() - t0;
+	/* How the model itself ended, not how its reaper did. */
+	ATF_CHECK_MSG(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM,
+	    "model status %#x", status);
+	/* The reaper ended only once nothing of the model was left. */
+	ATF_CHECK_EQ(marked(mark, NULL, NULL, 0), 0);
+	/* The worker outlived SIGTERM: SIGKILL came after the grace. */
+	ATF_CHECK_MSG(dt >= SPAWN_REAP_GRACE - 50, "stopped in %lld ms",
+	    (long long)dt);
+	spawn_close(&sp);
+	spawn_argv_free(envp);
+}
+
+ATF_TC_WITHOUT_HEAD(reaper_kill_escaped);
+ATF_TC_BODY(reaper_kill_escaped, tc)
+{
+	struct spawn_proc	 sp;
+	char			 mark[64], **envp;
+	pid_t			 pids[8];
+	size_t			 i, n, ours;
+	int			 status;
+
+	(void)tc;
+	setup();
+	make_mark(mark, sizeof(mark), "escaped");
+	envp = mark_env(mark);
+	/* Two that leave: a new session, and a double fork. */
+	start_sh("setsid sh -c '(trap \"\" TERM HUP; exec sleep 1000) &'; "
+	    "(sleep 1000 &); exec sleep 1000", envp, &sp, NULL);
+	wait_marked(mark, "sleep", 3);
+	/* Their parents are gone: they came to the reaper, not to init. */
+	n = marked(mark, "sleep", pids, 8);
+	for (i = ours = 0; i < n && i < 8; i++)
+		if (pids[i] != sp.pid &&
+		    stat_field(pids[i], 1) == (long long)sp.reaper)
+			ours++;
+	ATF_CHECK_EQ(ours, 2);
+
+	spawn_signal(&sp, SIGKILL);
+	status = reap_model(&sp);
 	ATF_CHECK_MSG(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
 	    "model status %#x", status);
+	ATF_CHECK_EQ(marked(mark, NULL, NULL, 0), 0);
+	spawn_close(&sp);
+	spawn_argv_free(envp);
+}
+
+ATF_TC_WITHOUT_HEAD(reaper_status);
+ATF_TC_BODY(reaper_status, tc)
+{
+	struct spawn_proc	 sp;
+	char			**envp;
+	int			 status;
+
+	(void)tc;
+	setup();
+	envp = base_env();
+	start_sh("exit 3", envp, &sp, NULL);
+	status = reap_model(&sp);
+	ATF_CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 3,
+	    "status %#x", status);
+	spawn_close(&sp);
+
+	/* A signal without a core dump, so nothing is written to /. */
+	start_sh("kill -USR2 $$", envp, &sp, NULL);
+	status = reap_model(&sp);
+	ATF_CHECK_MSG(WIFSIGNALED(status) && WTERMSIG(status) == SIGUSR2,
+	    "status %#x", status);
+	spawn_close(&sp);
+
+	/* Twice is harmless, and signals after the reaping go nowhere. */
+	ATF_CHECK_EQ(sp.reaper, -1);
+	spawn_signal(&sp, SIGKILL);
+	spawn_argv_free(envp);
+}
+
+ATF_TC_WITHOUT_HEAD(spawn_umask_dir);
+ATF_TC_BODY(spawn_umask_dir, tc)
+{
+	char			*argv[] = { "/bin/sh", "-c", "umask; pwd", NULL };
+	struct spawn_req	 req;
+	struct spawn_proc	 sp;
+	char			 cwd[PATH_MAX], home[PATH_MAX], real[PATH_MAX];
+	char			**envp;
+	mode_t			 old;
+
+	(void)tc;
+	setup();
+	envp = base_env();
+	ATF_REQUIRE(getcwd(cwd, sizeof(cwd)) != NULL);
+	ATF_REQUIRE((size_t)snprintf(home, sizeof(home), "%.*s/home",
+	    (int)sizeof(cwd) - 8, cwd) < sizeof(home));
+	ATF_REQUIRE(mkdir(home, 0755) == 0);
+	ATF_REQUIRE(realpath(home, real) != NULL);
+	memset(&req, 0, sizeof(req));
+	req.argv = argv;
+	req.envp = envp;
+	req.label = "m1";
+	req.line_cb = on_line;
+	req.eof_cb = on_eof;
+
+	/* Not what agencyd has: umask 0 and another directory. */
+	old = umask(0);
+	req.dir = home;
+	ATF_REQUIRE_MSG(spawn_start(&req, &sp, err, sizeof(err)) > 0, "%s",
+	    err);
+	ATF_REQUIRE(loop_until(&eof));
+	ATF_CHECK_EQ(reap_model(&sp), 0);
+	spawn_close(&sp);
+	ATF_CHECK_MSG(seen_index(&seen, "0022") == 0, "umask: %s",
+	    ring_get(&seen, 0));
+	ATF_CHECK_MSG(seen_index(&seen, real) == 1, "pwd: %s",
+	    ring_get(&seen, 1));
+
+	/* A home that cannot be entered: /. */
+	ring_clear(&seen);
+	eof = 0;
+	req.dir = "/nonexistent/agency-home";
+	ATF_REQUIRE_MSG(spawn_start(&req, &sp, err, sizeof(err)) > 0, "%s",
+	    err);
+	ATF_REQUIRE(loop_until(&eof));
+	ATF_CHECK_EQ(reap_model(&sp), 0);
+	spawn_close(&sp);
+	ATF_CHECK(seen_index(&seen, "0022") == 0);
+	ATF_CHECK_MSG(seen_index(&seen, "/") == 1, "pwd: %s",
+	    ring_get(&seen, 1));
+	umask(old);
+	spawn_argv_free(envp);
 }
 
 ATF_TP_ADD_TCS(tp)
@@ -701,5 +1014,9 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, spawn_exec_missing);
 	ATF_TP_ADD_TC(tp, spawn_user);
 	ATF_TP_ADD_TC(tp, spawn_pdeathsig);
+	ATF_TP_ADD_TC(tp, reaper_stop_leftovers);
+	ATF_TP_ADD_TC(tp, reaper_kill_escaped);
+	ATF_TP_ADD_TC(tp, reaper_status);
+	ATF_TP_ADD_TC(tp, spawn_umask_dir);
 	return (atf_no_error());
 }
