@@ -128,6 +128,9 @@ agency_start()
 		echo "$conf"
 	} | sed -e "s|@FAKELM@|$FAKELM|g" -e "s|@PORTS@|$ports|g" \
 	    > agency.conf
+	# A root agencyd refuses a file others may write (a test may run
+	# agencyd under umask 0).
+	chmod 0644 agency.conf
 	echo "$PORT" > port
 	# ./ctl: agency-ctl on this agencyd's socket, for atf_check too.
 	printf '#!/bin/sh\nexec "%s" -s "%s" "$@"\n' "$CTL" "$SOCK" > ctl
