@@ -645,6 +645,34 @@ ATF_TC_BODY(fast_refuse, tc)
 	pconf_free(c);
 }
 
+/* The cap added where a body has no max_tokens: for the kinds that
+ * generate text (chat, vision), not for the others. */
+ATF_TC_WITHOUT_HEAD(cap_by_kind);
+ATF_TC_BODY(cap_by_kind, tc)
+{
+	static const struct {
+		int		 kind;
+		const char	*out;
+	} cases[] = {
+		{ KIND_CHAT, "{\"model\":\"up\",\"max_tokens\":64}" },
+		{ KIND_VISION, "{\"model\":\"up\",\"max_tokens\":64}" },
+		{ KIND_EMBEDDING, "{\"model\":\"up\"}" },
+		{ KIND_SPEECH, "{\"model\":\"up\"}" },
+		{ KIND_IMAGE, "{\"model\":\"up\"}" },
+	};
+	json_object	*o;
+	size_t		 i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		o = parse("{\"model\":\"up\"}");
+		ATF_CHECK_EQ_MSG(rules_rewrite(o, "up", 64, cases[i].kind),
+		    strchr(cases[i].out, ',') != NULL, "kind %d", cases[i].kind);
+		ATF_CHECK_STREQ_MSG(str(o), cases[i].out, "kind %d",
+		    cases[i].kind);
+		json_object_put(o);
+	}
+}
+
 ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, parse);
@@ -660,5 +688,6 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, scan);
 	ATF_TP_ADD_TC(tp, parse_alone);
 	ATF_TP_ADD_TC(tp, fast_refuse);
+	ATF_TP_ADD_TC(tp, cap_by_kind);
 	return (atf_no_error());
 }
