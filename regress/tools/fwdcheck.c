@@ -83,6 +83,8 @@ struct answer {
 	char		 body_sum[CKSUM_STR];
 };
 
+static struct body	 bodies[MAX_BODIES];
+static size_t		 nbodies;
 static int		 fd = -1;
 static char		*in;		/* what came and is not used yet */
 static size_t		 inlen, incap;
@@ -547,14 +549,14 @@ int
 main(int argc, char *argv[])
 {
 	struct sockaddr_in	 sin;
-	struct body		 bodies[MAX_BODIES], empty;
+	struct body		 empty;
 	struct answer		 a;
 	struct cksum		 ck;
 	char			*fields[MAX_FIELDS], sum[CKSUM_STR];
 	const char		*path = "/v1/chat/completions", *port, *spec;
 	const char		*framing;
 	const struct body	*b;
-	size_t			 nbodies = 0, nfields = 0;
+	size_t			 nfields = 0;
 	int64_t			 abort_at = -1;
 	int			 ch, i, minor = 1, chunk = 0, n;
 
@@ -595,6 +597,10 @@ main(int argc, char *argv[])
 	if (argc < 1)
 		usage();
 	port = argv[0];
+	/* never NULL, for memmem and memmove */
+	if ((in = malloc(65536)) == NULL)
+		err(1, NULL);
+	incap = 65536;
 	memset(&empty, 0, sizeof(empty));
 	empty.data = "";
 	cksum_init(&ck);
