@@ -152,6 +152,13 @@ soak:
 	@$(MAKE) --no-print-directory all
 	@SOAK_SECONDS=$(SOAK_SECONDS) regress/soak/run
 
+# Mutation testing (scripts/mutate): each slip of regress/mutants/ in a
+# scratch copy, against the tests it names; minutes, so not in CI.
+# MUTANTS="name ..." runs only those.
+mutate:
+	@scripts/deps check
+	@scripts/mutate $(MUTANTS)
+
 bench:
 	@scripts/deps bench
 	@$(MAKE) --no-print-directory all
@@ -211,5 +218,5 @@ clean:
 	    $(PROGS) $(TEST_PROGS)
 	rm -rf regress/.kyua
 
-.PHONY: all deps check demo bench fuzz install uninstall clean soak
+.PHONY: all deps check demo bench fuzz install uninstall clean soak mutate
 .SUFFIXES:

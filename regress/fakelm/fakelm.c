@@ -141,6 +141,14 @@ usage(FILE *fp, int code)
 "\n"
 "Routes: GET /health, GET /v1/models, POST /v1/chat/completions,\n"
 "POST /v1/completions, POST /v1/embeddings.\n"
+"\n"
+"A request with the header \"X-Fakelm-Answer: FRAMING SIZE [MS]\", on any\n"
+"route but /health, is answered 200 with SIZE bytes of text, framed by\n"
+"FRAMING: length (Content-Length), chunked, or close (an HTTP/1.0 answer\n"
+"that ends with the connection, as chunked does for an HTTP/1.0 request),\n"
+"the last two in pieces MS ms apart.  The headers X-Fakelm-Body-Cksum and\n"
+"X-Fakelm-Answer-Cksum name the cksum(1) digests (\"CRC LENGTH\") of the\n"
+"request body received and of the answer body sent.\n"
 "Environment: AGENCY_EXIT_WITH_PARENT=1 exits 0 when stdin reaches EOF.\n",
 	    __progname);
 	exit(code);

@@ -18,6 +18,7 @@
 #define FAKELM_DEFAULT_TOKENS	16
 #define FAKELM_MAX_TOKENS	100000
 #define FAKELM_EMBED_DIM	8
+#define FAKELM_BYTES_MAX	(64 * 1024 * 1024)	/* X-Fakelm-Answer */
 
 enum stops_on_close {
 	STOPS_ALWAYS,

@@ -25,18 +25,28 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
+#include <event2/http_struct.h>	/* an HTTP/1.0 answer to a 1.1 request */
 #include <event2/keyvalq_struct.h>
 
 #include <json-c/json.h>
 
 #include "http_method.h"
 #include "fakelm.h"
+#include "../tools/cksum.h"
 
 #define JSON_FLAGS	(JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
 
 enum route {
 	ROUTE_CHAT,
 	ROUTE_COMPLETION
+};
+
+/* How an X-Fakelm-Answer answer ends (bytes_answer). */
+enum framing {
+	FRAME_NONE,		/* not such an answer */
+	FRAME_LENGTH,		/* Content-Length */
+	FRAME_CHUNKED,		/* Transfer-Encoding: chunked */
+	FRAME_CLOSE		/* HTTP/1.0, up to the close */
 };
 
 struct word {
@@ -58,6 +68,8 @@ struct gen {
 	int				 closed;
 	int				 peer_gone;	/* seen by watch */
 	int				 limited;	/* max_tokens given */
+	enum framing			 framing;	/* bytes_answer's */
+	long long			 tick_ms;	/* between two steps */
 	long long			 crash_at;	/* -1: no crash */
 	size_t				 ntok;
 	size_t				 sent;
@@ -99,6 +111,10 @@ static void	embeddings(struct evhttp_request *, const char *);
 static void	completion(struct evhttp_request *, const char *,
 		    enum route);
 static void	stall(struct evhttp_request *, const char *);
+static void	bytes_answer(struct evhttp_request *, const char *,
+		    const char *);
+static void	bytes_fill(struct evbuffer *, size_t, unsigned long long);
+static int	bytes_step(struct gen *);
 static struct gen *gen_new(struct evhttp_request *, const char *,
 		    const char *);
 static void	gen_free(struct gen *);
@@ -272,7 +288,7 @@ static void
 handle(struct evhttp_request *req, void *arg)
 {
 	const struct evhttp_uri	*uri;
-	const char		*path = NULL;
+	const char		*path = NULL, *spec;
 	enum evhttp_cmd_type	 cmd = evhttp_request_get_command(req);
 
 	(void)arg;
@@ -293,6 +309,12 @@ handle(struct evhttp_request *req, void *arg)
 	}
 	if (conf.stall) {
 		stall(req, path);
+		return;
+	}
+	spec = evhttp_find_header(evhttp_request_get_input_headers(req),
+	    "X-Fakelm-Answer");
+	if (spec != NULL) {
+		bytes_answer(req, path, spec);
 		return;
 	}
 	if (strcmp(path, "/v1/models") == 0) {
@@ -527,6 +549,7 @@ gen_new(struct evhttp_request *req, const char *path, const char *model)
 	g->evcon = evhttp_request_get_connection(req);
 	g->method = http_method_name(req);
 	g->crash_at = -1;
+	g->tick_ms = conf.token_ms;
 	g->created = (long long)time(NULL);
 	return (g);
 }
@@ -554,6 +577,143 @@ stall(struct evhttp_request *req, const char *path)
 	g->stalled = 1;
 	g->stops = 1;
 	gen_watch(g);
+}
+
+/*
+ * X-Fakelm-Answer: FRAMING SIZE [MS], on any route but /health, whatever
+ * the body: 200 with SIZE bytes a test can check, ended by their
+ * Content-Length (FRAMING "length"), by the chunked coding ("chunked"),
+ * or, in an HTTP/1.0 answer, by the close of the connection ("close").
+ * The last two go out in pieces of 1, 7, 300, 4096 and 70001 bytes in
+ * turn, MS ms apart; to an HTTP/1.0 request, both are "close".
+ * X-Fakelm-Body-Cksum names the digest (cksum.h) of the request body as
+ * it arrived, X-Fakelm-Answer-Cksum that of the answer's body.
+ */
+static void
+bytes_answer(struct evhttp_request *req, const char *path, const char *spec)
+{
+	struct evbuffer		*in = evhttp_request_get_input_buffer(req);
+	struct evkeyvalq	*hdrs = evhttp_request_get_output_headers(req);
+	struct evbuffer		*body;
+	struct cksum		 ck;
+	struct gen		*g;
+	enum framing		 framing;
+	const char		*errstr = NULL, *w[4];
+	char			 buf[64], *p, *t, sum[CKSUM_STR];
+	long long		 size, ms = 0;
+	size_t			 n = 0;
+
+	if (strlcpy(buf, spec, sizeof(buf)) >= sizeof(buf))
+		goto bad;
+	p = buf;
+	while (n < 4 && (t = strsep(&p, " ")) != NULL)
+		if (*t != '\0')
+			w[n++] = t;
+	if (n < 2 || n > 3)
+		goto bad;
+	if (strcmp(w[0], "length") == 0)
+		framing = FRAME_LENGTH;
+	else if (strcmp(w[0], "chunked") == 0)
+		framing = FRAME_CHUNKED;
+	else if (strcmp(w[0], "close") == 0)
+		framing = FRAME_CLOSE;
+	else
+		goto bad;
+	size = strtonum(w[1], 0, FAKELM_BYTES_MAX, &errstr);
+	if (errstr == NULL && n == 3)
+		ms = strtonum(w[2], 0, 60000, &errstr);
+	if (errstr != NULL)
+		goto bad;
+
+	cksum_init(&ck);
+	cksum_add(&ck, evbuffer_pullup(in, -1), evbuffer_get_length(in));
+	evhttp_add_header(hdrs, "X-Fakelm-Body-Cksum", cksum_str(&ck, sum));
+	if ((body = evbuffer_new()) == NULL) {
+		complain("fakelm: out of memory");
+		exit(1);
+	}
+	bytes_fill(body, (size_t)size, ++seq);
+	cksum_init(&ck);
+	cksum_add(&ck, evbuffer_pullup(body, -1), (size_t)size);
+	evhttp_add_header(hdrs, "X-Fakelm-Answer-Cksum", cksum_str(&ck, sum));
+	evhttp_add_header(hdrs, "Content-Type", "text/plain");
+
+	if (framing == FRAME_LENGTH) {
+		log_request(http_method_name(req), path, NULL, 200, 0, 0);
+		evhttp_send_reply(req, 200, "OK", body);
+		evbuffer_free(body);
+		return;
+	}
+	g = gen_new(req, path, NULL);
+	g->framing = framing;
+	g->tick_ms = ms;
+	g->stops = conf.stops_on_close != STOPS_NEVER;
+	evbuffer_add_buffer(g->text, body);
+	evbuffer_free(body);
+	/*
+	 * libevent frames an answer to a 1.1 request in chunks; as a 1.0
+	 * request's, kept alive by no Connection field, it writes no framing
+	 * at all and closes at the end.  That is also the answer to a 1.0
+	 * request for chunks, which HTTP/1.0 does not have.
+	 */
+	if (framing == FRAME_CLOSE || req->minor == 0) {
+		req->minor = 0;
+		evhttp_remove_header(evhttp_request_get_input_headers(req),
+		    "Connection");
+	}
+	evhttp_send_reply_start(req, 200, "OK");
+	gen_run(g);
+	return;
+ bad:
+	reply_error(req, 400, path, NULL, "invalid_request_error",
+	    "X-Fakelm-Answer is FRAMING SIZE [MS]: length, chunked or close, "
+	    "0 to %d bytes, 0 to 60000 ms", FAKELM_BYTES_MAX);
+}
+
+/* size bytes of lower-case letters, digits and newlines, from seed. */
+static void
+bytes_fill(struct evbuffer *out, size_t size, unsigned long long seed)
+{
+	static const char	 set[] =
+				    "abcdefghijklmnopqrstuvwxyz0123456789\n";
+	char			 buf[4096];
+	uint64_t		 x = seed;
+	size_t			 i, n;
+
+	while (size > 0) {
+		n = size < sizeof(buf) ? size : sizeof(buf);
+		for (i = 0; i < n; i++) {
+			x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+			buf[i] = set[(x >> 33) % (sizeof(set) - 1)];
+		}
+		evbuffer_add(out, buf, n);
+		size -= n;
+	}
+}
+
+/* The next piece of a bytes_answer, or its end; 1 while there is more. */
+static int
+bytes_step(struct gen *g)
+{
+	static const size_t	 sizes[] = { 1, 7, 300, 4096, 70001 };
+	struct evbuffer		*piece;
+	size_t			 n, left = evbuffer_get_length(g->text);
+
+	if (left == 0 || (g->closed && g->stops)) {
+		gen_finish(g);
+		return (0);
+	}
+	n = sizes[g->sent % (sizeof(sizes) / sizeof(sizes[0]))];
+	if ((piece = evbuffer_new()) == NULL) {
+		complain("fakelm: out of memory");
+		exit(1);
+	}
+	evbuffer_remove_buffer(g->text, piece, n < left ? n : left);
+	/* Does nothing once the client has gone. */
+	evhttp_send_reply_chunk(g->req, piece);
+	evbuffer_free(piece);
+	g->sent++;
+	return (1);
 }
 
 static void
@@ -738,15 +898,15 @@ gen_run(struct gen *g)
 		    "Cache-Control", "no-cache");
 		evhttp_send_reply_start(g->req, 200, "OK");
 	}
-	if (conf.token_ms == 0) {
+	if (g->tick_ms == 0) {
 		/* Nothing to wait for: answer in one go. */
 		while (gen_step(g) == 1)
 			;
 		return;
 	}
 	gen_watch(g);
-	tv.tv_sec = conf.token_ms / 1000;
-	tv.tv_usec = (conf.token_ms % 1000) * 1000;
+	tv.tv_sec = g->tick_ms / 1000;
+	tv.tv_usec = (g->tick_ms % 1000) * 1000;
 	event_add(g->ev, &tv);
 }
 
@@ -757,6 +917,8 @@ gen_step(struct gen *g)
 	struct evbuffer		*t;
 	struct json_object	*chunk, *choice, *delta;
 
+	if (g->framing != FRAME_NONE)
+		return (bytes_step(g));
 	if (g->crash_at >= 0 && g->sent == (size_t)g->crash_at)
 		gen_crash(g);
 	if (g->sent >= g->ntok || (g->closed && g->stops)) {
@@ -816,8 +978,8 @@ gen_tick(evutil_socket_t fd, short ev, void *arg)
 	}
 	if (gen_step(g) == 0)
 		return;
-	tv.tv_sec = conf.token_ms / 1000;
-	tv.tv_usec = (conf.token_ms % 1000) * 1000;
+	tv.tv_sec = g->tick_ms / 1000;
+	tv.tv_usec = (g->tick_ms % 1000) * 1000;
 	event_add(g->ev, &tv);
 }
 
@@ -1000,6 +1162,12 @@ gen_finish(struct gen *g)
 
 	log_request(g->method, g->path, g->model, 200, g->sent, g->closed);
 	if (gen_drop(g)) {
+		gen_free(g);
+		return;
+	}
+	if (g->framing != FRAME_NONE) {
+		/* the end of the pieces; for FRAME_CLOSE, the close */
+		evhttp_send_reply_end(g->req);
 		gen_free(g);
 		return;
 	}

@@ -2233,6 +2233,119 @@ ATF_TC_BODY(unload_waits_for_remains, tc)
 	pool_free(F.p);
 }
 
+/*
+ * Stop all returns only once every process has exited: here the last
+ * model in config order is the one still running, whether it is the
+ * last to exit or the first.
+ */
+ATF_TC_WITHOUT_HEAD(stop_all_waits_for_last);
+ATF_TC_BODY(stop_all_waits_for_last, tc)
+{
+	setup();
+	model("a", 1, GIB);
+	model("b", 0, GIB);
+	model("c", 1, GIB);
+	bring_up("a", 100);
+	bring_up("b", 200);
+	bring_up("c", 300);
+	pool_stop_all(F.p, done_cb, NULL);
+	ATF_REQUIRE_EQ(killed_with(300, SIGTERM), 1);
+	signalled(100, SIGTERM);
+	signalled(200, SIGTERM);
+	ATF_REQUIRE_EQ(F.dones, 0);
+	advance(POOL_STOP_GRACE - 1);
+	ATF_REQUIRE_EQ(F.dones, 0);
+	advance(1);
+	ATF_REQUIRE_EQ(killed_with(300, SIGKILL), 1);
+	ATF_REQUIRE_EQ(killed_with(100, SIGKILL), 0);
+	ATF_REQUIRE_EQ(F.dones, 0);
+	ATF_REQUIRE(!logged(LOG_INFO, "every model process has exited"));
+	signalled(300, SIGKILL);
+	ATF_REQUIRE_EQ(F.dones, 1);
+	ATF_REQUIRE(logged(LOG_INFO, "every model process has exited"));
+	pool_free(F.p);
+
+	/* The last one first: the others are still waited for. */
+	setup();
+	model("a", 1, GIB);
+	model("b", 1, GIB);
+	bring_up("a", 100);
+	bring_up("b", 200);
+	pool_stop_all(F.p, done_cb, NULL);
+	signalled(200, SIGTERM);
+	ATF_REQUIRE_EQ(F.dones, 0);
+	signalled(100, SIGTERM);
+	ATF_REQUIRE_EQ(F.dones, 1);
+	pool_free(F.p);
+}
+
+/* A configured reserve is kept free of what a lazy model may take. */
+ATF_TC_WITHOUT_HEAD(fit_keeps_reserve);
+ATF_TC_BODY(fit_keeps_reserve, tc)
+{
+	struct mem_snapshot	 m = { 10 * GIB, 100 * GIB };
+
+	/* pure: need + reserve must be available, to the byte */
+	ATF_REQUIRE(pool_fits(&m, 3 * GIB, 0, 0, 7 * GIB));
+	ATF_REQUIRE(!pool_fits(&m, 3 * GIB, 0, 0, 7 * GIB + 1));
+	ATF_REQUIRE(!pool_fits(&m, 10 * GIB + 1, 0, 0, 0));
+	ATF_REQUIRE(pool_fits(&m, 10 * GIB, 0, 0, 0));
+
+	/* in a load: 3 GiB kept, whatever the machine's total */
+	setup_with(3 * GIB, 0, 0);
+	F.mem.available = 7 * GIB - 1;
+	model("a", 1, 4 * GIB);
+	pool_acquire(F.p, "a", 1, 7);
+	ATF_REQUIRE_EQ(F.nspawns, 0);
+	ATF_REQUIRE_EQ(F.nrefusals, 1);
+	ATF_REQUIRE_EQ(F.refusals[0].reason, REFUSE_NOT_ENOUGH_MEMORY);
+	ATF_REQUIRE_MSG(strstr(F.refusals[0].msg, "3.0 GiB kept in reserve") !=
+	    NULL, "%s", F.refusals[0].msg);
+	ATF_REQUIRE_EQ(state("a"), STATE_STOPPED);
+	F.mem.available = 7 * GIB;
+	pool_acquire(F.p, "a", 2, 7);
+	ATF_REQUIRE_EQ(F.nspawns, 1);
+	pool_free(F.p);
+}
+
+/*
+ * A model that is not lazy and keeps dying is started again after 1 s,
+ * then 2, 4, ... doubling up to 5 min, and 5 min from then on.
+ */
+ATF_TC_WITHOUT_HEAD(backoff_doubles);
+ATF_TC_BODY(backoff_doubles, tc)
+{
+	static const int64_t	 delays[] = { 1000, 2000, 4000, 8000, 16000,
+				    32000, 64000, 128000, 256000, 300000,
+				    300000 };
+	char			 line[64];
+	size_t			 i;
+	pid_t			 pid = 100;
+
+	setup();
+	model("n", 0, GIB);
+	pool_start(F.p);
+	spawned(0, pid);
+	probed_last();
+	for (i = 0; i < sizeof(delays) / sizeof(delays[0]); i++) {
+		ATF_REQUIRE_EQ(state("n"), STATE_READY);
+		exited(pid, 3);
+		advance(POOL_EXIT_GRACE);
+		snprintf(line, sizeof(line), "restarting in %llds",
+		    (long long)delays[i] / 1000);
+		ATF_REQUIRE_MSG(logged(LOG_INFO, line), "no \"%s\"", line);
+		advance(delays[i] - 1);
+		ATF_REQUIRE_EQ_MSG(F.nspawns, i + 1, "restart %zu came "
+		    "before %lld ms", i + 1, (long long)delays[i]);
+		advance(1);
+		ATF_REQUIRE_EQ_MSG(F.nspawns, i + 2, "restart %zu did not "
+		    "come after %lld ms", i + 1, (long long)delays[i]);
+		spawned(i + 1, ++pid);
+		probed_last();
+	}
+	pool_free(F.p);
+}
+
 ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, one_process_for_two_waits);
@@ -2296,6 +2409,9 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, evict_waits_for_remains);
 	ATF_TP_ADD_TC(tp, idle_stop_waits_for_remains);
 	ATF_TP_ADD_TC(tp, unload_waits_for_remains);
+	ATF_TP_ADD_TC(tp, stop_all_waits_for_last);
+	ATF_TP_ADD_TC(tp, fit_keeps_reserve);
+	ATF_TP_ADD_TC(tp, backoff_doubles);
 
 	return (atf_no_error());
 }

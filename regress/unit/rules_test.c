@@ -9,7 +9,10 @@
 #include <sys/queue.h>
 
 #include <atf-c.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include <event2/http.h>	/* EVHTTP_REQ_POST, for http_decide */
 
 #include <json-c/json.h>
 
@@ -552,6 +555,124 @@ ATF_TC_BODY(stops, tc)
 	pconf_free(c);
 }
 
+/* agency-proxy's own, from proxy.c, which the tests do not link;
+ * http.c, for http_decide, refers to it. */
+static struct proxy	 proxy;
+struct proxy		*px = &proxy;
+
+/*
+ * What http_decide makes of a model request for conf() with the fast
+ * path on: the front door's own decision, before any effect.  The
+ * configuration gains a listener on port 8080 for the Host checks.
+ */
+static void
+decide(struct pconf *c, const char *body, struct http_decision *dc)
+{
+	struct plisten	*l;
+
+	if (TAILQ_EMPTY(&c->listens)) {
+		ATF_REQUIRE((l = calloc(1, sizeof(*l))) != NULL);
+		l->fd = -1;
+		l->port = 8080;
+		(void)strlcpy(l->host, "127.0.0.1", sizeof(l->host));
+		TAILQ_INSERT_TAIL(&c->listens, l, entry);
+	}
+	http_fastpath = 1;
+	http_decide(c, EVHTTP_REQ_POST, "/v1/chat/completions",
+	    "127.0.0.1:8080", "application/json", body, strlen(body), dc);
+}
+
+/*
+ * A refused field, or the source of a move, in a body the fast scan
+ * takes: the fast path never passes it on; the answer is the json-c
+ * path's 400, or the move.
+ */
+ATF_TC_WITHOUT_HEAD(fast_refuse);
+ATF_TC_BODY(fast_refuse, tc)
+{
+	static const char	*refused[] = {
+		"{\"model\":\"qwen\",\"logit_bias\":{\"1\":2},"
+		    "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}",
+		"{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+		    "\"model\":\"qwen\",\"tools\":{\"x\":[]}}",
+	};
+	struct pconf		*c = conf();
+	struct pmodel		*m = pconf_find_model(c, "qwen");
+	struct http_decision	 dc;
+	struct rscan		 rs;
+	const char		*b;
+	size_t			 i;
+
+	for (i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		b = refused[i];
+		ATF_REQUIRE_MSG(rules_fast(b, strlen(b), &rs), "%s", b);
+		ATF_CHECK_MSG(!rules_fast_ok(m->rt, &rs), "%s", b);
+		decide(c, b, &dc);
+		ATF_CHECK_EQ_MSG(dc.action, HTTP_ERROR, "%s", b);
+		ATF_CHECK_EQ_MSG(dc.e.status, 400, "%s", b);
+		ATF_CHECK_STREQ_MSG(dc.e.code, "field_not_allowed", "%s", b);
+		ATF_CHECK(dc.model == m);
+		json_object_put(dc.body);
+	}
+
+	/* allowed beside them: held, on the fast path, as it is */
+	b = "{\"model\":\"qwen\",\"tools\":{\"y\":[]}}";
+	ATF_REQUIRE(rules_fast(b, strlen(b), &rs));
+	decide(c, b, &dc);
+	ATF_CHECK_EQ(dc.action, HTTP_HOLD);
+	ATF_CHECK(dc.plain);
+	json_object_put(dc.body);
+	b = "{\"model\":\"qwen\",\"seed\":1}";
+	decide(c, b, &dc);
+	ATF_CHECK_EQ(dc.action, HTTP_HOLD);
+	ATF_CHECK(dc.fast && dc.plain && dc.body == NULL);
+
+	/* a move's source: not fast; moved, or refused when it conflicts */
+	b = "{\"model\":\"qwen\",\"max_completion_tokens\":9}";
+	ATF_REQUIRE(rules_fast(b, strlen(b), &rs));
+	ATF_CHECK(!rules_fast_ok(m->rt, &rs));
+	decide(c, b, &dc);
+	ATF_CHECK_EQ(dc.action, HTTP_HOLD);
+	ATF_CHECK(!dc.fast && !dc.plain && dc.body != NULL);
+	ATF_CHECK_STREQ(str(dc.body), "{\"model\":\"qwen\",\"max_tokens\":9}");
+	json_object_put(dc.body);
+	b = "{\"model\":\"qwen\",\"max_completion_tokens\":9,"
+	    "\"max_tokens\":8}";
+	decide(c, b, &dc);
+	ATF_CHECK_EQ(dc.action, HTTP_ERROR);
+	ATF_CHECK_EQ(dc.e.status, 400);
+	ATF_CHECK_STREQ(dc.e.code, "conflicting_fields");
+	pconf_free(c);
+}
+
+/* The cap added where a body has no max_tokens: for the kinds that
+ * generate text (chat, vision), not for the others. */
+ATF_TC_WITHOUT_HEAD(cap_by_kind);
+ATF_TC_BODY(cap_by_kind, tc)
+{
+	static const struct {
+		int		 kind;
+		const char	*out;
+	} cases[] = {
+		{ KIND_CHAT, "{\"model\":\"up\",\"max_tokens\":64}" },
+		{ KIND_VISION, "{\"model\":\"up\",\"max_tokens\":64}" },
+		{ KIND_EMBEDDING, "{\"model\":\"up\"}" },
+		{ KIND_SPEECH, "{\"model\":\"up\"}" },
+		{ KIND_IMAGE, "{\"model\":\"up\"}" },
+	};
+	json_object	*o;
+	size_t		 i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		o = parse("{\"model\":\"up\"}");
+		ATF_CHECK_EQ_MSG(rules_rewrite(o, "up", 64, cases[i].kind),
+		    strchr(cases[i].out, ',') != NULL, "kind %d", cases[i].kind);
+		ATF_CHECK_STREQ_MSG(str(o), cases[i].out, "kind %d",
+		    cases[i].kind);
+		json_object_put(o);
+	}
+}
+
 ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, parse);
@@ -566,5 +687,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, plain);
 	ATF_TP_ADD_TC(tp, scan);
 	ATF_TP_ADD_TC(tp, parse_alone);
+	ATF_TP_ADD_TC(tp, fast_refuse);
+	ATF_TP_ADD_TC(tp, cap_by_kind);
 	return (atf_no_error());
 }
