@@ -288,11 +288,32 @@ metrics_render(struct evbuffer *b, const struct proto_status *st, size_t n)
 	    "Client connections closed at once for being over the cap.");
 	evbuffer_add_printf(b, "agency_client_connections_refused_total "
 	    "%llu\n", (unsigned long long)cs.refused);
+	family(b, "agency_client_connections_evicted_total", "counter",
+	    "Client connections closed at the cap to make room for a new "
+	    "one, having waited longest for a request.");
+	evbuffer_add_printf(b, "agency_client_connections_evicted_total "
+	    "%llu\n", (unsigned long long)cs.evicted);
 	family(b, "agency_client_connections_timed_out_total", "counter",
 	    "Client connections closed for not sending a request's header "
 	    "in time.");
 	evbuffer_add_printf(b, "agency_client_connections_timed_out_total "
 	    "%llu\n", (unsigned long long)cs.timed_out);
+	family(b, "agency_request_body_timeouts_total", "counter",
+	    "Requests refused (408) for not sending the whole body in time.");
+	evbuffer_add_printf(b, "agency_request_body_timeouts_total %llu\n",
+	    (unsigned long long)cs.body_timed_out);
+	family(b, "agency_request_body_bytes", "gauge", "Bytes of the body "
+	    "buffer taken by the requests being read or served.");
+	evbuffer_add_printf(b, "agency_request_body_bytes %lld\n",
+	    (long long)cs.body_bytes);
+	family(b, "agency_request_body_bytes_max", "gauge", "The body "
+	    "buffer: past it, requests with a body are refused (503).");
+	evbuffer_add_printf(b, "agency_request_body_bytes_max %lld\n",
+	    (long long)cs.body_max);
+	family(b, "agency_request_body_refused_total", "counter",
+	    "Requests refused (503) for want of room in the body buffer.");
+	evbuffer_add_printf(b, "agency_request_body_refused_total %llu\n",
+	    (unsigned long long)cs.body_refused);
 	family(b, "agency_accept_pauses_total", "counter", "Times the front "
 	    "door stopped accepting for a while, out of file descriptors.");
 	evbuffer_add_printf(b, "agency_accept_pauses_total %llu\n",
