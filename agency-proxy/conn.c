@@ -35,8 +35,8 @@
  * buffer): a body's length (max_body for a chunked one) is taken from it
  * when its header arrives and given back when its answer is out, and a
  * body that does not fit is refused with 503 at its header.  Bodies over
- * BODY_SMALL may take only seven eighths of it, so that small requests
- * find room while big ones are refused.
+ * BODY_SMALL may take only seven eighths of it (max_body at least), so
+ * that small requests find room while big ones are refused.
  *
  * At the connection cap, a new connection closes the one that has
  * waited longest for its request (or in a lingering close), if that has
@@ -356,8 +356,9 @@ body_take(struct hconn *c, int64_t n)
 
 	if (n == 0)
 		return (0);
-	if (n > BODY_SMALL)
-		room -= body_budget / 8;
+	/* a body of max body fits when nothing else is held */
+	if (n > BODY_SMALL && (room -= body_budget / 8) < max_body)
+		room = max_body;
 	if (stats.body_bytes + n > room) {
 		stats.body_refused++;
 		return (-1);

@@ -50,22 +50,6 @@ usage(void)
 	exit(2);
 }
 
-static int
-big_connect(const struct sockaddr_in *sin)
-{
-	int	 fd;
-
-	if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0)) == -1)
-		err(2, "socket");
-	if (connect(fd, (const struct sockaddr *)sin, sizeof(*sin)) == -1 &&
-	    errno != EINPROGRESS) {
-		warn("connect");
-		close(fd);
-		return (-1);
-	}
-	return (fd);
-}
-
 int
 main(int argc, char *argv[])
 {
@@ -137,7 +121,7 @@ main(int argc, char *argv[])
 			if (pfd[i].fd != -1 || now < bc[i].next)
 				continue;
 			memset(&bc[i], 0, sizeof(bc[i]));
-			pfd[i].fd = big_connect(&sin);
+			pfd[i].fd = tool_connect(&sin, SOCK_NONBLOCK);
 			pfd[i].events = POLLIN | POLLOUT;
 		}
 		if (poll(pfd, conns, 10) == -1 && errno != EINTR)

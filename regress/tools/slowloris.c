@@ -53,15 +53,8 @@ slow_connect(const struct sockaddr_in *sin, const char *head, size_t hlen)
 {
 	int	 fd;
 
-	if ((fd = socket(AF_INET, SOCK_STREAM, 0)) == -1) {
-		warn("socket");
+	if ((fd = tool_connect(sin, 0)) == -1)
 		return (-1);
-	}
-	if (connect(fd, (const struct sockaddr *)sin, sizeof(*sin)) == -1) {
-		warn("connect");
-		close(fd);
-		return (-1);
-	}
 	if (hlen > 0 && send(fd, head, hlen, MSG_NOSIGNAL) != (ssize_t)hlen) {
 		warn("send");
 		close(fd);
