@@ -27,9 +27,27 @@
  *
  * Deadlines, from a sweep timer: the end of a request's header within
  * header_timeout of the accept or of the end of the previous answer (or,
- * with no header timeout, PROXY_IDLE_TIMEOUT of quiet); a body may not
- * pause for longer than PROXY_IDLE_TIMEOUT, nor may output stall for
- * longer than that.
+ * with no header timeout, PROXY_IDLE_TIMEOUT of quiet); the end of its
+ * body within body_timeout of the end of its header (408); no pause in a
+ * body, nor in output, longer than PROXY_IDLE_TIMEOUT.
+ *
+ * Request bodies are held to a budget over all connections (body
+ * buffer): a body's length (max_body for a chunked one) is taken from it
+ * when its header arrives and given back when its answer is out, and a
+ * body that does not fit is refused with 503 at its header.  Bodies over
+ * BODY_SMALL may take only seven eighths of it (max_body at least), so
+ * that small requests find room while big ones are refused.
+ *
+ * At the connection cap, a new connection closes the one that has
+ * waited longest for its request (or in a lingering close), if that has
+ * waited CONN_EVICT_MS or more; otherwise the new one is closed.
+ *
+ * Closing after an answer is a lingering close, as nginx does it: once
+ * the answer is out, writing is shut down and input is read and dropped
+ * until the client closes, for at most CONN_LINGER_MS and
+ * CONN_LINGER_BYTES, so that input the client sent after the request
+ * (a body refused unread) does not turn the close into a reset that
+ * destroys the answer.
  */
 #include <sys/types.h>
 #include <sys/queue.h>
@@ -54,16 +72,25 @@
 #define CONN_READ		(64 * 1024)	/* the shared read buffer */
 #define CONN_HEADER_MAX		(64 * 1024)	/* a request's header */
 #define CONN_PIPELINE_MAX	(64 * 1024)	/* kept while BUSY */
+#define CONN_LINGER_MS		2000		/* a lingering close, at most */
+#define CONN_LINGER_BYTES	(1024 * 1024)	/* read and dropped, at most */
+#define CONN_EVICT_MS		1000		/* waited, to be closed at the
+						 * cap for a new connection */
+#define BODY_SMALL		(64 * 1024)	/* may use all of the budget */
+#define FD_MIN			64		/* below: no proxy */
 
 enum conn_state {
 	CS_HEADER,		/* reading a request's header */
 	CS_BODY,		/* reading its body */
 	CS_BUSY,		/* a request runs */
-	CS_CLOSING,		/* the last answer goes out, then close */
+	CS_CLOSING,		/* the last answer goes out, then linger */
+	CS_LINGER,		/* written; input read and dropped */
 };
 
 struct hconn {
 	TAILQ_ENTRY(hconn)	 entry;
+	TAILQ_ENTRY(hconn)	 wentry;	/* waiting, oldest first */
+	int			 inwait;
 	int			 fd;
 	enum conn_state		 state;
 	struct event		 rev;
@@ -75,8 +102,10 @@ struct hconn {
 	size_t			 outoff;
 	size_t			 outlen;
 	size_t			 outcap;
-	int64_t			 since;		/* the header deadline's start */
+	int64_t			 since;		/* the state's deadline's start */
 	int64_t			 lastio;
+	int64_t			 held;		/* of the body budget */
+	size_t			 lingered;	/* bytes dropped */
 	/* CS_BODY */
 	size_t			 hdrlen;
 	int64_t			 clen;		/* -1: chunked */
@@ -92,6 +121,7 @@ struct hconn {
 	int			 dead;		/* free when off the stack */
 	int			 broken;	/* a write failed */
 	int			 paused;	/* read event deleted */
+	int			 eof;		/* the client is done sending */
 };
 TAILQ_HEAD(hconns, hconn);
 
@@ -102,12 +132,15 @@ struct lsn {
 TAILQ_HEAD(lsns, lsn);
 
 static struct hconns	 conns = TAILQ_HEAD_INITIALIZER(conns);
+static struct hconns	 waiting = TAILQ_HEAD_INITIALIZER(waiting);
 static struct lsns	 lsns = TAILQ_HEAD_INITIALIZER(lsns);
 static struct conn_stats stats;
 static struct event	*sweep_ev;
 static struct event	*resume_ev;
 static int64_t		 header_timeout;	/* ms; 0: none */
+static int64_t		 body_timeout;		/* ms */
 static int64_t		 max_body;
+static int64_t		 body_budget;		/* bytes, all bodies */
 static uint64_t		 auto_max;		/* from the fd limit */
 static int		 accept_paused;
 static char		 rbuf[CONN_READ];
@@ -122,6 +155,12 @@ static void	 accept_errorcb(struct evconnlistener *, void *);
 static size_t	 conn_consume(struct hconn *, char *, size_t);
 static void	 conn_end(struct hconn *);
 static void	 conn_free(struct hconn *);
+static void	 conn_linger(struct hconn *);
+static void	 conn_refuse(struct hconn *, int);
+static void	 wait_enter(struct hconn *);
+static void	 wait_leave(struct hconn *);
+static int	 body_take(struct hconn *, int64_t);
+static void	 body_give(struct hconn *);
 
 /*
  * Before the sandbox: raise the fd limit to its hard limit, and take the
@@ -131,7 +170,7 @@ void
 conn_init(void)
 {
 	struct rlimit	 rl;
-	rlim_t		 n = 1024;
+	rlim_t		 n = 1024, reserve;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
 		if (rl.rlim_cur < rl.rlim_max) {
@@ -142,16 +181,23 @@ conn_init(void)
 		}
 		n = rl.rlim_cur;
 	}
+	/* Too few to serve anyone: say so, rather than serve one. */
+	if (n < FD_MIN)
+		fatalx("the file descriptor limit (RLIMIT_NOFILE) is %llu: "
+		    "the front door needs at least %d", (unsigned long long)n,
+		    FD_MIN);
 	if (n > 1000000)
 		n = 1000000;
 	/*
 	 * Idle keep-alive clients hold no upstream connection, busy ones
 	 * one each: three quarters of the fds for clients lets many idle
 	 * ones wait while a quarter of them could be busy at once; past
-	 * that, accept pauses rather than spins.
+	 * that, accept pauses rather than spins.  The fds kept back for
+	 * the parent, the listeners and the probes are a quarter of a
+	 * small limit.
 	 */
-	auto_max = n > PROXY_FD_RESERVE + 4 ?
-	    (n - PROXY_FD_RESERVE) / 4 * 3 : 1;
+	reserve = n / 4 < PROXY_FD_RESERVE ? n / 4 : PROXY_FD_RESERVE;
+	auto_max = (n - reserve) / 4 * 3;
 	stats.max = auto_max;
 
 	if ((sweep_ev = event_new(px->base, -1, EV_PERSIST, conn_sweep,
@@ -160,8 +206,8 @@ conn_init(void)
 		fatalx("%s: event_new", __func__);
 }
 
-/* A new or reloaded configuration: the cap, the body limit, the
- * deadline. */
+/* A new or reloaded configuration: the cap, the body limits, the
+ * deadlines. */
 void
 conn_configure(const struct pconf *conf)
 {
@@ -171,10 +217,17 @@ conn_configure(const struct pconf *conf)
 	stats.max = conf->max_connections > 0 ?
 	    (uint64_t)conf->max_connections : auto_max;
 	header_timeout = conf->header_timeout;
+	body_timeout = conf->body_timeout;
 	max_body = conf->max_body;
+	/* a budget below one body could never take it */
+	body_budget = conf->body_buffer > max_body ? conf->body_buffer :
+	    max_body;
+	stats.body_max = body_budget;
 	evtimer_del(sweep_ev);
-	/* late by at most a quarter of the deadline, or a second */
-	ms = header_timeout > 0 ? header_timeout / 4 : 1000;
+	/* late by at most a quarter of the shorter deadline, or a second */
+	ms = header_timeout > 0 && header_timeout < body_timeout ?
+	    header_timeout : body_timeout;
+	ms /= 4;
 	if (ms < 50)
 		ms = 50;
 	if (ms > 1000)
@@ -214,6 +267,25 @@ conn_unlisten(void *arg)
 	free(l);
 }
 
+/*
+ * At the cap: close the connection that has waited longest for its
+ * request, if it has waited long enough to be taken for slow.  Returns
+ * whether one was closed.
+ */
+static int
+conn_evict(void)
+{
+	struct hconn	*c;
+
+	if ((c = TAILQ_FIRST(&waiting)) == NULL ||
+	    now_ms() - c->since < CONN_EVICT_MS)
+		return (0);
+	stats.evicted++;
+	c->broken = 1;
+	conn_end(c);
+	return (1);
+}
+
 static void
 conn_acceptcb(struct evconnlistener *lev, evutil_socket_t fd,
     struct sockaddr *sa, int salen, void *arg)
@@ -225,7 +297,7 @@ conn_acceptcb(struct evconnlistener *lev, evutil_socket_t fd,
 	(void)salen;
 	(void)arg;
 	stats.accepted++;
-	if (stats.open >= stats.max) {
+	if (stats.open >= stats.max && !conn_evict()) {
 		stats.refused++;
 		close(fd);
 		return;
@@ -250,7 +322,58 @@ conn_acceptcb(struct evconnlistener *lev, evutil_socket_t fd,
 		return;
 	}
 	TAILQ_INSERT_TAIL(&conns, c, entry);
+	wait_enter(c);
 	stats.open++;
+}
+
+/* The list of connections waiting for a request, or lingering, oldest
+ * first: enter it anew at each such state. */
+static void
+wait_enter(struct hconn *c)
+{
+	wait_leave(c);
+	TAILQ_INSERT_TAIL(&waiting, c, wentry);
+	c->inwait = 1;
+}
+
+static void
+wait_leave(struct hconn *c)
+{
+	if (!c->inwait)
+		return;
+	TAILQ_REMOVE(&waiting, c, wentry);
+	c->inwait = 0;
+}
+
+/*
+ * Take n bytes of the body budget for the request about to be read: 0,
+ * or -1 when they do not fit.
+ */
+static int
+body_take(struct hconn *c, int64_t n)
+{
+	int64_t	 room = body_budget;
+
+	if (n == 0)
+		return (0);
+	/* a body of max body fits when nothing else is held */
+	if (n > BODY_SMALL && (room -= body_budget / 8) < max_body)
+		room = max_body;
+	if (stats.body_bytes + n > room) {
+		stats.body_refused++;
+		return (-1);
+	}
+	stats.body_bytes += n;
+	c->held = n;
+	return (0);
+}
+
+/* The answer is out, or the connection gone: the body is let go. */
+static void
+body_give(struct hconn *c)
+{
+	stats.body_bytes -= c->held;
+	c->held = 0;
 }
 
 /* Make room for n more bytes of input; -1 past limit or out of memory. */
@@ -290,6 +413,9 @@ in_limit(const struct hconn *c)
 {
 	switch (c->state) {
 	case CS_BODY:
+		/* a length: the body and one read past it */
+		if (c->clen >= 0)
+			return (c->hdrlen + (size_t)c->clen + CONN_READ);
 		return (c->hdrlen + (size_t)max_body * 2 + 4096);
 	case CS_HEADER:
 		return (CONN_HEADER_MAX + 4096);
@@ -307,16 +433,22 @@ conn_readcb(evutil_socket_t fd, short ev, void *arg)
 	char		*dst;
 
 	(void)ev;
-	if (c->broken ||
-	    (c->state == CS_CLOSING && conn_queued(c) == 0)) {
+	if (c->broken) {
 		conn_end(c);
 		return;
 	}
-	/* Closing: only EOF or an error matters; what comes is dropped. */
-	if (c->state == CS_CLOSING) {
+	if (c->state == CS_CLOSING && conn_queued(c) == 0) {
+		conn_linger(c);
+		return;
+	}
+	/* The answer goes out, or is out: input is dropped. */
+	if (c->state == CS_CLOSING || c->state == CS_LINGER) {
 		n = read(fd, rbuf, sizeof(rbuf));
 		if (n == 0 || (n == -1 && errno != EAGAIN && errno != EINTR))
 			conn_end(c);
+		else if (n > 0 && c->state == CS_LINGER &&
+		    (c->lingered += n) > CONN_LINGER_BYTES)
+			conn_free(c);
 		return;
 	}
 	/* Read: into the shared buffer when nothing is pending. */
@@ -327,19 +459,20 @@ conn_readcb(evutil_socket_t fd, short ev, void *arg)
 		room = c->state == CS_BODY ? CONN_READ : 4096;
 		if (in_reserve(c, room, in_limit(c)) == -1)
 			room = c->incap - c->inlen;
-		if (room == 0) {
-			/* full: pipelined past the limit; read on later */
-			if (c->state == CS_BUSY) {
-				event_del(&c->rev);
-				c->paused = 1;
-				return;
-			}
-			conn_end(c);
+		if (room == 0 && c->state == CS_BUSY) {
+			/* pipelined up to the limit: read on after it */
+			event_del(&c->rev);
+			c->paused = 1;
 			return;
 		}
 		dst = c->in + c->inlen;
 	}
-	n = read(fd, dst, room);
+	/*
+	 * Full, reading a request: what is kept holds a whole request (its
+	 * header is at most CONN_HEADER_MAX, its body fits in_limit), or
+	 * it is refused.  Work it off before reading more.
+	 */
+	n = room == 0 ? -2 : read(fd, dst, room);
 	if (n == -1) {
 		if (errno == EAGAIN || errno == EINTR)
 			n = -2;		/* nothing new; process what is kept */
@@ -362,8 +495,12 @@ conn_readcb(evutil_socket_t fd, short ev, void *arg)
 				conn_free(c);
 				return;
 			}
-			if (c->state == CS_CLOSING)
-				return;		/* the rest is not read */
+			if (c->state == CS_CLOSING) {
+				/* the rest is not read */
+				if (conn_queued(c) == 0)
+					conn_linger(c);
+				return;
+			}
 			if (used < (size_t)n) {
 				if (in_reserve(c, n - used, in_limit(c)) == -1) {
 					conn_end(c);
@@ -389,12 +526,20 @@ conn_readcb(evutil_socket_t fd, short ev, void *arg)
 	}
 	if (c->state == CS_CLOSING) {
 		in_release(c);		/* the rest is not read */
+		if (conn_queued(c) == 0)
+			conn_linger(c);
 		return;
 	}
 	if (used > 0) {
 		/* state may have moved: CS_BODY keeps offsets from 0 */
 		memmove(c->in, c->in + used, c->inlen - used);
 		c->inlen -= used;
+	} else if (room == 0 && (c->state == CS_HEADER ||
+	    c->state == CS_BODY)) {
+		/* full and nothing taken: cannot happen, but never spin */
+		log_warnx("%s: a full buffer made no progress", __func__);
+		conn_end(c);
+		return;
 	}
 	if (c->inlen == 0)
 		in_release(c);
@@ -407,6 +552,9 @@ conn_refuse(struct hconn *c, int status)
 	const char	*msg;
 
 	switch (status) {
+	case 408:
+		msg = "The request body did not arrive in time.";
+		break;
 	case 413:
 		msg = "The request body is too large.";
 		break;
@@ -415,6 +563,10 @@ conn_refuse(struct hconn *c, int status)
 		break;
 	case 501:
 		msg = "That Transfer-Encoding is not supported.";
+		break;
+	case 503:
+		msg = "The front door holds as many request bodies as it "
+		    "may; try again.";
 		break;
 	case 505:
 		msg = "Only HTTP/1.0 and HTTP/1.1 are served here.";
@@ -425,6 +577,7 @@ conn_refuse(struct hconn *c, int status)
 		break;
 	}
 	c->state = CS_BUSY;
+	wait_leave(c);
 	c->req.minor = 1;
 	c->req.keepalive = 0;
 	c->req.head = 0;
@@ -472,7 +625,15 @@ conn_consume(struct hconn *c, char *buf, size_t len)
 					return (len);
 				}
 			}
+			/* its share of the budget, kept until it is answered */
+			if (body_take(c, c->clen < 0 ? max_body : c->clen) ==
+			    -1) {
+				conn_refuse(c, 503);
+				return (len);
+			}
 			c->state = CS_BODY;
+			c->since = now_ms();
+			wait_enter(c);
 			if (m.expect_continue && m.minor == 1) {
 				/* only when the body is not all here */
 				total = c->clen >= 0 ?
@@ -500,7 +661,12 @@ conn_consume(struct hconn *c, char *buf, size_t len)
 			    buf + used + c->rawpos, datalen);
 			c->bodylen += datalen;
 			c->rawpos += n;
-			if (c->bodylen > (size_t)max_body) {
+			/*
+			 * Over the limit with the chunk being read: known
+			 * from its size line, before its data comes (while
+			 * a size line is read, left is the size so far).
+			 */
+			if (c->bodylen + c->ch.left > (uint64_t)max_body) {
 				conn_refuse(c, 413);
 				return (len);
 			}
@@ -527,6 +693,7 @@ conn_consume(struct hconn *c, char *buf, size_t len)
 			return (len);
 		}
 		c->state = CS_BUSY;
+		wait_leave(c);
 		c->req.minor = m.minor;
 		c->req.keepalive = m.keepalive;
 		c->req.head = m.methodlen == 4 &&
@@ -626,7 +793,7 @@ conn_writecb(evutil_socket_t fd, short ev, void *arg)
 		c->outcap = 0;
 	}
 	if (c->state == CS_CLOSING) {
-		conn_end(c);
+		conn_linger(c);
 		return;
 	}
 	if (c->drained != NULL)
@@ -653,6 +820,7 @@ conn_done(struct hconn *c, int keepalive)
 	c->arg = NULL;
 	if (c->dead)
 		return;
+	body_give(c);
 	if (!keepalive || !c->req.keepalive || c->broken) {
 		c->state = CS_CLOSING;
 		/* what it sent after this is dropped; not while
@@ -660,17 +828,16 @@ conn_done(struct hconn *c, int keepalive)
 		 * drops it then) */
 		if (c->inlen > 0 && !c->inproc)
 			in_release(c);
-		if (conn_queued(c) == 0 || c->broken) {
-			if (c->inproc)
-				c->dead = 1;
-			else
-				event_active(&c->rev, EV_READ, 1);
-		}
-		/* a closing connection is read only to see EOF */
+		/* the answer is out: linger, from conn_readcb */
+		if (c->broken && c->inproc)
+			c->dead = 1;
+		else if ((conn_queued(c) == 0 || c->broken) && !c->inproc)
+			event_active(&c->rev, EV_READ, 1);
 		return;
 	}
 	c->state = CS_HEADER;
 	c->since = now_ms();
+	wait_enter(c);
 	if (c->paused) {
 		c->paused = 0;
 		event_add(&c->rev, NULL);
@@ -678,6 +845,29 @@ conn_done(struct hconn *c, int keepalive)
 	/* what was pipelined meanwhile, unless conn_consume goes on */
 	if (c->inlen > 0 && !c->inproc)
 		event_active(&c->rev, EV_READ, 1);
+}
+
+/*
+ * The last answer is out: shut down writing, so that the client sees
+ * its end, and read until the client closes (bounded in time by the
+ * sweep and in bytes by conn_readcb), so that what it still sends does
+ * not make the close a reset.
+ */
+static void
+conn_linger(struct hconn *c)
+{
+	if (c->eof || shutdown(c->fd, SHUT_WR) == -1) {
+		conn_free(c);
+		return;
+	}
+	c->state = CS_LINGER;
+	c->since = now_ms();
+	c->lingered = 0;
+	wait_enter(c);
+	if (c->paused) {
+		c->paused = 0;
+		event_add(&c->rev, NULL);
+	}
 }
 
 /* End the connection now, mid-answer: the owner is not called. */
@@ -707,6 +897,7 @@ conn_end(struct hconn *c)
 		/* EOF while the answer goes out: write on, read no more */
 		event_del(&c->rev);
 		c->paused = 1;
+		c->eof = 1;
 		return;
 	}
 	c->gone = NULL;
@@ -723,6 +914,8 @@ conn_end(struct hconn *c)
 static void
 conn_free(struct hconn *c)
 {
+	wait_leave(c);
+	body_give(c);
 	event_del(&c->rev);
 	event_del(&c->wev);
 	close(c->fd);
@@ -738,7 +931,7 @@ conn_sweep(evutil_socket_t fd, short ev, void *arg)
 {
 	struct hconn	*c, *next;
 	int64_t		 now = now_ms(), idle = PROXY_IDLE_TIMEOUT * 1000;
-	uint64_t	 n = 0;
+	uint64_t	 n = 0, nb = 0;
 
 	(void)fd;
 	(void)ev;
@@ -755,9 +948,19 @@ conn_sweep(evutil_socket_t fd, short ev, void *arg)
 			n++;
 			break;
 		case CS_BODY:
-			if (now - c->lastio < idle)
+			if (now - c->lastio < idle &&
+			    now - c->since < body_timeout)
 				continue;
-			break;
+			/* answered, and closed when that is out */
+			stats.body_timed_out++;
+			nb++;
+			conn_refuse(c, 408);
+			continue;
+		case CS_LINGER:
+			if (now - c->since < CONN_LINGER_MS)
+				continue;
+			conn_free(c);
+			continue;
 		case CS_BUSY:
 		case CS_CLOSING:
 			if (conn_queued(c) == 0 || now - c->lastio < idle)
@@ -773,6 +976,9 @@ conn_sweep(evutil_socket_t fd, short ev, void *arg)
 		log_debug("closed %llu connections without a request header "
 		    "in %lld ms", (unsigned long long)n,
 		    (long long)header_timeout);
+	if (nb > 0)
+		log_debug("refused %llu request bodies not read in %lld ms",
+		    (unsigned long long)nb, (long long)body_timeout);
 }
 
 static void

@@ -134,6 +134,7 @@ struct preq {
 	int			 replied;	/* header sent to the client */
 	int			 chunked_out;	/* to the client */
 	int			 close_out;	/* the client's end marks it */
+	int			 sse;		/* text/event-stream */
 	int			 status;
 	int64_t			 ptok;
 	int64_t			 ctok;
@@ -363,6 +364,70 @@ client_close(struct preq *p)
 	conn_abort(r->conn);
 }
 
+/* Whether s (n bytes) ends with t. */
+static int
+ends_with(const char *s, size_t n, const char *t)
+{
+	size_t	 k = strlen(t);
+
+	return (n >= k && memcmp(s + n - k, t, k) == 0);
+}
+
+/*
+ * A cancelled stream ends with an error event in the OpenAI shape and,
+ * when chunked, the last chunk, so that the client can tell it from a
+ * broken connection.  Any other answer begun can only be cut.
+ */
+static void
+client_cancelled(struct preq *p)
+{
+	struct hreq	*r = p->r;
+	json_object	*obj, *err;
+	const char	*js, *lead = "";
+	size_t		 n, len;
+
+	if (r == NULL)
+		return;
+	if (!p->sse || (!p->chunked_out && !p->close_out)) {
+		client_close(p);
+		return;
+	}
+	obj = json_object_new_object();
+	err = json_object_new_object();
+	json_object_object_add(err, "message",
+	    json_object_new_string("The request was cancelled."));
+	json_object_object_add(err, "type",
+	    json_object_new_string(http_error_type(499)));
+	json_object_object_add(err, "code", json_object_new_string("cancelled"));
+	json_object_object_add(obj, "error", err);
+	js = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN |
+	    JSON_C_TO_STRING_NOSLASHESCAPE);
+	/* after an event cut in its middle, end that one first */
+	n = p->carrylen;
+	if (n > 0 && p->carry[n - 1] != '\n')
+		lead = "\n\n";
+	else if (n > 0 && !ends_with(p->carry, n, "\n\n") &&
+	    !ends_with(p->carry, n, "\n\r\n"))
+		lead = "\n";
+	len = strlen(lead) + 6 + strlen(js) + 2;
+	o_reset();
+	if (p->chunked_out) {
+		o_num(len, 16);
+		o_add("\r\n", 2);
+	}
+	o_str(lead);
+	o_str("data: ");
+	o_str(js);
+	o_add("\n\n", 2);
+	if (p->chunked_out)
+		o_add("\r\n0\r\n\r\n", 7);
+	json_object_put(obj);
+	p->r = NULL;
+	(void)conn_write(r->conn, obuf, olen);
+	o_reset();
+	conn_done(r->conn, !p->close_out);
+}
+
 /* From conn.c: the client left (or its connection failed). */
 static void
 client_gone(void *arg)
@@ -393,6 +458,11 @@ client_gone(void *arg)
 		log_debug("request %llu: client left, draining %s",
 		    (unsigned long long)p->reqid, p->label);
 		p->state = ST_DRAIN;
+		/* nothing is sent again now: the body is not kept */
+		free(p->raw);
+		p->raw = NULL;
+		json_object_put(p->json);
+		p->json = NULL;
 		if (p->uc != NULL && p->uc->paused) {
 			p->uc->paused = 0;
 			event_add(&p->uc->rev, NULL);
@@ -872,6 +942,9 @@ client_header(struct preq *p, const struct h1_msg *m, int nobody)
 
 	p->chunked_out = 0;
 	p->close_out = 0;
+	h = h1_find(m, "Content-Type");
+	p->sse = h != NULL && h->valuelen >= 17 &&
+	    strncasecmp(h->value, "text/event-stream", 17) == 0;
 	if (!nobody && m->content_length < 0) {
 		if (p->minor >= 1)
 			p->chunked_out = 1;
@@ -1381,7 +1454,7 @@ forward_cancel(const char *model)
 			parent_send(IMSG_HOLD_WITHDRAW, &pr, sizeof(pr));
 		}
 		if (p->replied)
-			client_close(p);
+			client_cancelled(p);
 		else
 			reply_error(p, 499, "cancelled",
 			    "The request was cancelled.");

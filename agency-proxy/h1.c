@@ -38,9 +38,10 @@
  *    agree; ncontent_length counts them and the caller decides.
  *  - Transfer-Encoding: a list of 1+ codings (an empty list is refused);
  *    chunked when the last coding of the last field is "chunked".  For
- *    a request, Transfer-Encoding on HTTP/1.0 or with Content-Length is
- *    refused (request smuggling), and one that does not end in chunked
- *    is -501.  For a response Content-Length is then ignored (-1); one
+ *    a request, Transfer-Encoding on HTTP/1.0, with Content-Length, or
+ *    in more than one field is refused (request smuggling: two parties
+ *    could read the fields differently), and one that does not end in
+ *    chunked is -501.  For a response Content-Length is then ignored (-1); one
  *    that does not end in chunked is read until the connection closes,
  *    and keepalive is 0 then, as it is for a response with both fields.
  *  - More than one Host field in a request is refused (RFC 9112 3.2);
@@ -96,6 +97,7 @@ struct fstate {
 	int	 close;		/* Connection lists close */
 	int	 keepalive;	/* Connection lists keep-alive */
 	int	 nhost;
+	int	 nte;		/* Transfer-Encoding fields */
 };
 
 static int	 lower(int);
@@ -273,9 +275,11 @@ known_field(struct h1_msg *m, struct fstate *fs, const struct h1_header *h,
 			return (content_length(m, h->value, h->valuelen));
 		break;
 	case 17:
-		if (ieq(h->name, "transfer-encoding", 17))
-			return (transfer_encoding(m, h->value, h->valuelen));
-		break;
+		if (!ieq(h->name, "transfer-encoding", 17))
+			break;
+		if (request && ++fs->nte > 1)
+			return (-400);
+		return (transfer_encoding(m, h->value, h->valuelen));
 	}
 	return (0);
 }
@@ -341,7 +345,7 @@ static int
 parse(const char *buf, size_t len, size_t max, struct h1_msg *m,
     int request)
 {
-	struct fstate	 fs = { 0, 0, 0 };
+	struct fstate	 fs = { 0, 0, 0, 0 };
 	const char	*p, *e, *lf, *eol;
 	int		 empty = 0, r;
 

@@ -27,8 +27,9 @@
 #include "proxy.h"
 
 static void	 http_models(struct hreq *);
-static int	 admin_guard(const struct pconf *, const char *, const char *,
+static int	 admin_guard(const struct pconf *, const struct http_hdrs *,
 		    int, struct rerr *);
+static int	 json_ctype(const char *);
 static void	 http_cancel(struct hreq *, struct pmodel *);
 static void	 decide_error(struct http_decision *, int, const char *,
 		    const char *);
@@ -84,6 +85,8 @@ reason(int status)
 		return ("Not Found");
 	case 405:
 		return ("Method Not Allowed");
+	case 408:
+		return ("Request Timeout");
 	case 413:
 		return ("Payload Too Large");
 	case 414:
@@ -215,8 +218,9 @@ void
 http_refused(struct hreq *r, int status, const char *message)
 {
 	static const char	*codes[][2] = {
-		{ "400", "invalid_request" }, { "413", "body_too_large" },
-		{ "431", "header_too_large" }, { "501", "not_implemented" },
+		{ "400", "invalid_request" }, { "408", "body_timeout" },
+		{ "413", "body_too_large" }, { "431", "header_too_large" },
+		{ "501", "not_implemented" }, { "503", "server_busy" },
 		{ "505", "version_not_supported" } };
 	const char		*code = "invalid_request";
 	char			 s[8];
@@ -284,13 +288,14 @@ http_swap_listeners(struct pconf *old, struct pconf *new)
 /*
  * What the front door does with a request, decided without touching the
  * request or the network, so that the fuzzer runs the very code that
- * serves (the checks in the order the design gives them: routes, admin
- * guards, body, model, rules).  cmd is an EVHTTP_REQ_* value; host and
- * ctype are the headers (NULL when absent); body is only read for POSTs.
+ * serves (the checks in the order the design gives them: Host and
+ * Origin, routes, admin guards, Content-Type, body, model, rules).  cmd
+ * is an EVHTTP_REQ_* value; hh holds the header fields that bear on it
+ * (NULL when absent); body is only read for POSTs.
  */
 void
 http_decide(const struct pconf *conf, int cmd, const char *path,
-    const char *host, const char *ctype, const char *body, size_t len,
+    const struct http_hdrs *hh, const char *body, size_t len,
     struct http_decision *dc)
 {
 	json_object	*obj, *jm;
@@ -302,12 +307,28 @@ http_decide(const struct pconf *conf, int cmd, const char *path,
 		decide_error(dc, 503, "starting", "The proxy is starting.");
 		return;
 	}
+	/* For load balancers, which may not send the name clients use. */
 	if (strcmp(path, "/health") == 0) {
 		if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD)
 			decide_error(dc, 405, "method_not_allowed",
 			    "Use GET.");
 		else
 			dc->action = HTTP_HEALTH;
+		return;
+	}
+	/* Against DNS rebinding and cross-origin pages, before anything. */
+	if (!http_host_ok(conf, hh->host)) {
+		rerr_set(&dc->e, 403, "forbidden_host", "The Host '%.100s' is "
+		    "not a name of this front door (see server name in "
+		    "agency.conf(5)).", hh->host != NULL ? hh->host : "");
+		dc->action = HTTP_ERROR;
+		return;
+	}
+	if (hh->origin != NULL && !http_origin_ok(conf, hh->origin,
+	    hh->host)) {
+		rerr_set(&dc->e, 403, "forbidden_origin", "Requests from the "
+		    "origin '%.100s' are not allowed.", hh->origin);
+		dc->action = HTTP_ERROR;
 		return;
 	}
 	if (strcmp(path, "/v1/models") == 0) {
@@ -319,7 +340,7 @@ http_decide(const struct pconf *conf, int cmd, const char *path,
 		return;
 	}
 	if (strcmp(path, "/metrics") == 0) {
-		if (admin_guard(conf, host, ctype, cmd, &dc->e) != 0)
+		if (admin_guard(conf, hh, cmd, &dc->e) != 0)
 			dc->action = HTTP_ERROR;
 		else if (cmd != EVHTTP_REQ_GET)
 			decide_error(dc, 405, "method_not_allowed",
@@ -329,7 +350,7 @@ http_decide(const struct pconf *conf, int cmd, const char *path,
 		return;
 	}
 	if (strncmp(path, "/v1/agency/", 11) == 0) {
-		if (admin_guard(conf, host, ctype, cmd, &dc->e) != 0) {
+		if (admin_guard(conf, hh, cmd, &dc->e) != 0) {
 			dc->action = HTTP_ERROR;
 			return;
 		}
@@ -375,6 +396,12 @@ http_decide(const struct pconf *conf, int cmd, const char *path,
 			    "Model routes take POST.");
 		else
 			decide_error(dc, 404, "not_found", "No such route.");
+		return;
+	}
+	/* Only what a browser cannot send across origins unasked. */
+	if (!json_ctype(hh->ctype)) {
+		decide_error(dc, 415, "unsupported_media_type",
+		    "Model routes need Content-Type: application/json.");
 		return;
 	}
 	/*
@@ -468,16 +495,18 @@ field(const struct h1_msg *m, const char *name, char *buf, size_t size)
 /*
  * The path of a request target, and its origin form for the model (path
  * and query, without a fragment): of an origin form as it is, of an
- * absolute form what follows the authority.  Returns -1 if it has none
- * we serve.
+ * absolute form what follows the authority, which goes in authority (the
+ * Host that counts, RFC 9112 3.2.2; "" for an origin form).  Returns -1
+ * if it has none we serve.
  */
 static int
 target_path(const char *t, size_t len, char *path, size_t psize,
-    char *origin, size_t osize)
+    char *origin, size_t osize, char *authority, size_t asize)
 {
 	const char	*end = t + len, *p, *q;
 	size_t		 skip = 0, n;
 
+	authority[0] = '\0';
 	if (len > 7 && strncasecmp(t, "http://", 7) == 0)
 		skip = 7;
 	else if (len > 8 && strncasecmp(t, "https://", 8) == 0)
@@ -486,6 +515,11 @@ target_path(const char *t, size_t len, char *path, size_t psize,
 		for (p = t + skip; p < end && *p != '/' && *p != '?' &&
 		    *p != '#'; p++)
 			;
+		n = p - (t + skip);
+		if (n == 0 || n >= asize)
+			return (-1);
+		memcpy(authority, t + skip, n);
+		authority[n] = '\0';
 		t = p;
 	} else if (*t != '/')
 		return (-1);
@@ -516,7 +550,9 @@ http_request(struct hreq *r, const struct h1_msg *m, char *body,
 {
 	struct http_decision	 dc;
 	char			 path[AGENCY_PATH_MAX], target[AGENCY_PATH_MAX];
-	char			 host[256], ctype[256];
+	char			 host[256], ctype[256], origin[256];
+	char			 authority[256];
+	struct http_hdrs	 hh;
 	const char		*method = "OTHER";
 	int			 cmd = HTTP_REQ_UNKNOWN;
 	json_object		*obj;
@@ -532,7 +568,7 @@ http_request(struct hreq *r, const struct h1_msg *m, char *body,
 		}
 	if (m->targetlen >= sizeof(target) ||
 	    target_path(m->target, m->targetlen, path, sizeof(path), target,
-	    sizeof(target)) == -1) {
+	    sizeof(target), authority, sizeof(authority)) == -1) {
 		http_error(r, m->targetlen >= sizeof(target) ? 414 : 400,
 		    "invalid_request", m->targetlen >= sizeof(target) ?
 		    "The request target is too long." :
@@ -557,9 +593,12 @@ http_request(struct hreq *r, const struct h1_msg *m, char *body,
 	if (cmd != EVHTTP_REQ_POST)
 		len = 0;
 
-	http_decide(px->conf, cmd, path, field(m, "Host", host, sizeof(host)),
-	    field(m, "Content-Type", ctype, sizeof(ctype)), len > 0 ? body :
-	    NULL, len, &dc);
+	hh.host = authority[0] != '\0' ? authority :
+	    field(m, "Host", host, sizeof(host));
+	hh.origin = field(m, "Origin", origin, sizeof(origin));
+	hh.ctype = field(m, "Content-Type", ctype, sizeof(ctype));
+	http_decide(px->conf, cmd, path, &hh, len > 0 ? body : NULL, len,
+	    &dc);
 	switch (dc.action) {
 	case HTTP_HEALTH:
 		obj = json_object_new_object();
@@ -634,54 +673,179 @@ http_models(struct hreq *r)
 	json_object_put(obj);
 }
 
-/* Against DNS rebinding (admin routes and /metrics): a loopback Host
- * with one of our ports. */
+/*
+ * A Host field's value as name and port: the name up to the port's
+ * colon (an IPv6 address with its brackets), the port 0 when there is
+ * none.  -1 if it is not of that form.
+ */
 static int
-host_ok(const struct pconf *conf, const char *host)
+host_split(const char *host, char *name, size_t size, long long *port)
 {
-	static const char	*names[] = { "127.0.0.1:", "[::1]:",
-				    "localhost:", NULL };
-	struct plisten		*l;
-	const char		*p = NULL, *errstr;
-	long long		 port;
-	size_t			 i;
+	const char	*colon, *errstr;
+	size_t		 n;
 
-	if (host == NULL)
-		return (0);
-	for (i = 0; names[i] != NULL; i++)
-		if (strncasecmp(host, names[i], strlen(names[i])) == 0) {
-			p = host + strlen(names[i]);
-			break;
-		}
-	if (p == NULL)
-		return (0);
-	port = strtonum(p, 1, 65535, &errstr);
-	if (errstr != NULL)
-		return (0);
+	if (host[0] == '[') {
+		if ((colon = strchr(host, ']')) == NULL)
+			return (-1);
+		colon++;
+		if (*colon != ':' && *colon != '\0')
+			return (-1);
+	} else
+		colon = strchr(host, ':');
+	n = colon != NULL && *colon == ':' ? (size_t)(colon - host) :
+	    strlen(host);
+	if (n == 0 || n >= size)
+		return (-1);
+	memcpy(name, host, n);
+	name[n] = '\0';
+	*port = 0;
+	if (colon != NULL && *colon == ':') {
+		/* digits only: strtonum would take a sign or spaces */
+		if (strspn(colon + 1, "0123456789") != strlen(colon + 1))
+			return (-1);
+		*port = strtonum(colon + 1, 1, 65535, &errstr);
+		if (errstr != NULL)
+			return (-1);
+	}
+	return (0);
+}
+
+/* Whether port (0: none, which is 80) is one the front door listens on. */
+static int
+our_port(const struct pconf *conf, long long port)
+{
+	struct plisten	*l;
+
+	if (port == 0)
+		port = 80;
 	TAILQ_FOREACH(l, &conf->listens, entry)
 		if (l->port == port)
 			return (1);
 	return (0);
 }
 
+/* A loopback name, as a Host has it. */
 static int
-admin_guard(const struct pconf *conf, const char *host, const char *ct,
-    int cmd, struct rerr *e)
+loopback_name(const char *name)
+{
+	return (strcasecmp(name, "localhost") == 0 ||
+	    strcmp(name, "127.0.0.1") == 0 || strcmp(name, "[::1]") == 0);
+}
+
+/* The address of a listener that is not a wildcard, as a Host has it. */
+static int
+listen_name(const struct pconf *conf, const char *name)
+{
+	struct plisten	*l;
+	size_t		 n;
+
+	TAILQ_FOREACH(l, &conf->listens, entry) {
+		if (strcmp(l->host, "0.0.0.0") == 0 ||
+		    strcmp(l->host, "::") == 0)
+			continue;
+		if (strchr(l->host, ':') == NULL) {
+			if (strcasecmp(name, l->host) == 0)
+				return (1);
+			continue;
+		}
+		n = strlen(l->host);
+		if (name[0] == '[' && strlen(name) == n + 2 &&
+		    strncasecmp(name + 1, l->host, n) == 0 && name[n + 1] == ']')
+			return (1);
+	}
+	return (0);
+}
+
+/*
+ * Against DNS rebinding: whether a Host names this front door.  Every
+ * Host does with "server name any".  Otherwise: a loopback name or the
+ * address of a listener, with the port of a listener; or a server name,
+ * with any port (or none) when the server name has no port of its own,
+ * and with that port when it has.
+ */
+int
+http_host_ok(const struct pconf *conf, const char *host)
+{
+	char		 name[AGENCY_NAME_MAX], sn[AGENCY_NAME_MAX];
+	long long	 port, sport;
+	size_t		 i;
+
+	if (conf->host_any)
+		return (1);
+	if (host == NULL || host_split(host, name, sizeof(name), &port) == -1)
+		return (0);
+	if ((loopback_name(name) || listen_name(conf, name)) &&
+	    our_port(conf, port))
+		return (1);
+	for (i = 0; i < conf->names.n; i++) {
+		if (host_split(conf->names.v[i], sn, sizeof(sn), &sport) == -1 ||
+		    strcasecmp(sn, name) != 0)
+			continue;
+		if (sport == 0 || sport == (port == 0 ? 80 : port))
+			return (1);
+	}
+	return (0);
+}
+
+/*
+ * Whether a request with this Origin may be served: when it is the
+ * front door's own origin, that of the Host it was sent to (a page the
+ * front door itself served).  The place for a list of other allowed
+ * origins ("cors origin").  "null", and any origin that is not
+ * http://HOST[:PORT], is refused.
+ */
+int
+http_origin_ok(const struct pconf *conf, const char *origin,
+    const char *host)
+{
+	char		 oname[AGENCY_NAME_MAX], hname[AGENCY_NAME_MAX];
+	long long	 oport, hport;
+
+	(void)conf;
+	if (host == NULL || strncasecmp(origin, "http://", 7) != 0 ||
+	    host_split(origin + 7, oname, sizeof(oname), &oport) == -1 ||
+	    host_split(host, hname, sizeof(hname), &hport) == -1)
+		return (0);
+	if (strchr(oname, '/') != NULL)
+		return (0);
+	return (strcasecmp(oname, hname) == 0 &&
+	    (oport == 0 ? 80 : oport) == (hport == 0 ? 80 : hport));
+}
+
+/* Content-Type: application/json, with parameters or not. */
+static int
+json_ctype(const char *ct)
 {
 	size_t	 n = strlen("application/json");
 
-	if (!host_ok(conf, host)) {
+	return (ct != NULL && strncasecmp(ct, "application/json", n) == 0 &&
+	    (ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ' ||
+	    ct[n] == '\t'));
+}
+
+/*
+ * Admin routes and /metrics, beyond the Host check of every route: a
+ * loopback name with a listener's port, whatever server names there
+ * are, and POSTs only with a JSON body.
+ */
+static int
+admin_guard(const struct pconf *conf, const struct http_hdrs *hh, int cmd,
+    struct rerr *e)
+{
+	char		 name[AGENCY_NAME_MAX];
+	long long	 port;
+
+	if (hh->host == NULL || host_split(hh->host, name, sizeof(name),
+	    &port) == -1 || !loopback_name(name) || port == 0 ||
+	    !our_port(conf, port)) {
 		rerr_set(e, 403, "forbidden_host", "Admin routes need "
 		    "a Host of 127.0.0.1, [::1] or localhost with the port.");
 		return (403);
 	}
-	if (cmd == EVHTTP_REQ_POST) {
-		if (ct == NULL || strncasecmp(ct, "application/json", n) != 0 ||
-		    (ct[n] != '\0' && ct[n] != ';' && ct[n] != ' ')) {
-			rerr_set(e, 415, "unsupported_media_type",
-			    "Admin POSTs need Content-Type: application/json.");
-			return (415);
-		}
+	if (cmd == EVHTTP_REQ_POST && !json_ctype(hh->ctype)) {
+		rerr_set(e, 415, "unsupported_media_type",
+		    "Admin POSTs need Content-Type: application/json.");
+		return (415);
 	}
 	return (0);
 }

@@ -131,6 +131,15 @@ family(struct evbuffer *b, const char *name, const char *type,
 	    name, type);
 }
 
+/* A metric of one sample, without labels. */
+static void
+single(struct evbuffer *b, const char *name, const char *type,
+    const char *help, uint64_t v)
+{
+	family(b, name, type, help);
+	evbuffer_add_printf(b, "%s %llu\n", name, (unsigned long long)v);
+}
+
 /* name{model="m"[,extra]} value */
 static void
 sample(struct evbuffer *b, const char *name, const char *model,
@@ -272,29 +281,35 @@ metrics_render(struct evbuffer *b, const struct proto_status *st, size_t n)
 		render_histogram(b, &st[i]);
 
 	conn_get_stats(&cs);
-	family(b, "agency_client_connections", "gauge", "Client connections "
-	    "open on the front door.");
-	evbuffer_add_printf(b, "agency_client_connections %llu\n",
-	    (unsigned long long)cs.open);
-	family(b, "agency_client_connections_max", "gauge", "The cap on "
-	    "client connections; more are closed at once.");
-	evbuffer_add_printf(b, "agency_client_connections_max %llu\n",
-	    (unsigned long long)cs.max);
-	family(b, "agency_client_connections_accepted_total", "counter",
-	    "Client connections accepted.");
-	evbuffer_add_printf(b, "agency_client_connections_accepted_total "
-	    "%llu\n", (unsigned long long)cs.accepted);
-	family(b, "agency_client_connections_refused_total", "counter",
-	    "Client connections closed at once for being over the cap.");
-	evbuffer_add_printf(b, "agency_client_connections_refused_total "
-	    "%llu\n", (unsigned long long)cs.refused);
-	family(b, "agency_client_connections_timed_out_total", "counter",
+	single(b, "agency_client_connections", "gauge", "Client connections "
+	    "open on the front door.", cs.open);
+	single(b, "agency_client_connections_max", "gauge", "The cap on "
+	    "client connections; more are closed at once, or close the one "
+	    "that waited longest.", cs.max);
+	single(b, "agency_client_connections_accepted_total", "counter",
+	    "Client connections accepted.", cs.accepted);
+	single(b, "agency_client_connections_refused_total", "counter",
+	    "Client connections closed at once for being over the cap.",
+	    cs.refused);
+	single(b, "agency_client_connections_evicted_total", "counter",
+	    "Client connections closed at the cap to make room for a new "
+	    "one, having waited longest for a request.", cs.evicted);
+	single(b, "agency_client_connections_timed_out_total", "counter",
 	    "Client connections closed for not sending a request's header "
-	    "in time.");
-	evbuffer_add_printf(b, "agency_client_connections_timed_out_total "
-	    "%llu\n", (unsigned long long)cs.timed_out);
-	family(b, "agency_accept_pauses_total", "counter", "Times the front "
-	    "door stopped accepting for a while, out of file descriptors.");
-	evbuffer_add_printf(b, "agency_accept_pauses_total %llu\n",
-	    (unsigned long long)cs.accept_pauses);
+	    "in time.", cs.timed_out);
+	single(b, "agency_request_body_timeouts_total", "counter",
+	    "Requests refused (408) for not sending the whole body in time.",
+	    cs.body_timed_out);
+	single(b, "agency_request_body_bytes", "gauge", "Bytes of the body "
+	    "buffer taken by the requests being read or served.",
+	    cs.body_bytes);
+	single(b, "agency_request_body_bytes_max", "gauge", "The body "
+	    "buffer: past it, requests with a body are refused (503).",
+	    cs.body_max);
+	single(b, "agency_request_body_refused_total", "counter",
+	    "Requests refused (503) for want of room in the body buffer.",
+	    cs.body_refused);
+	single(b, "agency_accept_pauses_total", "counter", "Times the front "
+	    "door stopped accepting for a while, out of file descriptors.",
+	    cs.accept_pauses);
 }

@@ -200,6 +200,7 @@ parent_imsg(struct imsg *imsg)
 	case IMSG_CONF_MOVE:
 	case IMSG_CONF_MODEL:
 	case IMSG_CONF_ALIAS:
+	case IMSG_CONF_NAME:
 	case IMSG_CONF_END:
 		conf_imsg(imsg, type);
 		break;
@@ -288,10 +289,18 @@ conf_imsg(struct imsg *imsg, uint32_t type)
 			fatalx("parent: header timeout %lld, max connections "
 			    "%lld", (long long)g.header_timeout,
 			    (long long)g.max_connections);
+		if (g.body_timeout <= 0 || g.body_buffer <= 0 ||
+		    (g.host_any != 0 && g.host_any != 1))
+			fatalx("parent: body timeout %lld, body buffer %lld, "
+			    "host any %d", (long long)g.body_timeout,
+			    (long long)g.body_buffer, g.host_any);
 		c->max_body = g.max_body;
 		c->request_timeout = g.request_timeout;
 		c->header_timeout = g.header_timeout;
 		c->max_connections = g.max_connections;
+		c->body_timeout = g.body_timeout;
+		c->body_buffer = g.body_buffer;
+		c->host_any = g.host_any;
 		c->port_lo = g.port_lo;
 		c->port_hi = g.port_hi;
 		(void)strlcpy(c->default_model, g.default_model,
@@ -366,6 +375,12 @@ conf_imsg(struct imsg *imsg, uint32_t type)
 		if (px->nmodel == NULL)
 			fatalx("parent: alias before a model");
 		if (pstrs_add(&px->nmodel->aliases, s.s) == -1)
+			fatal("%s: pstrs_add", __func__);
+		break;
+	case IMSG_CONF_NAME:
+		getdata(imsg, &s, sizeof(s));
+		STROK(s.s, "server name");
+		if (pstrs_add(&c->names, s.s) == -1)
 			fatal("%s: pstrs_add", __func__);
 		break;
 	case IMSG_CONF_END:

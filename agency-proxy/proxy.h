@@ -121,7 +121,11 @@ struct pconf {
 	int64_t				 max_body;
 	int64_t				 request_timeout;	/* ms */
 	int64_t				 header_timeout;	/* ms */
+	int64_t				 body_timeout;		/* ms */
+	int64_t				 body_buffer;	/* all bodies */
 	int64_t				 max_connections;	/* 0: auto */
+	int				 host_any;	/* no Host check */
+	struct pstrs			 names;		/* server names */
 	uint16_t			 port_lo;
 	uint16_t			 port_hi;
 	char				 default_model[AGENCY_NAME_MAX];
@@ -245,9 +249,19 @@ struct http_decision {
 
 extern int	 http_fastpath;		/* 0: json-c for every body */
 
+/* The header fields a decision reads; NULL when absent. */
+struct http_hdrs {
+	const char	*host;
+	const char	*origin;
+	const char	*ctype;
+};
+
 void		 http_decide(const struct pconf *, int, const char *,
-		    const char *, const char *, const char *, size_t,
+		    const struct http_hdrs *, const char *, size_t,
 		    struct http_decision *);
+int		 http_host_ok(const struct pconf *, const char *);
+int		 http_origin_ok(const struct pconf *, const char *,
+		    const char *);
 void		 http_init(void);
 void		 http_swap_listeners(struct pconf *, struct pconf *);
 void		 http_request(struct hreq *, const struct h1_msg *, char *,
@@ -283,8 +297,13 @@ struct conn_stats {
 	uint64_t	 max;		/* the cap in force */
 	uint64_t	 accepted;
 	uint64_t	 refused;	/* over the cap */
+	uint64_t	 evicted;	/* closed at the cap for a new one */
 	uint64_t	 timed_out;	/* no request header in time */
+	uint64_t	 body_timed_out;	/* no whole body in time */
 	uint64_t	 accept_pauses;	/* out of fds */
+	int64_t		 body_bytes;	/* of the body budget, taken */
+	int64_t		 body_max;	/* the budget */
+	uint64_t	 body_refused;	/* 503: over the budget */
 };
 
 void		 conn_init(void);

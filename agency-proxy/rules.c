@@ -101,6 +101,9 @@ pconf_new(void)
 	TAILQ_INIT(&c->listens);
 	c->max_body = DEFAULT_MAX_BODY;
 	c->request_timeout = DEFAULT_REQUEST_TIMEOUT;
+	c->header_timeout = DEFAULT_HEADER_TIMEOUT;
+	c->body_timeout = DEFAULT_BODY_TIMEOUT;
+	c->body_buffer = DEFAULT_BODY_BUFFER;
 	return (c);
 }
 
@@ -131,6 +134,7 @@ pconf_free(struct pconf *c)
 		TAILQ_REMOVE(&c->listens, l, entry);
 		free(l);
 	}
+	pstrs_clear(&c->names);
 	free(c);
 }
 

@@ -101,6 +101,7 @@ static int		 symset(const char *, const char *, int);
 static const char	*symget(const char *);
 static void		 symclear(void);
 static int		 setstr(char *, size_t, const char *, const char *);
+static char		*server_name(const char *);
 static int		 addstr(struct strlist *, const char *, size_t,
 			    const char *);
 static int		 check_command(const char *);
@@ -166,10 +167,11 @@ static struct notepos {
 static size_t			 nnotes;
 %}
 
-%token	ALIAS ALWAYS BODY BUDGET CHAT CLOSE COMMAND CONNECTIONS DEFAULT
-%token	EMBEDDING ENV GET HEADER IDLE IMAGE INCLUDE KIND LAZY LISTEN LOAD MAX MEMORY MODEL MOVE
-%token	NEVER NO ON OVERCOMMIT PART PORT PORTS POST READY REFUSE REQUEST
-%token	RESERVE RESTRICTED ROUTE RUNTIME SOCKET SPEECH STOPS STREAM TIMEOUT
+%token	ALIAS ALWAYS ANY BODY BUDGET BUFFER CHAT CLOSE COMMAND CONNECTIONS
+%token	DEFAULT EMBEDDING ENV GET HEADER IDLE IMAGE INCLUDE KIND LAZY LISTEN LOAD MAX MEMORY MODEL MOVE
+%token	NAME NEVER NO ON OVERCOMMIT PART PORT PORTS POST READY REFUSE REQUEST
+%token	RESERVE RESTRICTED ROUTE RUNTIME SERVER SOCKET SPEECH STOPS STREAM
+%token	TIMEOUT
 %token	TO TOKENS UPSTREAM USER VISION YES
 %token	ERROR
 %token	<v.string>	STRING
@@ -319,6 +321,31 @@ main		: LISTEN ON STRING PORT NUMBER	{
 				yyerror("header timeout must be more than 0");
 			else if ($3 > 0)
 				conf->header_timeout = $3;
+		}
+		| BODY TIMEOUT duration		{
+			if ($3 == 0)
+				yyerror("body timeout must be more than 0");
+			else if ($3 > 0)
+				conf->body_timeout = $3;
+		}
+		| BODY BUFFER size		{
+			if ($3 == 0)
+				yyerror("body buffer must be more than 0");
+			else if ($3 > 0)
+				conf->body_buffer = $3;
+		}
+		| SERVER NAME STRING		{
+			char	*name;
+
+			if ((name = server_name($3)) != NULL &&
+			    !strlist_contains(&conf->server_names, name))
+				(void)addstr(&conf->server_names, name,
+				    AGENCY_NAME_MAX, "server name");
+			free(name);
+			free($3);
+		}
+		| SERVER NAME ANY		{
+			conf->server_name_any = 1;
 		}
 		| MAX CONNECTIONS NUMBER	{
 			if ($3 < 1 || $3 > MAX_CONNECTIONS)
@@ -691,8 +718,10 @@ lookup(const char *s)
 	static const struct keywords keywords[] = {
 		{ "alias",		ALIAS },
 		{ "always",		ALWAYS },
+		{ "any",		ANY },
 		{ "body",		BODY },
 		{ "budget",		BUDGET },
+		{ "buffer",		BUFFER },
 		{ "chat",		CHAT },
 		{ "close",		CLOSE },
 		{ "command",		COMMAND },
@@ -713,6 +742,7 @@ lookup(const char *s)
 		{ "memory",		MEMORY },
 		{ "model",		MODEL },
 		{ "move",		MOVE },
+		{ "name",		NAME },
 		{ "never",		NEVER },
 		{ "no",			NO },
 		{ "on",			ON },
@@ -728,6 +758,7 @@ lookup(const char *s)
 		{ "restricted",		RESTRICTED },
 		{ "route",		ROUTE },
 		{ "runtime",		RUNTIME },
+		{ "server",		SERVER },
 		{ "socket",		SOCKET },
 		{ "speech",		SPEECH },
 		{ "stops",		STOPS },
@@ -1182,6 +1213,88 @@ addstr(struct strlist *list, const char *s, size_t max, const char *what)
 	if (strlist_add(list, s) == -1)
 		fatal("%s: strlist_add", __func__);
 	return (0);
+}
+
+/*
+ * A server name as the front door compares it with a request's Host: a
+ * host name, an IPv4 address or an IPv6 address in brackets, then
+ * optionally ":" and a port; in lower case, the port without leading
+ * zeroes.  NULL, with the error said, if it is none of these.
+ */
+static char *
+server_name(const char *s)
+{
+	struct in6_addr	 in6;
+	struct in_addr	 in4;
+	const char	*p, *colon = NULL, *errstr;
+	char		 host[AGENCY_NAME_MAX], *name;
+	long long	 port = 0;
+	size_t		 n, label = 0, i;
+
+	if (s[0] == '[') {
+		if ((p = strchr(s, ']')) == NULL)
+			goto bad;
+		if (p[1] == ':')
+			colon = p + 1;
+		else if (p[1] != '\0')
+			goto bad;
+		n = p + 1 - s;
+	} else {
+		if ((colon = strchr(s, ':')) != NULL &&
+		    strchr(colon + 1, ':') != NULL) {
+			yyerror("server name \"%s\": an IPv6 address needs "
+			    "brackets", s);
+			return (NULL);
+		}
+		n = colon != NULL ? (size_t)(colon - s) : strlen(s);
+	}
+	if (n == 0 || n >= sizeof(host))
+		goto bad;
+	for (i = 0; i < n; i++)
+		host[i] = tolower((unsigned char)s[i]);
+	host[n] = '\0';
+	if (colon != NULL) {
+		if (strspn(colon + 1, "0123456789") != strlen(colon + 1))
+			errstr = "invalid";
+		else
+			port = strtonum(colon + 1, 1, 65535, &errstr);
+		if (errstr != NULL) {
+			yyerror("server name \"%s\": port is %s", s, errstr);
+			return (NULL);
+		}
+	}
+	if (host[0] == '[') {
+		host[n - 1] = '\0';
+		if (inet_pton(AF_INET6, host + 1, &in6) != 1)
+			goto bad;
+		host[n - 1] = ']';
+	} else if (inet_pton(AF_INET, host, &in4) != 1) {
+		/*
+		 * A DNS name: labels of letters, digits and hyphens, not
+		 * at either end of one.
+		 */
+		for (i = 0; i <= n; i++) {
+			if (host[i] == '.' || host[i] == '\0') {
+				if (label == 0 || label > 63 ||
+				    host[i - 1] == '-')
+					goto bad;
+				label = 0;
+			} else if (isalnum((unsigned char)host[i]) ||
+			    (host[i] == '-' && label > 0))
+				label++;
+			else
+				goto bad;
+		}
+	}
+	if (colon != NULL) {
+		if (asprintf(&name, "%s:%lld", host, port) == -1)
+			fatal("%s: asprintf", __func__);
+	} else if ((name = strdup(host)) == NULL)
+		fatal("%s: strdup", __func__);
+	return (name);
+ bad:
+	yyerror("invalid server name \"%s\"", s);
+	return (NULL);
 }
 
 /* %p port, %u upstream, %m model name, %% a percent sign. */

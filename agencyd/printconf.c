@@ -178,6 +178,7 @@ print_config(FILE *fp, const struct agency_conf *conf)
 	const struct listen_conf	*lc;
 	const struct runtime_conf	*rt;
 	const struct model_conf		*m;
+	const struct strent		*se;
 	char				 defsock[sizeof(conf->socket)];
 
 	TAILQ_FOREACH(lc, &conf->listens, entry)
@@ -224,6 +225,21 @@ print_config(FILE *fp, const struct agency_conf *conf)
 	if (conf->max_connections != 0)
 		fprintf(fp, "max connections %lld\n",
 		    (long long)conf->max_connections);
+	if (conf->body_timeout != DEFAULT_BODY_TIMEOUT) {
+		fprintf(fp, "body timeout ");
+		print_duration(fp, conf->body_timeout);
+		fputc('\n', fp);
+	}
+	if (conf->body_buffer != DEFAULT_BODY_BUFFER) {
+		fprintf(fp, "body buffer ");
+		print_size(fp, conf->body_buffer);
+		fputc('\n', fp);
+	}
+	/* names are lower case, without quotes or backslashes */
+	TAILQ_FOREACH(se, &conf->server_names, entry)
+		fprintf(fp, "server name \"%s\"\n", se->s);
+	if (conf->server_name_any)
+		fprintf(fp, "server name any\n");
 	if (conf->idle_timeout != 0) {
 		fprintf(fp, "idle timeout ");
 		print_duration(fp, conf->idle_timeout);

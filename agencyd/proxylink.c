@@ -205,11 +205,15 @@ proxy_send_config(struct agencyd *d)
 	g.request_timeout = conf->request_timeout;
 	g.header_timeout = conf->header_timeout;
 	g.max_connections = conf->max_connections;
+	g.body_timeout = conf->body_timeout;
+	g.body_buffer = conf->body_buffer;
+	g.host_any = conf->server_name_any;
 	g.port_lo = conf->port_lo;
 	g.port_hi = conf->port_hi;
 	(void)strlcpy(g.default_model, conf->default_model,
 	    sizeof(g.default_model));
-	if (imsg_compose(ibuf, IMSG_CONF_START, 0, 0, -1, &g, sizeof(g)) == -1)
+	if (imsg_compose(ibuf, IMSG_CONF_START, 0, 0, -1, &g, sizeof(g)) == -1 ||
+	    compose_list(d, IMSG_CONF_NAME, &conf->server_names) == -1)
 		goto fail;
 
 	TAILQ_FOREACH(l, &conf->listens, entry) {

@@ -205,13 +205,15 @@ cmp_ll(const void *a, const void *b)
 	return (x < y ? -1 : x > y);
 }
 
+/* The front door answers only a Host with its own name and port. */
 static void
 make_post(const char *body, int close_it)
 {
 	if (asprintf(&req, "POST /v1/chat/completions HTTP/1.1\r\n"
-	    "Host: 127.0.0.1\r\nContent-Type: application/json\r\n"
-	    "Content-Length: %zu\r\n%s\r\n%s", strlen(body),
-	    close_it ? "Connection: close\r\n" : "", body) == -1)
+	    "Host: 127.0.0.1:%u\r\nContent-Type: application/json\r\n"
+	    "Content-Length: %zu\r\n%s\r\n%s", ntohs(sin.sin_port),
+	    strlen(body), close_it ? "Connection: close\r\n" : "",
+	    body) == -1)
 		err(1, NULL);
 	reqlen = strlen(req);
 }

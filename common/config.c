@@ -27,6 +27,7 @@ config_new(void)
 	TAILQ_INIT(&conf->listens);
 	TAILQ_INIT(&conf->runtimes);
 	TAILQ_INIT(&conf->models);
+	TAILQ_INIT(&conf->server_names);
 
 	/* The listen default is applied after parsing: any listen replaces it. */
 	if (config_default_socket(conf->socket, sizeof(conf->socket)) == -1)
@@ -45,6 +46,8 @@ config_new(void)
 	conf->idle_timeout = 0;
 	conf->header_timeout = DEFAULT_HEADER_TIMEOUT;
 	conf->max_connections = 0;
+	conf->body_timeout = DEFAULT_BODY_TIMEOUT;
+	conf->body_buffer = DEFAULT_BODY_BUFFER;
 	return (conf);
 }
 
@@ -116,6 +119,7 @@ config_free(struct agency_conf *conf)
 		TAILQ_REMOVE(&conf->models, m, entry);
 		model_free(m);
 	}
+	strlist_clear(&conf->server_names);
 	free(conf);
 }
 

@@ -35,6 +35,8 @@
 #define DEFAULT_LOAD_TIMEOUT	(10LL * 60 * 1000)	/* ms */
 #define DEFAULT_REQUEST_TIMEOUT	(10LL * 60 * 1000)	/* ms */
 #define DEFAULT_HEADER_TIMEOUT	(10LL * 1000)		/* ms */
+#define DEFAULT_BODY_TIMEOUT	(60LL * 1000)		/* ms */
+#define DEFAULT_BODY_BUFFER	(256LL * 1024 * 1024)
 #define MAX_CONNECTIONS		1000000
 
 enum model_kind {
@@ -133,6 +135,11 @@ struct agency_conf {
 	int64_t			 idle_timeout;		/* ms, default; 0 */
 	int64_t			 header_timeout;	/* ms */
 	int64_t			 max_connections;	/* 0: from fd limit */
+	int64_t			 body_timeout;		/* ms */
+	int64_t			 body_buffer;	/* bytes, all bodies */
+	struct strlist		 server_names;	/* Host names, and
+						 * name:port */
+	int			 server_name_any;	/* no Host check */
 	struct runtime_list	 runtimes;
 	struct model_list	 models;
 };

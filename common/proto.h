@@ -50,6 +50,7 @@ enum imsg_type {
 	IMSG_CONF_MODEL,	/* struct proto_model */
 	IMSG_CONF_ALIAS,	/* struct proto_str, of the last model */
 	IMSG_CONF_END,		/* no payload: swap in the new config */
+	/* IMSG_CONF_NAME, a server name, is after IMSG_HOLD_GRANTV */
 
 	/* holds */
 	IMSG_HOLD_REQ,		/* proxy -> parent: struct proto_hold_req */
@@ -95,6 +96,10 @@ enum imsg_type {
 	/* parent -> proxy, a hold granted: struct proto_grant_head, then
 	 * upstream, then label, each with its NUL (proto_grantv) */
 	IMSG_HOLD_GRANTV,
+
+	/* parent -> proxy, between IMSG_CONF_START and the first
+	 * IMSG_CONF_RUNTIME: a "server name", struct proto_str */
+	IMSG_CONF_NAME,
 
 	IMSG_MAXTYPE
 };
@@ -148,6 +153,10 @@ struct proto_conf_global {
 	/* added for connection hardening */
 	int64_t		header_timeout;		/* ms */
 	int64_t		max_connections;	/* 0: from the fd limit */
+	/* added for the front door's hardening */
+	int64_t		body_timeout;		/* ms */
+	int64_t		body_buffer;		/* bytes, all bodies */
+	int32_t		host_any;		/* 1: no Host check */
 };
 
 struct proto_listen {

@@ -14,9 +14,13 @@
  * the rules (a request's framing, a response's status); the block is
  * self-delimiting (the same result from just its bytes, 0 from any
  * shorter prefix, -431 with a max one byte short); an error in a line
- * stays the same with a larger max.  The chunked decoder returns -1 or
- * a count within the input, never more data than input, and the same
- * data, end and count however the input is split.
+ * stays the same with a larger max; a request has at most one
+ * Transfer-Encoding field.  The chunked decoder returns -1 or a count
+ * within the input, never more data than input, and the same data, end
+ * and count however the input is split; and what it has decoded plus
+ * the chunk it is in (its size so far, while the size line is read)
+ * never exceeds the body's whole length, so that a limit checked on it
+ * (the front door's 413 at a size line) refuses no body that fits.
  *
  * FUZZ_WRITE_SEEDS=DIR writes the seed corpus into DIR and exits.
  */
@@ -90,6 +94,13 @@ check_msg(int request, const char *buf, int r, const struct h1_msg *m)
 		if (m->te && (!m->chunked || m->ncontent_length > 0 ||
 		    m->minor != 1))
 			fail("request framing", request);
+		if ((f = h1_find(m, "transfer-encoding")) != NULL)
+			for (i = 0; i < m->nheaders; i++)
+				if (&m->headers[i] != f &&
+				    m->headers[i].namelen == 17 &&
+				    strncasecmp(m->headers[i].name,
+				    "transfer-encoding", 17) == 0)
+					fail("two Transfer-Encoding", request);
 		if (m->expect_continue && m->minor != 1)
 			fail("expect", request);
 	} else {
@@ -197,6 +208,7 @@ struct dec {
 	size_t	 used;
 	int	 done;
 	int	 err;
+	uint64_t ahead;		/* the most of outlen + left seen */
 };
 
 /*
@@ -229,6 +241,8 @@ piece(struct h1_chunked *c, const uint8_t *data, size_t n, char *buf,
 	d->outlen += dl;
 	d->used += r;
 	d->done = done;
+	if (d->outlen + c->left > d->ahead)
+		d->ahead = d->outlen + c->left;
 	/* once done, nothing more is taken */
 	if (done && (h1_chunked_decode(c, buf, n, &dl, &done) != 0 ||
 	    !done || dl != 0))
@@ -280,6 +294,8 @@ check_chunked(const uint8_t *data, size_t size)
 		fail("split differs", 2);
 	if (!same(&whole, &bytes))
 		fail("a byte at a time differs", 2);
+	if (bytes.done && bytes.ahead > bytes.outlen)
+		fail("decoded and pending over the whole", 2);
  out:
 	free(whole.out);
 	free(split.out);
@@ -324,6 +340,9 @@ write_seeds(const char *dir)
 		"4000000000000000\r\n",
 		"5\r\nhelloX\r\n",
 		"0\r\n\r\n",
+		"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
+		    "Origin: http://evil.example\r\n"
+		    "transfer-encoding: chunked\r\n\r\n",
 	};
 	static char	 longer[2][4200];
 	const char	*p;

@@ -5,19 +5,23 @@
 /*
  * libFuzzer harness: agency-proxy's request path up to the hold request,
  * through http_decide() (http.c), the function the real request handler
- * calls: routes, the admin Host and Content-Type guards, the body's
- * JSON, the model, the runtime's rules.  A request that would ask for a
- * hold then goes through what forward.c does with it before and after
- * the grant (rules_stops, rules_cap, rules_rewrite) and is serialized.
+ * calls: the Host and Origin checks, routes, the admin guards, the
+ * Content-Type, the body's JSON, the model, the runtime's rules.  A
+ * request that would ask for a hold then goes through what forward.c
+ * does with it before and after the grant (rules_stops, rules_cap,
+ * rules_rewrite) and is serialized.
  *
- * Input: a method byte, a path byte, a Host byte, a Content-Type byte
- * (each picks a known value, or a length byte and that many bytes of
- * the input follow), a flags byte (bit 0: a default model is set), then
- * the body.
+ * Input: a method byte, a path byte, a Host byte, a Content-Type byte,
+ * an Origin byte (each picks a known value, or a length byte and that
+ * many bytes of the input follow), a flags byte (bit 0: a default model
+ * is set; bit 1: server names; bit 2: server name any), then the body.
  *
  * Invariants: no crash, no leak; an error has a known status, a code and
  * a NUL-terminated message; a hold is for a served model on a route its
- * runtime allows, with a JSON object body.
+ * runtime allows, with a JSON object body and a JSON Content-Type; no
+ * route but /health is served with a Host that does not name the front
+ * door or an Origin not its own, and no admin route without a loopback
+ * Host and the port.
  *
  * FUZZ_WRITE_SEEDS=DIR writes the seed corpus into DIR and exits.
  */
@@ -30,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include <event2/http.h>
@@ -45,7 +50,7 @@ int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 static struct proxy	 proxy;
 struct proxy		*px = &proxy;
 
-static struct pconf	*confs[2];	/* without, with a default model */
+static struct pconf	*confs[8];	/* by the flags byte */
 static int		 verbose;	/* FUZZ_VERBOSE: print decisions */
 
 static const int	 methods[] = { EVHTTP_REQ_POST, EVHTTP_REQ_GET,
@@ -71,8 +76,23 @@ static const char	*hosts[] = { NULL, "127.0.0.1:8080", "[::1]:8080",
 static const char	*ctypes[] = { NULL, "application/json",
 			    "application/json; charset=utf-8",
 			    "Application/JSON;charset=utf-8",
-			    "application/jsonx", "text/plain", "" };
+			    "application/jsonx", "text/plain", "",
+			    "application/x-www-form-urlencoded",
+			    "application/json\t;x" };
 #define NCTYPES		(sizeof(ctypes) / sizeof(ctypes[0]))
+
+static const char	*origins[] = { NULL, "http://127.0.0.1:8080",
+			    "http://localhost:8080", "http://evil.example",
+			    "null", "https://127.0.0.1:8080",
+			    "http://127.0.0.1", "http://agency.lan:8080",
+			    "http://[::1]:8080", "http://127.0.0.1:8080/x",
+			    "HTTP://LOCALHOST:8080", "" };
+#define NORIGINS	(sizeof(origins) / sizeof(origins[0]))
+
+/* The names of confs with bit 1 of the flags. */
+static const char	*names[] = { "agency.lan", "gw.example:8443",
+			    "[fe80::1]", "192.168.1.5:80" };
+#define NNAMES		(sizeof(names) / sizeof(names[0]))
 
 struct input {
 	const uint8_t	*p;
@@ -82,12 +102,13 @@ struct input {
 /* The proxy's configuration as the rules tests have it, listening on
  * 8080 (for the Host guard). */
 static struct pconf *
-make_conf(const char *default_model)
+make_conf(const char *default_model, int named, int any)
 {
 	struct pconf	*c;
 	struct pruntime	*rt;
 	struct pmodel	*m;
 	struct plisten	*l;
+	size_t		 i;
 
 	if ((c = pconf_new()) == NULL ||
 	    (rt = pconf_add_runtime(c, "llama", KIND_CHAT, STOPS_ALWAYS,
@@ -128,6 +149,10 @@ make_conf(const char *default_model)
 	if (default_model != NULL)
 		(void)strlcpy(c->default_model, default_model,
 		    sizeof(c->default_model));
+	for (i = 0; named && i < NNAMES; i++)
+		if (pstrs_add(&c->names, names[i]) == -1)
+			errx(1, "cannot build the configuration");
+	c->host_any = any;
 	return (c);
 }
 
@@ -169,30 +194,40 @@ write_seeds(const char *dir)
 		"{} x",
 		"",
 	};
-	/* method, path, host, ctype for each body */
-	static const uint8_t heads[][4] = {
-		{ 0, 0, 0, 0 },		/* POST /v1/chat/completions */
-		{ 0, 1, 0, 0 },		/* POST /v1/completions */
-		{ 0, 2, 0, 1 },		/* POST /v1/embeddings */
-		{ 0, 3, 0, 1 },
-		{ 0, 4, 0, 1 },
-		{ 0, 5, 0, 1 },		/* a configured route */
-		{ 0, 6, 1, 1 },		/* admin cancel */
-		{ 0, 6, 2, 2 },
-		{ 0, 6, 3, 4 },		/* wrong Content-Type */
-		{ 0, 6, 7, 1 },		/* wrong Host */
-		{ 1, 7, 1, 0 },		/* admin status */
-		{ 1, 7, 5, 0 },
-		{ 1, 8, 4, 0 },
-		{ 1, 9, 0, 0 },		/* /health */
-		{ 0, 9, 0, 0 },
-		{ 1, 10, 0, 0 },	/* /v1/models */
-		{ 1, 0, 0, 0 },		/* GET a model route */
-		{ 3, 12, 0, 0 },
+	/* method, path, host, ctype, origin, flags for each body */
+	static const uint8_t heads[][6] = {
+		{ 0, 0, 1, 1, 0, 0 },	/* POST /v1/chat/completions */
+		{ 0, 1, 1, 2, 0, 1 },	/* POST /v1/completions */
+		{ 0, 2, 3, 1, 0, 0 },	/* POST /v1/embeddings */
+		{ 0, 3, 2, 1, 0, 1 },
+		{ 0, 4, 1, 1, 0, 0 },
+		{ 0, 5, 1, 1, 0, 1 },	/* a configured route */
+		{ 0, 6, 1, 1, 0, 0 },	/* admin cancel */
+		{ 0, 6, 2, 2, 0, 1 },
+		{ 0, 6, 3, 4, 0, 0 },	/* wrong Content-Type */
+		{ 0, 6, 7, 1, 0, 1 },	/* wrong Host */
+		{ 1, 7, 1, 0, 0, 0 },	/* admin status */
+		{ 1, 7, 5, 0, 0, 1 },
+		{ 1, 8, 4, 0, 0, 0 },
+		{ 1, 9, 0, 0, 3, 1 },	/* /health */
+		{ 0, 9, 7, 0, 0, 0 },
+		{ 1, 10, 1, 0, 0, 1 },	/* /v1/models */
+		{ 1, 0, 1, 0, 0, 0 },	/* GET a model route */
+		{ 3, 12, 1, 0, 0, 1 },
+		{ 0, 0, 0, 1, 0, 0 },	/* no Host */
+		{ 0, 0, 7, 1, 0, 2 },	/* a rebinding name */
+		{ 0, 0, 7, 1, 0, 4 },	/* ... with server name any */
+		{ 0, 0, 1, 5, 0, 0 },	/* text/plain */
+		{ 0, 0, 1, 7, 0, 1 },	/* a form */
+		{ 0, 0, 1, 1, 3, 0 },	/* another origin */
+		{ 0, 0, 1, 1, 1, 1 },	/* its own origin */
+		{ 0, 0, 3, 1, 2, 2 },
+		{ 0, 0, 1, 1, 4, 4 },	/* null, any Host */
+		{ 5, 0, 1, 0, 3, 0 },	/* a preflight */
 	};
 	/* the body for each head but the first */
 	static const size_t pairs[] = { 0, 1, 12, 13, 14, 11, 0, 16, 0, 0, 0,
-		0, 0, 0, 0, 0, 0, 0 };
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 22 };
 	char		 path[1024];
 	uint8_t		 buf[4096];
 	size_t		 i, j, n, len;
@@ -204,15 +239,14 @@ write_seeds(const char *dir)
 			/* every body on the chat route, a fitting one else */
 			if (i > 0 && j != pairs[i])
 				continue;
-			memcpy(buf, heads[i], 4);
-			buf[4] = (uint8_t)(i & 1);	/* default model */
+			memcpy(buf, heads[i], 6);
 			len = strlen(bodies[j]);
-			memcpy(buf + 5, bodies[j], len);
+			memcpy(buf + 6, bodies[j], len);
 			(void)snprintf(path, sizeof(path), "%s/seed-%03zu",
 			    dir, n++);
 			if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC,
-			    0644)) == -1 || write(fd, buf, len + 5) !=
-			    (ssize_t)(len + 5))
+			    0644)) == -1 || write(fd, buf, len + 6) !=
+			    (ssize_t)(len + 6))
 				err(1, "%s", path);
 			close(fd);
 		}
@@ -224,6 +258,7 @@ int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	const char	*seeds;
+	int		 i;
 
 	(void)argc;
 	(void)argv;
@@ -231,8 +266,8 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 		write_seeds(seeds);
 	verbose = getenv("FUZZ_VERBOSE") != NULL;
 	log_init(1, LOG_DAEMON);
-	confs[0] = make_conf(NULL);
-	confs[1] = make_conf("q");
+	for (i = 0; i < 8; i++)
+		confs[i] = make_conf(i & 1 ? "q" : NULL, i & 2, (i & 4) != 0);
 	return (0);
 }
 
@@ -266,6 +301,33 @@ pick(struct input *in, const char **known, size_t nknown, char *buf,
 	return (buf);
 }
 
+/* The admin guard, said again: a loopback name, and port 8080. */
+static int
+admin_host(const char *host)
+{
+	static const char	*loop[] = { "127.0.0.1:", "[::1]:",
+				    "localhost:" };
+	const char		*p = NULL;
+	size_t			 i;
+
+	if (host == NULL)
+		return (0);
+	for (i = 0; i < 3 && p == NULL; i++)
+		if (strncasecmp(host, loop[i], strlen(loop[i])) == 0)
+			p = host + strlen(loop[i]);
+	if (p == NULL || *p == '\0' || strspn(p, "0123456789") != strlen(p))
+		return (0);
+	return (strtol(p, NULL, 10) == 8080);
+}
+
+/* A model route's body type, said again. */
+static int
+json_ctype(const char *ct)
+{
+	return (ct != NULL && strncasecmp(ct, "application/json", 16) == 0 &&
+	    strchr("; \t", ct[16]) != NULL);
+}
+
 static int
 served(const struct pconf *c, const struct pmodel *m)
 {
@@ -282,9 +344,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct input		 in = { data, size };
 	struct http_decision	 dc, fdc;
+	struct http_hdrs	 hh;
 	struct pconf		*c;
 	char			 pathbuf[300], hostbuf[300], ctbuf[300];
-	const char		*path, *host, *ctype, *s;
+	char			 obuf[300];
+	const char		*path, *host, *ctype, *origin, *s;
 	char			*body;
 	int			 cmd, stops;
 	int64_t			 cap;
@@ -295,7 +359,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		path = "/";		/* as the handler has it */
 	host = pick(&in, hosts, NHOSTS, hostbuf, sizeof(hostbuf));
 	ctype = pick(&in, ctypes, NCTYPES, ctbuf, sizeof(ctbuf));
-	c = confs[byte(&in) & 1];
+	origin = pick(&in, origins, NORIGINS, obuf, sizeof(obuf));
+	c = confs[byte(&in) & 7];
+	hh.host = host;
+	hh.ctype = ctype;
+	hh.origin = origin;
 
 	/* The body in a buffer of its own size, as evbuffer_pullup
 	 * gives it: no NUL after it, so an overread shows. */
@@ -313,9 +381,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	 * agree with what it noted.
 	 */
 	http_fastpath = 1;
-	http_decide(c, cmd, path, host, ctype, body, in.left, &fdc);
+	http_decide(c, cmd, path, &hh, body, in.left, &fdc);
 	http_fastpath = 0;
-	http_decide(c, cmd, path, host, ctype, body, in.left, &dc);
+	http_decide(c, cmd, path, &hh, body, in.left, &dc);
 	http_fastpath = 1;
 	if (fdc.action != dc.action || fdc.model != dc.model ||
 	    (dc.action == HTTP_ERROR && (fdc.e.status != dc.e.status ||
@@ -325,6 +393,17 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (fdc.fast && (fdc.body != NULL || !dc.plain))
 		abort();
 	json_object_put(fdc.body);
+	/* What a web page may not get: any route but /health served to a
+	 * Host that is not ours or an Origin not our own. */
+	if (dc.action != HTTP_ERROR && dc.action != HTTP_HEALTH &&
+	    (!http_host_ok(c, host) || (origin != NULL &&
+	    !http_origin_ok(c, origin, host))))
+		abort();
+	if ((dc.action == HTTP_STATUS || dc.action == HTTP_CANCEL ||
+	    dc.action == HTTP_METRICS) && !admin_host(host))
+		abort();
+	if (dc.action == HTTP_HOLD && !json_ctype(ctype))
+		abort();
 	if (verbose)
 		fprintf(stderr, "%d %s: action %d status %d %s %s\n", cmd,
 		    path, dc.action, dc.e.status, dc.e.message,

@@ -3,12 +3,16 @@
  * SPDX-License-Identifier: ISC (see the file LICENSE)
  */
 /*
- * rawhttp [-t ms] port: send standard input as it is to 127.0.0.1:port,
- * then print all that comes back until the server closes the connection,
- * followed by a last line "<closed>", or "<timeout>" when nothing more
- * came for ms milliseconds (default 3000).  For the tests of what the
- * front door does with bytes that curl would not send: pipelined
- * requests, HTTP/1.0, chunked bodies, malformed requests.
+ * rawhttp [-r bytes] [-t ms] port: send standard input as it is to
+ * 127.0.0.1:port, then print all that comes back until the server closes
+ * the connection, followed by a last line "<closed>", or "<timeout>" when
+ * nothing more came for ms milliseconds (default 3000).  For the tests of
+ * what the front door does with bytes that curl would not send:
+ * pipelined requests, HTTP/1.0, chunked bodies, malformed requests.
+ *
+ * -r sets the socket's receive buffer (SO_RCVBUF) before connecting: a
+ * small one keeps what the server writes in the server's send queue
+ * while rawhttp is still sending, where a reset would destroy it.
  */
 #include <sys/types.h>
 #include <sys/socket.h>
@@ -19,6 +23,7 @@
 #include <err.h>
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +34,7 @@
 static void
 usage(void)
 {
-	fprintf(stderr, "usage: rawhttp [-t ms] port\n");
+	fprintf(stderr, "usage: rawhttp [-r bytes] [-t ms] port\n");
 	exit(2);
 }
 
@@ -41,10 +46,13 @@ main(int argc, char *argv[])
 	char			 buf[65536];
 	size_t			 len = 0;
 	ssize_t			 n, w;
-	int			 ch, fd, ms = 3000;
+	int			 ch, fd, ms = 3000, rcvbuf = 0;
 
-	while ((ch = getopt(argc, argv, "t:")) != -1) {
+	while ((ch = getopt(argc, argv, "r:t:")) != -1) {
 		switch (ch) {
+		case 'r':
+			rcvbuf = numarg(optarg, 1, 1 << 24, "receive buffer");
+			break;
 		case 't':
 			ms = numarg(optarg, 1, 600000, "timeout");
 			break;
@@ -57,12 +65,17 @@ main(int argc, char *argv[])
 	if (argc != 1)
 		usage();
 
+	/* a write the server refused: read its answer, not die */
+	signal(SIGPIPE, SIG_IGN);
 	memset(&sin, 0, sizeof(sin));
 	sin.sin_family = AF_INET;
 	sin.sin_port = htons(numarg(argv[0], 1, 65535, "port"));
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	if ((fd = socket(AF_INET, SOCK_STREAM, 0)) == -1)
 		err(1, "socket");
+	if (rcvbuf > 0 && setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf,
+	    sizeof(rcvbuf)) == -1)
+		err(1, "SO_RCVBUF");
 	if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == -1)
 		err(1, "connect");
 

@@ -3,13 +3,19 @@
  * SPDX-License-Identifier: ISC (see the file LICENSE)
  */
 /*
- * slowloris [-c conns] [-i ms] [-t seconds] port: open conns (default
- * 500) connections to 127.0.0.1:port and send, on each, one byte of a
- * request's header every -i ms (default 1000), never finishing the
- * header, for -t seconds (default 10, at most 600); then close them all
- * and print how many connections were made, how many the server closed
- * before the end and how many bytes were sent.  Exits 0 when every
- * connection was made (the server closing them is the server's right).
+ * slowloris [-br] [-c conns] [-i ms] [-t seconds] port: open conns
+ * (default 500) connections to 127.0.0.1:port and send, on each, one
+ * byte of a request's header every -i ms (default 1000), never finishing
+ * the header, for -t seconds (default 10, at most 600); then close them
+ * all and print how many connections were made, how many the server
+ * closed before the end and how many bytes were sent.  Exits 0 when
+ * every connection was made (the server closing them is the server's
+ * right).
+ *
+ * -b: the header is sent whole at once, with a Content-Length of 1 MB,
+ * and the body is what comes a byte at a time.
+ * -r: a connection the server closed is made again at the next byte's
+ * time, so that conns stay open all along (made counts them all).
  */
 #include <sys/types.h>
 #include <sys/resource.h>
@@ -36,40 +42,63 @@
 static void
 usage(void)
 {
-	fprintf(stderr, "usage: slowloris [-c conns] [-i ms] [-t seconds] "
-	    "port\n");
+	fprintf(stderr, "usage: slowloris [-br] [-c conns] [-i ms] "
+	    "[-t seconds] port\n");
 	exit(2);
+}
+
+/* A new connection, with its header when the body is what trickles. */
+static int
+slow_connect(const struct sockaddr_in *sin, const char *head, size_t hlen)
+{
+	int	 fd;
+
+	if ((fd = tool_connect(sin, 0)) == -1)
+		return (-1);
+	if (hlen > 0 && send(fd, head, hlen, MSG_NOSIGNAL) != (ssize_t)hlen) {
+		warn("send");
+		close(fd);
+		return (-1);
+	}
+	return (fd);
 }
 
 int
 main(int argc, char *argv[])
 {
-	static const char	 req[] = "POST /v1/chat/completions HTTP/1.1\r\n"
-	    "Host: 127.0.0.1\r\nContent-Type: application/json\r\n"
-	    "X-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-	    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-	    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-	    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-	    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-	    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-	    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-	    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+	static const char	 filler[] = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
 	struct sockaddr_in	 sin;
 	struct pollfd		*pfd;
-	size_t			*off;
-	char			 buf[512];
+	size_t			*off, hlen = 0;
+	char			 head[512], req[1024], buf[512];
+	const char		*trickle;
 	int64_t			 t0, end, tick;
 	long			 sent = 0;
 	int			 ch, conns = 500, interval = 1000, seconds = 10;
-	int			 i, made = 0, closed = 0, failed = 0, n;
+	int			 i, made = 0, closed = 0, failed = 0, n, port;
+	int			 body = 0, again = 0;
 
-	while ((ch = getopt(argc, argv, "c:i:t:")) != -1) {
+	while ((ch = getopt(argc, argv, "bc:i:rt:")) != -1) {
 		switch (ch) {
+		case 'b':
+			body = 1;
+			break;
 		case 'c':
 			conns = numarg(optarg, 1, MAXCONNS, "conns");
 			break;
 		case 'i':
 			interval = numarg(optarg, 10, 60000, "interval");
+			break;
+		case 'r':
+			again = 1;
 			break;
 		case 't':
 			seconds = numarg(optarg, 1, 600, "seconds");
@@ -80,10 +109,23 @@ main(int argc, char *argv[])
 	}
 	if (argc - optind != 1)
 		usage();
+	port = numarg(argv[optind], 1, 65535, "port");
 	memset(&sin, 0, sizeof(sin));
 	sin.sin_family = AF_INET;
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	sin.sin_port = htons(numarg(argv[optind], 1, 65535, "port"));
+	sin.sin_port = htons(port);
+	if (body) {
+		hlen = snprintf(head, sizeof(head), "POST /v1/chat/completions "
+		    "HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: "
+		    "application/json\r\nContent-Length: 1048576\r\n\r\n",
+		    port);
+		trickle = filler;
+	} else {
+		(void)snprintf(req, sizeof(req), "POST /v1/chat/completions "
+		    "HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: "
+		    "application/json\r\nX-Slow: %s", port, filler);
+		trickle = req;
+	}
 	tool_init();
 	if ((pfd = calloc(conns, sizeof(*pfd))) == NULL ||
 	    (off = calloc(conns, sizeof(*off))) == NULL)
@@ -92,17 +134,7 @@ main(int argc, char *argv[])
 	t0 = now_ms();
 	end = t0 + (int64_t)seconds * 1000;
 	for (i = 0; i < conns; i++) {
-		pfd[i].fd = socket(AF_INET, SOCK_STREAM, 0);
-		if (pfd[i].fd == -1) {
-			warn("socket");
-			failed++;
-			continue;
-		}
-		if (connect(pfd[i].fd, (struct sockaddr *)&sin,
-		    sizeof(sin)) == -1) {
-			warn("connect");
-			close(pfd[i].fd);
-			pfd[i].fd = -1;
+		if ((pfd[i].fd = slow_connect(&sin, head, hlen)) == -1) {
 			failed++;
 			continue;
 		}
@@ -117,9 +149,19 @@ main(int argc, char *argv[])
 	for (tick = now_ms(); now_ms() < end; ) {
 		if (now_ms() >= tick) {
 			for (i = 0; i < conns; i++) {
-				if (pfd[i].fd == -1 || off[i] >= sizeof(req) - 1)
+				if (pfd[i].fd == -1 && again) {
+					off[i] = 0;
+					pfd[i].fd = slow_connect(&sin, head,
+					    hlen);
+					if (pfd[i].fd == -1)
+						failed++;
+					else
+						made++;
+				}
+				if (pfd[i].fd == -1 ||
+				    trickle[off[i]] == '\0')
 					continue;
-				if (send(pfd[i].fd, req + off[i], 1,
+				if (send(pfd[i].fd, trickle + off[i], 1,
 				    MSG_NOSIGNAL) == 1) {
 					off[i]++;
 					sent++;

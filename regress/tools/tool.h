@@ -11,10 +11,16 @@
 #define REGRESS_TOOL_H
 
 #include <sys/resource.h>
+#include <sys/socket.h>
 
+#include <netinet/in.h>
+
+#include <err.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdint.h>
 #include <time.h>
+#include <unistd.h>
 
 static inline int64_t
 now_ms(void)
@@ -49,6 +55,28 @@ tool_init(void)
 		rl.rlim_cur = rl.rlim_max;
 		(void)setrlimit(RLIMIT_NOFILE, &rl);
 	}
+}
+
+/*
+ * A connection to sin, of a socket made with the flags (SOCK_NONBLOCK:
+ * one still connecting is returned); -1, said, if it cannot be made.
+ */
+static inline int
+tool_connect(const struct sockaddr_in *sin, int flags)
+{
+	int	 fd;
+
+	if ((fd = socket(AF_INET, SOCK_STREAM | flags, 0)) == -1) {
+		warn("socket");
+		return (-1);
+	}
+	if (connect(fd, (const struct sockaddr *)sin, sizeof(*sin)) == -1 &&
+	    errno != EINPROGRESS) {
+		warn("connect");
+		close(fd);
+		return (-1);
+	}
+	return (fd);
 }
 
 #endif /* REGRESS_TOOL_H */

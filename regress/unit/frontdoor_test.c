@@ -424,6 +424,8 @@ send_config(struct harness *h, int64_t max_body)
 	memset(&g, 0, sizeof(g));
 	g.max_body = max_body;
 	g.request_timeout = 3000;
+	g.body_timeout = 3000;
+	g.body_buffer = 64 << 20;
 	g.port_lo = 5800;
 	g.port_hi = 5999;
 	h_send(h, IMSG_CONF_START, -1, &g, sizeof(g));

@@ -3,7 +3,9 @@
  * SPDX-License-Identifier: ISC (see the file LICENSE)
  */
 /*
- * The request rules of agency-proxy as pure functions on json-c objects.
+ * The request rules of agency-proxy as pure functions on json-c objects,
+ * and the front door's decisions on a request's Host, Origin and
+ * Content-Type (http.c).
  */
 #include <sys/types.h>
 #include <sys/queue.h>
@@ -13,10 +15,13 @@
 #include <string.h>
 
 #include <event2/http.h>	/* EVHTTP_REQ_POST, for http_decide */
-
 #include <json-c/json.h>
 
 #include "proxy.h"
+
+/* agency-proxy's own, from proxy.c, which this does not link. */
+static struct proxy	 proxy;
+struct proxy		*px = &proxy;
 
 static json_object *
 parse(const char *s)
@@ -555,20 +560,17 @@ ATF_TC_BODY(stops, tc)
 	pconf_free(c);
 }
 
-/* agency-proxy's own, from proxy.c, which the tests do not link;
- * http.c, for http_decide, refers to it. */
-static struct proxy	 proxy;
-struct proxy		*px = &proxy;
-
 /*
  * What http_decide makes of a model request for conf() with the fast
  * path on: the front door's own decision, before any effect.  The
  * configuration gains a listener on port 8080 for the Host checks.
  */
 static void
-decide(struct pconf *c, const char *body, struct http_decision *dc)
+decide_chat(struct pconf *c, const char *body, struct http_decision *dc)
 {
-	struct plisten	*l;
+	struct http_hdrs	 hh = { "127.0.0.1:8080", NULL,
+				    "application/json" };
+	struct plisten		*l;
 
 	if (TAILQ_EMPTY(&c->listens)) {
 		ATF_REQUIRE((l = calloc(1, sizeof(*l))) != NULL);
@@ -578,8 +580,8 @@ decide(struct pconf *c, const char *body, struct http_decision *dc)
 		TAILQ_INSERT_TAIL(&c->listens, l, entry);
 	}
 	http_fastpath = 1;
-	http_decide(c, EVHTTP_REQ_POST, "/v1/chat/completions",
-	    "127.0.0.1:8080", "application/json", body, strlen(body), dc);
+	http_decide(c, EVHTTP_REQ_POST, "/v1/chat/completions", &hh, body,
+	    strlen(body), dc);
 }
 
 /*
@@ -607,7 +609,7 @@ ATF_TC_BODY(fast_refuse, tc)
 		b = refused[i];
 		ATF_REQUIRE_MSG(rules_fast(b, strlen(b), &rs), "%s", b);
 		ATF_CHECK_MSG(!rules_fast_ok(m->rt, &rs), "%s", b);
-		decide(c, b, &dc);
+		decide_chat(c, b, &dc);
 		ATF_CHECK_EQ_MSG(dc.action, HTTP_ERROR, "%s", b);
 		ATF_CHECK_EQ_MSG(dc.e.status, 400, "%s", b);
 		ATF_CHECK_STREQ_MSG(dc.e.code, "field_not_allowed", "%s", b);
@@ -618,12 +620,12 @@ ATF_TC_BODY(fast_refuse, tc)
 	/* allowed beside them: held, on the fast path, as it is */
 	b = "{\"model\":\"qwen\",\"tools\":{\"y\":[]}}";
 	ATF_REQUIRE(rules_fast(b, strlen(b), &rs));
-	decide(c, b, &dc);
+	decide_chat(c, b, &dc);
 	ATF_CHECK_EQ(dc.action, HTTP_HOLD);
 	ATF_CHECK(dc.plain);
 	json_object_put(dc.body);
 	b = "{\"model\":\"qwen\",\"seed\":1}";
-	decide(c, b, &dc);
+	decide_chat(c, b, &dc);
 	ATF_CHECK_EQ(dc.action, HTTP_HOLD);
 	ATF_CHECK(dc.fast && dc.plain && dc.body == NULL);
 
@@ -631,14 +633,14 @@ ATF_TC_BODY(fast_refuse, tc)
 	b = "{\"model\":\"qwen\",\"max_completion_tokens\":9}";
 	ATF_REQUIRE(rules_fast(b, strlen(b), &rs));
 	ATF_CHECK(!rules_fast_ok(m->rt, &rs));
-	decide(c, b, &dc);
+	decide_chat(c, b, &dc);
 	ATF_CHECK_EQ(dc.action, HTTP_HOLD);
 	ATF_CHECK(!dc.fast && !dc.plain && dc.body != NULL);
 	ATF_CHECK_STREQ(str(dc.body), "{\"model\":\"qwen\",\"max_tokens\":9}");
 	json_object_put(dc.body);
 	b = "{\"model\":\"qwen\",\"max_completion_tokens\":9,"
 	    "\"max_tokens\":8}";
-	decide(c, b, &dc);
+	decide_chat(c, b, &dc);
 	ATF_CHECK_EQ(dc.action, HTTP_ERROR);
 	ATF_CHECK_EQ(dc.e.status, 400);
 	ATF_CHECK_STREQ(dc.e.code, "conflicting_fields");
@@ -673,6 +675,161 @@ ATF_TC_BODY(cap_by_kind, tc)
 	}
 }
 
+/* conf() listening on 127.0.0.1:8080 and [::1]:8081. */
+static struct pconf *
+listening_conf(void)
+{
+	struct pconf	*c = conf();
+	struct plisten	*l;
+	int		 i;
+
+	for (i = 0; i < 2; i++) {
+		ATF_REQUIRE((l = calloc(1, sizeof(*l))) != NULL);
+		l->fd = -1;
+		l->port = 8080 + i;
+		(void)strlcpy(l->host, i == 0 ? "127.0.0.1" : "::1",
+		    sizeof(l->host));
+		TAILQ_INSERT_TAIL(&c->listens, l, entry);
+	}
+	return (c);
+}
+
+ATF_TC_WITHOUT_HEAD(host);
+ATF_TC_BODY(host, tc)
+{
+	static const char *ok[] = { "127.0.0.1:8080", "localhost:8081",
+		"LOCALHOST:8080", "[::1]:8081", "[::1]:8080", "[::1]:08080",
+		NULL };
+	static const char *bad[] = { "127.0.0.1", "localhost", "[::1]",
+		"127.0.0.1:8082", "127.0.0.1:0", "127.0.0.1:65536",
+		"127.0.0.1:+8080", "127.0.0.1: 8080", "127.0.0.1:", ":8080",
+		"::1:8080", "[::1", "[::1]x:8080", "rebind.evil.example:8080",
+		"127.0.0.2:8080", "localhost.:8080", "", "agency.lan:8080",
+		NULL };
+	static const char *named[] = { "agency.lan", "Agency.LAN:1",
+		"gw.example:8443", "192.168.1.5", "192.168.1.5:80", NULL };
+	static const char *unnamed[] = { "gw.example", "gw.example:8080",
+		"192.168.1.5:8080", "agency.lan.evil:8080", "agency.la:8080",
+		NULL };
+	struct pconf	*c = listening_conf();
+	size_t		 i;
+
+	ATF_CHECK(!http_host_ok(c, NULL));
+	for (i = 0; ok[i] != NULL; i++)
+		ATF_CHECK_MSG(http_host_ok(c, ok[i]), "%s", ok[i]);
+	for (i = 0; bad[i] != NULL; i++)
+		ATF_CHECK_MSG(!http_host_ok(c, bad[i]), "%s", bad[i]);
+	/* server names: without a port any port, with one that one */
+	ATF_REQUIRE(pstrs_add(&c->names, "agency.lan") == 0);
+	ATF_REQUIRE(pstrs_add(&c->names, "gw.example:8443") == 0);
+	ATF_REQUIRE(pstrs_add(&c->names, "192.168.1.5:80") == 0);
+	for (i = 0; named[i] != NULL; i++)
+		ATF_CHECK_MSG(http_host_ok(c, named[i]), "%s", named[i]);
+	for (i = 0; unnamed[i] != NULL; i++)
+		ATF_CHECK_MSG(!http_host_ok(c, unnamed[i]), "%s", unnamed[i]);
+	/* the address of a listener that is not a wildcard */
+	(void)strlcpy(TAILQ_FIRST(&c->listens)->host, "10.1.2.3",
+	    sizeof(TAILQ_FIRST(&c->listens)->host));
+	ATF_CHECK(http_host_ok(c, "10.1.2.3:8080"));
+	ATF_CHECK(!http_host_ok(c, "10.1.2.3:9"));
+	(void)strlcpy(TAILQ_FIRST(&c->listens)->host, "0.0.0.0",
+	    sizeof(TAILQ_FIRST(&c->listens)->host));
+	ATF_CHECK(!http_host_ok(c, "0.0.0.0:8080"));
+	/* server name any: whatever, even none */
+	c->host_any = 1;
+	ATF_CHECK(http_host_ok(c, "rebind.evil.example:8080"));
+	ATF_CHECK(http_host_ok(c, NULL));
+	pconf_free(c);
+}
+
+ATF_TC_WITHOUT_HEAD(origin);
+ATF_TC_BODY(origin, tc)
+{
+	struct pconf	*c = listening_conf();
+
+	ATF_CHECK(http_origin_ok(c, "http://127.0.0.1:8080",
+	    "127.0.0.1:8080"));
+	ATF_CHECK(http_origin_ok(c, "HTTP://LocalHost:8080",
+	    "localhost:8080"));
+	ATF_CHECK(http_origin_ok(c, "http://a.lan", "a.lan:80"));
+	ATF_CHECK(http_origin_ok(c, "http://a.lan:80", "a.lan"));
+	ATF_CHECK(http_origin_ok(c, "http://[::1]:8081", "[::1]:8081"));
+	ATF_CHECK(!http_origin_ok(c, "http://localhost:8080",
+	    "127.0.0.1:8080"));
+	ATF_CHECK(!http_origin_ok(c, "http://127.0.0.1:8081",
+	    "127.0.0.1:8080"));
+	ATF_CHECK(!http_origin_ok(c, "https://127.0.0.1:8080",
+	    "127.0.0.1:8080"));
+	ATF_CHECK(!http_origin_ok(c, "http://127.0.0.1:8080/",
+	    "127.0.0.1:8080"));
+	ATF_CHECK(!http_origin_ok(c, "null", "127.0.0.1:8080"));
+	ATF_CHECK(!http_origin_ok(c, "", "127.0.0.1:8080"));
+	ATF_CHECK(!http_origin_ok(c, "http://evil.example",
+	    "127.0.0.1:8080"));
+	ATF_CHECK(!http_origin_ok(c, "http://127.0.0.1:8080", NULL));
+	pconf_free(c);
+}
+
+/* The decision's action, or its error's status. */
+static int
+decide(struct pconf *c, int cmd, const char *path, const char *host,
+    const char *origin, const char *ctype, const char *body)
+{
+	struct http_decision	 dc;
+	struct http_hdrs	 hh = { host, origin, ctype };
+
+	http_decide(c, cmd, path, &hh, body, body ? strlen(body) : 0, &dc);
+	json_object_put(dc.body);
+	return (dc.action == HTTP_ERROR ? dc.e.status : -dc.action);
+}
+
+ATF_TC_WITHOUT_HEAD(web_page);
+ATF_TC_BODY(web_page, tc)
+{
+	struct pconf	*c = listening_conf();
+	const char	*h = "127.0.0.1:8080", *chat = "/v1/chat/completions";
+	const char	*b = "{\"model\":\"qwen\"}", *j = "application/json";
+
+	px->conf = c;
+	ATF_CHECK_EQ(decide(c, EVHTTP_REQ_POST, chat, h, NULL, j, b),
+	    -HTTP_HOLD);
+	ATF_CHECK_EQ(decide(c, EVHTTP_REQ_POST, chat, h, NULL,
+	    "application/json; charset=utf-8", b), -HTTP_HOLD);
+	/* Host first: not even the route is told */
+	ATF_CHECK_EQ(decide(c, EVHTTP_REQ_POST, "/nosuch", "evil:8080", NULL,
+	    j, b), 403);
+	ATF_CHECK_EQ(decide(c, EVHTTP_REQ_GET, "/v1/models", "evil:8080",
+	    NULL, NULL, NULL), 403);
+	ATF_CHECK_EQ(decide(c, EVHTTP_REQ_GET, "/v1/models", NULL, NULL,
+	    NULL, NULL), 403);
+	ATF_CHECK_EQ(decide(c, EVHTTP_REQ_GET, "/health", "evil:8080",
+	    "http://evil", NULL, NULL), -HTTP_HEALTH);
+	/* then the Origin, preflights included */
+	ATF_CHECK_EQ(decide(c, EVHTTP_REQ_POST, chat, h, "http://evil", j,
+	    b), 403);
+	ATF_CHECK_EQ(decide(c, EVHTTP_REQ_OPTIONS, chat, h, "http://evil",
+	    NULL, NULL), 403);
+	ATF_CHECK_EQ(decide(c, EVHTTP_REQ_POST, chat, h,
+	    "http://127.0.0.1:8080", j, b), -HTTP_HOLD);
+	/* a body a page could send unasked */
+	ATF_CHECK_EQ(decide(c, EVHTTP_REQ_POST, chat, h, NULL, "text/plain",
+	    b), 415);
+	ATF_CHECK_EQ(decide(c, EVHTTP_REQ_POST, chat, h, NULL, NULL, b),
+	    415);
+	ATF_CHECK_EQ(decide(c, EVHTTP_REQ_POST, chat, h, NULL,
+	    "application/x-www-form-urlencoded", b), 415);
+	/* admin routes: a loopback Host even with server names */
+	ATF_REQUIRE(pstrs_add(&c->names, "agency.lan") == 0);
+	ATF_CHECK_EQ(decide(c, EVHTTP_REQ_POST, chat, "agency.lan", NULL, j,
+	    b), -HTTP_HOLD);
+	ATF_CHECK_EQ(decide(c, EVHTTP_REQ_GET, "/v1/agency/status",
+	    "agency.lan:8080", NULL, NULL, NULL), 403);
+	ATF_CHECK_EQ(decide(c, EVHTTP_REQ_GET, "/v1/agency/status", h, NULL,
+	    NULL, NULL), -HTTP_STATUS);
+	px->conf = NULL;
+	pconf_free(c);
+}
+
 ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, parse);
@@ -689,5 +846,8 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, parse_alone);
 	ATF_TP_ADD_TC(tp, fast_refuse);
 	ATF_TP_ADD_TC(tp, cap_by_kind);
+	ATF_TP_ADD_TC(tp, host);
+	ATF_TP_ADD_TC(tp, origin);
+	ATF_TP_ADD_TC(tp, web_page);
 	return (atf_no_error());
 }
