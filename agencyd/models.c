@@ -47,7 +47,7 @@ static int	 op_memory(void *, struct mem_snapshot *);
 static void	 op_log(void *, int, const char *);
 static void	 op_granted(void *, uint64_t, uint64_t, const struct pool_plan *,
 		    uint16_t);
-static void	 op_refused(void *, uint64_t, int, const char *);
+static void	 op_refused(void *, uint64_t, int, int, const char *);
 static void	 op_changed(void *, const struct pool_plan *);
 
 const struct pool_ops model_pool_ops = {
@@ -458,7 +458,8 @@ op_granted(void *ctx, uint64_t reqid, uint64_t holdid,
 }
 
 static void
-op_refused(void *ctx, uint64_t reqid, int reason, const char *message)
+op_refused(void *ctx, uint64_t reqid, int reason, int retry_after,
+    const char *message)
 {
 	struct agencyd		*d = ctx;
 	struct proto_hold_refuse r;
@@ -466,6 +467,7 @@ op_refused(void *ctx, uint64_t reqid, int reason, const char *message)
 	memset(&r, 0, sizeof(r));
 	r.reqid = reqid;
 	r.reason = reason;
+	r.retry_after = retry_after;
 	(void)strlcpy(r.message, message, sizeof(r.message));
 	proxy_compose(d, IMSG_HOLD_REFUSE, &r, sizeof(r));
 }
