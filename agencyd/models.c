@@ -109,7 +109,17 @@ model_plan(struct model *m, struct model_conf *mc, struct pool_plan *plan)
 	plan->idle_timeout = mc->lazy ? mc->idle_timeout : 0;
 	plan->load_timeout = mc->load_timeout;
 	plan->arg = m;
+	model_limits(mc, plan);
 	return (0);
+}
+
+/* The scheduling part of a plan, which changes without a restart. */
+void
+model_limits(const struct model_conf *mc, struct pool_plan *plan)
+{
+	plan->queue_timeout = mc->queue_timeout;
+	plan->max_queue = (uint32_t)mc->max_queue;
+	plan->max_requests = (uint32_t)mc->max_requests;
 }
 
 struct model *

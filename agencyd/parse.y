@@ -132,10 +132,10 @@ static struct pos		 rsocket_pos;
 %}
 
 %token	ALIAS ALWAYS BODY BUDGET CHAT CLOSE COMMAND CONNECTIONS DEFAULT
-%token	EMBEDDING ENV GET HEADER IDLE IMAGE INCLUDE KIND LAZY LISTEN LOAD MAX MEMORY MODEL MOVE
-%token	NEVER NO ON OVERCOMMIT PART PORT PORTS POST READY REFUSE REQUEST
-%token	RESERVE RESTRICTED ROUTE RUNTIME SOCKET SPEECH STOPS STREAM TIMEOUT
-%token	TO TOKENS UPSTREAM USER VISION YES
+%token	EMBEDDING ENV FAIRNESS GET HEADER IDLE IMAGE INCLUDE KIND LAZY LISTEN LOAD MAX MEMORY MODEL MOVE
+%token	NEVER NO ON OVERCOMMIT PART PORT PORTS POST QUEUE READY REFUSE REQUEST
+%token	REQUESTS RESERVE RESTRICTED ROUTE RUNTIME SOCKET SPEECH STOPS STREAM TIMEOUT
+%token	TO TOKENS UPSTREAM USER VISION WINDOW YES
 %token	ERROR
 %token	<v.string>	STRING
 %token	<v.number>	NUMBER
@@ -295,6 +295,21 @@ main		: LISTEN ON STRING PORT NUMBER	{
 		| IDLE TIMEOUT duration		{
 			if ($3 >= 0)
 				conf->idle_timeout = $3;
+		}
+		| QUEUE TIMEOUT duration	{
+			if ($3 >= 0)
+				conf->queue_timeout = $3;
+		}
+		| MAX QUEUE NUMBER		{
+			if ($3 < 1 || $3 > MAX_QUEUE_MAX)
+				yyerror("max queue must be 1 to %d",
+				    MAX_QUEUE_MAX);
+			else
+				conf->max_queue = $3;
+		}
+		| FAIRNESS WINDOW duration	{
+			if ($3 >= 0)
+				conf->fairness = $3;
 		}
 		| DEFAULT MODEL STRING		{
 			if (setstr(conf->default_model,
@@ -495,6 +510,24 @@ mopt		: RUNTIME STRING		{
 			else
 				model->max_tokens = $3;
 		}
+		| QUEUE TIMEOUT duration	{
+			if ($3 >= 0)
+				model->queue_timeout = $3;
+		}
+		| MAX QUEUE NUMBER		{
+			if ($3 < 1 || $3 > MAX_QUEUE_MAX)
+				yyerror("max queue must be 1 to %d",
+				    MAX_QUEUE_MAX);
+			else
+				model->max_queue = $3;
+		}
+		| MAX REQUESTS NUMBER		{
+			if ($3 < 1 || $3 > MAX_REQUESTS_MAX)
+				yyerror("max requests must be 1 to %d",
+				    MAX_REQUESTS_MAX);
+			else
+				model->max_requests = $3;
+		}
 		| ALIAS STRING			{ model_alias($2); }
 		| ENV STRING			{
 			if (check_env($2) == 0)
@@ -606,6 +639,7 @@ lookup(const char *s)
 		{ "default",		DEFAULT },
 		{ "embedding",		EMBEDDING },
 		{ "env",		ENV },
+		{ "fairness",		FAIRNESS },
 		{ "get",		GET },
 		{ "header",		HEADER },
 		{ "idle",		IDLE },
@@ -627,9 +661,11 @@ lookup(const char *s)
 		{ "port",		PORT },
 		{ "ports",		PORTS },
 		{ "post",		POST },
+		{ "queue",		QUEUE },
 		{ "ready",		READY },
 		{ "refuse",		REFUSE },
 		{ "request",		REQUEST },
+		{ "requests",		REQUESTS },
 		{ "reserve",		RESERVE },
 		{ "restricted",		RESTRICTED },
 		{ "route",		ROUTE },
@@ -644,6 +680,7 @@ lookup(const char *s)
 		{ "upstream",		UPSTREAM },
 		{ "user",		USER },
 		{ "vision",		VISION },
+		{ "window",		WINDOW },
 		{ "yes",		YES },
 	};
 	const struct keywords	*p;
@@ -1361,6 +1398,7 @@ model_start(char *name)
 	TAILQ_INIT(&model->aliases);
 	TAILQ_INIT(&model->env);
 	model->load_timeout = -1;	/* the global one, after parsing */
+	model->queue_timeout = -1;	/* the same */
 	model->line = yylval.lineno;
 	model_idle_set = 0;
 	model_runtime = model_upstream = 0;
@@ -1511,6 +1549,8 @@ check_all(void)
 			m->load_timeout = conf->load_timeout;
 		if (m->idle_timeout == -1)
 			m->idle_timeout = m->lazy ? conf->idle_timeout : 0;
+		if (m->queue_timeout == -1)
+			m->queue_timeout = conf->queue_timeout;
 	}
 }
 

@@ -45,6 +45,9 @@ config_new(void)
 	conf->idle_timeout = 0;
 	conf->header_timeout = DEFAULT_HEADER_TIMEOUT;
 	conf->max_connections = 0;
+	conf->queue_timeout = DEFAULT_QUEUE_TIMEOUT;
+	conf->max_queue = DEFAULT_MAX_QUEUE;
+	conf->fairness = DEFAULT_FAIRNESS;
 	return (conf);
 }
 

@@ -35,7 +35,12 @@
 #define DEFAULT_LOAD_TIMEOUT	(10LL * 60 * 1000)	/* ms */
 #define DEFAULT_REQUEST_TIMEOUT	(10LL * 60 * 1000)	/* ms */
 #define DEFAULT_HEADER_TIMEOUT	(10LL * 1000)		/* ms */
+#define DEFAULT_QUEUE_TIMEOUT	(5LL * 60 * 1000)	/* ms */
+#define DEFAULT_MAX_QUEUE	512
+#define DEFAULT_FAIRNESS	(30LL * 1000)		/* ms */
 #define MAX_CONNECTIONS		1000000
+#define MAX_QUEUE_MAX		100000
+#define MAX_REQUESTS_MAX	65535
 
 enum model_kind {
 	KIND_CHAT,
@@ -109,6 +114,9 @@ struct model_conf {
 	int64_t			 idle_timeout;	/* ms; 0: never */
 	int64_t			 load_timeout;	/* ms */
 	int64_t			 max_tokens;	/* 0: the runtime's */
+	int64_t			 queue_timeout;	/* ms; -1 until the global */
+	int64_t			 max_queue;	/* 0: only the global bound */
+	int64_t			 max_requests;	/* 0: no bound */
 	struct strlist		 aliases;
 	struct strlist		 env;
 	int			 line;
@@ -133,6 +141,9 @@ struct agency_conf {
 	int64_t			 idle_timeout;		/* ms, default; 0 */
 	int64_t			 header_timeout;	/* ms */
 	int64_t			 max_connections;	/* 0: from fd limit */
+	int64_t			 queue_timeout;		/* ms, default */
+	int64_t			 max_queue;		/* waiting, in all */
+	int64_t			 fairness;		/* ms */
 	struct runtime_list	 runtimes;
 	struct model_list	 models;
 };
