@@ -49,7 +49,7 @@
 						 * for a waiting load (batching) */
 #define POOL_GUESS_REQUEST	1000		/* ms, before one was timed */
 #define POOL_GUESS_LOAD		10000		/* ms, before one was timed */
-#define POOL_RETRY_MAX		3600		/* s, the longest Retry-After */
+#define POOL_RETRY_MAX		PROTO_RETRY_MAX	/* s, the longest Retry-After */
 
 /* What is fixed about a served model. */
 struct pool_plan {

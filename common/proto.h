@@ -26,6 +26,7 @@
 #define PROTO_MSG_MAX		512	/* a refusal or error message */
 #define PROTO_PROBE_BODY	500	/* bytes of a probe answer kept */
 #define PROTO_LOGLINE_MAX	1024
+#define PROTO_RETRY_MAX		3600	/* s, the longest Retry-After */
 
 /*
  * The load-duration histogram's upper bounds in ms (Prometheus "le"

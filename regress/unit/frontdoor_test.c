@@ -967,6 +967,73 @@ ATF_TC_BODY(refusals, tc)
 	proxy_stop(&h);
 }
 
+ATF_TC(refusals_queue);
+ATF_TC_HEAD(refusals_queue, tc)
+{
+	atf_tc_set_md_var(tc, "descr", "the queue's refusals: 503 "
+	    "queue_full and queue_timeout, 429 for a busy model, each with "
+	    "the parent's Retry-After");
+	atf_tc_set_md_var(tc, "timeout", "30");
+}
+ATF_TC_BODY(refusals_queue, tc)
+{
+	static const struct {
+		int		 reason;
+		int		 retry;
+		int		 status;
+		const char	*code;
+		const char	*header;
+	} cases[] = {
+		{ REFUSE_QUEUE_FULL, 12, 503, "queue_full",
+		    "\r\nRetry-After: 12\r\n" },
+		{ REFUSE_QUEUE_TIMEOUT, 3600, 503, "queue_timeout",
+		    "\r\nRetry-After: 3600\r\n" },
+		{ REFUSE_MODEL_BUSY, 1, 429, "queue_full",
+		    "\r\nRetry-After: 1\r\n" },
+	};
+	struct harness			 h;
+	struct proto_hold_req		 hr;
+	struct proto_hold_refuse	 rf;
+	char				*r;
+	size_t				 i;
+	int				 fd;
+
+	proxy_start(tc, &h, 1 << 20);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		fd = cl_send(&h, "POST", "/v1/chat/completions", NULL,
+		    "application/json", "{\"model\":\"alpha\"}");
+		h_wait(&h, IMSG_HOLD_REQ, &hr, sizeof(hr));
+		memset(&rf, 0, sizeof(rf));
+		rf.reqid = hr.reqid;
+		rf.reason = cases[i].reason;
+		rf.retry_after = cases[i].retry;
+		strlcpy(rf.message, "alpha: the queue says no",
+		    sizeof(rf.message));
+		h_send(&h, IMSG_HOLD_REFUSE, -1, &rf, sizeof(rf));
+		r = cl_read(&h, fd);
+		ATF_CHECK_EQ(status_of(r), cases[i].status);
+		CHECK_HAS(r, cases[i].header);
+		CHECK_HAS(r, cases[i].code);
+		CHECK_HAS(r, "alpha: the queue says no");
+	}
+	CHECK_HAS(r, "HTTP/1.1 429 Too Many Requests\r\n");
+	CHECK_HAS(r, "\"type\":\"rate_limit_error\"");
+	/* Without one, no Retry-After. */
+	fd = cl_send(&h, "POST", "/v1/chat/completions", NULL,
+	    "application/json", "{\"model\":\"alpha\"}");
+	h_wait(&h, IMSG_HOLD_REQ, &hr, sizeof(hr));
+	rf.reqid = hr.reqid;
+	rf.reason = REFUSE_NOT_ENOUGH_MEMORY;
+	rf.retry_after = 0;
+	h_send(&h, IMSG_HOLD_REFUSE, -1, &rf, sizeof(rf));
+	r = cl_read(&h, fd);
+	ATF_CHECK_EQ(status_of(r), 503);
+	ATF_CHECK(strstr(r, "Retry-After") == NULL);
+	h_barrier(&h);
+	ATF_CHECK_EQ(h_count(&h, IMSG_HOLD_RELEASE), 0);
+	proxy_stop(&h);
+}
+
 ATF_TC(withdraw);
 ATF_TC_HEAD(withdraw, tc)
 {
@@ -1502,6 +1569,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, disconnect_drain);
 	ATF_TP_ADD_TC(tp, upstream_refused);
 	ATF_TP_ADD_TC(tp, refusals);
+	ATF_TP_ADD_TC(tp, refusals_queue);
 	ATF_TP_ADD_TC(tp, withdraw);
 	ATF_TP_ADD_TC(tp, errors);
 	ATF_TP_ADD_TC(tp, probe_retry);
