@@ -2367,17 +2367,18 @@ deadline_cb(void *arg)
 	struct pool		*p = pm->pool;
 	struct pool_op		*op = w->op;
 	uint64_t		 reqid = w->reqid;
-	int64_t			 waited;
+	int64_t			 tmo = pm->plan.queue_timeout;
 	char			 why[PROTO_MSG_MAX];
 
 	w->deadline = NULL;
-	waited = now(p) - w->since;
 	wait_reason(p, pm, op, why, sizeof(why));
 	waiter_free(p, w);
 	p->stats.queue_timeouts++;
+	/* The setting, not the clock: a timer may fire a hair early. */
 	refuse(p, reqid, REFUSE_QUEUE_TIMEOUT, retry_for(p, pm),
-	    "%s: no turn within the queue timeout (%llds): %s", pm->plan.name,
-	    (long long)(waited / 1000), why);
+	    "%s: no turn within the queue timeout (%lld%s): %s",
+	    pm->plan.name, (long long)(tmo % 1000 == 0 ? tmo / 1000 : tmo),
+	    tmo % 1000 == 0 ? "s" : "ms", why);
 	if (op != NULL)
 		op_drop_unwanted(p, op);
 	queue_run(p);
@@ -2940,6 +2941,19 @@ pool_count(struct pool *p)
 	return (p->nmodels);
 }
 
+/* How long the model's oldest waiting request has waited; -1: none. */
+static int64_t
+oldest_wait(struct pool *p, struct pool_model *pm)
+{
+	struct pool_waiter	*w;
+
+	if (pm->nwait > 0)
+		TAILQ_FOREACH(w, &p->waiters, entry)
+			if (w->pm == pm)	/* the first is the oldest */
+				return (now(p) - w->since);
+	return (-1);
+}
+
 /* What the model's waiting requests wait for. */
 static int
 model_waiting(struct pool *p, struct pool_model *pm)
@@ -2958,8 +2972,6 @@ int
 pool_status(struct pool *p, size_t i, struct proto_status *st)
 {
 	struct pool_model	*pm;
-	struct pool_waiter	*w;
-	int64_t			 oldest = -1;
 
 	TAILQ_FOREACH(pm, &p->models, entry)
 		if (i-- == 0)
@@ -2991,13 +3003,7 @@ pool_status(struct pool *p, size_t i, struct proto_status *st)
 	st->load_ms_sum = pm->load_ms_sum;
 	memcpy(st->load_hist, pm->load_hist, sizeof(st->load_hist));
 	st->queued = pm->nwait;
-	if (pm->nwait > 0)
-		TAILQ_FOREACH(w, &p->waiters, entry)
-			if (w->pm == pm) {
-				oldest = now(p) - w->since;
-				break;	/* the first is the oldest */
-			}
-	st->oldest_wait = oldest < 0 && pm->nwait > 0 ? 0 : oldest;
+	st->oldest_wait = oldest_wait(p, pm);
 	st->waiting = model_waiting(p, pm);
 	st->max_requests = pm->plan.max_requests;
 	return (0);
@@ -3167,7 +3173,7 @@ pool_explain(struct pool *p, const char *model,
 	struct explain		 e;
 	struct pool_model	*pm;
 	struct pool_op		*op;
-	char			 slots[32];
+	char			 slots[32], who[PROTO_MSG_MAX];
 	int64_t			 t = now(p);
 
 	if ((pm = find_model(p, model)) == NULL)
@@ -3218,10 +3224,16 @@ pool_explain(struct pool *p, const char *model,
 			if (pm->plan.queue_timeout > 0 &&
 			    !explain_room_in_queue(p, pm, &e))
 				return (VERDICT_REFUSE);
-			say(&e, "%s: waits: its load waits for %s, %u requests "
-			    "with it; about %ds", pm->plan.name,
-			    op->phase == PH_WAITMEM ? "memory held by busy "
-			    "models" : "its turn", pm->nwait,
+			if (op->phase == PH_WAITMEM) {
+				blockers(p, pm, who, sizeof(who));
+				say(&e, "%s: waits: its load waits for memory "
+				    "held by %s", pm->plan.name, who);
+			} else
+				say(&e, "%s: waits: its load waits for its "
+				    "turn", pm->plan.name);
+			say(&e, "%s: %u requests wait with it, the oldest for "
+			    "%llds; about %ds more", pm->plan.name, pm->nwait,
+			    (long long)(oldest_wait(p, pm) / 1000),
 			    pool_retry_after(wait_for(p, pm)));
 			return (VERDICT_WAIT);
 		}
