@@ -292,16 +292,21 @@ op_spawn(void *ctx, const struct pool_plan *plan, uint64_t spawnid,
 	pool_spawned(d->pool, spawnid, pid, pid == -1 ? err : NULL);
 }
 
-/* Free when binding the loopback address on it works. */
+/*
+ * Free when binding the loopback address on it works.  With
+ * SO_REUSEADDR, as model servers bind: the TIME-WAIT sockets a stopped
+ * model left on its port do not make it taken (swaps reuse ports often).
+ */
 static int
 op_port_free(void *ctx, uint16_t port)
 {
 	struct sockaddr_in	 sin;
-	int			 s, ok;
+	int			 s, ok, one = 1;
 
 	(void)ctx;
 	if ((s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
 		return (0);
+	(void)setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	memset(&sin, 0, sizeof(sin));
 	sin.sin_family = AF_INET;
 	sin.sin_port = htons(port);
