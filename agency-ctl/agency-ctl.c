@@ -43,6 +43,7 @@ enum ctl_action {
 	CTL_RELOAD,
 	CTL_LOG,
 	CTL_LOGS,
+	CTL_PLAN,
 };
 
 struct ctl_cmd {
@@ -56,6 +57,7 @@ static const struct ctl_cmd ctl_cmds[] = {
 	{ "load",	CTL_LOAD,	1 },
 	{ "log",	CTL_LOG,	1 },
 	{ "logs",	CTL_LOGS,	1 },
+	{ "plan",	CTL_PLAN,	1 },
 	{ "reload",	CTL_RELOAD,	0 },
 	{ "status",	CTL_STATUS,	0 },
 	{ "unload",	CTL_UNLOAD,	1 },
@@ -70,7 +72,8 @@ struct ctl {
 
 	struct imsgbuf		 ibuf;
 	struct ctl_status	 status;
-	json_object		*lines;		/* reload's INFO, logs -j */
+	json_object		*lines;		/* reload's and plan's INFO,
+						 * logs -j */
 	char			 result[PROTO_MSG_MAX];
 	int			 ok;		/* IMSG_CTL_OK came */
 	int			 failed;	/* IMSG_CTL_ERROR came */
@@ -107,7 +110,8 @@ usage(int help)
 	    "\tcancel model\n"
 	    "\treload\n"
 	    "\tlog verbose | brief\n"
-	    "\tlogs model\n");
+	    "\tlogs model\n"
+	    "\tplan model\n");
 	exit(help ? 0 : 1);
 }
 
@@ -208,6 +212,7 @@ main(int argc, char *argv[])
 	case CTL_UNLOAD:
 	case CTL_CANCEL:
 	case CTL_LOGS:
+	case CTL_PLAN:
 		ctl.model = argv[0];
 		if (ctl.model[0] == '\0' ||
 		    strlen(ctl.model) >= AGENCY_NAME_MAX)
@@ -329,6 +334,7 @@ ctl_request(struct ctl *ctl)
 	case CTL_UNLOAD:
 	case CTL_CANCEL:
 	case CTL_LOGS:
+	case CTL_PLAN:
 		if (ctl->cmd->action == CTL_LOAD) {
 			type = IMSG_CTL_LOAD;
 			cm.wait = ctl->wait;
@@ -336,6 +342,8 @@ ctl_request(struct ctl *ctl)
 			type = IMSG_CTL_UNLOAD;
 		else if (ctl->cmd->action == CTL_CANCEL)
 			type = IMSG_CTL_CANCEL;
+		else if (ctl->cmd->action == CTL_PLAN)
+			type = IMSG_CTL_PLAN;
 		else
 			type = IMSG_CTL_LOGS;
 		rv = imsg_compose(&ctl->ibuf, type, 0, 0, -1, &cm,
@@ -393,7 +401,7 @@ ctl_dispatch(struct ctl *ctl, struct imsg *imsg)
 		    !PROTO_STROK(res.message))
 			broken(ctl, "malformed answer from agencyd");
 		if (imsg_get_type(imsg) == IMSG_CTL_INFO) {
-			if (action != CTL_RELOAD)
+			if (action != CTL_RELOAD && action != CTL_PLAN)
 				broken(ctl, "unexpected message from agencyd");
 			lines_add(ctl, res.message);
 			return (0);
@@ -502,6 +510,28 @@ ctl_done(struct ctl *ctl)
 			broken(ctl, "agencyd answered without a result");
 		printf("%s: ", ctl->model);
 		show_text(stdout, ctl->result);
+		break;
+	case CTL_PLAN:
+		if (!ctl->ok)
+			broken(ctl, "agencyd answered without a result");
+		if (!ctl->json) {
+			lines_print(ctl, stdout);
+			break;
+		}
+		if ((o = json_object_new_object()) == NULL ||
+		    (ctl->lines == NULL && (ctl->lines =
+		    json_object_new_array()) == NULL))
+			err(1, "plan");
+		json_object_object_add(o, "model",
+		    json_object_new_string(ctl->model));
+		json_object_object_add(o, "action",
+		    json_object_new_string(ctl->result));
+		json_object_object_add(o, "lines", ctl->lines);
+		ctl->lines = NULL;
+		if ((s = json_object_to_json_string_ext(o, flags)) == NULL)
+			errx(1, "cannot write the plan as JSON");
+		printf("%s\n", s);
+		json_object_put(o);
 		break;
 	case CTL_RELOAD:
 		lines_print(ctl, stdout);
