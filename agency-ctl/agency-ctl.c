@@ -91,6 +91,7 @@ static int		ctl_dispatch(struct ctl *, struct imsg *);
 __dead static void	ctl_done(struct ctl *);
 static void		lines_add(struct ctl *, const char *);
 static void		lines_print(struct ctl *, FILE *);
+static void		lines_json(struct ctl *, const char *);
 static void		progress_draw(struct ctl *);
 static void		progress_clear(struct ctl *);
 __dead static void	broken(struct ctl *, const char *);
@@ -440,15 +441,11 @@ ctl_done(struct ctl *ctl)
 {
 	struct winsize	 ws;
 	char		 msg[PROTO_MSG_MAX];
-	json_object	*o;
-	const char	*errstr, *s;
+	const char	*errstr;
 	long long	 count;
 	size_t		 width;
-	int		 flags;
 
 	progress_clear(ctl);
-	flags = JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
-	    JSON_C_TO_STRING_NOSLASHESCAPE;
 
 	if (ctl->failed) {
 		/* What a failed reload said are its parse errors. */
@@ -476,21 +473,8 @@ ctl_done(struct ctl *ctl)
 		status_clear(&ctl->status);
 		break;
 	case CTL_LOGS:
-		if (ctl->json) {
-			if ((o = json_object_new_object()) == NULL ||
-			    (ctl->lines == NULL && (ctl->lines =
-			    json_object_new_array()) == NULL))
-				err(1, "logs");
-			json_object_object_add(o, "model",
-			    json_object_new_string(ctl->model));
-			json_object_object_add(o, "lines", ctl->lines);
-			ctl->lines = NULL;
-			if ((s = json_object_to_json_string_ext(o,
-			    flags)) == NULL)
-				errx(1, "cannot write the lines as JSON");
-			printf("%s\n", s);
-			json_object_put(o);
-		}
+		if (ctl->json)
+			lines_json(ctl, NULL);
 		break;
 	case CTL_CANCEL:
 		if (!ctl->ok)
@@ -514,24 +498,10 @@ ctl_done(struct ctl *ctl)
 	case CTL_PLAN:
 		if (!ctl->ok)
 			broken(ctl, "agencyd answered without a result");
-		if (!ctl->json) {
+		if (ctl->json)
+			lines_json(ctl, ctl->result);
+		else
 			lines_print(ctl, stdout);
-			break;
-		}
-		if ((o = json_object_new_object()) == NULL ||
-		    (ctl->lines == NULL && (ctl->lines =
-		    json_object_new_array()) == NULL))
-			err(1, "plan");
-		json_object_object_add(o, "model",
-		    json_object_new_string(ctl->model));
-		json_object_object_add(o, "action",
-		    json_object_new_string(ctl->result));
-		json_object_object_add(o, "lines", ctl->lines);
-		ctl->lines = NULL;
-		if ((s = json_object_to_json_string_ext(o, flags)) == NULL)
-			errx(1, "cannot write the plan as JSON");
-		printf("%s\n", s);
-		json_object_put(o);
 		break;
 	case CTL_RELOAD:
 		lines_print(ctl, stdout);
@@ -561,6 +531,31 @@ lines_add(struct ctl *ctl, const char *line)
 	if (json_object_array_add(ctl->lines,
 	    json_object_new_string(line)) == -1)
 		err(1, "%s", __func__);
+}
+
+/* {"model": ..., "action": action (unless NULL), "lines": [...]} */
+static void
+lines_json(struct ctl *ctl, const char *action)
+{
+	json_object	*o;
+	const char	*s;
+
+	if ((o = json_object_new_object()) == NULL ||
+	    (ctl->lines == NULL && (ctl->lines =
+	    json_object_new_array()) == NULL))
+		err(1, "%s", ctl->cmd->name);
+	json_object_object_add(o, "model",
+	    json_object_new_string(ctl->model));
+	if (action != NULL)
+		json_object_object_add(o, "action",
+		    json_object_new_string(action));
+	json_object_object_add(o, "lines", ctl->lines);
+	ctl->lines = NULL;
+	if ((s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
+	    JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE)) == NULL)
+		errx(1, "cannot write the %s as JSON", ctl->cmd->name);
+	printf("%s\n", s);
+	json_object_put(o);
 }
 
 static void

@@ -922,6 +922,27 @@ ATF_TC_BODY(upstream_refused, tc)
 	proxy_stop(&h);
 }
 
+/* A model request the parent refuses with reason and retry_after: the
+ * answer the client reads. */
+static char *
+refused_answer(struct harness *h, int reason, int retry, const char *msg)
+{
+	struct proto_hold_req		 hr;
+	struct proto_hold_refuse	 rf;
+	int				 fd;
+
+	fd = cl_send(h, "POST", "/v1/chat/completions", NULL,
+	    "application/json", "{\"model\":\"alpha\"}");
+	h_wait(h, IMSG_HOLD_REQ, &hr, sizeof(hr));
+	memset(&rf, 0, sizeof(rf));
+	rf.reqid = hr.reqid;
+	rf.reason = reason;
+	rf.retry_after = retry;
+	strlcpy(rf.message, msg, sizeof(rf.message));
+	h_send(h, IMSG_HOLD_REFUSE, -1, &rf, sizeof(rf));
+	return (cl_read(h, fd));
+}
+
 ATF_TC(refusals);
 ATF_TC_HEAD(refusals, tc)
 {
@@ -932,34 +953,18 @@ ATF_TC_HEAD(refusals, tc)
 ATF_TC_BODY(refusals, tc)
 {
 	struct harness			 h;
-	struct proto_hold_req		 hr;
-	struct proto_hold_refuse	 rf;
 	char				*r;
-	int				 fd;
 
 	proxy_start(tc, &h, 1 << 20);
-	fd = cl_send(&h, "POST", "/v1/chat/completions", NULL,
-	    "application/json", "{\"model\":\"alpha\"}");
-	h_wait(&h, IMSG_HOLD_REQ, &hr, sizeof(hr));
-	memset(&rf, 0, sizeof(rf));
-	rf.reqid = hr.reqid;
-	rf.reason = REFUSE_NOT_ENOUGH_MEMORY;
-	strlcpy(rf.message, "need 6G, have 2G: beta busy",
-	    sizeof(rf.message));
-	h_send(&h, IMSG_HOLD_REFUSE, -1, &rf, sizeof(rf));
-	r = cl_read(&h, fd);
+	r = refused_answer(&h, REFUSE_NOT_ENOUGH_MEMORY, 0,
+	    "need 6G, have 2G: beta busy");
 	ATF_CHECK_EQ(status_of(r), 503);
 	CHECK_HAS(r, "need 6G, have 2G: beta busy");
 	CHECK_HAS(r, "\"code\":\"not_enough_memory\"");
+	ATF_CHECK(strstr(r, "Retry-After") == NULL);
 
-	fd = cl_send(&h, "POST", "/v1/chat/completions", NULL,
-	    "application/json", "{\"model\":\"alpha\"}");
-	h_wait(&h, IMSG_HOLD_REQ, &hr, sizeof(hr));
-	rf.reqid = hr.reqid;
-	rf.reason = REFUSE_LOAD_FAILED;
-	strlcpy(rf.message, "model alpha exited with 1", sizeof(rf.message));
-	h_send(&h, IMSG_HOLD_REFUSE, -1, &rf, sizeof(rf));
-	r = cl_read(&h, fd);
+	r = refused_answer(&h, REFUSE_LOAD_FAILED, 0,
+	    "model alpha exited with 1");
 	ATF_CHECK_EQ(status_of(r), 502);
 	CHECK_HAS(r, "\"code\":\"load_failed\"");
 	h_barrier(&h);
@@ -992,25 +997,13 @@ ATF_TC_BODY(refusals_queue, tc)
 		    "\r\nRetry-After: 1\r\n" },
 	};
 	struct harness			 h;
-	struct proto_hold_req		 hr;
-	struct proto_hold_refuse	 rf;
-	char				*r;
+	char				*r = NULL;
 	size_t				 i;
-	int				 fd;
 
 	proxy_start(tc, &h, 1 << 20);
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		fd = cl_send(&h, "POST", "/v1/chat/completions", NULL,
-		    "application/json", "{\"model\":\"alpha\"}");
-		h_wait(&h, IMSG_HOLD_REQ, &hr, sizeof(hr));
-		memset(&rf, 0, sizeof(rf));
-		rf.reqid = hr.reqid;
-		rf.reason = cases[i].reason;
-		rf.retry_after = cases[i].retry;
-		strlcpy(rf.message, "alpha: the queue says no",
-		    sizeof(rf.message));
-		h_send(&h, IMSG_HOLD_REFUSE, -1, &rf, sizeof(rf));
-		r = cl_read(&h, fd);
+		r = refused_answer(&h, cases[i].reason, cases[i].retry,
+		    "alpha: the queue says no");
 		ATF_CHECK_EQ(status_of(r), cases[i].status);
 		CHECK_HAS(r, cases[i].header);
 		CHECK_HAS(r, cases[i].code);
@@ -1018,17 +1011,6 @@ ATF_TC_BODY(refusals_queue, tc)
 	}
 	CHECK_HAS(r, "HTTP/1.1 429 Too Many Requests\r\n");
 	CHECK_HAS(r, "\"type\":\"rate_limit_error\"");
-	/* Without one, no Retry-After. */
-	fd = cl_send(&h, "POST", "/v1/chat/completions", NULL,
-	    "application/json", "{\"model\":\"alpha\"}");
-	h_wait(&h, IMSG_HOLD_REQ, &hr, sizeof(hr));
-	rf.reqid = hr.reqid;
-	rf.reason = REFUSE_NOT_ENOUGH_MEMORY;
-	rf.retry_after = 0;
-	h_send(&h, IMSG_HOLD_REFUSE, -1, &rf, sizeof(rf));
-	r = cl_read(&h, fd);
-	ATF_CHECK_EQ(status_of(r), 503);
-	ATF_CHECK(strstr(r, "Retry-After") == NULL);
 	h_barrier(&h);
 	ATF_CHECK_EQ(h_count(&h, IMSG_HOLD_RELEASE), 0);
 	proxy_stop(&h);

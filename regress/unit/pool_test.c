@@ -269,25 +269,32 @@ load_cb(void *arg, int ok, const char *err)
 	strlcpy(F.load_err, err != NULL ? err : "", sizeof(F.load_err));
 }
 
+/* A pool on the fakes with set, on ports 5800 to 5809. */
 static struct pool *
-setup_with(int64_t reserve, int64_t budget, int overcommit)
+setup_settings(struct pool_settings *set)
 {
-	struct pool_settings	 set;
-
 	memset(&F, 0, sizeof(F));
 	F.now = 1000000;
 	F.mem.available = 64 * GIB;
 	F.mem.total = 128 * GIB;
 	F.next_pid = 1000;
+	set->port_lo = 5800;
+	set->port_hi = 5809;
+	F.p = pool_new(&fops, NULL, set);
+	ATF_REQUIRE(F.p != NULL);
+	return (F.p);
+}
+
+static struct pool *
+setup_with(int64_t reserve, int64_t budget, int overcommit)
+{
+	struct pool_settings	 set;
+
 	memset(&set, 0, sizeof(set));
 	set.reserve = reserve;
 	set.budget = budget;
 	set.overcommit = overcommit;
-	set.port_lo = 5800;
-	set.port_hi = 5809;
-	F.p = pool_new(&fops, NULL, &set);
-	ATF_REQUIRE(F.p != NULL);
-	return (F.p);
+	return (setup_settings(&set));
 }
 
 static struct pool *
@@ -296,8 +303,11 @@ setup(void)
 	return (setup_with(0, 0, 0));
 }
 
+/* A model that may wait tmo ms (0: the reference pool's model), with
+ * max_requests and max_queue (0: no bound). */
 static void
-model(const char *name, int lazy, int64_t need)
+qmodel(const char *name, int lazy, int64_t need, int64_t tmo,
+    uint32_t maxreq, uint32_t maxq)
 {
 	struct pool_plan	 plan;
 
@@ -308,7 +318,16 @@ model(const char *name, int lazy, int64_t need)
 	plan.lazy = lazy;
 	plan.need = need;
 	plan.load_timeout = 600000;
+	plan.queue_timeout = tmo;
+	plan.max_requests = maxreq;
+	plan.max_queue = maxq;
 	ATF_REQUIRE_EQ(pool_add(F.p, &plan), 0);
+}
+
+static void
+model(const char *name, int lazy, int64_t need)
+{
+	qmodel(name, lazy, need, 0, 0, 0);
 }
 
 /* Move the clock to now + ms, firing the timers it passes, in order. */
@@ -2406,40 +2425,11 @@ setup_sched(int64_t budget, int64_t fairness, uint32_t max_queue)
 {
 	struct pool_settings	 set;
 
-	memset(&F, 0, sizeof(F));
-	F.now = 1000000;
-	F.mem.available = 64 * GIB;
-	F.mem.total = 128 * GIB;
-	F.next_pid = 1000;
 	memset(&set, 0, sizeof(set));
 	set.budget = budget;
-	set.port_lo = 5800;
-	set.port_hi = 5809;
 	set.fairness = fairness;
 	set.max_queue = max_queue;
-	F.p = pool_new(&fops, NULL, &set);
-	ATF_REQUIRE(F.p != NULL);
-	return (F.p);
-}
-
-/* A model that may wait tmo ms, with max_requests and max_queue. */
-static void
-qmodel(const char *name, int lazy, int64_t need, int64_t tmo,
-    uint32_t maxreq, uint32_t maxq)
-{
-	struct pool_plan	 plan;
-
-	memset(&plan, 0, sizeof(plan));
-	strlcpy(plan.name, name, sizeof(plan.name));
-	strlcpy(plan.upstream, name, sizeof(plan.upstream));
-	snprintf(plan.label, sizeof(plan.label), "server for %s", name);
-	plan.lazy = lazy;
-	plan.need = need;
-	plan.load_timeout = 600000;
-	plan.queue_timeout = tmo;
-	plan.max_requests = maxreq;
-	plan.max_queue = maxq;
-	ATF_REQUIRE_EQ(pool_add(F.p, &plan), 0);
+	return (setup_settings(&set));
 }
 
 /* The index of the grant of reqid, or -1; it fails if there are two. */
@@ -2484,19 +2474,42 @@ release(uint64_t reqid)
 	ATF_REQUIRE_EQ(pool_release(F.p, holdid_of(reqid), 7), 0);
 }
 
+/* The stopped process pid is gone; the load that waited for its memory
+ * spawns (spawn i) as next and becomes ready. */
+static void
+swapped(pid_t pid, size_t i, pid_t next)
+{
+	signalled(pid, SIGTERM);
+	ATF_REQUIRE(i < F.nspawns);
+	spawned(i, next);
+	probed_last();
+}
+
+/*
+ * The scene of several of these: lazy models a, b (and c) of 1.5 G each
+ * in a 2 G budget, the window WINDOW; a is ready with process 100 and
+ * busy with request 1, since 100 ms.
+ */
+static void
+a_busy(int with_c)
+{
+	setup_sched(2 * GIB, WINDOW, 0);
+	qmodel("a", 1, 3 * GIB / 2, TMO, 0, 0);
+	qmodel("b", 1, 3 * GIB / 2, TMO, 0, 0);
+	if (with_c)
+		qmodel("c", 1, 3 * GIB / 2, TMO, 0, 0);
+	bring_up("a", 100);
+	hold("a", 1, 7);
+	advance(100);
+}
+
 /* Waiting for memory, first come first served. */
 ATF_TC_WITHOUT_HEAD(wait_for_memory_fifo);
 ATF_TC_BODY(wait_for_memory_fifo, tc)
 {
 	struct proto_status	 st;
 
-	setup_sched(2 * GIB, WINDOW, 0);
-	qmodel("a", 1, 3 * GIB / 2, TMO, 0, 0);
-	qmodel("b", 1, 3 * GIB / 2, TMO, 0, 0);
-	qmodel("c", 1, 3 * GIB / 2, TMO, 0, 0);
-	bring_up("a", 100);
-	hold("a", 1, 7);
-	advance(100);
+	a_busy(1);
 	pool_acquire(F.p, "b", 2, 7);
 	advance(100);
 	pool_acquire(F.p, "c", 3, 7);
@@ -2532,10 +2545,8 @@ ATF_TC_BODY(wait_for_memory_fifo, tc)
 	ATF_REQUIRE_EQ(killed_with(200, SIGTERM), 0);
 	advance(POOL_LINGER);
 	ATF_REQUIRE_EQ(killed_with(200, SIGTERM), 1);
-	signalled(200, SIGTERM);
+	swapped(200, 2, 300);
 	ATF_REQUIRE_STREQ(F.spawns[2].name, "c");
-	spawned(2, 300);
-	probed_last();
 	ATF_REQUIRE(granted(3) != -1);
 	ATF_REQUIRE_EQ(F.nrefusals, 0);
 	pool_free(F.p);
@@ -2820,9 +2831,7 @@ ATF_TC_BODY(fairness_window, tc)
 	/* a drains and is stopped for b; b's requests come together. */
 	release(r);
 	ATF_REQUIRE_EQ(killed_with(100, SIGTERM), 1);
-	signalled(100, SIGTERM);
-	spawned(1, 200);
-	probed_last();
+	swapped(100, 1, 200);
 	ATF_REQUIRE(granted(1) != -1);
 	ATF_REQUIRE(granted(2) != -1);
 	/* a's request now waits for b's memory. */
@@ -2833,9 +2842,7 @@ ATF_TC_BODY(fairness_window, tc)
 	release(1);
 	release(2);
 	advance(POOL_LINGER);
-	signalled(200, SIGTERM);
-	spawned(2, 300);
-	probed_last();
+	swapped(200, 2, 300);
 	ATF_REQUIRE(granted(50) != -1);
 	ATF_REQUIRE_EQ(F.nrefusals, 0);
 	pool_free(F.p);
@@ -2846,12 +2853,7 @@ ATF_TC_BODY(fairness_window, tc)
 ATF_TC_WITHOUT_HEAD(batching_linger);
 ATF_TC_BODY(batching_linger, tc)
 {
-	setup_sched(2 * GIB, WINDOW, 0);
-	qmodel("a", 1, 3 * GIB / 2, TMO, 0, 0);
-	qmodel("b", 1, 3 * GIB / 2, TMO, 0, 0);
-	bring_up("a", 100);
-	hold("a", 1, 7);
-	advance(100);
+	a_busy(0);
 	pool_acquire(F.p, "b", 2, 7);
 	advance(100);
 	hold("a", 3, 7);
@@ -2936,13 +2938,7 @@ ATF_TC_BODY(cancel_while_queued, tc)
 {
 	struct proto_status	 st;
 
-	setup_sched(2 * GIB, WINDOW, 0);
-	qmodel("a", 1, 3 * GIB / 2, TMO, 0, 0);
-	qmodel("b", 1, 3 * GIB / 2, TMO, 0, 0);
-	qmodel("c", 1, 3 * GIB / 2, TMO, 0, 0);
-	bring_up("a", 100);
-	hold("a", 1, 7);
-	advance(100);
+	a_busy(1);
 	pool_acquire(F.p, "b", 2, 7);
 	pool_acquire(F.p, "c", 3, 8);
 	pool_withdraw(F.p, 2, 7);
