@@ -43,6 +43,7 @@ enum ctl_action {
 	CTL_RELOAD,
 	CTL_LOG,
 	CTL_LOGS,
+	CTL_PLAN,
 };
 
 struct ctl_cmd {
@@ -56,6 +57,7 @@ static const struct ctl_cmd ctl_cmds[] = {
 	{ "load",	CTL_LOAD,	1 },
 	{ "log",	CTL_LOG,	1 },
 	{ "logs",	CTL_LOGS,	1 },
+	{ "plan",	CTL_PLAN,	1 },
 	{ "reload",	CTL_RELOAD,	0 },
 	{ "status",	CTL_STATUS,	0 },
 	{ "unload",	CTL_UNLOAD,	1 },
@@ -70,7 +72,8 @@ struct ctl {
 
 	struct imsgbuf		 ibuf;
 	struct ctl_status	 status;
-	json_object		*lines;		/* reload's INFO, logs -j */
+	json_object		*lines;		/* reload's and plan's INFO,
+						 * logs -j */
 	char			 result[PROTO_MSG_MAX];
 	int			 ok;		/* IMSG_CTL_OK came */
 	int			 failed;	/* IMSG_CTL_ERROR came */
@@ -88,6 +91,7 @@ static int		ctl_dispatch(struct ctl *, struct imsg *);
 __dead static void	ctl_done(struct ctl *);
 static void		lines_add(struct ctl *, const char *);
 static void		lines_print(struct ctl *, FILE *);
+static void		lines_json(struct ctl *, const char *);
 static void		progress_draw(struct ctl *);
 static void		progress_clear(struct ctl *);
 __dead static void	broken(struct ctl *, const char *);
@@ -107,7 +111,8 @@ usage(int help)
 	    "\tcancel model\n"
 	    "\treload\n"
 	    "\tlog verbose | brief\n"
-	    "\tlogs model\n");
+	    "\tlogs model\n"
+	    "\tplan model\n");
 	exit(help ? 0 : 1);
 }
 
@@ -208,6 +213,7 @@ main(int argc, char *argv[])
 	case CTL_UNLOAD:
 	case CTL_CANCEL:
 	case CTL_LOGS:
+	case CTL_PLAN:
 		ctl.model = argv[0];
 		if (ctl.model[0] == '\0' ||
 		    strlen(ctl.model) >= AGENCY_NAME_MAX)
@@ -329,6 +335,7 @@ ctl_request(struct ctl *ctl)
 	case CTL_UNLOAD:
 	case CTL_CANCEL:
 	case CTL_LOGS:
+	case CTL_PLAN:
 		if (ctl->cmd->action == CTL_LOAD) {
 			type = IMSG_CTL_LOAD;
 			cm.wait = ctl->wait;
@@ -336,6 +343,8 @@ ctl_request(struct ctl *ctl)
 			type = IMSG_CTL_UNLOAD;
 		else if (ctl->cmd->action == CTL_CANCEL)
 			type = IMSG_CTL_CANCEL;
+		else if (ctl->cmd->action == CTL_PLAN)
+			type = IMSG_CTL_PLAN;
 		else
 			type = IMSG_CTL_LOGS;
 		rv = imsg_compose(&ctl->ibuf, type, 0, 0, -1, &cm,
@@ -393,7 +402,7 @@ ctl_dispatch(struct ctl *ctl, struct imsg *imsg)
 		    !PROTO_STROK(res.message))
 			broken(ctl, "malformed answer from agencyd");
 		if (imsg_get_type(imsg) == IMSG_CTL_INFO) {
-			if (action != CTL_RELOAD)
+			if (action != CTL_RELOAD && action != CTL_PLAN)
 				broken(ctl, "unexpected message from agencyd");
 			lines_add(ctl, res.message);
 			return (0);
@@ -432,15 +441,11 @@ ctl_done(struct ctl *ctl)
 {
 	struct winsize	 ws;
 	char		 msg[PROTO_MSG_MAX];
-	json_object	*o;
-	const char	*errstr, *s;
+	const char	*errstr;
 	long long	 count;
 	size_t		 width;
-	int		 flags;
 
 	progress_clear(ctl);
-	flags = JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
-	    JSON_C_TO_STRING_NOSLASHESCAPE;
 
 	if (ctl->failed) {
 		/* What a failed reload said are its parse errors. */
@@ -468,21 +473,8 @@ ctl_done(struct ctl *ctl)
 		status_clear(&ctl->status);
 		break;
 	case CTL_LOGS:
-		if (ctl->json) {
-			if ((o = json_object_new_object()) == NULL ||
-			    (ctl->lines == NULL && (ctl->lines =
-			    json_object_new_array()) == NULL))
-				err(1, "logs");
-			json_object_object_add(o, "model",
-			    json_object_new_string(ctl->model));
-			json_object_object_add(o, "lines", ctl->lines);
-			ctl->lines = NULL;
-			if ((s = json_object_to_json_string_ext(o,
-			    flags)) == NULL)
-				errx(1, "cannot write the lines as JSON");
-			printf("%s\n", s);
-			json_object_put(o);
-		}
+		if (ctl->json)
+			lines_json(ctl, NULL);
 		break;
 	case CTL_CANCEL:
 		if (!ctl->ok)
@@ -502,6 +494,14 @@ ctl_done(struct ctl *ctl)
 			broken(ctl, "agencyd answered without a result");
 		printf("%s: ", ctl->model);
 		show_text(stdout, ctl->result);
+		break;
+	case CTL_PLAN:
+		if (!ctl->ok)
+			broken(ctl, "agencyd answered without a result");
+		if (ctl->json)
+			lines_json(ctl, ctl->result);
+		else
+			lines_print(ctl, stdout);
 		break;
 	case CTL_RELOAD:
 		lines_print(ctl, stdout);
@@ -531,6 +531,31 @@ lines_add(struct ctl *ctl, const char *line)
 	if (json_object_array_add(ctl->lines,
 	    json_object_new_string(line)) == -1)
 		err(1, "%s", __func__);
+}
+
+/* {"model": ..., "action": action (unless NULL), "lines": [...]} */
+static void
+lines_json(struct ctl *ctl, const char *action)
+{
+	json_object	*o;
+	const char	*s;
+
+	if ((o = json_object_new_object()) == NULL ||
+	    (ctl->lines == NULL && (ctl->lines =
+	    json_object_new_array()) == NULL))
+		err(1, "%s", ctl->cmd->name);
+	json_object_object_add(o, "model",
+	    json_object_new_string(ctl->model));
+	if (action != NULL)
+		json_object_object_add(o, "action",
+		    json_object_new_string(action));
+	json_object_object_add(o, "lines", ctl->lines);
+	ctl->lines = NULL;
+	if ((s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
+	    JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE)) == NULL)
+		errx(1, "cannot write the %s as JSON", ctl->cmd->name);
+	printf("%s\n", s);
+	json_object_put(o);
 }
 
 static void

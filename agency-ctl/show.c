@@ -22,6 +22,7 @@ enum {
 	COL_MODEL,
 	COL_STATE,
 	COL_REQS,
+	COL_QUEUED,
 	COL_USED,
 	COL_PID,
 	COL_PORT,
@@ -34,7 +35,8 @@ enum {
 #define COL_GAP		2
 
 static const char	*col_names[COL_NCOLS] = {
-	"MODEL", "STATE", "REQS", "LAST USED", "PID", "PORT", "NEED", "FROM"
+	"MODEL", "STATE", "REQS", "QUEUED", "LAST USED", "PID", "PORT", "NEED",
+	"FROM"
 };
 
 /* Whether a status record from agencyd can be shown as it is. */
@@ -44,7 +46,8 @@ status_valid(const struct proto_status *st)
 	if (!PROTO_STROK(st->model) || st->model[0] == '\0' ||
 	    !PROTO_STROK(st->runtime) || !PROTO_STROK(st->error))
 		return (0);
-	if (proto_state_name(st->state) == NULL)
+	if (proto_state_name(st->state) == NULL ||
+	    proto_wait_name(st->waiting) == NULL)
 		return (0);
 	if (st->pid < 0 || st->need < 0 ||
 	    proto_need_from_name(st->need_from) == NULL)
@@ -173,7 +176,21 @@ row_cells(const struct proto_status *st, int64_t now,
 	show_clean(cells[COL_MODEL], st->model, CELL_MAX);
 	(void)snprintf(cells[COL_STATE], CELL_MAX, "%s",
 	    proto_state_name(st->state));
-	(void)snprintf(cells[COL_REQS], CELL_MAX, "%u", st->in_progress);
+	if (st->max_requests > 0)
+		(void)snprintf(cells[COL_REQS], CELL_MAX, "%u/%u",
+		    st->in_progress, st->max_requests);
+	else
+		(void)snprintf(cells[COL_REQS], CELL_MAX, "%u",
+		    st->in_progress);
+	/* "2 memory 12s": how many wait, for what, the oldest how long. */
+	if (st->queued == 0)
+		(void)snprintf(cells[COL_QUEUED], CELL_MAX, "-");
+	else
+		(void)snprintf(cells[COL_QUEUED], CELL_MAX, "%u %s%s%llds",
+		    st->queued, proto_wait_name(st->waiting),
+		    st->waiting != WAIT_NONE ? " " : "",
+		    (long long)(st->oldest_wait > 0 ?
+		    st->oldest_wait / 1000 : 0));
 	fmt_ago(cells[COL_USED], CELL_MAX, now, st->last_used);
 	if (st->pid > 0)
 		(void)snprintf(cells[COL_PID], CELL_MAX, "%d", st->pid);
@@ -301,6 +318,16 @@ show_status_json(FILE *fp, const struct ctl_status *s)
 		    json_object_new_int64((int64_t)st->restarts));
 		json_object_object_add(o, "loadedAt",
 		    ms_or_null(st->loaded_at));
+		json_object_object_add(o, "queued",
+		    json_object_new_int64(st->queued));
+		json_object_object_add(o, "oldestWaitMs",
+		    ms_or_null(st->oldest_wait));
+		json_object_object_add(o, "waitingFor",
+		    st->waiting == WAIT_NONE ? NULL :
+		    json_object_new_string(proto_wait_name(st->waiting)));
+		json_object_object_add(o, "maxRequests",
+		    st->max_requests > 0 ?
+		    json_object_new_int64(st->max_requests) : NULL);
 		if (json_object_array_add(arr, o) == -1) {
 			json_object_put(o);
 			json_object_put(top);

@@ -352,6 +352,20 @@ reply_error(struct preq *p, int status, const char *code, const char *msg)
 	http_error(r, status, code, msg);
 }
 
+/* The same, with a Retry-After of seconds. */
+static void
+reply_error_retry(struct preq *p, int status, const char *code,
+    const char *msg, int retry_after)
+{
+	struct hreq	*r = p->r;
+
+	p->status = status;
+	if (r == NULL)
+		return;
+	p->r = NULL;
+	http_error_retry(r, status, code, msg, retry_after);
+}
+
 /* End the client's connection mid-answer. */
 static void
 client_close(struct preq *p)
@@ -661,13 +675,25 @@ forward_refuse(const struct proto_hold_refuse *r)
 		status = 503;
 		code = "stopping";
 		break;
+	case REFUSE_QUEUE_FULL:
+		status = 503;
+		code = "queue_full";
+		break;
+	case REFUSE_QUEUE_TIMEOUT:
+		status = 503;
+		code = "queue_timeout";
+		break;
+	case REFUSE_MODEL_BUSY:
+		status = 429;		/* its own queue: this model, later */
+		code = "queue_full";
+		break;
 	case REFUSE_UNKNOWN_MODEL:
 	default:
 		status = 404;
 		code = "model_not_found";
 		break;
 	}
-	reply_error(p, status, code, r->message);
+	reply_error_retry(p, status, code, r->message, r->retry_after);
 	preq_end(p);
 }
 
@@ -1408,6 +1434,12 @@ forward_status_model(const struct proto_status *st)
 	    json_object_new_int64((int64_t)st->evictions));
 	json_object_object_add(o, "loadFailures",
 	    json_object_new_int64((int64_t)st->load_failures));
+	json_object_object_add(o, "queued", json_object_new_int64(st->queued));
+	json_object_object_add(o, "oldestWaitMs", ms_or_null(st->oldest_wait));
+	json_object_object_add(o, "waitingFor", st->waiting == WAIT_NONE ?
+	    NULL : json_object_new_string(proto_wait_name(st->waiting)));
+	json_object_object_add(o, "maxRequests", st->max_requests > 0 ?
+	    json_object_new_int64(st->max_requests) : NULL);
 	json_object_array_add(p->models, o);
 }
 

@@ -68,6 +68,8 @@ http_error_type(int status)
 		return ("permission_error");
 	if (status == 404)
 		return ("not_found_error");
+	if (status == 429)
+		return ("rate_limit_error");
 	return ("invalid_request_error");
 }
 
@@ -93,6 +95,8 @@ reason(int status)
 		return ("URI Too Long");
 	case 415:
 		return ("Unsupported Media Type");
+	case 429:
+		return ("Too Many Requests");
 	case 431:
 		return ("Request Header Fields Too Large");
 	case 500:
@@ -142,18 +146,18 @@ h_add(const void *p, size_t n)
 }
 
 /* A whole answer, in two parts; then the connection reads on, or
- * closes. */
+ * closes.  xhdr: header lines of its own, each ending in CRLF, or "". */
 static void
-answer(struct hreq *r, int status, const char *ctype, const char *a,
-    size_t alen, const char *b, size_t blen)
+answer(struct hreq *r, int status, const char *ctype, const char *xhdr,
+    const char *a, size_t alen, const char *b, size_t blen)
 {
 	char	 head[512];
 	int	 n;
 
 	n = snprintf(head, sizeof(head), "HTTP/1.%d %d %s\r\n"
-	    "Content-Type: %s\r\nContent-Length: %zu\r\n%s\r\n",
+	    "Content-Type: %s\r\nContent-Length: %zu\r\n%s%s\r\n",
 	    r->minor >= 1 ? 1 : 0, status, reason(status), ctype, alen + blen,
-	    !r->keepalive ? "Connection: close\r\n" :
+	    xhdr, !r->keepalive ? "Connection: close\r\n" :
 	    r->minor == 0 ? "Connection: keep-alive\r\n" : "");
 	if (n < 0 || (size_t)n >= sizeof(head))
 		fatalx("%s: header too long", __func__);
@@ -176,24 +180,39 @@ void
 http_reply(struct hreq *r, int status, const char *ctype, const char *body,
     size_t len)
 {
-	answer(r, status, ctype, body, len, NULL, 0);
+	answer(r, status, ctype, "", body, len, NULL, 0);
 }
 
-void
-http_json(struct hreq *r, int status, json_object *obj)
+static void
+json_answer(struct hreq *r, int status, const char *xhdr, json_object *obj)
 {
 	const char	*s;
 
 	s = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN |
 	    JSON_C_TO_STRING_NOSLASHESCAPE);
-	answer(r, status, "application/json", s, strlen(s), "\n", 1);
+	answer(r, status, "application/json", xhdr, s, strlen(s), "\n", 1);
+}
+
+void
+http_json(struct hreq *r, int status, json_object *obj)
+{
+	json_answer(r, status, "", obj);
 }
 
 void
 http_error(struct hreq *r, int status, const char *code,
     const char *message)
 {
+	http_error_retry(r, status, code, message, 0);
+}
+
+/* An error in the OpenAI shape with a Retry-After of seconds (0: none). */
+void
+http_error_retry(struct hreq *r, int status, const char *code,
+    const char *message, int retry_after)
+{
 	json_object	*obj, *err;
+	char		 xhdr[40] = "";
 
 	obj = json_object_new_object();
 	err = json_object_new_object();
@@ -203,7 +222,10 @@ http_error(struct hreq *r, int status, const char *code,
 	    json_object_new_string(http_error_type(status)));
 	json_object_object_add(err, "code", json_object_new_string(code));
 	json_object_object_add(obj, "error", err);
-	http_json(r, status, obj);
+	if (retry_after > 0)
+		(void)snprintf(xhdr, sizeof(xhdr), "Retry-After: %d\r\n",
+		    retry_after);
+	json_answer(r, status, xhdr, obj);
 	json_object_put(obj);
 }
 

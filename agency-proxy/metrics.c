@@ -227,7 +227,7 @@ void
 metrics_render(struct evbuffer *b, const struct proto_status *st, size_t n)
 {
 	static const int	 states[] = { STATE_STOPPED, STATE_LOADING,
-				    STATE_READY, STATE_FAILED };
+				    STATE_READY, STATE_FAILED, STATE_UNLOADED };
 	struct conn_stats	 cs;
 	char			 extra[32];
 	static const struct {

@@ -215,8 +215,11 @@ parent_imsg(struct imsg *imsg)
 		getdata(imsg, &refuse, sizeof(refuse));
 		STROK(refuse.message, "refusal message");
 		if (refuse.reason < REFUSE_NOT_LOADED ||
-		    refuse.reason > REFUSE_UNKNOWN_MODEL)
+		    refuse.reason > REFUSE_LAST)
 			fatalx("parent: refusal reason %d", refuse.reason);
+		if (refuse.retry_after < 0 ||
+		    refuse.retry_after > PROTO_RETRY_MAX)
+			fatalx("parent: retry after %d", refuse.retry_after);
 		forward_refuse(&refuse);
 		break;
 	case IMSG_PROBE:

@@ -270,6 +270,8 @@ void		 http_reply(struct hreq *, int, const char *, const char *,
 		    size_t);
 void		 http_refused(struct hreq *, int, const char *);
 void		 http_error(struct hreq *, int, const char *, const char *);
+void		 http_error_retry(struct hreq *, int, const char *,
+		    const char *, int);
 void		 http_rerr(struct hreq *, const struct rerr *);
 void		 http_json(struct hreq *, int, json_object *);
 const char	*http_error_type(int);

@@ -99,6 +99,7 @@ struct model	*model_new(struct model_conf *);
 void		 model_free(struct model *);
 int		 model_plan(struct model *, struct model_conf *,
 		    struct pool_plan *);
+void		 model_limits(const struct model_conf *, struct pool_plan *);
 struct model	*model_find(struct agencyd *, const char *);
 struct model	*model_by_pid(struct agencyd *, pid_t);
 void		 models_reaped(struct agencyd *, pid_t, int);

@@ -359,6 +359,27 @@ control_unload_done(void *arg)
 }
 
 static void
+control_plan_line(void *arg, const char *line)
+{
+	control_line(arg, line);
+}
+
+/* What a request for the model would do now: lines, then the verdict. */
+static void
+control_plan(struct agencyd *d, struct ctl_conn *c, struct model *m)
+{
+	int	 v;
+
+	if ((v = pool_explain(d->pool, m->plan.name, control_plan_line,
+	    c)) == -1)
+		control_result(c, IMSG_CTL_ERROR, "%s is not served",
+		    m->plan.name);
+	else
+		control_result(c, IMSG_CTL_OK, "%s", pool_verdict_name(v));
+	control_end(c);
+}
+
+static void
 control_status(struct agencyd *d, struct ctl_conn *c)
 {
 	struct proto_status	st;
@@ -456,6 +477,7 @@ control_dispatch(int fd, short event, void *arg)
 		case IMSG_CTL_UNLOAD:
 		case IMSG_CTL_CANCEL:
 		case IMSG_CTL_LOGS:
+		case IMSG_CTL_PLAN:
 			if (imsg_get_data(&imsg, &cm, sizeof(cm)) == -1 ||
 			    !PROTO_STROK(cm.model))
 				goto bad;
@@ -532,6 +554,9 @@ control_dispatch(int fd, short event, void *arg)
 			break;
 		case IMSG_CTL_LOGS:
 			control_logs(d, c, m);
+			break;
+		case IMSG_CTL_PLAN:
+			control_plan(d, c, m);
 			break;
 		default:
 			goto bad;

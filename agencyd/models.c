@@ -52,7 +52,7 @@ static int	 op_memory(void *, struct mem_snapshot *);
 static void	 op_log(void *, int, const char *);
 static void	 op_granted(void *, uint64_t, uint64_t, const struct pool_plan *,
 		    uint16_t);
-static void	 op_refused(void *, uint64_t, int, const char *);
+static void	 op_refused(void *, uint64_t, int, int, const char *);
 static void	 op_changed(void *, const struct pool_plan *);
 
 const struct pool_ops model_pool_ops = {
@@ -158,7 +158,17 @@ model_plan(struct model *m, struct model_conf *mc, struct pool_plan *plan)
 	plan->idle_timeout = mc->lazy ? mc->idle_timeout : 0;
 	plan->load_timeout = mc->load_timeout;
 	plan->arg = m;
+	model_limits(mc, plan);
 	return (0);
+}
+
+/* The scheduling part of a plan, which changes without a restart. */
+void
+model_limits(const struct model_conf *mc, struct pool_plan *plan)
+{
+	plan->queue_timeout = mc->queue_timeout;
+	plan->max_queue = (uint32_t)mc->max_queue;
+	plan->max_requests = (uint32_t)mc->max_requests;
 }
 
 struct model *
@@ -524,7 +534,8 @@ op_granted(void *ctx, uint64_t reqid, uint64_t holdid,
 }
 
 static void
-op_refused(void *ctx, uint64_t reqid, int reason, const char *message)
+op_refused(void *ctx, uint64_t reqid, int reason, int retry_after,
+    const char *message)
 {
 	struct agencyd		*d = ctx;
 	struct proto_hold_refuse r;
@@ -532,6 +543,7 @@ op_refused(void *ctx, uint64_t reqid, int reason, const char *message)
 	memset(&r, 0, sizeof(r));
 	r.reqid = reqid;
 	r.reason = reason;
+	r.retry_after = retry_after;
 	(void)strlcpy(r.message, message, sizeof(r.message));
 	proxy_compose(d, IMSG_HOLD_REFUSE, &r, sizeof(r));
 }

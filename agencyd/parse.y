@@ -167,12 +167,12 @@ static struct notepos {
 static size_t			 nnotes;
 %}
 
-%token	ALIAS ALWAYS ANY BODY BUDGET BUFFER CHAT CLOSE COMMAND CONNECTIONS
-%token	DEFAULT EMBEDDING ENV GET HEADER IDLE IMAGE INCLUDE KIND LAZY LISTEN LOAD MAX MEMORY MODEL MOVE
-%token	NAME NEVER NO ON OVERCOMMIT PART PORT PORTS POST READY REFUSE REQUEST
-%token	RESERVE RESTRICTED ROUTE RUNTIME SERVER SOCKET SPEECH STOPS STREAM
-%token	TIMEOUT
-%token	TO TOKENS UPSTREAM USER VISION YES
+%token	ALIAS ALWAYS ANY BODY BUDGET BUFFER CHAT CLOSE COMMAND
+%token	CONNECTIONS DEFAULT EMBEDDING ENV FAIRNESS GET HEADER IDLE IMAGE
+%token	INCLUDE KIND LAZY LISTEN LOAD MAX MEMORY MODEL MOVE NAME NEVER
+%token	NO ON OVERCOMMIT PART PORT PORTS POST QUEUE READY REFUSE REQUEST
+%token	REQUESTS RESERVE RESTRICTED ROUTE RUNTIME SERVER SOCKET SPEECH
+%token	STOPS STREAM TIMEOUT TO TOKENS UPSTREAM USER VISION WINDOW YES
 %token	ERROR
 %token	<v.string>	STRING
 %token	<v.number>	NUMBER
@@ -363,6 +363,21 @@ main		: LISTEN ON STRING PORT NUMBER	{
 		| IDLE TIMEOUT duration		{
 			if ($3 >= 0)
 				conf->idle_timeout = $3;
+		}
+		| QUEUE TIMEOUT duration	{
+			if ($3 >= 0)
+				conf->queue_timeout = $3;
+		}
+		| MAX QUEUE NUMBER		{
+			if ($3 < 1 || $3 > MAX_QUEUE_MAX)
+				yyerror("max queue must be 1 to %d",
+				    MAX_QUEUE_MAX);
+			else
+				conf->max_queue = $3;
+		}
+		| FAIRNESS WINDOW duration	{
+			if ($3 >= 0)
+				conf->fairness = $3;
 		}
 		| DEFAULT MODEL STRING		{
 			if (setstr(conf->default_model,
@@ -568,6 +583,24 @@ mopt		: RUNTIME STRING		{
 			else
 				model->max_tokens = $3;
 		}
+		| QUEUE TIMEOUT duration	{
+			if ($3 >= 0)
+				model->queue_timeout = $3;
+		}
+		| MAX QUEUE NUMBER		{
+			if ($3 < 1 || $3 > MAX_QUEUE_MAX)
+				yyerror("max queue must be 1 to %d",
+				    MAX_QUEUE_MAX);
+			else
+				model->max_queue = $3;
+		}
+		| MAX REQUESTS NUMBER		{
+			if ($3 < 1 || $3 > MAX_REQUESTS_MAX)
+				yyerror("max requests must be 1 to %d",
+				    MAX_REQUESTS_MAX);
+			else
+				model->max_requests = $3;
+		}
 		| ALIAS STRING			{ model_alias($2); }
 		| ENV STRING			{
 			if (check_env($2) == 0)
@@ -729,6 +762,7 @@ lookup(const char *s)
 		{ "default",		DEFAULT },
 		{ "embedding",		EMBEDDING },
 		{ "env",		ENV },
+		{ "fairness",		FAIRNESS },
 		{ "get",		GET },
 		{ "header",		HEADER },
 		{ "idle",		IDLE },
@@ -751,9 +785,11 @@ lookup(const char *s)
 		{ "port",		PORT },
 		{ "ports",		PORTS },
 		{ "post",		POST },
+		{ "queue",		QUEUE },
 		{ "ready",		READY },
 		{ "refuse",		REFUSE },
 		{ "request",		REQUEST },
+		{ "requests",		REQUESTS },
 		{ "reserve",		RESERVE },
 		{ "restricted",		RESTRICTED },
 		{ "route",		ROUTE },
@@ -769,6 +805,7 @@ lookup(const char *s)
 		{ "upstream",		UPSTREAM },
 		{ "user",		USER },
 		{ "vision",		VISION },
+		{ "window",		WINDOW },
 		{ "yes",		YES },
 	};
 	const struct keywords	*p;
@@ -1605,6 +1642,7 @@ model_start(char *name)
 	TAILQ_INIT(&model->aliases);
 	TAILQ_INIT(&model->env);
 	model->load_timeout = -1;	/* the global one, after parsing */
+	model->queue_timeout = -1;	/* the same */
 	model->line = yylval.lineno;
 	model_idle_set = 0;
 	model_runtime = model_upstream = 0;
@@ -1994,6 +2032,8 @@ check_all(void)
 			m->load_timeout = conf->load_timeout;
 		if (m->idle_timeout == -1)
 			m->idle_timeout = m->lazy ? conf->idle_timeout : 0;
+		if (m->queue_timeout == -1)
+			m->queue_timeout = conf->queue_timeout;
 	}
 
 	check_users();

@@ -15,6 +15,17 @@
  * pool_load, pool_unload, pool_remove, pool_restart and pool_stop_all
  * may call anything.  kill and probe must answer later (from the event
  * loop), never from within.
+ *
+ * Scheduling (DESIGN.md, "Waiting instead of refusing").  A request that
+ * cannot be served at once may wait: for a slot (max_requests), or for
+ * its model's load, which may itself wait for its turn or for memory
+ * held by busy models.  Waiting requests are bounded (max_queue, global
+ * and per model) and timed (queue_timeout, per model).  When no model
+ * may wait (every queue_timeout is 0) the pool is the reference pool:
+ * every change of state runs on one queue, one at a time, and a lazy
+ * model that does not fit is refused at once.  Otherwise only changes
+ * of the same model, and the decisions that make room, are ordered:
+ * loads of different models run at the same time.
  */
 #ifndef AGENCY_POOL_H
 #define AGENCY_POOL_H
@@ -34,6 +45,11 @@
 #define POOL_BACKOFF_RESET	(5 * 60 * 1000)	/* ms ready: backoff resets */
 #define POOL_REPROBE		250		/* ms, after a probe gave up */
 #define POOL_GIB		(1024LL * 1024 * 1024)
+#define POOL_LINGER		1000		/* ms, an idle model stays in use
+						 * for a waiting load (batching) */
+#define POOL_GUESS_REQUEST	1000		/* ms, before one was timed */
+#define POOL_GUESS_LOAD		10000		/* ms, before one was timed */
+#define POOL_RETRY_MAX		PROTO_RETRY_MAX	/* s, the longest Retry-After */
 
 /* What is fixed about a served model. */
 struct pool_plan {
@@ -46,6 +62,10 @@ struct pool_plan {
 	int64_t		 idle_timeout;	/* ms; 0: never (lazy only) */
 	int64_t		 load_timeout;	/* ms; 0: never */
 	void		*arg;		/* the caller's (its model_conf) */
+	/* scheduling: pool_set_limits changes these without a restart */
+	int64_t		 queue_timeout;	/* ms a request may wait; 0: none */
+	uint32_t	 max_queue;	/* its waiting requests; 0: no bound */
+	uint32_t	 max_requests;	/* in flight at once; 0: no bound */
 };
 
 struct pool_settings {
@@ -54,6 +74,8 @@ struct pool_settings {
 	int		 overcommit;
 	uint16_t	 port_lo;
 	uint16_t	 port_hi;
+	uint32_t	 max_queue;	/* waiting requests in all; 0: none */
+	int64_t		 fairness;	/* ms, the fairness window */
 };
 
 /* Also defined by memory.h; whichever header comes first defines it. */
@@ -86,8 +108,9 @@ struct pool_ops {
 	void	 (*log)(void *, int pri, const char *line);
 	void	 (*granted)(void *, uint64_t reqid, uint64_t holdid,
 		    const struct pool_plan *, uint16_t port);
+	/* retry_after: seconds for a Retry-After, 0 for none */
 	void	 (*refused)(void *, uint64_t reqid, int reason,
-		    const char *message);
+		    int retry_after, const char *message);
 	/* A record changed state. */
 	void	 (*changed)(void *, const struct pool_plan *);
 };
@@ -100,14 +123,50 @@ struct pool_stats {
 	uint64_t	 load_failures;
 	uint64_t	 deaths;	/* exits the pool did not cause */
 	uint64_t	 idle_unloads;
+	uint64_t	 queued;	/* requests that waited in the queue */
+	uint64_t	 queue_timeouts;
+	uint64_t	 queue_full;	/* refused: a queue was full */
 };
 
-/* One record as the eviction candidate sees it. */
+/* One record as the eviction candidate and pool_room see it. */
 struct pool_view {
 	enum proto_state state;
 	int		 lazy;
 	uint32_t	 in_progress;
 	int64_t		 last_used;	/* -1: never */
+	int64_t		 need;		/* bytes */
+	int		 running;	/* has a process (may be exiting) */
+	int		 kept;		/* idle, but in use while a load
+					 * waits: not stopped for it yet */
+};
+
+/* What pool_room decides for a lazy model's load. */
+enum pool_room {
+	ROOM_FITS,		/* load it */
+	ROOM_EVICT,		/* stop the victim first */
+	ROOM_WAIT,		/* busy (or kept) lazy models hold the memory */
+	ROOM_NEVER,		/* nothing that can be stopped makes it fit */
+};
+
+/* What a request for a model would do now (pool_explain). */
+enum pool_verdict {
+	VERDICT_GRANT,		/* served at once */
+	VERDICT_JOIN,		/* waits for a load in progress */
+	VERDICT_LOAD,		/* loads it in place */
+	VERDICT_EVICT,		/* stops idle models, then loads it */
+	VERDICT_WAIT,		/* waits in the queue */
+	VERDICT_REFUSE,
+};
+
+/* What a wait estimate is made of (pool_wait_estimate). */
+struct pool_guess {
+	int		 ready;		/* the model is ready */
+	uint32_t	 ahead;		/* requests waiting before this one */
+	uint32_t	 slots;		/* max requests; 0: none */
+	int64_t		 req_ms;	/* mean request; -1: none timed yet */
+	int64_t		 load_ms;	/* mean load; -1: none timed yet */
+	int64_t		 drain_ms;	/* until busy models free the memory;
+					 * -1: nothing to wait for */
 };
 
 struct pool;
@@ -130,17 +189,23 @@ void		 pool_start(struct pool *);
 
 /* Hold a model for request reqid of owner: answered with granted or
  * refused, possibly before returning.  A lazy model is loaded first; a
- * loading one is waited for. */
+ * loading one is waited for; a full model (max_requests) or one a
+ * waiting load needs the memory of (fairness window) is queued for. */
 void		 pool_acquire(struct pool *, const char *, uint64_t reqid,
 		    uint32_t owner);
-/* The client of a waiting request left: it is never granted or refused;
- * the load goes on. */
+/* The client of a waiting request left: it is never granted or refused,
+ * and its place in the queue is free.  A load in progress goes on; a
+ * load that has not started and that nobody else waits for is dropped. */
 void		 pool_withdraw(struct pool *, uint64_t reqid, uint32_t owner);
 /* Release a hold; -1 (nothing changed) when owner holds no such hold,
  * which includes a second release of the same hold. */
 int		 pool_release(struct pool *, uint64_t holdid, uint32_t owner);
 /* Owner is gone: release all its holds and forget its waiting requests. */
 void		 pool_release_owner(struct pool *, uint32_t owner);
+
+/* A model's queue_timeout, max_queue and max_requests from plan (the
+ * rest of it is ignored), at once; -1 for an unknown model. */
+int		 pool_set_limits(struct pool *, const struct pool_plan *);
 
 /* Warm a model, clearing an explicit unload; cb (may be NULL) when it is
  * ready or the load failed, at once when it is ready already.  -1 for
@@ -225,15 +290,26 @@ void		 pool_child_exited(struct pool *, pid_t, int wstatus,
 
 /* The number of models, and the status of the i-th in config order
  * (model, state, lazy, error, in_progress, last_used, pid, port, need,
- * requests, loads, restarts, loaded_at, evictions, load_failures and
- * the load-duration histogram; reqid and runtime are the caller's); -1
- * when i is out of range. */
+ * requests, loads, restarts, loaded_at, evictions, load_failures, the
+ * load-duration histogram and the queue figures; reqid and runtime are
+ * the caller's); -1 when i is out of range.  A model stopped by
+ * pool_unload shows STATE_UNLOADED. */
 size_t		 pool_count(struct pool *);
 int		 pool_status(struct pool *, size_t, struct proto_status *);
 /* A model's plan, or NULL. */
 const struct pool_plan *pool_plan(struct pool *, const char *);
 /* The counters since pool_new. */
 void		 pool_stats(struct pool *, struct pool_stats *);
+/*
+ * What a request for the model would do now, without doing it: the
+ * verdict, and lines for an operator (through line, in order) with the
+ * memory arithmetic, the models it would stop or wait for, and an
+ * estimated wait.  -1 for an unknown model.
+ */
+int		 pool_explain(struct pool *, const char *,
+		    void (*line)(void *, const char *), void *);
+/* "grant", "join", "load", "evict", "wait", "refuse". */
+const char	*pool_verdict_name(int);
 
 /*
  * Pure decisions, exported for the tests.
@@ -245,8 +321,23 @@ int64_t		 pool_reserve(int64_t setting, int64_t total);
 int		 pool_fits(const struct mem_snapshot *, int64_t reserve,
 		    int64_t budget, int64_t committed, int64_t need);
 /* The index of the ready, idle, lazy view used least recently (the first
- * among equals), or -1. */
+ * among equals) that is not kept, or -1. */
 ssize_t		 pool_eviction_candidate(const struct pool_view *, size_t);
+/*
+ * Room for v[self] (its need): ROOM_FITS when it fits next to what the
+ * others hold (loading ones count against the measured memory too, as
+ * they have not taken theirs yet); ROOM_EVICT with *victim the eviction
+ * candidate, unless by need the budget shows that stopping every idle
+ * one would not be enough; ROOM_WAIT when stopping the busy and kept
+ * lazy ones as well would be; ROOM_NEVER otherwise.
+ */
+int		 pool_room(const struct pool_view *, size_t, size_t self,
+		    const struct mem_snapshot *, int64_t reserve,
+		    int64_t budget, ssize_t *victim);
+/* How long a request would wait, in ms, from what was measured. */
+int64_t		 pool_wait_estimate(const struct pool_guess *);
+/* A Retry-After in seconds for a wait of ms: 1 to POOL_RETRY_MAX. */
+int		 pool_retry_after(int64_t);
 /* The load-duration bucket of ms: the first bound (PROTO_LOAD_BOUNDS)
  * it is within, or PROTO_LOAD_NBOUNDS past the last. */
 size_t		 pool_load_bucket(int64_t);

@@ -161,6 +161,15 @@ print_model(FILE *fp, const struct agency_conf *conf,
 	}
 	if (m->max_tokens != 0)
 		fprintf(fp, "\tmax tokens %" PRId64 "\n", m->max_tokens);
+	if (m->queue_timeout != conf->queue_timeout) {
+		fprintf(fp, "\tqueue timeout ");
+		print_duration(fp, m->queue_timeout);
+		fputc('\n', fp);
+	}
+	if (m->max_queue != 0)
+		fprintf(fp, "\tmax queue %" PRId64 "\n", m->max_queue);
+	if (m->max_requests != 0)
+		fprintf(fp, "\tmax requests %" PRId64 "\n", m->max_requests);
 	print_strlist(fp, "alias", &m->aliases);
 	print_strlist(fp, "env", &m->env);
 	fprintf(fp, "}\n");
@@ -243,6 +252,18 @@ print_config(FILE *fp, const struct agency_conf *conf)
 	if (conf->idle_timeout != 0) {
 		fprintf(fp, "idle timeout ");
 		print_duration(fp, conf->idle_timeout);
+		fputc('\n', fp);
+	}
+	if (conf->queue_timeout != DEFAULT_QUEUE_TIMEOUT) {
+		fprintf(fp, "queue timeout ");
+		print_duration(fp, conf->queue_timeout);
+		fputc('\n', fp);
+	}
+	if (conf->max_queue != DEFAULT_MAX_QUEUE)
+		fprintf(fp, "max queue %" PRId64 "\n", conf->max_queue);
+	if (conf->fairness != DEFAULT_FAIRNESS) {
+		fprintf(fp, "fairness window ");
+		print_duration(fp, conf->fairness);
 		fputc('\n', fp);
 	}
 	if (conf->default_model[0] != '\0') {

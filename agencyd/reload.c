@@ -148,6 +148,8 @@ agencyd_pool_settings(const struct agency_conf *conf,
 	ps->overcommit = conf->overcommit;
 	ps->port_lo = conf->port_lo;
 	ps->port_hi = conf->port_hi;
+	ps->max_queue = (uint32_t)conf->max_queue;
+	ps->fairness = conf->fairness;
 }
 
 static void
@@ -245,6 +247,10 @@ agencyd_reload(struct agencyd *d, struct ctl_conn *c)
 			} else
 				log_warnx("%s: cannot replace %s", __func__,
 				    mc->name);
+		} else {
+			/* The queue's limits need no restart. */
+			model_limits(mc, &m->plan);
+			(void)pool_set_limits(d->pool, &m->plan);
 		}
 		m->mc = mc;
 	}

@@ -48,6 +48,9 @@ config_new(void)
 	conf->max_connections = 0;
 	conf->body_timeout = DEFAULT_BODY_TIMEOUT;
 	conf->body_buffer = DEFAULT_BODY_BUFFER;
+	conf->queue_timeout = DEFAULT_QUEUE_TIMEOUT;
+	conf->max_queue = DEFAULT_MAX_QUEUE;
+	conf->fairness = DEFAULT_FAIRNESS;
 	return (conf);
 }
 

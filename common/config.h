@@ -37,7 +37,12 @@
 #define DEFAULT_HEADER_TIMEOUT	(10LL * 1000)		/* ms */
 #define DEFAULT_BODY_TIMEOUT	(60LL * 1000)		/* ms */
 #define DEFAULT_BODY_BUFFER	(256LL * 1024 * 1024)
+#define DEFAULT_QUEUE_TIMEOUT	(5LL * 60 * 1000)	/* ms */
+#define DEFAULT_MAX_QUEUE	512
+#define DEFAULT_FAIRNESS	(30LL * 1000)		/* ms */
 #define MAX_CONNECTIONS		1000000
+#define MAX_QUEUE_MAX		100000
+#define MAX_REQUESTS_MAX	65535
 
 enum model_kind {
 	KIND_CHAT,
@@ -111,6 +116,9 @@ struct model_conf {
 	int64_t			 idle_timeout;	/* ms; 0: never */
 	int64_t			 load_timeout;	/* ms */
 	int64_t			 max_tokens;	/* 0: the runtime's */
+	int64_t			 queue_timeout;	/* ms; -1 until the global */
+	int64_t			 max_queue;	/* 0: only the global bound */
+	int64_t			 max_requests;	/* 0: no bound */
 	struct strlist		 aliases;
 	struct strlist		 env;
 	int			 line;
@@ -140,6 +148,9 @@ struct agency_conf {
 	struct strlist		 server_names;	/* Host names, and
 						 * name:port */
 	int			 server_name_any;	/* no Host check */
+	int64_t			 queue_timeout;		/* ms, default */
+	int64_t			 max_queue;		/* waiting, in all */
+	int64_t			 fairness;		/* ms */
 	struct runtime_list	 runtimes;
 	struct model_list	 models;
 };

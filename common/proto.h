@@ -26,6 +26,7 @@
 #define PROTO_MSG_MAX		512	/* a refusal or error message */
 #define PROTO_PROBE_BODY	500	/* bytes of a probe answer kept */
 #define PROTO_LOGLINE_MAX	1024
+#define PROTO_RETRY_MAX		3600	/* s, the longest Retry-After */
 
 /*
  * The load-duration histogram's upper bounds in ms (Prometheus "le"
@@ -100,6 +101,9 @@ enum imsg_type {
 	/* parent -> proxy, between IMSG_CONF_START and the first
 	 * IMSG_CONF_RUNTIME: a "server name", struct proto_str */
 	IMSG_CONF_NAME,
+	/* agency-ctl -> agencyd: struct proto_ctl_model; the answer is
+	 * IMSG_CTL_INFO lines, IMSG_CTL_OK with the verdict, IMSG_CTL_END */
+	IMSG_CTL_PLAN,
 
 	IMSG_MAXTYPE
 };
@@ -110,13 +114,26 @@ enum proto_refusal {
 	REFUSE_NOT_ENOUGH_MEMORY,
 	REFUSE_STOPPING,
 	REFUSE_UNKNOWN_MODEL,	/* a race with a reload removing it */
+	REFUSE_QUEUE_FULL,	/* the queue (all, or the model's) is full */
+	REFUSE_QUEUE_TIMEOUT,	/* waited its queue timeout */
+	REFUSE_MODEL_BUSY,	/* max requests in flight, its queue full */
 };
+#define REFUSE_LAST	REFUSE_MODEL_BUSY
 
 enum proto_state {
 	STATE_STOPPED,
 	STATE_LOADING,
 	STATE_READY,
 	STATE_FAILED,
+	STATE_UNLOADED,		/* stopped by an unload: refused until a load */
+};
+
+/* What a model's waiting requests wait for (struct proto_status). */
+enum proto_wait {
+	WAIT_NONE,
+	WAIT_TURN,		/* its load, queued behind other changes */
+	WAIT_MEMORY,		/* its load, for busy models to drain */
+	WAIT_SLOT,		/* a slot of a ready model */
 };
 
 /* Where a model's need came from. */
@@ -209,6 +226,7 @@ struct proto_hold_refuse {
 	uint64_t	reqid;
 	int32_t		reason;		/* enum proto_refusal */
 	char		message[PROTO_MSG_MAX];
+	int32_t		retry_after;	/* s, 0: no Retry-After */
 };
 
 struct proto_probe {
@@ -249,6 +267,11 @@ struct proto_status {
 	uint64_t	load_ms_sum;	/* of the successful loads */
 	uint64_t	load_hist[PROTO_LOAD_NBOUNDS + 1];
 	int32_t		need_from;	/* enum proto_need_from */
+	/* added for scheduling */
+	uint32_t	queued;		/* requests waiting for it */
+	int32_t		waiting;	/* enum proto_wait */
+	int64_t		oldest_wait;	/* ms the oldest has waited; -1 */
+	uint32_t	max_requests;	/* 0: no bound */
 };
 
 struct proto_cancel {
@@ -332,7 +355,8 @@ proto_grantv(const void *data, size_t len, struct proto_hold_grant *g)
 	return (0);
 }
 
-/* "stopped", "loading", "ready", "failed"; NULL for anything else. */
+/* "stopped", "loading", "ready", "failed", "unloaded"; NULL for
+ * anything else. */
 static inline const char *
 proto_state_name(int32_t state)
 {
@@ -345,6 +369,26 @@ proto_state_name(int32_t state)
 		return ("ready");
 	case STATE_FAILED:
 		return ("failed");
+	case STATE_UNLOADED:
+		return ("unloaded");
+	default:
+		return (NULL);
+	}
+}
+
+/* "turn", "memory", "slot"; "" for WAIT_NONE, NULL for anything else. */
+static inline const char *
+proto_wait_name(int32_t wait)
+{
+	switch (wait) {
+	case WAIT_NONE:
+		return ("");
+	case WAIT_TURN:
+		return ("turn");
+	case WAIT_MEMORY:
+		return ("memory");
+	case WAIT_SLOT:
+		return ("slot");
 	default:
 		return (NULL);
 	}

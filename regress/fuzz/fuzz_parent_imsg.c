@@ -104,9 +104,11 @@ listeners_bind(struct agency_conf *conf)
 }
 
 static const char *confs[] = {
-	/* both lazy, only one fits the budget */
+	/* both lazy, only one fits the budget; requests wait, bounded */
 	"ports 5800 to 5999\n"
 	"memory budget 5G\n"
+	"max queue 4\n"
+	"fairness window 2s\n"
 	"runtime \"llama\" {\n"
 	"\tcommand \"/nonexistent/llama --port %p -m %u\"\n"
 	"\tready get \"/health\"\n"
@@ -119,12 +121,15 @@ static const char *confs[] = {
 	"}\n"
 	"model \"a\" {\n\truntime \"llama\"\n\tupstream \"/m/a.gguf\"\n"
 	"\tlazy\n\tmemory 3G\n\tidle timeout 1m\n\tload timeout 10s\n"
+	"\tmax requests 2\n\tmax queue 2\n\tqueue timeout 30s\n"
 	"\talias \"aa\"\n}\n"
 	"model \"b\" {\n\truntime \"vllm\"\n\tupstream \"org/b\"\n"
 	"\tlazy\n\tmemory 3G\n}\n",
-	/* b is not lazy: loaded at start, restarted when it dies */
+	/* b is not lazy: loaded at start, restarted when it dies; nothing
+	 * waits (the reference pool) */
 	"ports 5800 to 5999\n"
 	"memory budget 5G\n"
+	"queue timeout 0s\n"
 	"runtime \"llama\" {\n"
 	"\tcommand \"/nonexistent/llama --port %p -m %u\"\n"
 	"\tready get \"/health\"\n"
@@ -377,15 +382,17 @@ f_granted(void *ctx, uint64_t reqid, uint64_t holdid,
 }
 
 static void
-f_refused(void *ctx, uint64_t reqid, int reason, const char *message)
+f_refused(void *ctx, uint64_t reqid, int reason, int retry_after,
+    const char *message)
 {
 	if (verbose)
 		fprintf(stderr, "refused req %llu: %s\n",
 		    (unsigned long long)reqid, message);
 	CHECK(w.d.proxy_up);
 	CHECK(req_take(reqid) == 0);
-	CHECK(reason >= REFUSE_NOT_LOADED && reason <= REFUSE_UNKNOWN_MODEL);
-	model_pool_ops.refused(ctx, reqid, reason, message);
+	CHECK(reason >= REFUSE_NOT_LOADED && reason <= REFUSE_LAST);
+	CHECK(retry_after >= 0 && retry_after <= PROTO_RETRY_MAX);
+	model_pool_ops.refused(ctx, reqid, reason, retry_after, message);
 }
 
 /* --- the proxy's side --- */
@@ -526,7 +533,8 @@ check(void)
 	for (i = 0; i < n; i++) {
 		CHECK(pool_status(w.d.pool, i, &st) == 0);
 		CHECK(PROTO_STROK(st.model) && PROTO_STROK(st.error));
-		CHECK(st.state >= STATE_STOPPED && st.state <= STATE_FAILED);
+		CHECK(proto_state_name(st.state) != NULL);
+		CHECK(proto_wait_name(st.waiting) != NULL);
 		sum += st.in_progress;
 	}
 	if (verbose && sum != w.nholds)
@@ -635,7 +643,7 @@ static const uint32_t	proxy_types[] = { IMSG_HOLD_REQ, IMSG_HOLD_WITHDRAW,
 
 static const uint32_t	ctl_types[] = { IMSG_STATUS_REQ, IMSG_CTL_LOAD,
 			    IMSG_CTL_UNLOAD, IMSG_CTL_CANCEL, IMSG_CTL_RELOAD,
-			    IMSG_CTL_VERBOSE, IMSG_CTL_LOGS };
+			    IMSG_CTL_VERBOSE, IMSG_CTL_LOGS, IMSG_CTL_PLAN };
 #define NCTL_TYPES	(sizeof(ctl_types) / sizeof(ctl_types[0]))
 
 /*
@@ -730,6 +738,7 @@ payload(struct input *in, uint32_t type, void *buf, size_t size,
 	case IMSG_CTL_UNLOAD:
 	case IMSG_CTL_CANCEL:
 	case IMSG_CTL_LOGS:
+	case IMSG_CTL_PLAN:
 		memset(&cm, 0, sizeof(cm));
 		name(in, cm.model, sizeof(cm.model));
 		cm.wait = u8(in) & 1;
@@ -1069,12 +1078,7 @@ setup(int which)
 	if (listeners_bind(d->conf) == -1)
 		errx(1, "listeners_bind");
 
-	memset(&ps, 0, sizeof(ps));
-	ps.reserve = d->conf->reserve;
-	ps.budget = d->conf->budget;
-	ps.overcommit = d->conf->overcommit;
-	ps.port_lo = d->conf->port_lo;
-	ps.port_hi = d->conf->port_hi;
+	agencyd_pool_settings(d->conf, &ps);
 	if ((d->pool = pool_new(&fake_ops, d, &ps)) == NULL)
 		err(1, "pool_new");
 	if (models_setup(d) == -1)

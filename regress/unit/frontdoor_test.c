@@ -924,6 +924,27 @@ ATF_TC_BODY(upstream_refused, tc)
 	proxy_stop(&h);
 }
 
+/* A model request the parent refuses with reason and retry_after: the
+ * answer the client reads. */
+static char *
+refused_answer(struct harness *h, int reason, int retry, const char *msg)
+{
+	struct proto_hold_req		 hr;
+	struct proto_hold_refuse	 rf;
+	int				 fd;
+
+	fd = cl_send(h, "POST", "/v1/chat/completions", NULL,
+	    "application/json", "{\"model\":\"alpha\"}");
+	h_wait(h, IMSG_HOLD_REQ, &hr, sizeof(hr));
+	memset(&rf, 0, sizeof(rf));
+	rf.reqid = hr.reqid;
+	rf.reason = reason;
+	rf.retry_after = retry;
+	strlcpy(rf.message, msg, sizeof(rf.message));
+	h_send(h, IMSG_HOLD_REFUSE, -1, &rf, sizeof(rf));
+	return (cl_read(h, fd));
+}
+
 ATF_TC(refusals);
 ATF_TC_HEAD(refusals, tc)
 {
@@ -934,36 +955,64 @@ ATF_TC_HEAD(refusals, tc)
 ATF_TC_BODY(refusals, tc)
 {
 	struct harness			 h;
-	struct proto_hold_req		 hr;
-	struct proto_hold_refuse	 rf;
 	char				*r;
-	int				 fd;
 
 	proxy_start(tc, &h, 1 << 20);
-	fd = cl_send(&h, "POST", "/v1/chat/completions", NULL,
-	    "application/json", "{\"model\":\"alpha\"}");
-	h_wait(&h, IMSG_HOLD_REQ, &hr, sizeof(hr));
-	memset(&rf, 0, sizeof(rf));
-	rf.reqid = hr.reqid;
-	rf.reason = REFUSE_NOT_ENOUGH_MEMORY;
-	strlcpy(rf.message, "need 6G, have 2G: beta busy",
-	    sizeof(rf.message));
-	h_send(&h, IMSG_HOLD_REFUSE, -1, &rf, sizeof(rf));
-	r = cl_read(&h, fd);
+	r = refused_answer(&h, REFUSE_NOT_ENOUGH_MEMORY, 0,
+	    "need 6G, have 2G: beta busy");
 	ATF_CHECK_EQ(status_of(r), 503);
 	CHECK_HAS(r, "need 6G, have 2G: beta busy");
 	CHECK_HAS(r, "\"code\":\"not_enough_memory\"");
+	ATF_CHECK(strstr(r, "Retry-After") == NULL);
 
-	fd = cl_send(&h, "POST", "/v1/chat/completions", NULL,
-	    "application/json", "{\"model\":\"alpha\"}");
-	h_wait(&h, IMSG_HOLD_REQ, &hr, sizeof(hr));
-	rf.reqid = hr.reqid;
-	rf.reason = REFUSE_LOAD_FAILED;
-	strlcpy(rf.message, "model alpha exited with 1", sizeof(rf.message));
-	h_send(&h, IMSG_HOLD_REFUSE, -1, &rf, sizeof(rf));
-	r = cl_read(&h, fd);
+	r = refused_answer(&h, REFUSE_LOAD_FAILED, 0,
+	    "model alpha exited with 1");
 	ATF_CHECK_EQ(status_of(r), 502);
 	CHECK_HAS(r, "\"code\":\"load_failed\"");
+	h_barrier(&h);
+	ATF_CHECK_EQ(h_count(&h, IMSG_HOLD_RELEASE), 0);
+	proxy_stop(&h);
+}
+
+ATF_TC(refusals_queue);
+ATF_TC_HEAD(refusals_queue, tc)
+{
+	atf_tc_set_md_var(tc, "descr", "the queue's refusals: 503 "
+	    "queue_full and queue_timeout, 429 for a busy model, each with "
+	    "the parent's Retry-After");
+	atf_tc_set_md_var(tc, "timeout", "30");
+}
+ATF_TC_BODY(refusals_queue, tc)
+{
+	static const struct {
+		int		 reason;
+		int		 retry;
+		int		 status;
+		const char	*code;
+		const char	*header;
+	} cases[] = {
+		{ REFUSE_QUEUE_FULL, 12, 503, "queue_full",
+		    "\r\nRetry-After: 12\r\n" },
+		{ REFUSE_QUEUE_TIMEOUT, 3600, 503, "queue_timeout",
+		    "\r\nRetry-After: 3600\r\n" },
+		{ REFUSE_MODEL_BUSY, 1, 429, "queue_full",
+		    "\r\nRetry-After: 1\r\n" },
+	};
+	struct harness			 h;
+	char				*r = NULL;
+	size_t				 i;
+
+	proxy_start(tc, &h, 1 << 20);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		r = refused_answer(&h, cases[i].reason, cases[i].retry,
+		    "alpha: the queue says no");
+		ATF_CHECK_EQ(status_of(r), cases[i].status);
+		CHECK_HAS(r, cases[i].header);
+		CHECK_HAS(r, cases[i].code);
+		CHECK_HAS(r, "alpha: the queue says no");
+	}
+	CHECK_HAS(r, "HTTP/1.1 429 Too Many Requests\r\n");
+	CHECK_HAS(r, "\"type\":\"rate_limit_error\"");
 	h_barrier(&h);
 	ATF_CHECK_EQ(h_count(&h, IMSG_HOLD_RELEASE), 0);
 	proxy_stop(&h);
@@ -1504,6 +1553,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, disconnect_drain);
 	ATF_TP_ADD_TC(tp, upstream_refused);
 	ATF_TP_ADD_TC(tp, refusals);
+	ATF_TP_ADD_TC(tp, refusals_queue);
 	ATF_TP_ADD_TC(tp, withdraw);
 	ATF_TP_ADD_TC(tp, errors);
 	ATF_TP_ADD_TC(tp, probe_retry);

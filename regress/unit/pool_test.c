@@ -20,7 +20,7 @@
 #include "pool.h"
 
 #define GIB	POOL_GIB
-#define NREC	256
+#define NREC	1024
 
 struct ftimer {
 	int		 used;
@@ -54,6 +54,7 @@ struct fgrant {
 struct frefusal {
 	uint64_t	 reqid;
 	int		 reason;
+	int		 retry_after;
 	char		 msg[PROTO_MSG_MAX];
 };
 
@@ -215,7 +216,8 @@ f_granted(void *ctx, uint64_t reqid, uint64_t holdid,
 }
 
 static void
-f_refused(void *ctx, uint64_t reqid, int reason, const char *msg)
+f_refused(void *ctx, uint64_t reqid, int reason, int retry_after,
+    const char *msg)
 {
 	struct frefusal	*r;
 
@@ -224,6 +226,7 @@ f_refused(void *ctx, uint64_t reqid, int reason, const char *msg)
 	r = &F.refusals[F.nrefusals++];
 	r->reqid = reqid;
 	r->reason = reason;
+	r->retry_after = retry_after;
 	strlcpy(r->msg, msg, sizeof(r->msg));
 }
 
@@ -266,25 +269,32 @@ load_cb(void *arg, int ok, const char *err)
 	strlcpy(F.load_err, err != NULL ? err : "", sizeof(F.load_err));
 }
 
+/* A pool on the fakes with set, on ports 5800 to 5809. */
 static struct pool *
-setup_with(int64_t reserve, int64_t budget, int overcommit)
+setup_settings(struct pool_settings *set)
 {
-	struct pool_settings	 set;
-
 	memset(&F, 0, sizeof(F));
 	F.now = 1000000;
 	F.mem.available = 64 * GIB;
 	F.mem.total = 128 * GIB;
 	F.next_pid = 1000;
+	set->port_lo = 5800;
+	set->port_hi = 5809;
+	F.p = pool_new(&fops, NULL, set);
+	ATF_REQUIRE(F.p != NULL);
+	return (F.p);
+}
+
+static struct pool *
+setup_with(int64_t reserve, int64_t budget, int overcommit)
+{
+	struct pool_settings	 set;
+
 	memset(&set, 0, sizeof(set));
 	set.reserve = reserve;
 	set.budget = budget;
 	set.overcommit = overcommit;
-	set.port_lo = 5800;
-	set.port_hi = 5809;
-	F.p = pool_new(&fops, NULL, &set);
-	ATF_REQUIRE(F.p != NULL);
-	return (F.p);
+	return (setup_settings(&set));
 }
 
 static struct pool *
@@ -293,8 +303,11 @@ setup(void)
 	return (setup_with(0, 0, 0));
 }
 
+/* A model that may wait tmo ms (0: the reference pool's model), with
+ * max_requests and max_queue (0: no bound). */
 static void
-model(const char *name, int lazy, int64_t need)
+qmodel(const char *name, int lazy, int64_t need, int64_t tmo,
+    uint32_t maxreq, uint32_t maxq)
 {
 	struct pool_plan	 plan;
 
@@ -305,7 +318,16 @@ model(const char *name, int lazy, int64_t need)
 	plan.lazy = lazy;
 	plan.need = need;
 	plan.load_timeout = 600000;
+	plan.queue_timeout = tmo;
+	plan.max_requests = maxreq;
+	plan.max_queue = maxq;
 	ATF_REQUIRE_EQ(pool_add(F.p, &plan), 0);
+}
+
+static void
+model(const char *name, int lazy, int64_t need)
+{
+	qmodel(name, lazy, need, 0, 0, 0);
 }
 
 /* Move the clock to now + ms, firing the timers it passes, in order. */
@@ -486,7 +508,8 @@ ATF_TC_BODY(loads_one_at_a_time, tc)
 	pool_acquire(F.p, "b", 2, 7);
 	ATF_REQUIRE_EQ(F.nspawns, 1);
 	ATF_REQUIRE_STREQ(F.spawns[0].name, "a");
-	ATF_REQUIRE_EQ(state("b"), STATE_LOADING);
+	/* Queued, not loading yet (issue 20 item 4). */
+	ATF_REQUIRE_EQ(state("b"), STATE_STOPPED);
 	spawned(0, 100);
 	ATF_REQUIRE_EQ(F.nspawns, 1);
 	probed_last();
@@ -591,7 +614,7 @@ ATF_TC_BODY(reload_gets_new_port, tc)
 	bring_up("a", 100);
 	first = F.spawns[0].port;
 	ATF_REQUIRE_EQ(pool_unload(F.p, "a", done_cb, NULL), 0);
-	ATF_REQUIRE_EQ(state("a"), STATE_STOPPED);
+	ATF_REQUIRE_EQ(state("a"), STATE_UNLOADED);
 	ATF_REQUIRE_EQ(killed_with(100, SIGTERM), 1);
 	ATF_REQUIRE_EQ(F.dones, 0);
 	signalled(100, SIGTERM);
@@ -620,7 +643,7 @@ ATF_TC_BODY(unload_during_load, tc)
 	ATF_REQUIRE_STREQ(F.refusals[0].msg,
 	    "server for a was killed by SIGTERM before it was ready");
 	ATF_REQUIRE_EQ(F.dones, 1);
-	ATF_REQUIRE_EQ(state("a"), STATE_STOPPED);
+	ATF_REQUIRE_EQ(state("a"), STATE_UNLOADED);
 	ATF_REQUIRE_EQ(F.ngrants, 0);
 	pool_free(F.p);
 }
@@ -644,7 +667,7 @@ ATF_TC_BODY(unload_before_spawn, tc)
 	ATF_REQUIRE_EQ(F.refusals[0].reqid, 2);
 	ATF_REQUIRE_EQ(F.refusals[0].reason, REFUSE_LOAD_FAILED);
 	ATF_REQUIRE_EQ(F.dones, 1);
-	ATF_REQUIRE_EQ(state("b"), STATE_STOPPED);
+	ATF_REQUIRE_EQ(state("b"), STATE_UNLOADED);
 	ATF_REQUIRE_EQ(F.nkills, 0);
 	pool_free(F.p);
 }
@@ -668,7 +691,7 @@ ATF_TC_BODY(unload_during_spawn, tc)
 	ATF_REQUIRE_EQ(F.nrefusals, 1);
 	ATF_REQUIRE_EQ(F.refusals[0].reason, REFUSE_LOAD_FAILED);
 	ATF_REQUIRE(strstr(F.refusals[0].msg, "before it was ready") != NULL);
-	ATF_REQUIRE_EQ(state("a"), STATE_STOPPED);
+	ATF_REQUIRE_EQ(state("a"), STATE_UNLOADED);
 	pool_free(F.p);
 }
 
@@ -727,7 +750,9 @@ ATF_TC_BODY(probe_wrong_answer, tc)
 	spawned(0, 100);
 	pool_probe_result(F.p, F.probes[0].id, 0, 503, "loading model");
 	ATF_REQUIRE_EQ(killed_with(100, SIGTERM), 1);
-	ATF_REQUIRE_EQ(state("a"), STATE_LOADING);
+	/* Failed at once; the exit only ends the op (issue 20 item 3). */
+	ATF_REQUIRE_EQ(state("a"), STATE_FAILED);
+	ATF_REQUIRE_EQ(F.nrefusals, 1);
 	signalled(100, SIGTERM);
 	status("a", &st);
 	ATF_REQUIRE_EQ(st.state, STATE_FAILED);
@@ -879,15 +904,15 @@ ATF_TC_BODY(eviction_candidate_pure, tc)
 	memset(v, 0, sizeof(v));
 	ATF_REQUIRE_EQ(pool_eviction_candidate(v, 0), -1);
 	/* 0 busy, 1 not lazy, 2 loading, 3 stopped, 4 failed: all skipped */
-	v[0] = (struct pool_view){ STATE_READY, 1, 1, 10 };
-	v[1] = (struct pool_view){ STATE_READY, 0, 0, 10 };
-	v[2] = (struct pool_view){ STATE_LOADING, 1, 0, 10 };
-	v[3] = (struct pool_view){ STATE_STOPPED, 1, 0, 10 };
-	v[4] = (struct pool_view){ STATE_FAILED, 1, 0, 10 };
+	v[0] = (struct pool_view){ STATE_READY, 1, 1, 10, 0, 0, 0 };
+	v[1] = (struct pool_view){ STATE_READY, 0, 0, 10, 0, 0, 0 };
+	v[2] = (struct pool_view){ STATE_LOADING, 1, 0, 10, 0, 0, 0 };
+	v[3] = (struct pool_view){ STATE_STOPPED, 1, 0, 10, 0, 0, 0 };
+	v[4] = (struct pool_view){ STATE_FAILED, 1, 0, 10, 0, 0, 0 };
 	ATF_REQUIRE_EQ(pool_eviction_candidate(v, 5), -1);
-	v[5] = (struct pool_view){ STATE_READY, 1, 0, 300 };
-	v[6] = (struct pool_view){ STATE_READY, 1, 0, 200 };
-	v[7] = (struct pool_view){ STATE_READY, 1, 0, 400 };
+	v[5] = (struct pool_view){ STATE_READY, 1, 0, 300, 0, 0, 0 };
+	v[6] = (struct pool_view){ STATE_READY, 1, 0, 200, 0, 0, 0 };
+	v[7] = (struct pool_view){ STATE_READY, 1, 0, 400, 0, 0, 0 };
 	ATF_REQUIRE_EQ(pool_eviction_candidate(v, 8), 6);
 	v[6].in_progress = 1;
 	ATF_REQUIRE_EQ(pool_eviction_candidate(v, 8), 5);
@@ -1305,7 +1330,8 @@ ATF_TC_BODY(unloaded_until_load, tc)
 	/* Refused at once, while it is still exiting, and after. */
 	pool_acquire(F.p, "a", 1, 7);
 	ATF_REQUIRE_EQ(F.refusals[0].reason, REFUSE_NOT_LOADED);
-	ATF_REQUIRE_STREQ(F.refusals[0].msg, "a is not loaded");
+	ATF_REQUIRE_STREQ(F.refusals[0].msg,
+	    "a is not loaded; agency-ctl load a loads it");
 	signalled(100, SIGTERM);
 	pool_acquire(F.p, "a", 2, 7);
 	ATF_REQUIRE_EQ(F.refusals[1].reason, REFUSE_NOT_LOADED);
@@ -2309,6 +2335,307 @@ ATF_TC_BODY(fit_keeps_reserve, tc)
 }
 
 /*
+ * Seed conformance (issue 20) and the unloaded state (issue 13 #13).
+ */
+
+/* Messages that pool_load callbacks got, in order. */
+static char	 load_errs[8][PROTO_MSG_MAX];
+static size_t	 nload_errs;
+
+static void
+load_cb_keep(void *arg, int ok, const char *err)
+{
+	(void)arg;
+	(void)ok;
+	F.dones++;
+	if (nload_errs < 8)
+		strlcpy(load_errs[nload_errs++], err != NULL ? err : "",
+		    PROTO_MSG_MAX);
+}
+
+static uint64_t
+deaths(void)
+{
+	struct pool_stats	 ps;
+
+	pool_stats(F.p, &ps);
+	return (ps.deaths);
+}
+
+static uint64_t
+load_failures(void)
+{
+	struct pool_stats	 ps;
+
+	pool_stats(F.p, &ps);
+	return (ps.load_failures);
+}
+
+/* Item 1: exits the pool causes (unload, stop all) are no deaths, and
+ * each child gets one SIGTERM; the load callbacks say why. */
+ATF_TC_WITHOUT_HEAD(own_stops_not_deaths);
+ATF_TC_BODY(own_stops_not_deaths, tc)
+{
+	setup();
+	nload_errs = 0;
+	model("a", 1, GIB);
+	model("b", 1, GIB);
+	model("c", 0, GIB);
+	model("d", 1, GIB);
+	bring_up("a", 100);
+	bring_up("c", 300);
+	ATF_REQUIRE_EQ(pool_unload(F.p, "a", done_cb, NULL), 0);
+	signalled(100, SIGTERM);
+	advance(POOL_EXIT_GRACE * 4);
+	ATF_REQUIRE_EQ(killed_with(100, SIGTERM), 1);
+	ATF_REQUIRE_EQ(deaths(), 0);
+	ATF_REQUIRE(!logged(LOG_ERR, "server for a"));
+
+	/* A load ended by an unload while it was probed. */
+	ATF_REQUIRE_EQ(pool_load(F.p, "b", load_cb_keep, NULL), 0);
+	spawned(F.nspawns - 1, 200);
+	ATF_REQUIRE_EQ(pool_unload(F.p, "b", NULL, NULL), 0);
+	ATF_REQUIRE_EQ(killed_with(200, SIGTERM), 1);
+	signalled(200, SIGTERM);
+	ATF_REQUIRE_EQ(nload_errs, 1);
+	ATF_REQUIRE_STREQ(load_errs[0],
+	    "server for b was killed by SIGTERM before it was ready");
+
+	/* A load ended by an unload before its spawn (queued behind d's). */
+	pool_acquire(F.p, "d", 1, 7);
+	ATF_REQUIRE_EQ(pool_load(F.p, "b", load_cb_keep, NULL), 0);
+	ATF_REQUIRE_EQ(pool_unload(F.p, "b", NULL, NULL), 0);
+	spawned(F.nspawns - 1, 400);
+	probed_last();
+	ATF_REQUIRE_EQ(nload_errs, 2);
+	ATF_REQUIRE_STREQ(load_errs[1],
+	    "server for b was unloaded before it started");
+
+	/* A load ended by stop all. */
+	ATF_REQUIRE_EQ(pool_load(F.p, "b", load_cb_keep, NULL), 0);
+	spawned(F.nspawns - 1, 500);
+	pool_stop_all(F.p, done_cb, NULL);
+	ATF_REQUIRE_EQ(killed_with(300, SIGTERM), 1);
+	ATF_REQUIRE_EQ(killed_with(400, SIGTERM), 1);
+	ATF_REQUIRE_EQ(killed_with(500, SIGTERM), 1);
+	signalled(300, SIGTERM);
+	signalled(400, SIGTERM);
+	signalled(500, SIGTERM);
+	ATF_REQUIRE_EQ(nload_errs, 3);
+	ATF_REQUIRE_STREQ(load_errs[2], "agency is stopping");
+	advance(POOL_STOP_GRACE * 2);
+	ATF_REQUIRE_EQ(killed_with(300, SIGKILL), 0);
+	ATF_REQUIRE_EQ(deaths(), 0);
+	ATF_REQUIRE(!logged(LOG_ERR, ""));
+	pool_free(F.p);
+}
+
+/* Item 2: a load that stop all ends is not a load failure. */
+ATF_TC_WITHOUT_HEAD(stop_all_load_not_failure);
+ATF_TC_BODY(stop_all_load_not_failure, tc)
+{
+	struct proto_status	 st;
+
+	setup();
+	model("a", 1, GIB);
+	pool_acquire(F.p, "a", 1, 7);
+	spawned(0, 100);
+	pool_stop_all(F.p, done_cb, NULL);
+	signalled(100, SIGTERM);
+	ATF_REQUIRE_EQ(F.dones, 1);
+	status("a", &st);
+	ATF_REQUIRE_EQ(st.state, STATE_STOPPED);
+	ATF_REQUIRE_EQ(st.load_failures, 0);
+	ATF_REQUIRE_EQ(load_failures(), 0);
+	ATF_REQUIRE(!logged(LOG_ERR, "server for a"));
+	pool_free(F.p);
+}
+
+/* Item 3: a wrong readiness answer fails the load at once; the kill
+ * follows, and the model's next load waits for the exit. */
+ATF_TC_WITHOUT_HEAD(wrong_answer_fails_at_once);
+ATF_TC_BODY(wrong_answer_fails_at_once, tc)
+{
+	struct proto_status	 st;
+
+	setup();
+	nload_errs = 0;
+	model("a", 1, GIB);
+	model("n", 0, GIB);
+	pool_acquire(F.p, "a", 1, 7);
+	ATF_REQUIRE_EQ(pool_load(F.p, "a", load_cb_keep, NULL), 0);
+	spawned(0, 100);
+	pool_probe_result(F.p, F.probes[0].id, 0, 500, "broken");
+	/* Answered before the process has exited. */
+	ATF_REQUIRE_EQ(F.nrefusals, 1);
+	ATF_REQUIRE_EQ(F.refusals[0].reason, REFUSE_LOAD_FAILED);
+	ATF_REQUIRE_STREQ(F.refusals[0].msg, "server for a answered 500 to "
+	    "the readiness request: broken");
+	ATF_REQUIRE_EQ(nload_errs, 1);
+	ATF_REQUIRE_STREQ(load_errs[0], F.refusals[0].msg);
+	status("a", &st);
+	ATF_REQUIRE_EQ(st.state, STATE_FAILED);
+	ATF_REQUIRE_EQ(st.load_failures, 1);
+	ATF_REQUIRE_EQ(killed_with(100, SIGTERM), 1);
+	/* A new request: its load waits for the old process to go. */
+	pool_acquire(F.p, "a", 2, 7);
+	ATF_REQUIRE_EQ(F.nspawns, 1);
+	advance(POOL_STOP_GRACE);
+	ATF_REQUIRE_EQ(killed_with(100, SIGKILL), 1);
+	signalled(100, SIGKILL);
+	ATF_REQUIRE_EQ(F.nspawns, 2);
+	ATF_REQUIRE(F.spawns[1].port != 0);
+	spawned(1, 101);
+	probed_last();
+	ATF_REQUIRE_EQ(F.ngrants, 1);
+	ATF_REQUIRE_EQ(F.grants[0].reqid, 2);
+	/* Counted once, and no death. */
+	status("a", &st);
+	ATF_REQUIRE_EQ(st.load_failures, 1);
+	ATF_REQUIRE_EQ(deaths(), 0);
+
+	/* Not lazy: restarted after the exit, on its backoff. */
+	pool_start(F.p);
+	spawned(2, 200);
+	pool_probe_result(F.p, F.probes[F.nprobes - 1].id, 0, 404, "no");
+	ATF_REQUIRE_EQ(state("n"), STATE_FAILED);
+	advance(POOL_BACKOFF_MIN);
+	ATF_REQUIRE_EQ(F.nspawns, 3);
+	signalled(200, SIGTERM);
+	ATF_REQUIRE_EQ(F.nspawns, 3);
+	advance(POOL_BACKOFF_MIN);
+	ATF_REQUIRE_EQ(F.nspawns, 4);
+	ATF_REQUIRE_STREQ(F.spawns[3].name, "n");
+	pool_free(F.p);
+}
+
+/* Item 4: a queued load shows its state until it starts, and status
+ * says it is queued. */
+ATF_TC_WITHOUT_HEAD(queued_load_not_loading);
+ATF_TC_BODY(queued_load_not_loading, tc)
+{
+	struct proto_status	 st;
+
+	setup();
+	model("a", 1, GIB);
+	model("b", 1, GIB);
+	pool_acquire(F.p, "a", 1, 7);
+	advance(1500);
+	pool_acquire(F.p, "b", 2, 7);
+	advance(500);
+	status("b", &st);
+	ATF_REQUIRE_EQ(st.state, STATE_STOPPED);
+	ATF_REQUIRE_EQ(st.waiting, WAIT_TURN);
+	ATF_REQUIRE_EQ(st.queued, 1);
+	ATF_REQUIRE_EQ(st.oldest_wait, 500);
+	status("a", &st);
+	ATF_REQUIRE_EQ(st.state, STATE_LOADING);
+	ATF_REQUIRE_EQ(st.waiting, WAIT_NONE);
+	ATF_REQUIRE_EQ(st.queued, 1);
+	ATF_REQUIRE_EQ(st.oldest_wait, 2000);
+	spawned(0, 100);
+	probed_last();
+	status("b", &st);
+	ATF_REQUIRE_EQ(st.state, STATE_LOADING);
+	ATF_REQUIRE_EQ(st.waiting, WAIT_NONE);
+	spawned(1, 200);
+	probed_last();
+	status("b", &st);
+	ATF_REQUIRE_EQ(st.queued, 0);
+	ATF_REQUIRE_EQ(st.oldest_wait, -1);
+	/* A failed model with a queued load stays failed until it starts. */
+	exited(200, 1);
+	pool_acquire(F.p, "a", 3, 7);
+	pool_restart(F.p, "a", NULL, NULL);
+	pool_acquire(F.p, "b", 4, 7);
+	ATF_REQUIRE_EQ(state("b"), STATE_FAILED);
+	pool_free(F.p);
+}
+
+/* Item 5: what the messages say. */
+ATF_TC_WITHOUT_HEAD(messages);
+ATF_TC_BODY(messages, tc)
+{
+	setup_with(0, 4 * GIB, 0);
+	F.mem.available = 3 * GIB;
+	model("a", 1, 2 * GIB);
+	model("b", 1, 3 * GIB);
+	model("big", 1, 4 * GIB);
+	/* Nothing loaded to blame: it says so. */
+	pool_acquire(F.p, "big", 1, 7);
+	ATF_REQUIRE_STREQ(F.refusals[0].msg, "not enough memory for big "
+	    "(needs 4.0 GiB, 3.0 GiB available): nothing is loaded");
+	/* The eviction log line has the figures. */
+	bring_up("a", 100);
+	pool_acquire(F.p, "b", 2, 7);
+	ATF_REQUIRE(logged(LOG_INFO, "server for a: stopping it to make room "
+	    "for server for b (needs 3.0 GiB, 3.0 GiB available, budget "
+	    "4.0 GiB of which 2.0 GiB in use)"));
+	/* The not-loaded refusal names the way to load it. */
+	signalled(100, SIGTERM);
+	pool_unload(F.p, "b", NULL, NULL);
+	pool_acquire(F.p, "b", 3, 7);
+	ATF_REQUIRE_STREQ(F.refusals[F.nrefusals - 1].msg,
+	    "b is not loaded; agency-ctl load b loads it");
+	pool_free(F.p);
+}
+
+/* Item 6: a failed load does not stop the ones after it. */
+ATF_TC_WITHOUT_HEAD(failed_job_does_not_stop_queue);
+ATF_TC_BODY(failed_job_does_not_stop_queue, tc)
+{
+	setup();
+	model("a", 1, GIB);
+	model("b", 1, GIB);
+	pool_acquire(F.p, "a", 1, 7);
+	pool_acquire(F.p, "b", 2, 7);
+	ATF_REQUIRE_EQ(F.nspawns, 1);
+	pool_spawned(F.p, F.spawns[0].id, -1, "no such file");
+	ATF_REQUIRE_EQ(F.refusals[0].reqid, 1);
+	ATF_REQUIRE_EQ(F.nspawns, 2);
+	ATF_REQUIRE_STREQ(F.spawns[1].name, "b");
+	spawned(1, 200);
+	probed_last();
+	ATF_REQUIRE_EQ(F.ngrants, 1);
+	ATF_REQUIRE_EQ(F.grants[0].reqid, 2);
+	ATF_REQUIRE_EQ(state("a"), STATE_FAILED);
+	ATF_REQUIRE_EQ(state("b"), STATE_READY);
+	pool_free(F.p);
+}
+
+/* Issue 13 #13: a model stopped by unload is "unloaded" until a load;
+ * one stopped by its idle timeout or removed is "stopped". */
+ATF_TC_WITHOUT_HEAD(unloaded_state);
+ATF_TC_BODY(unloaded_state, tc)
+{
+	setup();
+	model("a", 1, GIB);
+	model("n", 0, GIB);
+	ATF_REQUIRE_EQ(state("a"), STATE_STOPPED);
+	bring_up("a", 100);
+	pool_unload(F.p, "a", NULL, NULL);
+	ATF_REQUIRE_EQ(state("a"), STATE_UNLOADED);
+	signalled(100, SIGTERM);
+	ATF_REQUIRE_EQ(state("a"), STATE_UNLOADED);
+	ATF_REQUIRE_STREQ(proto_state_name(STATE_UNLOADED), "unloaded");
+	pool_load(F.p, "a", NULL, NULL);
+	ATF_REQUIRE_EQ(state("a"), STATE_LOADING);
+	spawned(1, 101);
+	probed_last();
+	ATF_REQUIRE_EQ(state("a"), STATE_READY);
+	/* Not lazy, too: refused until a load. */
+	pool_unload(F.p, "n", NULL, NULL);
+	ATF_REQUIRE_EQ(state("n"), STATE_UNLOADED);
+	/* Removed while unloaded: draining, so stopped. */
+	pool_unload(F.p, "a", NULL, NULL);
+	signalled(101, SIGTERM);
+	pool_remove(F.p, "n", NULL, NULL);
+	ATF_REQUIRE_EQ(state("a"), STATE_UNLOADED);
+	ATF_REQUIRE_EQ(listed("n"), 0);
+	pool_free(F.p);
+}
+
+/*
  * A model that is not lazy and keeps dying is started again after 1 s,
  * then 2, 4, ... doubling up to 5 min, and 5 min from then on.
  */
@@ -2343,6 +2670,775 @@ ATF_TC_BODY(backoff_doubles, tc)
 		spawned(i + 1, ++pid);
 		probed_last();
 	}
+	pool_free(F.p);
+}
+
+/*
+ * Scheduling (issue 14): models that may wait (queue_timeout > 0).
+ */
+
+#define WINDOW	10000		/* ms, the fairness window of these tests */
+#define TMO	600000		/* ms, a queue timeout that does not end */
+
+static struct pool *
+setup_sched(int64_t budget, int64_t fairness, uint32_t max_queue)
+{
+	struct pool_settings	 set;
+
+	memset(&set, 0, sizeof(set));
+	set.budget = budget;
+	set.fairness = fairness;
+	set.max_queue = max_queue;
+	return (setup_settings(&set));
+}
+
+/* The index of the grant of reqid, or -1; it fails if there are two. */
+static ssize_t
+granted(uint64_t reqid)
+{
+	size_t	 i;
+	ssize_t	 found = -1;
+
+	for (i = 0; i < F.ngrants; i++)
+		if (F.grants[i].reqid == reqid) {
+			ATF_REQUIRE_MSG(found == -1, "request %llu granted "
+			    "twice", (unsigned long long)reqid);
+			found = (ssize_t)i;
+		}
+	return (found);
+}
+
+static ssize_t
+refused(uint64_t reqid)
+{
+	size_t	 i;
+
+	for (i = 0; i < F.nrefusals; i++)
+		if (F.refusals[i].reqid == reqid)
+			return ((ssize_t)i);
+	return (-1);
+}
+
+static uint64_t
+holdid_of(uint64_t reqid)
+{
+	ssize_t	 i;
+
+	ATF_REQUIRE((i = granted(reqid)) != -1);
+	return (F.grants[i].holdid);
+}
+
+static void
+release(uint64_t reqid)
+{
+	ATF_REQUIRE_EQ(pool_release(F.p, holdid_of(reqid), 7), 0);
+}
+
+/* The stopped process pid is gone; the load that waited for its memory
+ * spawns (spawn i) as next and becomes ready. */
+static void
+swapped(pid_t pid, size_t i, pid_t next)
+{
+	signalled(pid, SIGTERM);
+	ATF_REQUIRE(i < F.nspawns);
+	spawned(i, next);
+	probed_last();
+}
+
+/*
+ * The scene of several of these: lazy models a, b (and c) of 1.5 G each
+ * in a 2 G budget, the window WINDOW; a is ready with process 100 and
+ * busy with request 1, since 100 ms.
+ */
+static void
+a_busy(int with_c)
+{
+	setup_sched(2 * GIB, WINDOW, 0);
+	qmodel("a", 1, 3 * GIB / 2, TMO, 0, 0);
+	qmodel("b", 1, 3 * GIB / 2, TMO, 0, 0);
+	if (with_c)
+		qmodel("c", 1, 3 * GIB / 2, TMO, 0, 0);
+	bring_up("a", 100);
+	hold("a", 1, 7);
+	advance(100);
+}
+
+/* Waiting for memory, first come first served. */
+ATF_TC_WITHOUT_HEAD(wait_for_memory_fifo);
+ATF_TC_BODY(wait_for_memory_fifo, tc)
+{
+	struct proto_status	 st;
+
+	a_busy(1);
+	pool_acquire(F.p, "b", 2, 7);
+	advance(100);
+	pool_acquire(F.p, "c", 3, 7);
+	/* Nobody refused, nothing stopped: they wait. */
+	ATF_REQUIRE_EQ(F.nrefusals, 0);
+	ATF_REQUIRE_EQ(F.nkills, 0);
+	ATF_REQUIRE_EQ(F.nspawns, 1);
+	status("b", &st);
+	ATF_REQUIRE_EQ(st.state, STATE_STOPPED);
+	ATF_REQUIRE_EQ(st.waiting, WAIT_MEMORY);
+	ATF_REQUIRE_EQ(st.queued, 1);
+	ATF_REQUIRE_EQ(st.oldest_wait, 100);
+	status("c", &st);
+	ATF_REQUIRE_EQ(st.waiting, WAIT_TURN);
+	ATF_REQUIRE(logged(LOG_INFO, "server for b: waiting for memory held "
+	    "by a (busy)"));
+	/* a drains: stopped for b, the first to wait. */
+	release(1);
+	ATF_REQUIRE_EQ(killed_with(100, SIGTERM), 1);
+	ATF_REQUIRE_EQ(state("b"), STATE_LOADING);
+	signalled(100, SIGTERM);
+	ATF_REQUIRE_EQ(F.nspawns, 2);
+	ATF_REQUIRE_STREQ(F.spawns[1].name, "b");
+	/* c now waits for memory that b holds. */
+	status("c", &st);
+	ATF_REQUIRE_EQ(st.waiting, WAIT_MEMORY);
+	spawned(1, 200);
+	probed_last();
+	ATF_REQUIRE(granted(2) != -1);
+	ATF_REQUIRE_EQ(granted(3), -1);
+	/* b in use is kept a moment for its client's next request. */
+	release(2);
+	ATF_REQUIRE_EQ(killed_with(200, SIGTERM), 0);
+	advance(POOL_LINGER);
+	ATF_REQUIRE_EQ(killed_with(200, SIGTERM), 1);
+	swapped(200, 2, 300);
+	ATF_REQUIRE_STREQ(F.spawns[2].name, "c");
+	ATF_REQUIRE(granted(3) != -1);
+	ATF_REQUIRE_EQ(F.nrefusals, 0);
+	pool_free(F.p);
+}
+
+/* Never for a model that is not lazy, nor for one that cannot fit. */
+ATF_TC_WITHOUT_HEAD(never_wait_in_vain);
+ATF_TC_BODY(never_wait_in_vain, tc)
+{
+	setup_sched(2 * GIB, WINDOW, 0);
+	qmodel("n", 0, 3 * GIB / 2, TMO, 0, 0);
+	qmodel("a", 1, GIB, TMO, 0, 0);
+	qmodel("big", 1, 3 * GIB, TMO, 0, 0);
+	pool_start(F.p);
+	spawned(0, 100);
+	probed_last();
+	hold("n", 1, 7);
+	pool_acquire(F.p, "a", 2, 7);
+	ATF_REQUIRE_EQ(F.nrefusals, 1);
+	ATF_REQUIRE_EQ(F.refusals[0].reason, REFUSE_NOT_ENOUGH_MEMORY);
+	ATF_REQUIRE(strstr(F.refusals[0].msg, "n (busy)") != NULL);
+	pool_acquire(F.p, "big", 3, 7);
+	ATF_REQUIRE_EQ(F.refusals[1].reason, REFUSE_NOT_ENOUGH_MEMORY);
+	ATF_REQUIRE_EQ(F.nspawns, 1);
+	ATF_REQUIRE_EQ(state("a"), STATE_STOPPED);
+	pool_free(F.p);
+}
+
+/* The queue timeout ends a wait, with a Retry-After; the load that
+ * nobody waits for any more is dropped. */
+ATF_TC_WITHOUT_HEAD(queue_timeout);
+ATF_TC_BODY(queue_timeout, tc)
+{
+	struct proto_status	 st;
+
+	setup_sched(2 * GIB, WINDOW, 0);
+	qmodel("a", 1, 3 * GIB / 2, TMO, 0, 0);
+	qmodel("b", 1, 3 * GIB / 2, 30000, 0, 0);
+	bring_up("a", 100);
+	hold("a", 1, 7);
+	advance(100);
+	pool_acquire(F.p, "b", 2, 7);
+	advance(29999);
+	ATF_REQUIRE_EQ(F.nrefusals, 0);
+	advance(1);
+	ATF_REQUIRE_EQ(F.nrefusals, 1);
+	ATF_REQUIRE_EQ(F.refusals[0].reason, REFUSE_QUEUE_TIMEOUT);
+	ATF_REQUIRE(F.refusals[0].retry_after >= 1);
+	ATF_REQUIRE_STREQ(F.refusals[0].msg, "b: no turn within the queue "
+	    "timeout (30s): its load waited for memory held by a (busy)");
+	status("b", &st);
+	ATF_REQUIRE_EQ(st.queued, 0);
+	ATF_REQUIRE_EQ(st.waiting, WAIT_NONE);
+	/* a is not stopped for nobody. */
+	release(1);
+	advance(WINDOW);
+	ATF_REQUIRE_EQ(F.nkills, 0);
+	ATF_REQUIRE_EQ(F.nspawns, 1);
+	ATF_REQUIRE_EQ(state("a"), STATE_READY);
+	pool_free(F.p);
+}
+
+/* max queue, global and per model: refused at once beyond it. */
+ATF_TC_WITHOUT_HEAD(queue_bounds);
+ATF_TC_BODY(queue_bounds, tc)
+{
+	setup_sched(2 * GIB, WINDOW, 2);
+	qmodel("a", 1, 3 * GIB / 2, TMO, 0, 0);
+	qmodel("b", 1, 3 * GIB / 2, TMO, 0, 1);
+	qmodel("c", 1, 3 * GIB / 2, TMO, 0, 0);
+	bring_up("a", 100);
+	hold("a", 1, 7);
+	pool_acquire(F.p, "b", 2, 7);
+	pool_acquire(F.p, "b", 3, 7);
+	ATF_REQUIRE_EQ(F.nrefusals, 1);
+	ATF_REQUIRE_EQ(F.refusals[0].reqid, 3);
+	ATF_REQUIRE_EQ(F.refusals[0].reason, REFUSE_QUEUE_FULL);
+	ATF_REQUIRE_STREQ(F.refusals[0].msg, "the queue of b is full: 1 "
+	    "requests wait (max queue 1)");
+	ATF_REQUIRE(F.refusals[0].retry_after >= 1);
+	pool_acquire(F.p, "c", 4, 7);
+	pool_acquire(F.p, "c", 5, 7);
+	ATF_REQUIRE_EQ(F.nrefusals, 2);
+	ATF_REQUIRE_EQ(F.refusals[1].reqid, 5);
+	ATF_REQUIRE_EQ(F.refusals[1].reason, REFUSE_QUEUE_FULL);
+	ATF_REQUIRE_STREQ(F.refusals[1].msg, "the queue is full: 2 requests "
+	    "wait (max queue 2)");
+	/* A client that leaves frees its place at once. */
+	pool_withdraw(F.p, 4, 7);
+	pool_acquire(F.p, "c", 6, 7);
+	ATF_REQUIRE_EQ(F.nrefusals, 2);
+	pool_free(F.p);
+}
+
+/* max requests: the rest wait for slots, in order, each granted once;
+ * 429 when the model's queue is full. */
+ATF_TC_WITHOUT_HEAD(max_requests_slots);
+ATF_TC_BODY(max_requests_slots, tc)
+{
+	struct proto_status	 st;
+	size_t			 i;
+
+	setup_sched(0, WINDOW, 0);
+	qmodel("a", 1, GIB, TMO, 2, 1);
+	qmodel("z", 1, GIB, TMO, 1, 0);
+	qmodel("m", 1, GIB, 0, 1, 0);
+	bring_up("a", 100);
+	hold("a", 1, 7);
+	hold("a", 2, 7);
+	advance(10);
+	pool_acquire(F.p, "a", 3, 7);
+	ATF_REQUIRE_EQ(granted(3), -1);
+	status("a", &st);
+	ATF_REQUIRE_EQ(st.in_progress, 2);
+	ATF_REQUIRE_EQ(st.queued, 1);
+	ATF_REQUIRE_EQ(st.waiting, WAIT_SLOT);
+	ATF_REQUIRE_EQ(st.max_requests, 2);
+	pool_acquire(F.p, "a", 4, 7);
+	ATF_REQUIRE_EQ(F.refusals[0].reqid, 4);
+	ATF_REQUIRE_EQ(F.refusals[0].reason, REFUSE_MODEL_BUSY);
+	ATF_REQUIRE(F.refusals[0].retry_after >= 1);
+	release(1);
+	ATF_REQUIRE(granted(3) != -1);
+	status("a", &st);
+	ATF_REQUIRE_EQ(st.in_progress, 2);
+	ATF_REQUIRE_EQ(st.queued, 0);
+	ATF_REQUIRE_EQ(st.waiting, WAIT_NONE);
+
+	/* A load's waiters beyond its slots go on waiting for them. */
+	pool_acquire(F.p, "z", 10, 7);
+	pool_acquire(F.p, "z", 11, 7);
+	pool_acquire(F.p, "z", 12, 7);
+	spawned(1, 200);
+	probed_last();
+	ATF_REQUIRE(granted(10) != -1);
+	ATF_REQUIRE_EQ(granted(11), -1);
+	ATF_REQUIRE_EQ(in_progress("z"), 1);
+	release(10);
+	ATF_REQUIRE(granted(11) != -1);
+	ATF_REQUIRE_EQ(granted(12), -1);
+	release(11);
+	ATF_REQUIRE(granted(12) != -1);
+	release(12);
+	ATF_REQUIRE_EQ(in_progress("z"), 0);
+
+	/* No queue (queue timeout 0): 429 at once. */
+	bring_up("m", 300);
+	hold("m", 20, 7);
+	pool_acquire(F.p, "m", 21, 7);
+	ATF_REQUIRE(refused(21) != -1);
+	ATF_REQUIRE_EQ(F.refusals[refused(21)].reason, REFUSE_MODEL_BUSY);
+	/* Each request answered once. */
+	for (i = 1; i <= 21; i++)
+		if (granted(i) != -1)
+			ATF_REQUIRE_EQ(refused(i), -1);
+	pool_free(F.p);
+}
+
+/* Retry-After comes from what was measured. */
+ATF_TC_WITHOUT_HEAD(retry_after_measured);
+ATF_TC_BODY(retry_after_measured, tc)
+{
+	uint64_t	 r;
+
+	setup_sched(0, WINDOW, 0);
+	qmodel("a", 1, GIB, TMO, 1, 1);
+	bring_up("a", 100);
+	/* Three requests of 4 s each. */
+	for (r = 1; r <= 3; r++) {
+		hold("a", r, 7);
+		advance(4000);
+		release(r);
+	}
+	hold("a", 4, 7);
+	pool_acquire(F.p, "a", 5, 7);
+	pool_acquire(F.p, "a", 6, 7);
+	/* One ahead of it, one slot, 4 s a request: 8 s. */
+	ATF_REQUIRE_EQ(F.refusals[0].reqid, 6);
+	ATF_REQUIRE_EQ(F.refusals[0].retry_after, 8);
+	pool_free(F.p);
+}
+
+ATF_TC_WITHOUT_HEAD(estimate_pure);
+ATF_TC_BODY(estimate_pure, tc)
+{
+	struct pool_guess	 g;
+
+	memset(&g, 0, sizeof(g));
+	g.ready = 1;
+	g.req_ms = 4000;
+	g.load_ms = -1;
+	g.drain_ms = -1;
+	ATF_REQUIRE_EQ(pool_wait_estimate(&g), 4000);
+	g.slots = 2;
+	g.ahead = 3;		/* the 4th: 2 rounds */
+	ATF_REQUIRE_EQ(pool_wait_estimate(&g), 8000);
+	g.ahead = 4;		/* the 5th: 3 rounds */
+	ATF_REQUIRE_EQ(pool_wait_estimate(&g), 12000);
+	/* Not ready: drain, load, then the rounds ahead. */
+	g.ready = 0;
+	g.load_ms = 7000;
+	g.drain_ms = 2000;
+	ATF_REQUIRE_EQ(pool_wait_estimate(&g), 2000 + 7000 + 2 * 4000);
+	/* Nothing measured yet: the guesses. */
+	g.req_ms = g.load_ms = g.drain_ms = -1;
+	g.slots = 0;
+	ATF_REQUIRE_EQ(pool_wait_estimate(&g), POOL_GUESS_LOAD);
+	ATF_REQUIRE_EQ(pool_retry_after(0), 1);
+	ATF_REQUIRE_EQ(pool_retry_after(1), 1);
+	ATF_REQUIRE_EQ(pool_retry_after(1000), 1);
+	ATF_REQUIRE_EQ(pool_retry_after(1001), 2);
+	ATF_REQUIRE_EQ(pool_retry_after(100LL * 3600 * 1000), POOL_RETRY_MAX);
+}
+
+ATF_TC_WITHOUT_HEAD(room_pure);
+ATF_TC_BODY(room_pure, tc)
+{
+	struct pool_view	 v[4];
+	struct mem_snapshot	 m = { 10 * GIB, 100 * GIB };
+	ssize_t			 vi;
+
+	memset(v, 0, sizeof(v));
+	/* 0: self; 1 lazy idle; 2 lazy busy; 3 not lazy idle */
+	v[0] = (struct pool_view){ STATE_STOPPED, 1, 0, -1, 4 * GIB, 0, 0 };
+	v[1] = (struct pool_view){ STATE_READY, 1, 0, 10, 3 * GIB, 1, 0 };
+	v[2] = (struct pool_view){ STATE_READY, 1, 1, 5, 3 * GIB, 1, 0 };
+	v[3] = (struct pool_view){ STATE_READY, 0, 0, 1, 3 * GIB, 1, 0 };
+	ATF_REQUIRE_EQ(pool_room(v, 4, 0, &m, 0, 0, &vi), ROOM_FITS);
+	/* budget 12: 9 + 4 > 12; stopping 1 gives 6 + 4 */
+	ATF_REQUIRE_EQ(pool_room(v, 4, 0, &m, 0, 12 * GIB, &vi), ROOM_EVICT);
+	ATF_REQUIRE_EQ(vi, 1);
+	/* budget 9: stopping 1 is not enough; 2 too would be: wait */
+	ATF_REQUIRE_EQ(pool_room(v, 4, 0, &m, 0, 9 * GIB, &vi), ROOM_WAIT);
+	ATF_REQUIRE_EQ(vi, -1);
+	/* budget 6: only the one that is not lazy would be left: never */
+	ATF_REQUIRE_EQ(pool_room(v, 4, 0, &m, 0, 6 * GIB, &vi), ROOM_NEVER);
+	/* kept counts as busy */
+	v[1].kept = 1;
+	ATF_REQUIRE_EQ(pool_room(v, 4, 0, &m, 0, 12 * GIB, &vi), ROOM_WAIT);
+	v[1].kept = 0;
+	/* a loading model has not taken its memory yet */
+	v[1].state = STATE_LOADING;
+	m.available = 6 * GIB;
+	ATF_REQUIRE_EQ(pool_room(v, 4, 0, &m, 0, 0, &vi), ROOM_WAIT);
+	m.available = 7 * GIB;
+	ATF_REQUIRE_EQ(pool_room(v, 4, 0, &m, 0, 0, &vi), ROOM_FITS);
+}
+
+/*
+ * Fairness: once a load has waited for a busy model longer than the
+ * window, that model takes no new request; it drains, the swap comes,
+ * and the waiting batch is served together.
+ */
+ATF_TC_WITHOUT_HEAD(fairness_window);
+ATF_TC_BODY(fairness_window, tc)
+{
+	struct proto_status	 st;
+	uint64_t		 r = 100;
+
+	setup_sched(2 * GIB, WINDOW, 0);
+	qmodel("a", 1, 3 * GIB / 2, TMO, 0, 0);
+	qmodel("b", 1, 3 * GIB / 2, TMO, 0, 0);
+	bring_up("a", 100);
+	hold("a", r, 7);
+	advance(100);
+	pool_acquire(F.p, "b", 1, 7);
+	pool_acquire(F.p, "b", 2, 7);
+	/* Busy the whole time: a new request every second, each granted
+	 * before the previous one ends, within the window. */
+	while (F.now + 1000 < 1000100 + WINDOW) {
+		advance(1000);
+		hold("a", ++r, 7);
+		release(r - 1);
+	}
+	ATF_REQUIRE_EQ(F.nkills, 0);
+	/* The window is over: a new request for a waits. */
+	advance(1000);
+	pool_acquire(F.p, "a", 50, 7);
+	ATF_REQUIRE_EQ(granted(50), -1);
+	status("a", &st);
+	ATF_REQUIRE_EQ(st.waiting, WAIT_SLOT);
+	/* a drains and is stopped for b; b's requests come together. */
+	release(r);
+	ATF_REQUIRE_EQ(killed_with(100, SIGTERM), 1);
+	swapped(100, 1, 200);
+	ATF_REQUIRE(granted(1) != -1);
+	ATF_REQUIRE(granted(2) != -1);
+	/* a's request now waits for b's memory. */
+	status("a", &st);
+	ATF_REQUIRE_EQ(st.state, STATE_STOPPED);
+	ATF_REQUIRE_EQ(st.waiting, WAIT_MEMORY);
+	ATF_REQUIRE_EQ(st.queued, 1);
+	release(1);
+	release(2);
+	advance(POOL_LINGER);
+	swapped(200, 2, 300);
+	ATF_REQUIRE(granted(50) != -1);
+	ATF_REQUIRE_EQ(F.nrefusals, 0);
+	pool_free(F.p);
+}
+
+/* Batching: a model used since the wait began is kept between its
+ * requests; once it is not asked again for POOL_LINGER it goes. */
+ATF_TC_WITHOUT_HEAD(batching_linger);
+ATF_TC_BODY(batching_linger, tc)
+{
+	a_busy(0);
+	pool_acquire(F.p, "b", 2, 7);
+	advance(100);
+	hold("a", 3, 7);
+	release(1);
+	release(3);
+	/* Idle, but just used: kept. */
+	ATF_REQUIRE_EQ(F.nkills, 0);
+	advance(POOL_LINGER / 2);
+	hold("a", 4, 7);
+	release(4);
+	advance(POOL_LINGER - 1);
+	ATF_REQUIRE_EQ(F.nkills, 0);
+	advance(1);
+	ATF_REQUIRE_EQ(killed_with(100, SIGTERM), 1);
+	/* Well before the window's end. */
+	ATF_REQUIRE(F.now < 1000100 + WINDOW);
+	pool_free(F.p);
+}
+
+/*
+ * Two clients looping on two models that cannot both be loaded, each
+ * request 200 ms: both make progress, and far fewer swaps than
+ * requests.
+ */
+ATF_TC_WITHOUT_HEAD(two_clients_no_starvation);
+ATF_TC_BODY(two_clients_no_starvation, tc)
+{
+	struct pool_stats	 ps;
+	const char		*names[2] = { "a", "b" };
+	uint64_t		 want[2], next = 1;
+	int64_t			 since[2];
+	int			 holding[2], done[2] = { 0, 0 }, c;
+	size_t			 kills = 0, probes = 0, step;
+
+	setup_sched(2 * GIB, 5000, 0);
+	F.sync_spawn = 1;
+	qmodel("a", 1, 3 * GIB / 2, TMO, 0, 0);
+	qmodel("b", 1, 3 * GIB / 2, TMO, 0, 0);
+	for (c = 0; c < 2; c++) {
+		holding[c] = 0;
+		want[c] = next++;
+		pool_acquire(F.p, names[c], want[c], 7);
+	}
+	for (step = 0; step < 900; step++) {	/* 90 s */
+		advance(100);
+		while (probes < F.nprobes)
+			pool_probe_result(F.p, F.probes[probes++].id, 1, 200,
+			    "");
+		while (kills < F.nkills) {
+			if (F.kills[kills].sig == SIGTERM)
+				signalled(F.kills[kills].pid, SIGTERM);
+			kills++;
+		}
+		for (c = 0; c < 2; c++) {
+			if (!holding[c] && granted(want[c]) != -1) {
+				holding[c] = 1;
+				since[c] = F.now;
+			}
+			if (holding[c] && F.now - since[c] >= 200) {
+				release(want[c]);
+				done[c]++;
+				holding[c] = 0;
+				want[c] = next++;
+				pool_acquire(F.p, names[c], want[c], 7);
+			}
+		}
+	}
+	pool_stats(F.p, &ps);
+	ATF_REQUIRE_EQ(F.nrefusals, 0);
+	ATF_REQUIRE_MSG(done[0] >= 50 && done[1] >= 50, "a %d, b %d",
+	    done[0], done[1]);
+	ATF_REQUIRE_MSG(ps.evictions * 10 < (uint64_t)(done[0] + done[1]),
+	    "%llu swaps for %d requests", (unsigned long long)ps.evictions,
+	    done[0] + done[1]);
+	pool_free(F.p);
+}
+
+/* A client that leaves while queued: its place is free, and no load is
+ * made for it. */
+ATF_TC_WITHOUT_HEAD(cancel_while_queued);
+ATF_TC_BODY(cancel_while_queued, tc)
+{
+	struct proto_status	 st;
+
+	a_busy(1);
+	pool_acquire(F.p, "b", 2, 7);
+	pool_acquire(F.p, "c", 3, 8);
+	pool_withdraw(F.p, 2, 7);
+	status("b", &st);
+	ATF_REQUIRE_EQ(st.queued, 0);
+	ATF_REQUIRE_EQ(st.waiting, WAIT_NONE);
+	/* c is next; its owner goes too. */
+	status("c", &st);
+	ATF_REQUIRE_EQ(st.waiting, WAIT_MEMORY);
+	pool_release_owner(F.p, 8);
+	status("c", &st);
+	ATF_REQUIRE_EQ(st.waiting, WAIT_NONE);
+	release(1);
+	advance(WINDOW);
+	ATF_REQUIRE_EQ(F.nkills, 0);
+	ATF_REQUIRE_EQ(F.nspawns, 1);
+	ATF_REQUIRE_EQ(F.nrefusals, 0);
+	ATF_REQUIRE_EQ(F.ngrants, 1);
+	pool_free(F.p);
+}
+
+/* Unload, remove and stop all refuse the requests queued for what they
+ * touch, each with its reason. */
+ATF_TC_WITHOUT_HEAD(unload_remove_stop_while_queued);
+ATF_TC_BODY(unload_remove_stop_while_queued, tc)
+{
+	setup_sched(2 * GIB, WINDOW, 0);
+	nload_errs = 0;
+	qmodel("a", 1, 3 * GIB / 2, TMO, 1, 0);
+	qmodel("b", 1, 3 * GIB / 2, TMO, 0, 0);
+	qmodel("c", 1, GIB / 4, TMO, 1, 0);
+	bring_up("a", 100);
+	hold("a", 1, 7);
+	pool_acquire(F.p, "a", 2, 7);		/* a slot */
+	advance(100);
+	pool_acquire(F.p, "b", 3, 7);		/* memory */
+	ATF_REQUIRE_EQ(pool_load(F.p, "b", load_cb_keep, NULL), 0);
+	ATF_REQUIRE_EQ(F.nrefusals, 0);
+	pool_unload(F.p, "b", NULL, NULL);
+	ATF_REQUIRE_EQ(F.nrefusals, 1);
+	ATF_REQUIRE_EQ(F.refusals[0].reqid, 3);
+	ATF_REQUIRE_EQ(F.refusals[0].reason, REFUSE_LOAD_FAILED);
+	ATF_REQUIRE_STREQ(F.refusals[0].msg,
+	    "server for b was unloaded before it started");
+	ATF_REQUIRE_STREQ(load_errs[0], F.refusals[0].msg);
+	ATF_REQUIRE_EQ(state("b"), STATE_UNLOADED);
+	pool_unload(F.p, "a", NULL, NULL);
+	ATF_REQUIRE_EQ(F.refusals[1].reqid, 2);
+	ATF_REQUIRE_EQ(F.refusals[1].reason, REFUSE_NOT_LOADED);
+	ATF_REQUIRE_STREQ(F.refusals[1].msg,
+	    "a is not loaded; agency-ctl load a loads it");
+	pool_release_owner(F.p, 7);
+	signalled(100, SIGTERM);
+
+	/* Remove: refused as not served. */
+	bring_up("c", 300);
+	hold("c", 4, 7);
+	pool_acquire(F.p, "c", 5, 7);
+	pool_remove(F.p, "c", NULL, NULL);
+	ATF_REQUIRE_EQ(F.refusals[2].reqid, 5);
+	ATF_REQUIRE_EQ(F.refusals[2].reason, REFUSE_UNKNOWN_MODEL);
+	pool_release_owner(F.p, 7);
+	signalled(300, SIGTERM);
+
+	/* Stop all: queued requests and a waiting load end at once. */
+	pool_load(F.p, "a", NULL, NULL);
+	spawned(F.nspawns - 1, 101);
+	probed_last();
+	hold("a", 6, 7);
+	advance(100);
+	pool_load(F.p, "b", load_cb_keep, NULL);
+	pool_acquire(F.p, "b", 7, 7);
+	pool_acquire(F.p, "a", 8, 7);
+	pool_stop_all(F.p, done_cb, NULL);
+	ATF_REQUIRE_EQ(F.refusals[3].reason, REFUSE_STOPPING);
+	ATF_REQUIRE_EQ(F.refusals[4].reason, REFUSE_STOPPING);
+	ATF_REQUIRE_EQ(nload_errs, 2);
+	ATF_REQUIRE_STREQ(load_errs[1], "agency is stopping");
+	signalled(101, SIGTERM);
+	ATF_REQUIRE_EQ(F.nspawns, 3);
+	pool_free(F.p);
+}
+
+/* Loads of models that fit run at the same time; changes of one model,
+ * and the evictions, stay in order. */
+ATF_TC_WITHOUT_HEAD(parallel_loads);
+ATF_TC_BODY(parallel_loads, tc)
+{
+	setup_sched(3 * GIB, WINDOW, 0);
+	qmodel("n", 0, GIB, TMO, 0, 0);
+	qmodel("m", 0, GIB, TMO, 0, 0);
+	qmodel("x", 1, GIB, TMO, 0, 0);
+	qmodel("y", 1, GIB, TMO, 0, 0);
+	qmodel("z", 1, GIB, TMO, 0, 0);
+	pool_start(F.p);
+	/* Both at once, before either answered. */
+	ATF_REQUIRE_EQ(F.nspawns, 2);
+	ATF_REQUIRE_EQ(state("n"), STATE_LOADING);
+	ATF_REQUIRE_EQ(state("m"), STATE_LOADING);
+	spawned(1, 200);
+	spawned(0, 100);
+	ATF_REQUIRE_EQ(F.nprobes, 2);
+	pool_probe_result(F.p, F.probes[0].id, 1, 200, "");
+	pool_probe_result(F.p, F.probes[1].id, 1, 200, "");
+	ATF_REQUIRE_EQ(state("n"), STATE_READY);
+	ATF_REQUIRE_EQ(state("m"), STATE_READY);
+	/* 1 G left: x loads; y and z both need x stopped, one at a time. */
+	pool_acquire(F.p, "x", 1, 7);
+	spawned(2, 300);
+	probed_last();
+	release(1);
+	pool_acquire(F.p, "y", 2, 7);
+	pool_acquire(F.p, "z", 3, 7);
+	ATF_REQUIRE_EQ(F.nkills, 1);
+	ATF_REQUIRE_EQ(killed_with(300, SIGTERM), 1);
+	signalled(300, SIGTERM);
+	ATF_REQUIRE_EQ(F.nspawns, 4);
+	ATF_REQUIRE_STREQ(F.spawns[3].name, "y");
+	/* Changes of one model stay in order: a load after an unload waits
+	 * for the exit. */
+	pool_unload(F.p, "n", NULL, NULL);
+	pool_load(F.p, "n", NULL, NULL);
+	ATF_REQUIRE_EQ(killed_with(100, SIGTERM), 1);
+	ATF_REQUIRE_EQ(F.nspawns, 4);
+	signalled(100, SIGTERM);
+	ATF_REQUIRE_EQ(F.nspawns, 5);
+	ATF_REQUIRE_STREQ(F.spawns[4].name, "n");
+	pool_free(F.p);
+}
+
+/* What a request would do, and nothing done. */
+static char	 plan_lines[16][PROTO_MSG_MAX];
+static size_t	 nplan_lines;
+
+static void
+plan_line(void *arg, const char *line)
+{
+	(void)arg;
+	if (nplan_lines < 16)
+		strlcpy(plan_lines[nplan_lines++], line, PROTO_MSG_MAX);
+}
+
+static int
+plan_has(const char *s)
+{
+	size_t	 i;
+
+	for (i = 0; i < nplan_lines; i++)
+		if (strstr(plan_lines[i], s) != NULL)
+			return (1);
+	return (0);
+}
+
+static int
+explain(const char *model)
+{
+	size_t	 spawns = F.nspawns, kills = F.nkills;
+	size_t	 grants = F.ngrants, refusals = F.nrefusals;
+	int	 v;
+
+	nplan_lines = 0;
+	v = pool_explain(F.p, model, plan_line, NULL);
+	ATF_REQUIRE_EQ(F.nspawns, spawns);
+	ATF_REQUIRE_EQ(F.nkills, kills);
+	ATF_REQUIRE_EQ(F.ngrants, grants);
+	ATF_REQUIRE_EQ(F.nrefusals, refusals);
+	return (v);
+}
+
+ATF_TC_WITHOUT_HEAD(explain_verdicts);
+ATF_TC_BODY(explain_verdicts, tc)
+{
+	setup_sched(4 * GIB, WINDOW, 0);
+	qmodel("a", 1, 2 * GIB, TMO, 0, 0);
+	qmodel("b", 1, 2 * GIB, TMO, 0, 0);
+	qmodel("c", 1, 3 * GIB, TMO, 0, 0);
+	qmodel("n", 0, GIB, TMO, 0, 0);
+	qmodel("big", 1, 5 * GIB, TMO, 0, 0);
+	ATF_REQUIRE_EQ(pool_explain(F.p, "nope", plan_line, NULL), -1);
+	ATF_REQUIRE_EQ(explain("a"), VERDICT_LOAD);
+	ATF_REQUIRE(plan_has("a: loads in place (needs 2.0 GiB"));
+	ATF_REQUIRE_EQ(explain("n"), VERDICT_REFUSE);
+	ATF_REQUIRE(plan_has("n: refused: it is not loaded"));
+	ATF_REQUIRE_EQ(explain("big"), VERDICT_REFUSE);
+	ATF_REQUIRE(plan_has("not enough memory for big"));
+	pool_acquire(F.p, "a", 1, 7);
+	ATF_REQUIRE_EQ(explain("a"), VERDICT_JOIN);
+	spawned(0, 100);
+	probed_last();
+	ATF_REQUIRE_EQ(explain("a"), VERDICT_GRANT);
+	ATF_REQUIRE(plan_has("a: served at once"));
+	bring_up("b", 200);
+	/* a busy, b idle: stopping b alone would not do; c waits. */
+	advance(60000);
+	ATF_REQUIRE_EQ(explain("c"), VERDICT_WAIT);
+	ATF_REQUIRE(!plan_has("stops"));
+	ATF_REQUIRE(plan_has("c: waits for a (busy) to finish (needs 3.0 GiB, "
+	    "64.0 GiB available, budget 4.0 GiB of which 4.0 GiB in use)"));
+	release(1);
+	ATF_REQUIRE_EQ(explain("c"), VERDICT_EVICT);
+	ATF_REQUIRE_STREQ(plan_lines[0],
+	    "c: stops b (2.0 GiB), idle, last used 60s ago");
+	ATF_REQUIRE_STREQ(plan_lines[1],
+	    "c: stops a (2.0 GiB), idle, last used 0s ago");
+	ATF_REQUIRE(plan_has("c: then loads (needs 3.0 GiB"));
+	pool_unload(F.p, "a", NULL, NULL);
+	ATF_REQUIRE_EQ(explain("a"), VERDICT_REFUSE);
+	ATF_REQUIRE(plan_has("agency-ctl load a"));
+	pool_free(F.p);
+
+	/* The reference pool: a busy model means a refusal. */
+	setup_with(0, 4 * GIB, 0);
+	model("a", 1, 3 * GIB);
+	model("b", 1, 3 * GIB);
+	bring_up("a", 100);
+	hold("a", 1, 7);
+	ATF_REQUIRE_EQ(explain("b"), VERDICT_REFUSE);
+	ATF_REQUIRE(plan_has("a (busy)"));
+	pool_free(F.p);
+}
+
+/* Limits change without a restart. */
+ATF_TC_WITHOUT_HEAD(set_limits);
+ATF_TC_BODY(set_limits, tc)
+{
+	struct pool_plan	 plan;
+
+	setup_sched(0, WINDOW, 0);
+	qmodel("a", 1, GIB, TMO, 1, 0);
+	bring_up("a", 100);
+	hold("a", 1, 7);
+	pool_acquire(F.p, "a", 2, 7);
+	ATF_REQUIRE_EQ(granted(2), -1);
+	plan = *pool_plan(F.p, "a");
+	plan.max_requests = 2;
+	ATF_REQUIRE_EQ(pool_set_limits(F.p, &plan), 0);
+	ATF_REQUIRE(granted(2) != -1);
+	ATF_REQUIRE_EQ(F.nkills, 0);
+	strlcpy(plan.name, "nope", sizeof(plan.name));
+	ATF_REQUIRE_EQ(pool_set_limits(F.p, &plan), -1);
 	pool_free(F.p);
 }
 
@@ -2412,6 +3508,32 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, stop_all_waits_for_last);
 	ATF_TP_ADD_TC(tp, fit_keeps_reserve);
 	ATF_TP_ADD_TC(tp, backoff_doubles);
+
+	/* Seed conformance (issue 20), unloaded (issue 13 #13). */
+	ATF_TP_ADD_TC(tp, own_stops_not_deaths);
+	ATF_TP_ADD_TC(tp, stop_all_load_not_failure);
+	ATF_TP_ADD_TC(tp, wrong_answer_fails_at_once);
+	ATF_TP_ADD_TC(tp, queued_load_not_loading);
+	ATF_TP_ADD_TC(tp, messages);
+	ATF_TP_ADD_TC(tp, failed_job_does_not_stop_queue);
+	ATF_TP_ADD_TC(tp, unloaded_state);
+	/* Scheduling (issue 14). */
+	ATF_TP_ADD_TC(tp, wait_for_memory_fifo);
+	ATF_TP_ADD_TC(tp, never_wait_in_vain);
+	ATF_TP_ADD_TC(tp, queue_timeout);
+	ATF_TP_ADD_TC(tp, queue_bounds);
+	ATF_TP_ADD_TC(tp, max_requests_slots);
+	ATF_TP_ADD_TC(tp, retry_after_measured);
+	ATF_TP_ADD_TC(tp, estimate_pure);
+	ATF_TP_ADD_TC(tp, room_pure);
+	ATF_TP_ADD_TC(tp, fairness_window);
+	ATF_TP_ADD_TC(tp, batching_linger);
+	ATF_TP_ADD_TC(tp, two_clients_no_starvation);
+	ATF_TP_ADD_TC(tp, cancel_while_queued);
+	ATF_TP_ADD_TC(tp, unload_remove_stop_while_queued);
+	ATF_TP_ADD_TC(tp, parallel_loads);
+	ATF_TP_ADD_TC(tp, explain_verdicts);
+	ATF_TP_ADD_TC(tp, set_limits);
 
 	return (atf_no_error());
 }
