@@ -69,16 +69,17 @@ wait_for()
 	return 0
 }
 
-# model_ports [PORT...]: a free block of 20 ports for the models, the
-# first of a few free ports and the 19 after it (the pool checks each as
-# it binds it anyway), holding none of the PORTs (the front door's: a
-# config with its listen port in the model range is refused).
+# model_ports [PORT...]: a block of 20 ports for the models, all free a
+# moment ago and below the ephemeral range (freeport -b: the suite's own
+# client connections take their source ports from that range, and would
+# now and then take a model's port), holding none of the PORTs (the
+# front door's: a config with its listen port in the model range is
+# refused).
 model_ports()
 {
 	local p a tries=0 clash
 	while :; do
-		p=$($FREEPORT 1)
-		[ "$p" -lt 65000 ] || p=$((p - 100))
+		p=$($FREEPORT -b 20) || atf_fail "no block of 20 free ports"
 		clash=0
 		for a in "$@"; do
 			if [ "$a" -ge "$p" ] && [ "$a" -le $((p + 19)) ]; then
