@@ -28,6 +28,14 @@
 struct agency_conf	*parse_config(const char *, int);
 int			 cmdline_symset(char *);
 
+/* secrets.c: API keys and TLS files, read and checked for parse.y;
+ * each returns 0, or -1 with why said */
+int			 secret_ok(const char *, size_t, char *, size_t);
+int			 secret_file_digest(const char *,
+			    uint8_t [AGENCY_DIGEST_LEN], char *, size_t);
+int			 tls_files_read(struct tls_files *, char *, size_t,
+			    int *);
+
 /* printconf.c: the normalized form, which parses back to the same. */
 void			 print_config(FILE *, const struct agency_conf *);
 

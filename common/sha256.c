@@ -152,6 +152,17 @@ sha256(const void *data, size_t len, uint8_t out[SHA256_LEN])
 	sha256_final(&s, out);
 }
 
+int
+sha256_equal(const uint8_t a[SHA256_LEN], const uint8_t b[SHA256_LEN])
+{
+	volatile uint8_t	diff = 0;
+	int			i;
+
+	for (i = 0; i < SHA256_LEN; i++)
+		diff |= a[i] ^ b[i];
+	return (diff == 0);
+}
+
 void
 sha256_hex(const uint8_t d[SHA256_LEN], char hex[SHA256_HEXLEN])
 {

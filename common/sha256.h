@@ -28,6 +28,9 @@ void	sha256_init(struct sha256 *);
 void	sha256_update(struct sha256 *, const void *, size_t);
 void	sha256_final(struct sha256 *, uint8_t [SHA256_LEN]);
 void	sha256(const void *, size_t, uint8_t [SHA256_LEN]);
+/* 1 when the two digests are the same, in a time that does not
+ * depend on where they differ. */
+int	sha256_equal(const uint8_t [SHA256_LEN], const uint8_t [SHA256_LEN]);
 /* Lower-case hex, with its NUL. */
 void	sha256_hex(const uint8_t [SHA256_LEN], char [SHA256_HEXLEN]);
 /* 64 hex digits, either case, into a digest: 0, or -1 if not that. */

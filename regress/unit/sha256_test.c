@@ -5,7 +5,8 @@
 /*
  * Unit tests for common/sha256.c: the vectors of FIPS 180-4's examples
  * (NIST's "abc", the two-block messages, a million "a"), lengths around
- * the padding's edges, any split of the input, and the hex forms.
+ * the padding's edges, any split of the input, the hex forms and the
+ * comparison.
  */
 #include <sys/types.h>
 
@@ -146,6 +147,26 @@ ATF_TC_BODY(hex, tc)
 		ATF_CHECK_MSG(sha256_unhex(bad[i], d) == -1, "\"%s\"", bad[i]);
 }
 
+/* Equal only when every byte is, wherever the first difference is. */
+ATF_TC_WITHOUT_HEAD(equal);
+ATF_TC_BODY(equal, tc)
+{
+	uint8_t	a[SHA256_LEN], b[SHA256_LEN];
+	int	i, bit;
+
+	sha256("abc", 3, a);
+	memcpy(b, a, sizeof(b));
+	ATF_CHECK(sha256_equal(a, b));
+	for (i = 0; i < SHA256_LEN; i++)
+		for (bit = 0; bit < 8; bit++) {
+			b[i] ^= 1 << bit;
+			ATF_CHECK_MSG(!sha256_equal(a, b), "byte %d bit %d", i,
+			    bit);
+			b[i] ^= 1 << bit;
+		}
+	ATF_CHECK(sha256_equal(a, b));
+}
+
 ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, fips_vectors);
@@ -153,5 +174,6 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, padding_edges);
 	ATF_TP_ADD_TC(tp, splits);
 	ATF_TP_ADD_TC(tp, hex);
+	ATF_TP_ADD_TC(tp, equal);
 	return (0);
 }
