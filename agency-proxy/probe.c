@@ -205,6 +205,11 @@ probe_done(struct evhttp_request *req, void *arg)
 		return;
 	}
 
+	/* It ends up in an error message: no line break at its end. */
+	while (pr->bodylen > 0 && (pr->body[pr->bodylen - 1] == '\n' ||
+	    pr->body[pr->bodylen - 1] == '\r' ||
+	    pr->body[pr->bodylen - 1] == ' '))
+		pr->body[--pr->bodylen] = '\0';
 	memset(&res, 0, sizeof(res));
 	res.loadid = pr->p.loadid;
 	res.status = code;

@@ -105,31 +105,21 @@ model_env(const char *muser, const struct model_conf *mc, const char *port,
 	    &mc->rt->env, &mc->env, envp, err, errlen));
 }
 
-/* "llama-server for /srv/models/x.gguf": how messages name a process. */
+/*
+ * "model qwen2.5-7b": how messages, errors and status name a model and
+ * its process.  The name, never the program or the upstream: two models
+ * on one file differ, and the name is what an operator asks for.
+ */
 static void
-model_label(struct model *m)
+model_label(const struct model_conf *mc, char *label, size_t len)
 {
-	char	**argv = NULL, err[SPAWN_ERR_MAX], *base;
-
-	if (spawn_argv(m->mc->rt->command, "0", m->mc->upstream, m->mc->name,
-	    &argv, err, sizeof(err)) == -1 || argv[0] == NULL) {
-		(void)snprintf(m->plan.label, sizeof(m->plan.label), "%s",
-		    m->mc->name);
-	} else {
-		base = basename(argv[0]);
-		if (snprintf(m->plan.label, sizeof(m->plan.label),
-		    "%s for %.*s", base, (int)(sizeof(m->plan.label) / 2),
-		    m->mc->upstream) < 0)
-			m->plan.label[0] = '\0';
-	}
-	spawn_argv_free(argv);
+	(void)snprintf(label, len, "model %s", mc->name);
 }
 
 /* The pool's plan of a model from its configuration. */
 int
 model_plan(struct model *m, struct model_conf *mc, struct pool_plan *plan)
 {
-	struct model	 tmp;
 	char		 home[PATH_MAX], err[SPAWN_ERR_MAX], **envp;
 	const char	*user;
 
@@ -141,10 +131,7 @@ model_plan(struct model *m, struct model_conf *mc, struct pool_plan *plan)
 		errno = ENAMETOOLONG;
 		return (-1);
 	}
-	tmp.mc = mc;
-	tmp.plan = *plan;
-	model_label(&tmp);
-	(void)strlcpy(plan->label, tmp.plan.label, sizeof(plan->label));
+	model_label(mc, plan->label, sizeof(plan->label));
 	plan->lazy = mc->lazy;
 	/* Sized with what the model process will have: its user's home,
 	 * its runtime's and its own env, never ours. */
@@ -320,8 +307,9 @@ op_spawn(void *ctx, const struct pool_plan *plan, uint64_t spawnid,
 	m->addr_in_use = 0;
 	if ((pid = spawn_start(&req, &m->sp, err, sizeof(err))) != -1) {
 		m->sp_open = 1;
-		log_info("%s: started, pid %d, port %u", plan->label,
-		    (int)pid, port);
+		/* The program, once: the label names only the model. */
+		log_info("%s: started %s, pid %d, port %u", plan->label,
+		    basename(argv[0]), (int)pid, port);
 		log_debug("%s: its reaper is pid %d", plan->label,
 		    (int)m->sp.reaper);
 	}
