@@ -116,7 +116,30 @@ model_label(const struct model_conf *mc, char *label, size_t len)
 	(void)snprintf(label, len, "model %s", mc->name);
 }
 
-/* The pool's plan of a model from its configuration. */
+/*
+ * What the model's server is sent as the body's "model", by its
+ * runtime's send model: its name, its upstream, or "" for the client's
+ * own (the proxy then leaves the field alone).
+ */
+static const char *
+model_sent(const struct model_conf *mc)
+{
+	switch (mc->rt->send_model) {
+	case SEND_UPSTREAM:
+		return (mc->upstream);
+	case SEND_UNCHANGED:
+		return ("");
+	case SEND_NAME:
+	default:
+		return (mc->name);
+	}
+}
+
+/*
+ * The pool's plan of a model from its configuration.  Its upstream is
+ * the model name the upstream server is sent (model_sent): the pool only
+ * carries it, to the grants of the process that the plan started.
+ */
 int
 model_plan(struct model *m, struct model_conf *mc, struct pool_plan *plan)
 {
@@ -126,7 +149,7 @@ model_plan(struct model *m, struct model_conf *mc, struct pool_plan *plan)
 	memset(plan, 0, sizeof(*plan));
 	if (strlcpy(plan->name, mc->name, sizeof(plan->name)) >=
 	    sizeof(plan->name) ||
-	    strlcpy(plan->upstream, mc->upstream, sizeof(plan->upstream)) >=
+	    strlcpy(plan->upstream, model_sent(mc), sizeof(plan->upstream)) >=
 	    sizeof(plan->upstream)) {
 		errno = ENAMETOOLONG;
 		return (-1);

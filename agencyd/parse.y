@@ -168,13 +168,13 @@ static size_t			 nnotes;
 
 %token	ALIAS ALWAYS BODY BUDGET CHAT CLOSE COMMAND CONNECTIONS DEFAULT
 %token	EMBEDDING ENV GET HEADER IDLE IMAGE INCLUDE KIND LAZY LISTEN LOAD MAX MEMORY MODEL MOVE
-%token	NEVER NO ON OVERCOMMIT PART PORT PORTS POST READY REFUSE REQUEST
-%token	RESERVE RESTRICTED ROUTE RUNTIME SOCKET SPEECH STOPS STREAM TIMEOUT
-%token	TO TOKENS UPSTREAM USER VISION YES
+%token	NAME NEVER NO ON OVERCOMMIT PART PORT PORTS POST READY REFUSE REQUEST
+%token	RESERVE RESTRICTED ROUTE RUNTIME SEND SOCKET SPEECH STOPS STREAM
+%token	TIMEOUT TO TOKENS UNCHANGED UPSTREAM USER VISION YES
 %token	ERROR
 %token	<v.string>	STRING
 %token	<v.number>	NUMBER
-%type	<v.number>	size duration yesno kind stops
+%type	<v.number>	size duration yesno kind stops sendmodel
 %type	<v.string>	macroval
 /* Strings that error recovery throws away. */
 %destructor	{ (void)msg; free($$); } <v.string>
@@ -405,6 +405,7 @@ rtopt		: COMMAND STRING		{
 		}
 		| KIND kind			{ rt->kind = $2; }
 		| STOPS ON CLOSE stops		{ rt->stops = $4; }
+		| SEND MODEL sendmodel		{ rt->send_model = $3; }
 		| ENV STRING			{
 			if (check_env($2) == 0)
 				(void)addstr(&rt->env, $2, AGENCY_ENV_MAX,
@@ -475,6 +476,11 @@ kind		: CHAT				{ $$ = KIND_CHAT; }
 stops		: ALWAYS			{ $$ = STOPS_ALWAYS; }
 		| NEVER				{ $$ = STOPS_NEVER; }
 		| STREAM			{ $$ = STOPS_STREAM; }
+		;
+
+sendmodel	: NAME				{ $$ = SEND_NAME; }
+		| UPSTREAM			{ $$ = SEND_UPSTREAM; }
+		| UNCHANGED			{ $$ = SEND_UNCHANGED; }
 		;
 
 model		: MODEL STRING			{
@@ -713,6 +719,7 @@ lookup(const char *s)
 		{ "memory",		MEMORY },
 		{ "model",		MODEL },
 		{ "move",		MOVE },
+		{ "name",		NAME },
 		{ "never",		NEVER },
 		{ "no",			NO },
 		{ "on",			ON },
@@ -728,6 +735,7 @@ lookup(const char *s)
 		{ "restricted",		RESTRICTED },
 		{ "route",		ROUTE },
 		{ "runtime",		RUNTIME },
+		{ "send",		SEND },
 		{ "socket",		SOCKET },
 		{ "speech",		SPEECH },
 		{ "stops",		STOPS },
@@ -735,6 +743,7 @@ lookup(const char *s)
 		{ "timeout",		TIMEOUT },
 		{ "to",			TO },
 		{ "tokens",		TOKENS },
+		{ "unchanged",		UNCHANGED },
 		{ "upstream",		UPSTREAM },
 		{ "user",		USER },
 		{ "vision",		VISION },
@@ -1441,6 +1450,7 @@ runtime_start(char *name)
 	(void)strlcpy(rt->ready_path, "/health", sizeof(rt->ready_path));
 	rt->kind = KIND_CHAT;
 	rt->stops = STOPS_ALWAYS;
+	rt->send_model = SEND_NAME;
 	rt->line = yylval.lineno;
 	rt_command = 0;
 	(void)here(&rt_pos);

@@ -60,7 +60,8 @@ model_changed(const struct model_conf *a, const struct model_conf *b)
 	    ra->ready_method != rb->ready_method ||
 	    strcmp(ra->ready_path, rb->ready_path) != 0 ||
 	    strcmp(ra->ready_body, rb->ready_body) != 0 ||
-	    ra->kind != rb->kind || !strlist_equal(&ra->env, &rb->env))
+	    ra->kind != rb->kind || ra->send_model != rb->send_model ||
+	    !strlist_equal(&ra->env, &rb->env))
 		return (1);
 	return (0);
 }

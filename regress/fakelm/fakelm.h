@@ -41,6 +41,7 @@ struct fakelm_conf {
 	int			 ignore_term;
 	int			 stall;
 	int			 stamp;
+	int			 any_model;
 	enum stops_on_close	 stops_on_close;
 };
 

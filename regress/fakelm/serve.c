@@ -91,6 +91,7 @@ static struct json_object *parse_body(struct evhttp_request *,
 		    const char *);
 static int	check_model(struct evhttp_request *, const char *,
 		    struct json_object *, const char **);
+static const char *answer_model(const char *);
 static long long count_words(const char *);
 static void	content_text(struct json_object *, struct evbuffer *);
 static void	health(struct evhttp_request *, const char *);
@@ -396,7 +397,7 @@ check_model(struct evhttp_request *req, const char *path,
 		return (-1);
 	}
 	name = json_object_get_string(m);
-	if (strcmp(name, conf.model) != 0) {
+	if (!conf.any_model && strcmp(name, conf.model) != 0) {
 		reply_error(req, 404, path, name, "invalid_request_error",
 		    "The model '%s' does not exist; this server serves '%s'",
 		    name, conf.model);
@@ -404,6 +405,13 @@ check_model(struct evhttp_request *req, const char *path,
 	}
 	*modelp = name;
 	return (0);
+}
+
+/* The model an answer names: with --any-model, the one it was sent. */
+static const char *
+answer_model(const char *sent)
+{
+	return (conf.any_model && sent != NULL ? sent : conf.model);
 }
 
 static long long
@@ -503,7 +511,7 @@ embeddings(struct evhttp_request *req, const char *path)
 	json_object_object_add(obj, "object", json_object_new_string("list"));
 	json_object_object_add(obj, "data", data);
 	json_object_object_add(obj, "model",
-	    json_object_new_string(conf.model));
+	    json_object_new_string(answer_model(model)));
 	json_object_object_add(obj, "usage", usage_object(ptok, -1));
 	reply_json(req, 200, obj, path, model, 0);
  done:
@@ -967,7 +975,7 @@ gen_object(struct gen *g, int chunk)
 	json_object_object_add(obj, "created",
 	    json_object_new_int64(g->created));
 	json_object_object_add(obj, "model",
-	    json_object_new_string(conf.model));
+	    json_object_new_string(answer_model(g->model)));
 	choices = json_object_new_array();
 	choice = json_object_new_object();
 	json_object_object_add(choice, "index", json_object_new_int(0));
