@@ -308,5 +308,6 @@ void		 metrics_render(struct evbuffer *, const struct proto_status *,
 /* probe.c */
 void		 probe_start(const struct proto_probe *);
 void		 probe_cancel(uint64_t);
+int		 probe_delay(int64_t, int, int *);
 
 #endif /* AGENCY_PROXY_H */

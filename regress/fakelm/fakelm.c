@@ -68,7 +68,8 @@ enum {
 	OPT_SLOW_EXIT_MS,
 	OPT_STALL,
 	OPT_STAMP,
-	OPT_ANY_MODEL
+	OPT_ANY_MODEL,
+	OPT_LOG_REQUESTS
 };
 
 static const struct option longopts[] = {
@@ -92,6 +93,7 @@ static const struct option longopts[] = {
 	{ "stall",		no_argument,		NULL, OPT_STALL },
 	{ "stamp",		no_argument,		NULL, OPT_STAMP },
 	{ "any-model",		no_argument,		NULL, OPT_ANY_MODEL },
+	{ "log-requests",	no_argument,		NULL, OPT_LOG_REQUESTS },
 	{ "help",		no_argument,		NULL, 'h' },
 	{ NULL,			0,			NULL, 0 }
 };
@@ -109,6 +111,7 @@ usage(FILE *fp, int code)
 "       [--token-ms N] [--stops-on-close always|never|stream]\n"
 "       [--crash-after-ms N] [--crash-mid-stream K] [--ignore-term]\n"
 "       [--slow-exit-ms N] [--stall] [--stamp] [--any-model]\n"
+"       [--log-requests]\n"
 "\n"
 "An OpenAI-compatible stand-in model server for tests and benchmarks.\n"
 "\n"
@@ -142,6 +145,8 @@ usage(FILE *fp, int code)
 "  --any-model        serve whatever model a request names, and answer\n"
 "                     with that name (--model when it names none), as a\n"
 "                     server that takes the request's model does\n"
+"  --log-requests     log a line for each request as it arrives, as\n"
+"                     llama-server does, besides the line of its answer\n"
 "  -h, --help         print this text and exit\n"
 "\n"
 "Routes: GET /health, GET /v1/models, POST /v1/chat/completions,\n"
@@ -450,6 +455,9 @@ main(int argc, char *argv[])
 			break;
 		case OPT_ANY_MODEL:
 			conf.any_model = 1;
+			break;
+		case OPT_LOG_REQUESTS:
+			conf.log_requests = 1;
 			break;
 		case 'h':
 			usage(stdout, 0);

@@ -42,6 +42,7 @@ struct fakelm_conf {
 	int			 stall;
 	int			 stamp;
 	int			 any_model;
+	int			 log_requests;
 	enum stops_on_close	 stops_on_close;
 };
 

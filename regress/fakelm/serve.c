@@ -80,6 +80,7 @@ static struct json_tokener	*tok;
 static void	handle(struct evhttp_request *, void *);
 static void	log_request(const char *, const char *, const char *, int,
 		    size_t, int);
+static void	log_received(struct evhttp_request *, const char *);
 static const char *reason(int);
 static void	send_json(struct evhttp_request *, int, struct json_object *);
 static void	reply_json(struct evhttp_request *, int, struct json_object *,
@@ -197,6 +198,20 @@ log_request(const char *method, const char *path, const char *model,
 		    model == NULL ? "-" : model, status, tokens, closed);
 }
 
+/* --log-requests: a request as it arrives, before any answer. */
+static void
+log_received(struct evhttp_request *req, const char *path)
+{
+	struct evhttp_connection	*evcon;
+	char				*host = NULL;
+	ev_uint16_t			 port = 0;
+
+	if ((evcon = evhttp_request_get_connection(req)) != NULL)
+		evhttp_connection_get_peer(evcon, &host, &port);
+	complain("fakelm: request: %s %s %s", http_method_name(req), path,
+	    host != NULL ? host : "-");
+}
+
 static const char *
 reason(int code)
 {
@@ -282,6 +297,8 @@ handle(struct evhttp_request *req, void *arg)
 		path = evhttp_uri_get_path(uri);
 	if (path == NULL || *path == '\0')
 		path = "/";
+	if (conf.log_requests)
+		log_received(req, path);
 
 	if (strcmp(path, "/health") == 0) {
 		health(req, path);
