@@ -550,8 +550,13 @@ op_refused(void *ctx, uint64_t reqid, int reason, const char *message)
 static void
 op_changed(void *ctx, const struct pool_plan *plan)
 {
+	struct agencyd	*d = ctx;
+
 	(void)plan;
-	notify_status(ctx);
+	notify_status(d);
+	/* A model moved by a reload may have left its old port. */
+	if (!d->reloading)
+		(void)models_ports_check(d, NULL, 0);
 }
 
 /* Stop the model's process and start it again, on the pool's queue. */
@@ -572,4 +577,66 @@ models_fill_status(struct agencyd *d, struct proto_status *st)
 	if ((m = model_find(d, st->model)) != NULL && m->mc != NULL)
 		(void)strlcpy(st->runtime, m->mc->rt->name,
 		    sizeof(st->runtime));
+}
+
+/*
+ * The ports agency-proxy must be able to reach now: the configured range
+ * and the port of each model process outside it, where a reload that
+ * changed the range left it until the model is moved.
+ */
+void
+models_proxy_ports(struct agencyd *d, struct proto_ports *pp)
+{
+	struct proto_status	 st;
+	size_t			 i, n;
+
+	ports_init(pp, d->conf->port_lo, d->conf->port_hi);
+	n = pool_count(d->pool);
+	for (i = 0; i < n; i++)
+		if (pool_status(d->pool, i, &st) == 0 && st.pid > 0 &&
+		    st.port != 0)
+			ports_add(pp, st.port);
+}
+
+/*
+ * agency-proxy's sandbox follows the ports it must reach.  Fewer: it is
+ * told, and narrows its Landlock rules.  More, a reload's new range,
+ * which Landlock cannot add: it is restarted, and proxy_start gives the
+ * new one what it needs then.  What was done is logged, or with msg
+ * (a reload's) left there for the caller to say.  Returns 0 (nothing),
+ * PORTS_NARROWED or PORTS_RESTART.
+ */
+int
+models_ports_check(struct agencyd *d, char *msg, size_t msglen)
+{
+	struct proto_ports	 need;
+	char			 now[128], was[128], line[PROTO_MSG_MAX];
+	int			 rv;
+
+	if (d->proxy_pid <= 0 || d->stopping)
+		return (0);
+	models_proxy_ports(d, &need);
+	if (ports_within(&need, &d->proxy_ports) &&
+	    ports_within(&d->proxy_ports, &need))
+		return (0);
+	ports_format(&need, now, sizeof(now));
+	ports_format(&d->proxy_ports, was, sizeof(was));
+	if (!ports_within(&need, &d->proxy_ports)) {
+		(void)snprintf(line, sizeof(line), "model ports %s, beyond "
+		    "the %s agency-proxy may reach: restarting it", now, was);
+		(void)kill(d->proxy_pid, SIGTERM);
+		rv = PORTS_RESTART;
+	} else {
+		(void)snprintf(line, sizeof(line), "agency-proxy may reach "
+		    "model ports %s, no longer %s", now, was);
+		proxy_compose(d, IMSG_PORTS, &need, sizeof(need));
+		rv = PORTS_NARROWED;
+	}
+	/* After a restart, what its successor gets: no second one. */
+	d->proxy_ports = need;
+	if (msg != NULL)
+		(void)strlcpy(msg, line, msglen);
+	else
+		log_info("%s", line);
+	return (rv);
 }
