@@ -55,7 +55,7 @@ struct probe {
 	struct evhttp_request		*req;
 	struct event			*timer;
 	int				 backoff;	/* ms */
-	int				 answered;	/* an HTTP status came */
+	int				 answered;	/* HTTP came back */
 	int64_t				 started;	/* now_ms() */
 	unsigned int			 attempts;
 	char				 body[PROTO_PROBE_BODY + 1];

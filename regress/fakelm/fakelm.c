@@ -93,7 +93,8 @@ static const struct option longopts[] = {
 	{ "stall",		no_argument,		NULL, OPT_STALL },
 	{ "stamp",		no_argument,		NULL, OPT_STAMP },
 	{ "any-model",		no_argument,		NULL, OPT_ANY_MODEL },
-	{ "log-requests",	no_argument,		NULL, OPT_LOG_REQUESTS },
+	{ "log-requests",	no_argument,		NULL,
+	    OPT_LOG_REQUESTS },
 	{ "help",		no_argument,		NULL, 'h' },
 	{ NULL,			0,			NULL, 0 }
 };
