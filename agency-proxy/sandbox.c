@@ -104,6 +104,7 @@ static int	 sandbox_abi;		/* 0: no Landlock */
 static int	 landlock_version(void);
 static int	 landlock_apply(const struct proto_port_range *, size_t);
 static int	 landlock_ports(int, const struct proto_port_range *, size_t);
+static int	 landlock_enforce(int);
 static int	 seccomp_apply(void);
 static int	 sandbox_parts(const struct proto_port_range *, size_t, int);
 
@@ -144,6 +145,20 @@ landlock_ports(int fd, const struct proto_port_range *r, size_t n)
 		}
 	}
 	return (0);
+}
+
+/* Put the ruleset fd in force on this process, and close it. */
+static int
+landlock_enforce(int fd)
+{
+	int	 rv = 0;
+
+	if (syscall(SYS_landlock_restrict_self, fd, 0) == -1) {
+		log_warn("%s: landlock_restrict_self", __func__);
+		rv = -1;
+	}
+	close(fd);
+	return (rv);
 }
 
 static int
@@ -207,12 +222,8 @@ landlock_apply(const struct proto_port_range *ports, size_t nports)
 		close(fd);
 		return (-1);
 	}
-	if (syscall(SYS_landlock_restrict_self, fd, 0) == -1) {
-		log_warn("%s: landlock_restrict_self", __func__);
-		close(fd);
+	if (landlock_enforce(fd) == -1)
 		return (-1);
-	}
-	close(fd);
 	log_debug("%s: Landlock ABI %d: no file access%s%s", __func__, abi,
 	    abi >= 4 ? (nports > 0 ? ", connect to the model ports only, "
 	    "no bind" : ", no bind") : "",
@@ -421,13 +432,7 @@ sandbox_narrow(const struct proto_port_range *ports, size_t nports)
 		close(fd);
 		return (-1);
 	}
-	if (syscall(SYS_landlock_restrict_self, fd, 0) == -1) {
-		log_warn("%s: landlock_restrict_self", __func__);
-		close(fd);
-		return (-1);
-	}
-	close(fd);
-	return (0);
+	return (landlock_enforce(fd));
 }
 
 /*
