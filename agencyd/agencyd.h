@@ -16,6 +16,7 @@
 #include "config.h"
 #include "imsg.h"
 #include "pool.h"
+#include "proto.h"
 #include "spawn.h"
 
 #define AGENCYD_OPT_VERBOSE	0x01
@@ -72,10 +73,12 @@ struct agencyd {
 	int			 now_cached;	/* now_ms read in this batch */
 	int64_t			 now_ms;	/* op_now's */
 	int64_t			 proxy_started;	/* ms, monotonic */
+	struct proto_ports	 proxy_ports;	/* those it may connect to */
 	int			 proxy_quick_deaths;
 	struct event		 proxy_restart_ev;
 
 	int			 stopping;
+	int			 reloading;	/* in agencyd_reload */
 };
 
 extern struct agencyd	*env;
@@ -106,6 +109,18 @@ void		 models_reaped(struct agencyd *, pid_t, int);
 void		 models_free(struct agencyd *);
 void		 models_restart(struct agencyd *, struct model *);
 void		 models_fill_status(struct agencyd *, struct proto_status *);
+void		 models_proxy_ports(struct agencyd *, struct proto_ports *);
+#define PORTS_NARROWED	1
+#define PORTS_RESTART	2
+int		 models_ports_check(struct agencyd *, char *, size_t);
+
+/* ports.c: sets of model ports (struct proto_ports), pure */
+void		 ports_init(struct proto_ports *, uint16_t, uint16_t);
+void		 ports_add(struct proto_ports *, uint16_t);
+int		 ports_has(const struct proto_ports *, uint16_t);
+int		 ports_within(const struct proto_ports *,
+		    const struct proto_ports *);
+void		 ports_format(const struct proto_ports *, char *, size_t);
 
 /* notify.c: sd_notify(3) to a service manager, when one waits for it */
 int		 notify_init(void);

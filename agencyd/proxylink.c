@@ -87,11 +87,12 @@ proxy_start(struct agencyd *d)
 {
 	int		 sp[2];
 	pid_t		 pid;
-	char		*argv[10];
+	char		*argv[8 + 2 * PROTO_PORT_RANGES];
 	int		 argc = 0;
+	uint32_t	 i;
 	static char	 a0[] = "agency-proxy", ad[] = "-d", av[] = "-v";
 	static char	 avv[] = "-vv", au[] = "-u", ap[] = "-p";
-	static char	 ports[16];
+	static char	 ports[PROTO_PORT_RANGES][16];
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) == -1) {
 		log_warn("%s: socketpair", __func__);
@@ -106,11 +107,16 @@ proxy_start(struct agencyd *d)
 		argv[argc++] = au;
 		argv[argc++] = d->conf->user;
 	}
-	/* Its sandbox allows connect to these ports alone, for good. */
-	(void)snprintf(ports, sizeof(ports), "%u:%u",
-	    (unsigned int)d->conf->port_lo, (unsigned int)d->conf->port_hi);
-	argv[argc++] = ap;
-	argv[argc++] = ports;
+	/* Its sandbox allows connect to these ports alone, for good: the
+	 * range, and the ports of models a reload has yet to move. */
+	models_proxy_ports(d, &d->proxy_ports);
+	for (i = 0; i < d->proxy_ports.n; i++) {
+		(void)snprintf(ports[i], sizeof(ports[i]), "%u:%u",
+		    (unsigned int)d->proxy_ports.r[i].lo,
+		    (unsigned int)d->proxy_ports.r[i].hi);
+		argv[argc++] = ap;
+		argv[argc++] = ports[i];
+	}
 	argv[argc] = NULL;
 
 	log_flush();	/* not twice: the child must not inherit lines */

@@ -58,6 +58,13 @@ enum stops_on_close {
 	STOPS_STREAM,		/* only when the body has "stream": true */
 };
 
+/* What a runtime's server is sent as the body's "model". */
+enum send_model {
+	SEND_NAME,		/* the model's name (%m) */
+	SEND_UPSTREAM,		/* its upstream (%u) */
+	SEND_UNCHANGED,		/* what the client sent, or nothing */
+};
+
 enum ready_method {
 	READY_GET,
 	READY_POST,
@@ -95,6 +102,7 @@ struct runtime_conf {
 	char			 ready_body[AGENCY_BODY_MAX];
 	enum model_kind		 kind;
 	enum stops_on_close	 stops;
+	enum send_model		 send_model;
 	int64_t			 max_tokens;	/* 0: no cap */
 	struct strlist		 env;		/* K=V */
 	struct strlist		 routes;	/* empty: the kind's routes */
