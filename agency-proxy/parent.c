@@ -250,6 +250,9 @@ parent_imsg(struct imsg *imsg)
 		STROK(cancel.model, "cancel model");
 		cancel.cancelled = forward_cancel(cancel.model);
 		parent_send(IMSG_CANCEL_DONE, &cancel, sizeof(cancel));
+		/* the admin route's, when it asked for this one */
+		forward_cancel_answer(cancel.reqid, cancel.model,
+		    cancel.cancelled);
 		break;
 	default:
 		fatalx("parent: unexpected message type %u", type);

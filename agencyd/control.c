@@ -39,7 +39,6 @@ struct ctl_conn {
 	struct imsgev		 iev;
 	uint32_t		 id;
 	int			 restricted;
-	int			 cancel_pending;	/* asked of the proxy */
 };
 
 static TAILQ_HEAD(, ctl_conn)	ctl_conns = TAILQ_HEAD_INITIALIZER(ctl_conns);
@@ -271,23 +270,6 @@ control_end(struct ctl_conn *c)
 	imsgev_compose(&c->iev, IMSG_CTL_END, 0, 0, -1, NULL, 0);
 }
 
-/* The proxy went away: nobody will answer the cancels it was asked. */
-void
-control_proxy_gone(struct agencyd *d)
-{
-	struct ctl_conn	*c;
-
-	(void)d;
-	TAILQ_FOREACH(c, &ctl_conns, entry) {
-		if (!c->cancel_pending)
-			continue;
-		c->cancel_pending = 0;
-		control_result(c, IMSG_CTL_ERROR, "agency-proxy exited before "
-		    "it answered");
-		control_end(c);
-	}
-}
-
 /* A line already logged, for the client alone. */
 void
 control_line(struct ctl_conn *c, const char *line)
@@ -396,17 +378,19 @@ control_logs(struct agencyd *d, struct ctl_conn *c, struct model *m)
 	control_end(c);
 }
 
-void
-control_cancel_done(struct agencyd *d, const struct proto_cancel *pc)
+/* The proxy ended the model's requests, or went away first. */
+static void
+control_cancel_done(void *arg, int ok, uint32_t cancelled)
 {
 	struct ctl_conn	*c;
 
-	(void)d;
-	if (pc->reqid == 0 || (c = control_byid((uint32_t)pc->reqid)) == NULL ||
-	    !c->cancel_pending)
+	if ((c = control_byid((uint32_t)(uintptr_t)arg)) == NULL)
 		return;
-	c->cancel_pending = 0;
-	control_result(c, IMSG_CTL_OK, "%u", pc->cancelled);
+	if (ok)
+		control_result(c, IMSG_CTL_OK, "%u", cancelled);
+	else
+		control_result(c, IMSG_CTL_ERROR, "agency-proxy exited before "
+		    "it answered");
 	control_end(c);
 }
 
@@ -418,7 +402,6 @@ control_dispatch(int fd, short event, void *arg)
 	struct imsg		 imsg;
 	struct proto_ctl_model	 cm;
 	struct proto_ctl_verbose cv;
-	struct proto_cancel	 pc;
 	struct model		*m;
 	ssize_t			 n;
 	uint32_t		 type;
@@ -502,11 +485,8 @@ control_dispatch(int fd, short event, void *arg)
 				control_end(c);
 				break;
 			}
-			memset(&pc, 0, sizeof(pc));
-			pc.reqid = c->id;
-			(void)strlcpy(pc.model, m->plan.name, sizeof(pc.model));
-			proxy_compose(d, IMSG_CANCEL, &pc, sizeof(pc));
-			c->cancel_pending = 1;
+			proxy_cancel(d, m->plan.name, control_cancel_done,
+			    cbarg);
 			break;
 		case IMSG_CTL_RELOAD:
 			if (imsg_get_len(&imsg) != 0)

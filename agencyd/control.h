@@ -17,8 +17,6 @@ int	control_check(const char *);
 int	control_init(struct agencyd *, const char *, const char *);
 void	control_close(struct agencyd *);
 void	control_cleanup(struct agencyd *);
-void	control_cancel_done(struct agencyd *, const struct proto_cancel *);
-void	control_proxy_gone(struct agencyd *);
 void	control_line(struct ctl_conn *, const char *);
 /* A line for the client that asked for a reload (NULL: only the log). */
 void	control_info(struct ctl_conn *, const char *, ...)

@@ -1618,7 +1618,7 @@ pool_acquire(struct pool *p, const char *model, uint64_t reqid,
 		queue_run(p);
 }
 
-void
+int
 pool_withdraw(struct pool *p, uint64_t reqid, uint32_t owner)
 {
 	struct pool_waiter	*w;
@@ -1627,9 +1627,10 @@ pool_withdraw(struct pool *p, uint64_t reqid, uint32_t owner)
 		if (w->reqid == reqid && w->owner == owner) {
 			TAILQ_REMOVE(&p->waiters, w, entry);
 			free(w);
-			return;
+			return (1);
 		}
 	}
+	return (0);
 }
 
 int

@@ -132,8 +132,9 @@ void		 pool_start(struct pool *);
 void		 pool_acquire(struct pool *, const char *, uint64_t reqid,
 		    uint32_t owner);
 /* The client of a waiting request left: it is never granted or refused;
- * the load goes on. */
-void		 pool_withdraw(struct pool *, uint64_t reqid, uint32_t owner);
+ * the load goes on.  1 when it was waiting, 0 when owner has no such
+ * request (already answered). */
+int		 pool_withdraw(struct pool *, uint64_t reqid, uint32_t owner);
 /* Release a hold; -1 (nothing changed) when owner holds no such hold,
  * which includes a second release of the same hold. */
 int		 pool_release(struct pool *, uint64_t holdid, uint32_t owner);
