@@ -765,14 +765,21 @@ const char *
 proxy_clean(char *dst, size_t size, const char *src)
 {
 	const unsigned char	*p;
+	size_t			 len;
 
 	/* The access-log lines need no escape: keep them without a copy. */
 	for (p = (const unsigned char *)src; *p != '\0'; p++)
 		if (*p < 0x20 || *p > 0x7e || *p == '\\')
 			break;
-	if (*p == '\0')
-		return (src);
-	(void)strnvis(dst, src, size, VIS_OCTAL | VIS_CSTYLE | VIS_TAB |
+	if (*p == '\0' || size == 0)
+		return (*p == '\0' ? src : "");
+	/*
+	 * As many bytes as are sure to fit, each at most 4 escaped: libbsd's
+	 * strnvis writes its NUL past a full buffer.
+	 */
+	if ((len = strlen(src)) > (size - 1) / 4)
+		len = (size - 1) / 4;
+	(void)strvisx(dst, src, len, VIS_OCTAL | VIS_CSTYLE | VIS_TAB |
 	    VIS_NL);
 	return (dst);
 }
