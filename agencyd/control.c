@@ -82,6 +82,7 @@ static struct ctl_sock		ctl_restricted = {
 static uint32_t			ctl_nextid = 1;
 
 static void	control_accept(int, short, void *);
+static struct ctl_conn *control_conn_new(struct ctl_sock *, int);
 static void	control_dispatch(int, short, void *);
 static void	control_deadline(int, short, void *);
 static void	control_drop(struct ctl_conn *);
@@ -269,7 +270,6 @@ static void
 control_accept(int fd, short event, void *arg)
 {
 	struct ctl_sock		*cs = arg;
-	struct ctl_conn		*c;
 	struct timeval		 tv = { 1, 0 };
 	int			 s;
 
@@ -300,10 +300,19 @@ control_accept(int fd, short event, void *arg)
 		close(s);
 		return;
 	}
+	(void)control_conn_new(cs, s);
+}
+
+/* A client on socket s of cs, or NULL (and s closed). */
+static struct ctl_conn *
+control_conn_new(struct ctl_sock *cs, int s)
+{
+	struct ctl_conn		*c;
+
 	if ((c = calloc(1, sizeof(*c))) == NULL) {
 		log_warn("%s", __func__);
 		close(s);
-		return;
+		return (NULL);
 	}
 	c->id = ctl_nextid++;
 	if (ctl_nextid == 0)
@@ -317,6 +326,7 @@ control_accept(int fd, short event, void *arg)
 	TAILQ_INSERT_TAIL(&ctl_conns, c, entry);
 	cs->nconns++;
 	control_events(c, 0);
+	return (c);
 }
 
 static struct ctl_conn *
@@ -760,8 +770,10 @@ control_dispatch(int fd, short event, void *arg)
 	(void)fd;
 	if (c->doomed)
 		return;
-	if (event & EV_READ) {
-		if ((n = imsg_read(ibuf)) == -1 && errno != EAGAIN) {
+	/* (EV_READ only comes unpaused; a full buffer waits its turn.) */
+	if ((event & EV_READ) && !c->iev.rpaused) {
+		if ((n = imsg_read(ibuf)) == -1 && errno != EAGAIN &&
+		    errno != ENOBUFS) {
 			if (errno == EBADMSG)
 				log_warnx("control: client %u sent file "
 				    "descriptors; dropping it", c->id);
