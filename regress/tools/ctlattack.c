@@ -36,13 +36,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fdpass.h"
 #include "imsg.h"
 #include "numarg.h"
 #include "proto.h"
 #include "tool.h"
 
 #define MAXCONNS	4096
-#define FDS_A_SEND	16
 
 static struct sockaddr_un	sun;
 
@@ -123,27 +123,14 @@ flood(long long count, int64_t deadline)
 static void
 fds(long long count, int64_t deadline)
 {
-	struct msghdr	 msg;
-	struct iovec	 iov;
-	struct cmsghdr	*cmsg;
-	union {
-		struct cmsghdr	hdr;
-		char		buf[CMSG_SPACE(sizeof(int) * FDS_A_SEND)];
-	} cmsgbuf;
 	struct imsg_hdr	 hdr;
 	unsigned char	 byte = 0;
 	long long	 sent = 0, conns = 0;
-	int		 s = -1, devnull, i, fdv[FDS_A_SEND];
+	int		 s = -1, devnull;
 
 	if ((devnull = open("/dev/null", O_RDONLY | O_CLOEXEC)) == -1)
 		err(2, "/dev/null");
-	for (i = 0; i < FDS_A_SEND; i++)
-		fdv[i] = devnull;
 	while (sent < count && now_ms() < deadline) {
-		memset(&msg, 0, sizeof(msg));
-		memset(&cmsgbuf, 0, sizeof(cmsgbuf));
-		iov.iov_base = &byte;
-		iov.iov_len = 1;
 		if (s == -1) {
 			if ((s = connect_to(0)) == -1)
 				break;
@@ -152,19 +139,14 @@ fds(long long count, int64_t deadline)
 			memset(&hdr, 0, sizeof(hdr));
 			hdr.type = IMSG_STATUS_REQ;
 			hdr.len = MAX_IMSGSIZE;
-			iov.iov_base = &hdr;
-			iov.iov_len = sizeof(hdr);
+			if (fdpass_send(s, &hdr, sizeof(hdr), devnull,
+			    FDPASS_MAX) == -1) {
+				close(s);
+				s = -1;
+			}
+			continue;
 		}
-		msg.msg_iov = &iov;
-		msg.msg_iovlen = 1;
-		msg.msg_control = cmsgbuf.buf;
-		msg.msg_controllen = sizeof(cmsgbuf.buf);
-		cmsg = CMSG_FIRSTHDR(&msg);
-		cmsg->cmsg_len = CMSG_LEN(sizeof(fdv));
-		cmsg->cmsg_level = SOL_SOCKET;
-		cmsg->cmsg_type = SCM_RIGHTS;
-		memcpy(CMSG_DATA(cmsg), fdv, sizeof(fdv));
-		if (sendmsg(s, &msg, MSG_NOSIGNAL) == -1) {
+		if (fdpass_send(s, &byte, 1, devnull, FDPASS_MAX) == -1) {
 			if (errno != EPIPE && errno != ECONNRESET &&
 			    errno != ETOOMANYREFS)
 				err(2, "sendmsg");

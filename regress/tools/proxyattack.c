@@ -38,12 +38,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fdpass.h"
 #include "imsg.h"
 #include "numarg.h"
 #include "proto.h"
 #include "tool.h"
 
-#define FDS_A_SEND	16
 #define EVIL		"evil\nagencyd: forged line\033[31m\\x"
 
 static struct imsgbuf	 ib;
@@ -124,18 +124,20 @@ take(int probes)
 	}
 }
 
+/* count messages of type, each made by fill from its index, unread. */
 static void
-holds(void)
+flood(uint32_t type, size_t len, void (*fill)(void *, long long))
 {
-	struct proto_hold_req	r;
-	long long		i;
+	union {
+		struct proto_hold_req	hr;
+		struct proto_reqid	rq;
+	}			 u;
+	long long		 i;
 
 	for (i = 0; i < count; i++) {
-		memset(&r, 0, sizeof(r));
-		r.reqid = i + 1;
-		(void)strlcpy(r.model, model, sizeof(r.model));
-		if (imsg_compose(&ib, IMSG_HOLD_REQ, 0, 0, -1, &r,
-		    sizeof(r)) == -1)
+		memset(&u, 0, sizeof(u));
+		fill(&u, i);
+		if (imsg_compose(&ib, type, 0, 0, -1, &u, len) == -1)
 			err(1, "imsg_compose");
 		if ((i + 1) % 1024 == 0 && imsg_flush(&ib) == -1)
 			return;
@@ -144,62 +146,39 @@ holds(void)
 }
 
 static void
-status(void)
+fill_hold(void *p, long long i)
 {
-	struct proto_reqid	r;
-	long long		i;
+	struct proto_hold_req	*r = p;
 
-	for (i = 0; i < count; i++) {
-		memset(&r, 0, sizeof(r));
-		r.reqid = i + 1;
-		if (imsg_compose(&ib, IMSG_STATUS_REQ, 0, 0, -1, &r,
-		    sizeof(r)) == -1)
-			err(1, "imsg_compose");
-		if ((i + 1) % 1024 == 0 && imsg_flush(&ib) == -1)
-			return;
-	}
-	(void)imsg_flush(&ib);
+	r->reqid = i + 1;
+	(void)strlcpy(r->model, model, sizeof(r->model));
+}
+
+static void
+fill_status(void *p, long long i)
+{
+	struct proto_reqid	*r = p;
+
+	r->reqid = i + 1;
 }
 
 static void
 fds(void)
 {
-	struct msghdr	 msg;
-	struct iovec	 iov;
-	struct cmsghdr	*cmsg;
-	union {
-		struct cmsghdr	hdr;
-		char		buf[CMSG_SPACE(sizeof(int) * FDS_A_SEND)];
-	} cmsgbuf;
 	struct imsg_hdr	 hdr;
 	unsigned char	 byte = 0;
 	long long	 i;
-	int		 devnull, fdv[FDS_A_SEND], k;
+	int		 devnull;
 
 	if ((devnull = open("/dev/null", O_RDONLY | O_CLOEXEC)) == -1)
 		err(1, "/dev/null");
-	for (k = 0; k < FDS_A_SEND; k++)
-		fdv[k] = devnull;
 	memset(&hdr, 0, sizeof(hdr));
 	hdr.type = IMSG_LOG;
 	hdr.len = MAX_IMSGSIZE;
-	for (i = 0; i <= count; i++) {
-		memset(&msg, 0, sizeof(msg));
-		memset(&cmsgbuf, 0, sizeof(cmsgbuf));
-		iov.iov_base = i == 0 ? (void *)&hdr : (void *)&byte;
-		iov.iov_len = i == 0 ? sizeof(hdr) : 1;
-		msg.msg_iov = &iov;
-		msg.msg_iovlen = 1;
-		msg.msg_control = cmsgbuf.buf;
-		msg.msg_controllen = sizeof(cmsgbuf.buf);
-		cmsg = CMSG_FIRSTHDR(&msg);
-		cmsg->cmsg_len = CMSG_LEN(sizeof(fdv));
-		cmsg->cmsg_level = SOL_SOCKET;
-		cmsg->cmsg_type = SCM_RIGHTS;
-		memcpy(CMSG_DATA(cmsg), fdv, sizeof(fdv));
-		if (sendmsg(3, &msg, MSG_NOSIGNAL) == -1)
+	for (i = 0; i <= count; i++)
+		if (fdpass_send(3, i == 0 ? (void *)&hdr : (void *)&byte,
+		    i == 0 ? sizeof(hdr) : 1, devnull, FDPASS_MAX) == -1)
 			break;	/* closed: killed */
-	}
 	close(devnull);
 }
 
@@ -238,9 +217,9 @@ main(int argc, char *argv[])
 		(void)poll(NULL, 0, 10);
 
 	if (strcmp(mode, "holds") == 0)
-		holds();
+		flood(IMSG_HOLD_REQ, sizeof(struct proto_hold_req), fill_hold);
 	else if (strcmp(mode, "status") == 0)
-		status();
+		flood(IMSG_STATUS_REQ, sizeof(struct proto_reqid), fill_status);
 	else if (strcmp(mode, "canceldone") == 0) {
 		memset(&c, 0, sizeof(c));
 		(void)strlcpy(c.model, model, sizeof(c.model));
