@@ -281,16 +281,17 @@ main(int argc, char *argv[])
 }
 
 /*
- * Commands go only to an agencyd of root's or of our own: anyone else
- * who put a socket where we look (a shared directory, a path given with
- * -s) would read them and could answer anything.  The file's owner makes
+ * A user's commands go only to an agencyd of root's or of its own:
+ * anyone else who put a socket where it looks (a shared directory, a
+ * path given with -s) would read them and could answer anything.  Root
+ * may talk to any (a demo run as nobody, say).  The file's owner makes
  * the message; the listener's credentials, which cannot be swapped under
  * us between the check and the connect, decide.
  */
 static int
 ctl_owner_ok(uid_t uid)
 {
-	return (uid == 0 || uid == getuid());
+	return (uid == 0 || uid == getuid() || getuid() == 0);
 }
 
 static int
