@@ -255,6 +255,9 @@ parent_imsg(struct imsg *imsg)
 		STROK(cancel.model, "cancel model");
 		cancel.cancelled = forward_cancel(cancel.model);
 		parent_send(IMSG_CANCEL_DONE, &cancel, sizeof(cancel));
+		/* the admin route's, when it asked for this one */
+		forward_cancel_answer(cancel.reqid, cancel.model,
+		    cancel.cancelled);
 		break;
 	case IMSG_PORTS:
 		getdata(imsg, &ports, sizeof(ports));

@@ -293,6 +293,8 @@ void		 forward_refuse(const struct proto_hold_refuse *);
 void		 forward_status_model(const struct proto_status *);
 void		 forward_status_end(uint64_t);
 uint32_t	 forward_cancel(const char *);
+void		 forward_cancel_ask(struct hreq *, const char *);
+void		 forward_cancel_answer(uint64_t, const char *, uint32_t);
 void		 forward_shutdown(void);
 
 /* conn.c: the client connections */

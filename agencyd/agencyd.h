@@ -129,7 +129,17 @@ void		 notify_status(struct agencyd *);
 void		 notify_stopping(void);
 
 /* proxylink.c: agencyd's side of the socketpair */
+#define PROXY_STATUS_MAX	4	/* status answers on their way out */
+#define PROXY_STALL_MS		10000	/* no read of what it was sent */
+#define PROXY_QUEUE_MAX		(16 * 1024 * 1024)	/* bytes sent, unread */
+/* The end of a cancel: ok 0 when the proxy went away before it answered. */
+typedef void	(*proxy_cancel_cb)(void *, int, uint32_t);
 int		 proxy_start(struct agencyd *);
+int		 proxy_link_open(struct agencyd *, int);
+void		 proxy_cancel(struct agencyd *, const char *, proxy_cancel_cb,
+		    void *);
+const char	*proxy_clean(char *, size_t, const char *);
+int		 proxy_log_priority(uint32_t);
 void		 proxy_died(struct agencyd *, int);
 void		 proxy_stop(struct agencyd *);
 int		 proxy_send_config(struct agencyd *);

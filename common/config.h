@@ -26,6 +26,7 @@
 
 #define AGENCY_CONF		"/etc/agency.conf"
 #define AGENCY_SOCKET		"/run/agency.sock"
+#define AGENCY_USER_DIR		".agency"	/* in ~, user mode's socket */
 #define AGENCY_USER		"_agency"
 #define AGENCY_MODEL_USER	"_agencym"
 
@@ -172,7 +173,8 @@ struct runtime_conf	*config_find_runtime(struct agency_conf *,
 int			 strlist_add(struct strlist *, const char *);
 void			 strlist_clear(struct strlist *);
 int			 strlist_contains(const struct strlist *, const char *);
-/* The control socket when none is configured; -1 if it does not fit. */
+/* The control socket when none is configured; -1 if it does not fit
+ * (or, in user mode, no home directory is known). */
 int			 config_default_socket(char *, size_t);
 
 #endif /* AGENCY_CONFIG_H */

@@ -71,9 +71,16 @@ enum imsg_type {
 	IMSG_STATUS_MODEL,	/* struct proto_status, one a model */
 	IMSG_STATUS_END,	/* struct proto_reqid */
 
-	/* ending the requests in progress of one model */
+	/*
+	 * ending the requests in progress of one model: agencyd sends the
+	 * proxy IMSG_CANCEL, the proxy answers IMSG_CANCEL_DONE with the
+	 * same reqid and model and the count.  The proxy asks for one (its
+	 * admin route) with IMSG_CANCEL and its own reqid, which agencyd
+	 * sends back as the cancel; agencyd's own reqids have the top bit
+	 * set.  A report of a cancel agencyd did not send is hostile.
+	 */
 	IMSG_CANCEL,		/* either way: struct proto_cancel */
-	IMSG_CANCEL_DONE,	/* either way: struct proto_cancel */
+	IMSG_CANCEL_DONE,	/* proxy -> parent: struct proto_cancel */
 
 	IMSG_LOG,		/* proxy -> parent: the line, its NUL the
 				 * last byte and its only one, at most
