@@ -216,13 +216,14 @@ static size_t			 nnotes;
 %token	GET GROUP HEADER IDLE IMAGE INCLUDE KEY KIND LAZY LISTEN LOAD MAX
 %token	MEMORY MODE MODEL MODELS MOVE NAME NEVER NO ON ORIGIN OVERCOMMIT
 %token	OWNER PART PORT PORTS POST QUEUE READY REFUSE REQUEST REQUESTS
-%token	RESERVE RESTRICTED ROUTE RUNTIME SECRET SECRETFILE SERVER SHA256
-%token	SOCKET SPEECH STOPS STREAM TIMEOUT TLS TO TOKENS UPSTREAM USER
+%token	RESERVE RESTRICTED ROUTE RUNTIME SECRET SECRETFILE SEND SERVER
+%token	SHA256 SOCKET SPEECH STOPS STREAM TIMEOUT TLS TO TOKENS UNCHANGED
+%token	UPSTREAM USER
 %token	VISION WINDOW YES
 %token	ERROR
 %token	<v.string>	STRING
 %token	<v.number>	NUMBER
-%type	<v.number>	size duration yesno kind stops listentls
+%type	<v.number>	size duration yesno kind stops listentls sendmodel
 %type	<v.string>	macroval macroname
 /* Strings that error recovery throws away. */
 %destructor	{ (void)msg; free($$); } <v.string>
@@ -647,6 +648,7 @@ rtopt		: COMMAND STRING		{
 		}
 		| KIND kind			{ rt->kind = $2; }
 		| STOPS ON CLOSE stops		{ rt->stops = $4; }
+		| SEND MODEL sendmodel		{ rt->send_model = $3; }
 		| ENV STRING			{
 			if (check_env($2) == 0)
 				(void)addstr(&rt->env, $2, AGENCY_ENV_MAX,
@@ -717,6 +719,11 @@ kind		: CHAT				{ $$ = KIND_CHAT; }
 stops		: ALWAYS			{ $$ = STOPS_ALWAYS; }
 		| NEVER				{ $$ = STOPS_NEVER; }
 		| STREAM			{ $$ = STOPS_STREAM; }
+		;
+
+sendmodel	: NAME				{ $$ = SEND_NAME; }
+		| UPSTREAM			{ $$ = SEND_UPSTREAM; }
+		| UNCHANGED			{ $$ = SEND_UNCHANGED; }
 		;
 
 model		: MODEL STRING			{
@@ -1006,6 +1013,7 @@ lookup(const char *s)
 		{ "route",		ROUTE },
 		{ "runtime",		RUNTIME },
 		{ "secret",		SECRET },
+		{ "send",		SEND },
 		{ "server",		SERVER },
 		{ "sha256",		SHA256 },
 		{ "socket",		SOCKET },
@@ -1016,6 +1024,7 @@ lookup(const char *s)
 		{ "tls",		TLS },
 		{ "to",			TO },
 		{ "tokens",		TOKENS },
+		{ "unchanged",		UNCHANGED },
 		{ "upstream",		UPSTREAM },
 		{ "user",		USER },
 		{ "vision",		VISION },
@@ -2198,6 +2207,7 @@ runtime_start(char *name)
 	(void)strlcpy(rt->ready_path, "/health", sizeof(rt->ready_path));
 	rt->kind = KIND_CHAT;
 	rt->stops = STOPS_ALWAYS;
+	rt->send_model = SEND_NAME;
 	rt->line = yylval.lineno;
 	rt_command = 0;
 	(void)here(&rt_pos);
