@@ -398,6 +398,7 @@ static int
 ctl_dispatch(struct ctl *ctl, struct imsg *imsg)
 {
 	struct proto_status	 st;
+	struct proto_key_status	 ks;
 	struct proto_reqid	 r;
 	struct proto_ctl_result	 res;
 	struct proto_log	 lg;
@@ -410,6 +411,17 @@ ctl_dispatch(struct ctl *ctl, struct imsg *imsg)
 		if (imsg_get_data(imsg, &st, sizeof(st)) == -1)
 			broken(ctl, "malformed status from agencyd");
 		if (status_add(&ctl->status, &st) == -1) {
+			if (errno == ENOMEM)
+				err(1, "status");
+			broken(ctl, "malformed status from agencyd");
+		}
+		return (0);
+	case IMSG_STATUS_KEY:
+		if (action != CTL_STATUS)
+			broken(ctl, "unexpected message from agencyd");
+		if (imsg_get_data(imsg, &ks, sizeof(ks)) == -1)
+			broken(ctl, "malformed status from agencyd");
+		if (status_add_key(&ctl->status, &ks) == -1) {
 			if (errno == ENOMEM)
 				err(1, "status");
 			broken(ctl, "malformed status from agencyd");

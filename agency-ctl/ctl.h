@@ -25,11 +25,16 @@ struct ctl_status {
 	struct proto_status	*models;
 	size_t			 n;
 	size_t			 size;
+	struct proto_key_status	*keys;		/* requests by API key */
+	size_t			 nkeys;
+	size_t			 keysize;
 };
 
 /* show.c */
 int		 status_valid(const struct proto_status *);
 int		 status_add(struct ctl_status *, const struct proto_status *);
+int		 status_add_key(struct ctl_status *,
+		    const struct proto_key_status *);
 void		 status_clear(struct ctl_status *);
 void		 fmt_size(char *, size_t, int64_t);
 void		 fmt_ago(char *, size_t, int64_t, int64_t);

@@ -60,6 +60,14 @@ struct probe {
 };
 TAILQ_HEAD(probe_head, probe);
 
+/* Requests by API key (keystats.c). */
+struct keystat {
+	TAILQ_ENTRY(keystat)	 entry;
+	char			 name[AGENCY_NAME_MAX];
+	uint64_t		 requests;
+};
+TAILQ_HEAD(keystat_head, keystat);
+
 struct agencyd {
 	struct agency_conf	*conf;
 	const char		*conffile;
@@ -70,6 +78,7 @@ struct agencyd {
 	struct model_head	 models;
 	struct model_head	 draining;	/* removed, until stopped */
 	struct probe_head	 probes;
+	struct keystat_head	 keystats;
 
 	/* agency-proxy */
 	struct imsgev		 proxy_iev;
@@ -136,6 +145,20 @@ void		 notify_ready(void);
 void		 notify_status(struct agencyd *);
 void		 notify_stopping(void);
 
+/* keystats.c: requests by key, for status */
+void		 keystats_count(struct agencyd *, const char *);
+void		 keystats_reload(struct agencyd *, const struct agency_conf *);
+void		 keystats_free(struct agencyd *);
+void		 keystats_fill(const struct keystat *,
+		    struct proto_key_status *);
+
+/* listeners.c: the front door's sockets */
+int		 listeners_bind(struct agency_conf *);
+int		 listener_update(const struct listen_conf *,
+		    const struct listen_conf *);
+void		 listener_close(struct listen_conf *);
+void		 listeners_close(struct agency_conf *);
+
 /* proxylink.c: agencyd's side of the socketpair */
 #define PROXY_STATUS_MAX	4	/* status answers on their way out */
 #define PROXY_STALL_MS		10000	/* no read of what it was sent */
@@ -156,6 +179,5 @@ void		 proxy_compose(struct agencyd *, uint32_t, const void *,
 		    size_t);
 void		 proxy_composev(struct agencyd *, uint32_t,
 		    const struct iovec *, int);
-int		 listeners_bind(struct agency_conf *);
 
 #endif /* AGENCYD_H */

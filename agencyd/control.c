@@ -604,9 +604,11 @@ control_plan(struct agencyd *d, struct ctl_conn *c, struct model *m)
 static void
 control_status(struct agencyd *d, struct ctl_conn *c)
 {
-	struct proto_status	st;
-	struct proto_reqid	r;
-	size_t			i, n;
+	struct proto_status	 st;
+	struct proto_key_status	 pk;
+	struct proto_reqid	 r;
+	struct keystat		*ks;
+	size_t			 i, n;
 
 	n = pool_count(d->pool);
 	for (i = 0; i < n; i++) {
@@ -615,6 +617,10 @@ control_status(struct agencyd *d, struct ctl_conn *c)
 		st.reqid = 0;
 		models_fill_status(d, &st);
 		control_compose(c, IMSG_STATUS_MODEL, &st, sizeof(st));
+	}
+	TAILQ_FOREACH(ks, &d->keystats, entry) {
+		keystats_fill(ks, &pk);
+		control_compose(c, IMSG_STATUS_KEY, &pk, sizeof(pk));
 	}
 	memset(&r, 0, sizeof(r));
 	control_compose(c, IMSG_STATUS_END, &r, sizeof(r));

@@ -23,7 +23,6 @@
 #include <sys/wait.h>
 
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 
 #include <errno.h>
 #include <event.h>
@@ -85,48 +84,6 @@ static void	proxy_stall_cb(int, short, void *);
 static void	proxy_doom_cb(int, short, void *);
 static void	proxy_cancels_end(void);
 static int	proxy_write(struct agencyd *);
-
-int
-listeners_bind(struct agency_conf *conf)
-{
-	struct listen_conf	*l;
-	int			 s, on = 1;
-
-	TAILQ_FOREACH(l, &conf->listens, entry) {
-		if (l->fd != -1)
-			continue;
-		if ((s = socket(l->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK |
-		    SOCK_CLOEXEC, 0)) == -1) {
-			log_warn("%s: socket for %s port %u", __func__,
-			    l->host, l->port);
-			return (-1);
-		}
-		if (setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &on,
-		    sizeof(on)) == -1)
-			log_warn("%s: SO_REUSEADDR", __func__);
-		/*
-		 * Accepted sockets inherit it: the proxy passes each SSE
-		 * chunk on at once, and Nagle would hold a chunk back until
-		 * the client acknowledged the one before.  Set here, as the
-		 * sandboxed proxy has no setsockopt.
-		 */
-		if (setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &on,
-		    sizeof(on)) == -1)
-			log_warn("%s: TCP_NODELAY", __func__);
-		if (l->ss.ss_family == AF_INET6 && setsockopt(s, IPPROTO_IPV6,
-		    IPV6_V6ONLY, &on, sizeof(on)) == -1)
-			log_warn("%s: IPV6_V6ONLY", __func__);
-		if (bind(s, (struct sockaddr *)&l->ss, l->sslen) == -1 ||
-		    listen(s, SOMAXCONN) == -1) {
-			log_warn("%s: listen on %s port %u", __func__,
-			    l->host, l->port);
-			close(s);
-			return (-1);
-		}
-		l->fd = s;
-	}
-	return (0);
-}
 
 /*
  * The proxy's environment: nothing of agencyd's (secrets of the operator,
@@ -322,13 +279,99 @@ compose_list(struct agencyd *d, uint32_t type, const struct strlist *l)
 	return (0);
 }
 
+/* Bytes in pieces the proxy puts back together (IMSG_CONF_TLS_*). */
+static int
+compose_pieces(struct agencyd *d, uint32_t type, const uint8_t *p, size_t len)
+{
+	size_t	n;
+
+	for (; len > 0; p += n, len -= n) {
+		n = len < PROTO_TLS_PIECE ? len : PROTO_TLS_PIECE;
+		if (imsg_compose(&d->proxy_iev.ibuf, type, 0, 0, -1, p,
+		    n) == -1)
+			return (-1);
+	}
+	return (0);
+}
+
+/* A listener's socket (a copy, for the proxy), and for TLS its files'
+ * bytes: the proxy opens no file. */
+static int
+compose_listen(struct agencyd *d, const struct listen_conf *l)
+{
+	const struct tls_files	*tf;
+	struct proto_listen	 pl;
+	int			 fd;
+
+	if ((fd = fcntl(l->fd, F_DUPFD_CLOEXEC, 0)) == -1) {
+		log_warn("%s: dup", __func__);
+		return (-1);
+	}
+	memset(&pl, 0, sizeof(pl));
+	(void)strlcpy(pl.host, l->host, sizeof(pl.host));
+	(void)strlcpy(pl.path, l->path, sizeof(pl.path));
+	pl.port = l->port;
+	pl.tls = l->tls;
+	if (imsg_compose(&d->proxy_iev.ibuf, IMSG_CONF_LISTEN, 0, 0, fd, &pl,
+	    sizeof(pl)) == -1) {
+		close(fd);
+		return (-1);
+	}
+	if (!l->tls)
+		return (0);
+	tf = config_listen_tls(d->conf, l);
+	if (tf->cert_pem == NULL || tf->key_pem == NULL) {
+		log_warnx("%s: listen on %s port %u: its certificate was "
+		    "not read", __func__, l->host, l->port);
+		return (-1);
+	}
+	return (compose_pieces(d, IMSG_CONF_TLS_CERT, tf->cert_pem,
+	    tf->cert_len) == -1 || compose_pieces(d, IMSG_CONF_TLS_KEY,
+	    tf->key_pem, tf->key_len) == -1 ? -1 : 0);
+}
+
+/* The keys, as names and digests, and the allow rules, with their
+ * models: after the models, which they name. */
+static int
+compose_access(struct agencyd *d)
+{
+	struct imsgbuf		*ibuf = &d->proxy_iev.ibuf;
+	struct proto_key	 pk;
+	struct proto_allow	 pa;
+	struct key_conf		*k;
+	struct allow_conf	*a;
+
+	TAILQ_FOREACH(k, &d->conf->keys, entry) {
+		memset(&pk, 0, sizeof(pk));
+		(void)strlcpy(pk.name, k->name, sizeof(pk.name));
+		memcpy(pk.digest, k->digest, sizeof(pk.digest));
+		pk.admin = k->admin;
+		pk.max_requests = k->max_requests;
+		if (imsg_compose(ibuf, IMSG_CONF_KEY, 0, 0, -1, &pk,
+		    sizeof(pk)) == -1 ||
+		    compose_list(d, IMSG_CONF_KEY_MODEL, &k->models) == -1)
+			return (-1);
+	}
+	TAILQ_FOREACH(a, &d->conf->allows, entry) {
+		memset(&pa, 0, sizeof(pa));
+		pa.kind = a->kind;
+		pa.id = a->id;
+		(void)strlcpy(pa.name, a->name, sizeof(pa.name));
+		pa.admin = a->admin;
+		if (imsg_compose(ibuf, IMSG_CONF_ALLOW, 0, 0, -1, &pa,
+		    sizeof(pa)) == -1 ||
+		    compose_list(d, IMSG_CONF_ALLOW_MODEL, &a->models) == -1)
+			return (-1);
+	}
+	return (0);
+}
+
 int
 proxy_send_config(struct agencyd *d)
 {
 	struct agency_conf		*conf = d->conf;
 	struct imsgbuf			*ibuf = &d->proxy_iev.ibuf;
 	struct proto_conf_global	 g;
-	struct proto_listen		 pl;
 	struct proto_runtime		 pr;
 	struct proto_move		 pm;
 	struct proto_model		 pmod;
@@ -336,7 +379,6 @@ proxy_send_config(struct agencyd *d)
 	struct runtime_conf		*rt;
 	struct rule_move		*mv;
 	struct model			*m;
-	int				 fd;
 
 	if (!d->proxy_up)
 		return (0);
@@ -351,28 +393,17 @@ proxy_send_config(struct agencyd *d)
 	g.host_any = conf->server_name_any;
 	g.port_lo = conf->port_lo;
 	g.port_hi = conf->port_hi;
+	g.queue_timeout = conf->queue_timeout;
 	(void)strlcpy(g.default_model, conf->default_model,
 	    sizeof(g.default_model));
 	if (imsg_compose(ibuf, IMSG_CONF_START, 0, 0, -1, &g, sizeof(g)) == -1 ||
-	    compose_list(d, IMSG_CONF_NAME, &conf->server_names) == -1)
+	    compose_list(d, IMSG_CONF_NAME, &conf->server_names) == -1 ||
+	    compose_list(d, IMSG_CONF_CORS, &conf->cors_origins) == -1)
 		goto fail;
 
-	TAILQ_FOREACH(l, &conf->listens, entry) {
-		if (l->fd == -1)
-			continue;
-		if ((fd = fcntl(l->fd, F_DUPFD_CLOEXEC, 0)) == -1) {
-			log_warn("%s: dup", __func__);
+	TAILQ_FOREACH(l, &conf->listens, entry)
+		if (l->fd != -1 && compose_listen(d, l) == -1)
 			goto fail;
-		}
-		memset(&pl, 0, sizeof(pl));
-		(void)strlcpy(pl.host, l->host, sizeof(pl.host));
-		pl.port = l->port;
-		if (imsg_compose(ibuf, IMSG_CONF_LISTEN, 0, 0, fd, &pl,
-		    sizeof(pl)) == -1) {
-			close(fd);
-			goto fail;
-		}
-	}
 
 	TAILQ_FOREACH(rt, &conf->runtimes, entry) {
 		memset(&pr, 0, sizeof(pr));
@@ -410,7 +441,8 @@ proxy_send_config(struct agencyd *d)
 		    compose_list(d, IMSG_CONF_ALIAS, &m->mc->aliases) == -1)
 			goto fail;
 	}
-	if (imsg_compose(ibuf, IMSG_CONF_END, 0, 0, -1, NULL, 0) == -1)
+	if (compose_access(d) == -1 ||
+	    imsg_compose(ibuf, IMSG_CONF_END, 0, 0, -1, NULL, 0) == -1)
 		goto fail;
 	imsgev_add(&d->proxy_iev);
 	return (0);
@@ -886,7 +918,8 @@ proxy_messages(struct agencyd *d)
 		switch (type) {
 		case IMSG_HOLD_REQ:
 			if (imsg_get_data(&imsg, &hr, sizeof(hr)) == -1 ||
-			    !PROTO_STROK(hr.model) || hr.reqid == 0)
+			    !PROTO_STROK(hr.model) || !PROTO_STROK(hr.key) ||
+			    hr.reqid == 0)
 				goto bad;
 			if (plink.holds >= plink.fdmax) {
 				imsg_free(&imsg);
@@ -895,6 +928,7 @@ proxy_messages(struct agencyd *d)
 				return (-1);
 			}
 			plink.holds++;	/* before: a refusal may come at once */
+			keystats_count(d, hr.key);
 			pool_acquire(d->pool, hr.model, hr.reqid, d->proxy_gen);
 			break;
 		case IMSG_HOLD_WITHDRAW:
