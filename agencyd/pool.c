@@ -945,6 +945,11 @@ op_drop_unwanted(struct pool *p, struct pool_op *op)
 	if (pm->load_op == op)
 		pm->load_op = NULL;
 	op_free(p, op);
+	/* It stopped a model to make room, then waited: not loading now,
+	 * or its need would keep other loads waiting for nothing. */
+	if (pm->state == STATE_LOADING && pm->pid == 0 &&
+	    running_op(p, pm) == NULL)
+		set_state(pm, STATE_STOPPED, NULL);
 	p->recheck = 1;
 	p->rerun = 1;
 }
