@@ -1853,11 +1853,17 @@ static int
 room_wait(struct pool *p, struct pool_op *op)
 {
 	struct pool_model	*pm = op->pm;
+	struct pool_waiter	*w;
 	char			 why[PROTO_MSG_MAX];
 
 	if (op->phase != PH_WAITMEM) {
 		op->phase = PH_WAITMEM;
 		op->wait_since = now(p);
+		/* After an eviction its requests wait in the queue again,
+		 * timed from when they came. */
+		TAILQ_FOREACH(w, &p->waiters, entry)
+			if (w->op == op)
+				waiter_queue(p, w);
 		blockers(p, pm, why, sizeof(why));
 		plog(p, LOG_INFO, "%s: waiting for memory held by %s",
 		    pm->plan.label, why[0] != '\0' ? why : "busy models");

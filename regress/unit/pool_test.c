@@ -3221,7 +3221,7 @@ ATF_TC_BODY(cancel_while_queued, tc)
 }
 
 /*
- * The scene of these: lazy models a and b of 1 G and big of 1.5 G
+ * The scene of the next two: lazy models a and b of 1 G and big of 1.5 G
  * in a 2 G budget, big's queue timeout tmo; a (process 100) and b
  * (process 200) are ready and idle, a used first.  Request 2 for big
  * stops a; request 1 for b comes while a exits; then big waits for b's
@@ -3278,6 +3278,30 @@ ATF_TC_BODY(dropped_load_not_loading, tc)
 	probed_last();
 	ATF_REQUIRE(granted(3) != -1);
 	ATF_REQUIRE_EQ(F.nrefusals, 0);
+	pool_free(F.p);
+}
+
+/* A request whose load stopped a model and then waits for a busy one is
+ * still in the queue: its queue timeout ends the wait, and the load. */
+ATF_TC_WITHOUT_HEAD(queue_timeout_after_eviction);
+ATF_TC_BODY(queue_timeout_after_eviction, tc)
+{
+	ssize_t	 r;
+
+	big_waits_after_evicting(5000);
+	advance(4800);
+	ATF_REQUIRE_EQ(F.nrefusals, 0);
+	advance(200);
+	ATF_REQUIRE((r = refused(2)) != -1);
+	ATF_REQUIRE_EQ(F.refusals[r].reason, REFUSE_QUEUE_TIMEOUT);
+	ATF_REQUIRE(strstr(F.refusals[r].msg, "its load waited for memory "
+	    "held by b (busy)") != NULL);
+	ATF_REQUIRE_EQ(state("big"), STATE_STOPPED);
+	/* b drains: nothing is stopped or loaded for nobody. */
+	release(1);
+	advance(WINDOW);
+	ATF_REQUIRE_EQ(killed_with(200, SIGTERM), 0);
+	ATF_REQUIRE_EQ(F.nspawns, 2);
 	pool_free(F.p);
 }
 
@@ -3592,6 +3616,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, two_clients_no_starvation);
 	ATF_TP_ADD_TC(tp, cancel_while_queued);
 	ATF_TP_ADD_TC(tp, dropped_load_not_loading);
+	ATF_TP_ADD_TC(tp, queue_timeout_after_eviction);
 	ATF_TP_ADD_TC(tp, unload_remove_stop_while_queued);
 	ATF_TP_ADD_TC(tp, parallel_loads);
 	ATF_TP_ADD_TC(tp, explain_verdicts);
