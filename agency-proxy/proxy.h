@@ -181,6 +181,10 @@ struct rscan {
 	size_t		 ntop;
 };
 
+/* utf8.c */
+size_t		 utf8_seq(const unsigned char *, size_t);
+int		 utf8_valid(const unsigned char *, size_t);
+
 /* scan.c */
 int		 rules_scan(const char *, size_t, struct rscan *);
 int		 rscan_has(const struct rscan *, const char *);
@@ -207,7 +211,6 @@ int		 rules_apply(const struct pruntime *, json_object *,
 		    struct rerr *, int *);
 int		 rules_plain(const char *, size_t);
 int		 rules_fast(const char *, size_t, struct rscan *);
-size_t		 utf8_seq(const unsigned char *, size_t);
 int		 rules_fast_ok(const struct pruntime *, const struct rscan *);
 int		 rules_pick_name(const struct pconf *, const char *,
 		    struct pmodel **, struct rerr *);
