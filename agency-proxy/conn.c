@@ -135,6 +135,7 @@ static struct hconns	 conns = TAILQ_HEAD_INITIALIZER(conns);
 static struct hconns	 waiting = TAILQ_HEAD_INITIALIZER(waiting);
 static struct lsns	 lsns = TAILQ_HEAD_INITIALIZER(lsns);
 static struct conn_stats stats;
+static const struct conn_handler *handler;
 static struct event	*sweep_ev;
 static struct event	*resume_ev;
 static int64_t		 header_timeout;	/* ms; 0: none */
@@ -164,14 +165,15 @@ static void	 body_give(struct hconn *);
 
 /*
  * Before the sandbox: raise the fd limit to its hard limit, and take the
- * default cap from it.
+ * default cap from it.  h takes the requests.
  */
 void
-conn_init(void)
+conn_init(const struct conn_handler *h)
 {
 	struct rlimit	 rl;
 	rlim_t		 n = 1024, reserve;
 
+	handler = h;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
 		if (rl.rlim_cur < rl.rlim_max) {
 			rl.rlim_cur = rl.rlim_max;
@@ -545,43 +547,17 @@ conn_readcb(evutil_socket_t fd, short ev, void *arg)
 		in_release(c);
 }
 
-/* Answer a request that cannot be read, then close. */
+/* Hand up a request that cannot be read, to be answered with status;
+ * the connection closes after the answer. */
 static void
 conn_refuse(struct hconn *c, int status)
 {
-	const char	*msg;
-
-	switch (status) {
-	case 408:
-		msg = "The request body did not arrive in time.";
-		break;
-	case 413:
-		msg = "The request body is too large.";
-		break;
-	case 431:
-		msg = "The request header is too large.";
-		break;
-	case 501:
-		msg = "That Transfer-Encoding is not supported.";
-		break;
-	case 503:
-		msg = "The front door holds as many request bodies as it "
-		    "may; try again.";
-		break;
-	case 505:
-		msg = "Only HTTP/1.0 and HTTP/1.1 are served here.";
-		break;
-	default:
-		status = 400;
-		msg = "The request is not valid HTTP/1.1.";
-		break;
-	}
 	c->state = CS_BUSY;
 	wait_leave(c);
 	c->req.minor = 1;
 	c->req.keepalive = 0;
 	c->req.head = 0;
-	http_refused(&c->req, status, msg);
+	handler->refused(&c->req, status);
 }
 
 /*
@@ -699,7 +675,7 @@ conn_consume(struct hconn *c, char *buf, size_t len)
 		c->req.head = m.methodlen == 4 &&
 		    memcmp(m.method, "HEAD", 4) == 0;
 		used += total;
-		http_request(&c->req, &m, body, datalen);
+		handler->request(&c->req, &m, body, datalen);
 		if (c->dead)
 			return (len);
 	}

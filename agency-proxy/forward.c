@@ -310,7 +310,7 @@ preq_end(struct preq *p)
 		p->r = NULL;
 	}
 	if (p->kind == PREQ_MODEL || p->status != 0)
-		http_log(p->method, p->path, p->model, p->status,
+		answer_log(p->method, p->path, p->model, p->status,
 		    now_ms() - p->t0, p->ptok, p->ctok);
 	if (p->kind == PREQ_MODEL)
 		metrics_request(p->model, p->status, p->ptok, p->ctok);
@@ -349,7 +349,7 @@ reply_error(struct preq *p, int status, const char *code, const char *msg)
 	if (r == NULL)
 		return;
 	p->r = NULL;
-	http_error(r, status, code, msg);
+	answer_error(r, status, code, msg);
 }
 
 /* The same, with a Retry-After of seconds. */
@@ -363,7 +363,7 @@ reply_error_retry(struct preq *p, int status, const char *code,
 	if (r == NULL)
 		return;
 	p->r = NULL;
-	http_error_retry(r, status, code, msg, retry_after);
+	answer_error_retry(r, status, code, msg, retry_after);
 }
 
 /* End the client's connection mid-answer. */
@@ -396,7 +396,7 @@ static void
 client_cancelled(struct preq *p)
 {
 	struct hreq	*r = p->r;
-	json_object	*obj, *err;
+	json_object	*obj;
 	const char	*js, *lead = "";
 	size_t		 n, len;
 
@@ -406,14 +406,8 @@ client_cancelled(struct preq *p)
 		client_close(p);
 		return;
 	}
-	obj = json_object_new_object();
-	err = json_object_new_object();
-	json_object_object_add(err, "message",
-	    json_object_new_string("The request was cancelled."));
-	json_object_object_add(err, "type",
-	    json_object_new_string(http_error_type(499)));
-	json_object_object_add(err, "code", json_object_new_string("cancelled"));
-	json_object_object_add(obj, "error", err);
+	obj = answer_error_object(499, "cancelled",
+	    "The request was cancelled.");
 	js = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN |
 	    JSON_C_TO_STRING_NOSLASHESCAPE);
 	/* after an event cut in its middle, end that one first */
@@ -548,7 +542,7 @@ forward_start(struct hreq *r, const struct pmodel *m, json_object *body,
 
 	if ((p = preq_new(r, PREQ_MODEL, path)) == NULL) {
 		json_object_put(body);
-		http_error(r, 500, "internal_error", "Out of memory.");
+		answer_error(r, 500, "internal_error", "Out of memory.");
 		return;
 	}
 	(void)strlcpy(p->uri, target, sizeof(p->uri));	/* http.c sized it */
@@ -1330,7 +1324,7 @@ forward_status(struct hreq *r)
 	struct preq		*p;
 
 	if ((p = preq_new(r, PREQ_STATUS, "/v1/agency/status")) == NULL) {
-		http_error(r, 500, "internal_error", "Out of memory.");
+		answer_error(r, 500, "internal_error", "Out of memory.");
 		return;
 	}
 	p->models = json_object_new_array();
@@ -1346,7 +1340,7 @@ forward_metrics(struct hreq *r)
 	struct preq		*p;
 
 	if ((p = preq_new(r, PREQ_METRICS, "/metrics")) == NULL) {
-		http_error(r, 500, "internal_error", "Out of memory.");
+		answer_error(r, 500, "internal_error", "Out of memory.");
 		return;
 	}
 	memset(&pr, 0, sizeof(pr));
@@ -1368,16 +1362,18 @@ metrics_model(struct preq *p, const struct proto_status *st)
 static void
 metrics_end(struct preq *p)
 {
-	struct evbuffer	*buf;
-	struct hreq	*r = p->r;
+	struct evbuffer		*buf;
+	struct hreq		*r = p->r;
+	struct conn_stats	 cs;
 
 	p->status = 200;
 	if (r != NULL) {
 		p->r = NULL;
 		if ((buf = evbuffer_new()) == NULL)
 			fatal("%s: evbuffer_new", __func__);
-		metrics_render(buf, p->sts, p->nsts);
-		http_reply(r, 200, "text/plain; version=0.0.4; charset=utf-8",
+		conn_get_stats(&cs);
+		metrics_render(buf, p->sts, p->nsts, &cs);
+		answer_reply(r, 200, "text/plain; version=0.0.4; charset=utf-8",
 		    (const char *)evbuffer_pullup(buf, -1),
 		    evbuffer_get_length(buf));
 		evbuffer_free(buf);
@@ -1462,7 +1458,7 @@ forward_status_end(uint64_t reqid)
 		obj = json_object_new_object();
 		json_object_object_add(obj, "models",
 		    json_object_get(p->models));
-		http_json(r, 200, obj);
+		answer_json(r, 200, obj);
 		json_object_put(obj);
 	}
 	preq_end(p);

@@ -23,9 +23,6 @@
 #include "log.h"
 #include "proxy.h"
 
-static struct proxy	 proxy;
-struct proxy		*px = &proxy;
-
 static __dead void
 usage(void)
 {
