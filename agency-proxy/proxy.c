@@ -106,7 +106,7 @@ main(int argc, char *argv[])
 
 	if ((px->base = event_init()) == NULL)
 		errx(1, "event_init");
-	parent_init(PROXY_FD);
+	parent_init(PROXY_FD, dispatch_imsg, dispatch_lost);
 	log_sethook(parent_loghook);
 
 	privsep_drop(user);

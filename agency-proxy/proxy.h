@@ -16,13 +16,14 @@
  * registered at start-up (conn_init, parent_init).  README in this
  * directory draws a request's way through them.
  *   proxy.c     main: privileges, sandbox, the loop
+ *   dispatch.c  the parent's messages, handed down
  *   http.c      routes and guards: what to do with a request
  *   forward.c   model requests: holds, upstream, streaming; status
  *   probe.c     readiness probes for the parent
  *   answer.c    the front door's own answers, errors, the access log
  *   metrics.c   counters and the /metrics text
  *   conn.c      client connections: read, parse (h1.c), write
- *   parent.c    the channel to agencyd (for now, its dispatch too)
+ *   parent.c    the channel to agencyd: send, receive
  *   rules.c     the configuration's view and the request rules
  *   scan.c      the fast path's scan of a body
  *   utf8.c, h1.c, state.c, sandbox.c, privsep.c: at the bottom
@@ -233,7 +234,7 @@ void		 rerr_set(struct rerr *, int, const char *, const char *, ...)
 		    __attribute__((__format__ (printf, 4, 5)));
 
 /* parent.c: the channel to the parent */
-void		 parent_init(int);
+void		 parent_init(int, void (*)(struct imsg *), void (*)(void));
 void		 parent_send(uint32_t, const void *, size_t);
 void		 parent_flush(void);
 void		 parent_loghook(int, const char *);
@@ -357,5 +358,9 @@ int		 http_origin_ok(const struct pconf *, const char *,
 		    const char *);
 void		 http_init(void);
 void		 http_swap_listeners(struct pconf *, struct pconf *);
+
+/* dispatch.c: the parent's messages */
+void		 dispatch_imsg(struct imsg *);
+void		 dispatch_lost(void);
 
 #endif /* AGENCY_PROXY_H */
