@@ -11,7 +11,7 @@
  * holds each status's reason phrase and, for the statuses conn.c refuses
  * a request with, the error's code and message.
  *
- * Calls: conn.c (to write), state.c.
+ * Calls: conn.c (to write), buf.c.
  */
 #include <sys/types.h>
 
@@ -99,28 +99,13 @@ answer_error_type(int status)
 }
 
 /* The answer's bytes are put together here, then written at once. */
-static char	*hbuf;
-static size_t	 hlen, hcap;
+static struct buf	 hb;
 
 static void
 h_add(const void *p, size_t n)
 {
-	size_t	 cap;
-	char	*b;
-
-	if (n == 0)
-		return;
-	if (hlen + n > hcap) {
-		cap = hcap ? hcap : 4096;
-		while (cap < hlen + n)
-			cap *= 2;
-		if ((b = realloc(hbuf, cap)) == NULL)
-			fatal("%s", __func__);
-		hbuf = b;
-		hcap = cap;
-	}
-	memcpy(hbuf + hlen, p, n);
-	hlen += n;
+	if (buf_add(&hb, p, n, 4096) == -1)
+		fatal("%s", __func__);
 }
 
 /* A whole answer, in two parts; then the connection reads on, or
@@ -139,18 +124,14 @@ answer(struct hreq *r, int status, const char *ctype, const char *xhdr,
 	    r->minor == 0 ? "Connection: keep-alive\r\n" : "");
 	if (n < 0 || (size_t)n >= sizeof(head))
 		fatalx("%s: header too long", __func__);
-	hlen = 0;
+	hb.len = 0;
 	h_add(head, n);
 	if (!r->head) {
 		h_add(a, alen);
 		h_add(b, blen);
 	}
-	(void)conn_write(r->conn, hbuf, hlen);
-	if (hcap > 65536) {
-		free(hbuf);
-		hbuf = NULL;
-		hcap = 0;
-	}
+	(void)conn_write(r->conn, hb.b, hb.len);
+	buf_release(&hb, 65536);
 	conn_done(r->conn, 1);
 }
 

@@ -95,13 +95,9 @@ struct hconn {
 	enum conn_state		 state;
 	struct event		 rev;
 	struct event		 wev;
-	char			*in;		/* unfinished input */
-	size_t			 inlen;
-	size_t			 incap;
-	char			*out;		/* output the socket did not take */
-	size_t			 outoff;
-	size_t			 outlen;
-	size_t			 outcap;
+	struct buf		 in;		/* unfinished input */
+	struct buf		 out;		/* what the socket did not take */
+	size_t			 outoff;	/* of out, written */
 	int64_t			 since;		/* the state's deadline's start */
 	int64_t			 lastio;
 	int64_t			 held;		/* of the body budget */
@@ -382,31 +378,13 @@ body_give(struct hconn *c)
 static int
 in_reserve(struct hconn *c, size_t n, size_t limit)
 {
-	size_t	 cap;
-	char	*p;
-
-	if (c->inlen + n <= c->incap)
-		return (0);
-	if (c->inlen + n > limit)
-		return (-1);
-	cap = c->incap ? c->incap : 4096;
-	while (cap < c->inlen + n)
-		cap *= 2;
-	if (cap > limit)
-		cap = limit;
-	if ((p = realloc(c->in, cap)) == NULL)
-		return (-1);
-	c->in = p;
-	c->incap = cap;
-	return (0);
+	return (buf_reserve(&c->in, n, 4096, limit));
 }
 
 static void
 in_release(struct hconn *c)
 {
-	free(c->in);
-	c->in = NULL;
-	c->inlen = c->incap = 0;
+	buf_release(&c->in, 0);
 }
 
 /* The most input a connection may keep in its state. */
@@ -454,20 +432,20 @@ conn_readcb(evutil_socket_t fd, short ev, void *arg)
 		return;
 	}
 	/* Read: into the shared buffer when nothing is pending. */
-	if (c->inlen == 0 && (c->state == CS_HEADER)) {
+	if (c->in.len == 0 && (c->state == CS_HEADER)) {
 		dst = rbuf;
 		room = sizeof(rbuf);
 	} else {
 		room = c->state == CS_BODY ? CONN_READ : 4096;
 		if (in_reserve(c, room, in_limit(c)) == -1)
-			room = c->incap - c->inlen;
+			room = c->in.cap - c->in.len;
 		if (room == 0 && c->state == CS_BUSY) {
 			/* pipelined up to the limit: read on after it */
 			event_del(&c->rev);
 			c->paused = 1;
 			return;
 		}
-		dst = c->in + c->inlen;
+		dst = c->in.b + c->in.len;
 	}
 	/*
 	 * Full, reading a request: what is kept holds a whole request (its
@@ -508,19 +486,19 @@ conn_readcb(evutil_socket_t fd, short ev, void *arg)
 					conn_end(c);
 					return;
 				}
-				memcpy(c->in, rbuf + used, n - used);
-				c->inlen = n - used;
+				memcpy(c->in.b, rbuf + used, n - used);
+				c->in.len = n - used;
 			}
 			return;
 		}
-		c->inlen += n;
+		c->in.len += n;
 	}
 	if (c->state != CS_HEADER && c->state != CS_BODY)
 		return;
-	if (c->inlen == 0)
+	if (c->in.len == 0)
 		return;
 	c->inproc = 1;
-	used = conn_consume(c, c->in, c->inlen);
+	used = conn_consume(c, c->in.b, c->in.len);
 	c->inproc = 0;
 	if (c->dead) {
 		conn_free(c);
@@ -534,8 +512,8 @@ conn_readcb(evutil_socket_t fd, short ev, void *arg)
 	}
 	if (used > 0) {
 		/* state may have moved: CS_BODY keeps offsets from 0 */
-		memmove(c->in, c->in + used, c->inlen - used);
-		c->inlen -= used;
+		memmove(c->in.b, c->in.b + used, c->in.len - used);
+		c->in.len -= used;
 	} else if (room == 0 && (c->state == CS_HEADER ||
 	    c->state == CS_BODY)) {
 		/* full and nothing taken: cannot happen, but never spin */
@@ -543,7 +521,7 @@ conn_readcb(evutil_socket_t fd, short ev, void *arg)
 		conn_end(c);
 		return;
 	}
-	if (c->inlen == 0)
+	if (c->in.len == 0)
 		in_release(c);
 }
 
@@ -690,13 +668,11 @@ int
 conn_write(struct hconn *c, const void *p, size_t len)
 {
 	ssize_t	 n = 0;
-	size_t	 cap;
-	char	*o;
 
 	if (c->dead || c->broken)
 		return (-1);
-	if (c->outlen == c->outoff) {
-		c->outoff = c->outlen = 0;
+	if (c->out.len == c->outoff) {
+		c->outoff = c->out.len = 0;
 		n = write(c->fd, p, len);
 		if (n == -1) {
 			if (errno != EAGAIN && errno != EINTR) {
@@ -711,28 +687,17 @@ conn_write(struct hconn *c, const void *p, size_t len)
 			return (0);
 	}
 	len -= n;
-	if (c->outlen + len > c->outcap) {
-		if (c->outoff > 0) {
-			memmove(c->out, c->out + c->outoff,
-			    c->outlen - c->outoff);
-			c->outlen -= c->outoff;
-			c->outoff = 0;
-		}
-		cap = c->outcap ? c->outcap : 4096;
-		while (cap < c->outlen + len)
-			cap *= 2;
-		if (cap > c->outcap) {
-			if ((o = realloc(c->out, cap)) == NULL) {
-				c->broken = 1;
-				event_active(&c->rev, EV_READ, 1);
-				return (-1);
-			}
-			c->out = o;
-			c->outcap = cap;
-		}
+	if (c->out.len + len > c->out.cap && c->outoff > 0) {
+		memmove(c->out.b, c->out.b + c->outoff,
+		    c->out.len - c->outoff);
+		c->out.len -= c->outoff;
+		c->outoff = 0;
 	}
-	memcpy(c->out + c->outlen, (const char *)p + n, len);
-	c->outlen += len;
+	if (buf_add(&c->out, (const char *)p + n, len, 4096) == -1) {
+		c->broken = 1;
+		event_active(&c->rev, EV_READ, 1);
+		return (-1);
+	}
 	event_add(&c->wev, NULL);
 	return (0);
 }
@@ -740,7 +705,7 @@ conn_write(struct hconn *c, const void *p, size_t len)
 size_t
 conn_queued(const struct hconn *c)
 {
-	return (c->outlen - c->outoff);
+	return (c->out.len - c->outoff);
 }
 
 static void
@@ -750,7 +715,7 @@ conn_writecb(evutil_socket_t fd, short ev, void *arg)
 	ssize_t		 n;
 
 	(void)ev;
-	n = write(fd, c->out + c->outoff, c->outlen - c->outoff);
+	n = write(fd, c->out.b + c->outoff, c->out.len - c->outoff);
 	if (n == -1) {
 		if (errno == EAGAIN || errno == EINTR)
 			return;
@@ -759,15 +724,11 @@ conn_writecb(evutil_socket_t fd, short ev, void *arg)
 	}
 	c->lastio = now_ms();
 	c->outoff += n;
-	if (c->outoff < c->outlen)
+	if (c->outoff < c->out.len)
 		return;
 	event_del(&c->wev);
-	c->outoff = c->outlen = 0;
-	if (c->outcap > 65536) {
-		free(c->out);
-		c->out = NULL;
-		c->outcap = 0;
-	}
+	c->outoff = 0;
+	buf_release(&c->out, 65536);
 	if (c->state == CS_CLOSING) {
 		conn_linger(c);
 		return;
@@ -802,7 +763,7 @@ conn_done(struct hconn *c, int keepalive)
 		/* what it sent after this is dropped; not while
 		 * conn_consume may still be reading it (conn_readcb
 		 * drops it then) */
-		if (c->inlen > 0 && !c->inproc)
+		if (c->in.len > 0 && !c->inproc)
 			in_release(c);
 		/* the answer is out: linger, from conn_readcb */
 		if (c->broken && c->inproc)
@@ -819,7 +780,7 @@ conn_done(struct hconn *c, int keepalive)
 		event_add(&c->rev, NULL);
 	}
 	/* what was pipelined meanwhile, unless conn_consume goes on */
-	if (c->inlen > 0 && !c->inproc)
+	if (c->in.len > 0 && !c->inproc)
 		event_active(&c->rev, EV_READ, 1);
 }
 
@@ -897,8 +858,8 @@ conn_free(struct hconn *c)
 	close(c->fd);
 	TAILQ_REMOVE(&conns, c, entry);
 	stats.open--;
-	free(c->in);
-	free(c->out);
+	buf_release(&c->in, 0);
+	buf_release(&c->out, 0);
 	free(c);
 }
 

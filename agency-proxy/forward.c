@@ -156,8 +156,7 @@ static struct preqtree	 tree = RB_INITIALIZER(&tree);
 static struct preqs	 preqs = TAILQ_HEAD_INITIALIZER(preqs);
 static struct upconns	 idle = TAILQ_HEAD_INITIALIZER(idle);
 static char		 ubuf[UP_READ];
-static char		*obuf;		/* output being put together */
-static size_t		 olen, ocap;
+static struct buf	 ob;		/* output being put together */
 
 /* Not passed on, either way (RFC 9110 7.6.1), or set by us. */
 #define HOP(s)	{ s, sizeof(s) - 1 }
@@ -197,34 +196,14 @@ preq_cmp(struct preq *a, struct preq *b)
 static void
 o_reset(void)
 {
-	olen = 0;
-}
-
-static int
-o_room(size_t n)
-{
-	size_t	 cap;
-	char	*p;
-
-	if (olen + n <= ocap)
-		return (0);
-	cap = ocap ? ocap : 16384;
-	while (cap < olen + n)
-		cap *= 2;
-	if ((p = realloc(obuf, cap)) == NULL)
-		return (-1);
-	obuf = p;
-	ocap = cap;
-	return (0);
+	ob.len = 0;
 }
 
 static void
 o_add(const void *p, size_t n)
 {
-	if (o_room(n) == -1)
+	if (buf_add(&ob, p, n, 16384) == -1)
 		fatal("%s", __func__);
-	memcpy(obuf + olen, p, n);
-	olen += n;
 }
 
 static void
@@ -431,7 +410,7 @@ client_cancelled(struct preq *p)
 		o_add("\r\n0\r\n\r\n", 7);
 	json_object_put(obj);
 	p->r = NULL;
-	(void)conn_write(r->conn, obuf, olen);
+	(void)conn_write(r->conn, ob.b, ob.len);
 	o_reset();
 	conn_done(r->conn, !p->close_out);
 }
@@ -862,7 +841,7 @@ upstream_forward(struct preq *p)
 	o_str("\r\n\r\n");
 	o_add(s, len);
 	timer_arm(p);
-	if (uc_send(uc, obuf, olen) == -1) {
+	if (uc_send(uc, ob.b, ob.len) == -1) {
 		upstream_fail(p, "connection failed");
 		return;
 	}
@@ -1032,8 +1011,8 @@ upstream_done(struct preq *p, int reusable)
 		if (p->chunked_out)
 			o_add("0\r\n\r\n", 5);
 		p->r = NULL;
-		if (olen > 0)
-			(void)conn_write(r->conn, obuf, olen);
+		if (ob.len > 0)
+			(void)conn_write(r->conn, ob.b, ob.len);
 		o_reset();
 		conn_done(r->conn, !p->close_out);
 	}
@@ -1057,8 +1036,8 @@ upstream_done(struct preq *p, int reusable)
 static void
 client_flush(struct preq *p)
 {
-	if (p->r != NULL && olen > 0) {
-		(void)conn_write(p->r->conn, obuf, olen);
+	if (p->r != NULL && ob.len > 0) {
+		(void)conn_write(p->r->conn, ob.b, ob.len);
 		if (conn_queued(p->r->conn) > CLIENT_QUEUE_MAX &&
 		    p->uc != NULL) {
 			event_del(&p->uc->rev);

@@ -26,7 +26,7 @@
  *   parent.c    the channel to agencyd: send, receive
  *   rules.c     the configuration's view and the request rules
  *   scan.c      the fast path's scan of a body
- *   utf8.c, h1.c, state.c, sandbox.c, privsep.c: at the bottom
+ *   utf8.c, h1.c, buf.c, state.c, sandbox.c, privsep.c: at the bottom
  *
  * Decisions the design leaves open, settled here:
  * - A runtime with no "routes" serves the routes of its kind:
@@ -169,6 +169,17 @@ struct proxy {
 extern struct proxy	*px;
 int64_t		 now_ms(void);
 void		 now_reset(void);
+
+/* buf.c: a growable buffer */
+struct buf {
+	char		*b;
+	size_t		 len;		/* bytes held */
+	size_t		 cap;
+};
+
+int		 buf_reserve(struct buf *, size_t, size_t, size_t);
+int		 buf_add(struct buf *, const void *, size_t, size_t);
+void		 buf_release(struct buf *, size_t);
 
 /* privsep.c */
 void		 privsep_drop(const char *);
