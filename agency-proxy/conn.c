@@ -4,9 +4,12 @@
  */
 /*
  * The front door's client connections: accepted, read, parsed (h1.c),
- * handed one request at a time to http.c, written back, counted for the
- * metrics, capped, given deadlines, and kept from spinning when accept
- * runs out of file descriptors.
+ * handed one request at a time to the handler registered at start-up
+ * (conn_init: http.c's), written back, counted for the metrics, capped,
+ * given deadlines, and kept from spinning when accept runs out of file
+ * descriptors.  A request that cannot be read goes to the handler's
+ * refused with its status; what to answer is not known here.  News for
+ * a running request goes to the owner its handler set (conn_set_owner).
  *
  * Each connection has a read event that stays added for its whole life
  * (so a request costs no epoll_ctl) and a write event that is added only
@@ -48,6 +51,8 @@
  * CONN_LINGER_BYTES, so that input the client sent after the request
  * (a body refused unread) does not turn the close into a reset that
  * destroys the answer.
+ *
+ * Calls: h1.c, buf.c, state.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>

@@ -7,7 +7,8 @@
  * over a pooled keep-alive connection, stream the answer back as it comes,
  * and release the hold exactly once, whichever way the request ends.
  * Also the requests that wait on the parent's status (admin status,
- * metrics).
+ * metrics).  Started by http.c; the parent's answers come through
+ * dispatch.c (forward_grant, forward_refuse, forward_status_*).
  *
  * The upstream side is HTTP/1.1 of our own (h1.c parses the answers): a
  * request goes out in one write; an upstream connection keeps its read
@@ -21,6 +22,9 @@
  * A request lives in a struct preq.  Its client connection (conn.c)
  * tells it when the client goes (client_gone); from then on p->r is NULL
  * and the connection is never touched again.
+ *
+ * Calls: answer.c, metrics.c, conn.c, parent.c, rules.c, h1.c, buf.c,
+ * state.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>

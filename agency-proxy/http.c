@@ -3,8 +3,15 @@
  * SPDX-License-Identifier: ISC (see the file LICENSE)
  */
 /*
- * The HTTP front door: routes, admin guards, errors in the OpenAI shape,
- * the access log.  Model requests go on to forward.c.
+ * The HTTP front door: what to do with each request conn.c hands up (the
+ * handler http_init registers): the request target and method, the Host
+ * and Origin checks, routes, admin guards, the body's model and rules,
+ * decided before any effect (http_decide, pure, fuzzed); then health,
+ * the models list and cancel are answered here, status and metrics and
+ * model requests go on to forward.c.  The listeners of a configuration.
+ *
+ * Calls: forward.c, answer.c, metrics.c, conn.c, parent.c, rules.c,
+ * scan.c, h1.c, state.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>

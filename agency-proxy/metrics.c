@@ -6,11 +6,15 @@
  * GET /metrics in the Prometheus text exposition format (version 0.0.4).
  *
  * What the proxy sees it counts itself: requests by the status the client
- * got, tokens from the answers' usage, client connections (conn.c).
- * What the pool knows (state, holds, loads, failures, evictions, restarts,
- * load durations) comes from the status round trip to agencyd that
- * forward.c makes for each scrape.  The proxy's counters start at zero
- * when the proxy starts; agencyd's survive a proxy restart.
+ * got, tokens from the answers' usage (metrics_request and
+ * metrics_unrouted, from http.c and forward.c).  What the pool knows
+ * (state, holds, loads, failures, evictions, restarts, load durations)
+ * comes from the status round trip to agencyd that forward.c makes for
+ * each scrape, and the client connections' counts from conn.c, both
+ * handed to metrics_render.  The proxy's counters start at zero when the
+ * proxy starts; agencyd's survive a proxy restart.
+ *
+ * Calls no other file of agency-proxy.
  */
 #include <sys/types.h>
 #include <sys/queue.h>

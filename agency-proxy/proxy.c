@@ -4,6 +4,12 @@
  */
 /*
  * agency-proxy: started by agencyd with its end of a socketpair on fd 3.
+ * main owns the start-up (options, privileges, sandbox) and the loop;
+ * it registers dispatch.c with the parent's channel and starts the
+ * HTTP layer, which registers itself with conn.c.  See README here for
+ * the files and a request's way through them.
+ *
+ * Calls: dispatch.c, http.c, parent.c, privsep.c, sandbox.c, state.c.
  */
 #include <sys/types.h>
 #include <sys/socket.h>

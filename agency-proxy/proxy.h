@@ -11,22 +11,12 @@
  * seccomp; -p is the model port range it may connect to), then runs one
  * libevent loop (proxy.c).
  *
- * Calls go one way, down this list (regress/layout/cycles_test holds
- * them to it); what must reach back up goes through a handler
- * registered at start-up (conn_init, parent_init).  README in this
- * directory draws a request's way through them.
- *   proxy.c     main: privileges, sandbox, the loop
- *   dispatch.c  the parent's messages, handed down
- *   http.c      routes and guards: what to do with a request
- *   forward.c   model requests: holds, upstream, streaming; status
- *   probe.c     readiness probes for the parent
- *   answer.c    the front door's own answers, errors, the access log
- *   metrics.c   counters and the /metrics text
- *   conn.c      client connections: read, parse (h1.c), write
- *   parent.c    the channel to agencyd: send, receive
- *   rules.c     the configuration's view and the request rules
- *   scan.c      the fast path's scan of a body
- *   utf8.c, h1.c, buf.c, state.c, sandbox.c, privsep.c: at the bottom
+ * Its files call one way, from proxy.c down to the pure ones
+ * (regress/layout/cycles_test holds them to it); what must reach back
+ * up goes through a handler registered at start-up (conn_init,
+ * parent_init).  README in this directory lists them in that order and
+ * draws a request's way through them; the prototypes below follow the
+ * same order, from the bottom up.
  *
  * Decisions the design leaves open, settled here:
  * - A runtime with no "routes" serves the routes of its kind:

@@ -5,6 +5,8 @@
 /*
  * The proxy's view of the configuration and the request rules: pure
  * functions on json-c objects, no I/O, so the unit tests drive them.
+ *
+ * Calls: scan.c, utf8.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>
