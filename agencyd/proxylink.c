@@ -27,6 +27,8 @@
 #include <errno.h>
 #include <event.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +45,7 @@
 #define PROXY_RESPAWN_WAIT	1000	/* ms: waits this long to restart */
 #define PROXY_READS_MAX		4	/* reads of a full buffer a turn */
 #define PROXY_ENV_MAX		8	/* variables of the proxy's environment */
+#define PROXY_USERS_MAX		4096	/* user names sent for the log */
 /* The top bit tells agencyd's cancel ids from those the proxy chose. */
 #define PROXY_CANCEL_OURS	(1ULL << 63)
 
@@ -330,6 +333,73 @@ compose_listen(struct agencyd *d, const struct listen_conf *l)
 	    tf->key_pem, tf->key_len) == -1 ? -1 : 0);
 }
 
+/* A user's name for the proxy's log, once; 0 if the uid is known or
+ * sent, -1 if it cannot be queued. */
+static int
+compose_user(struct agencyd *d, uid_t uid, const char *name, uid_t *sent,
+    size_t *nsent)
+{
+	struct proto_user	pu;
+	size_t			i;
+
+	for (i = 0; i < *nsent; i++)
+		if (sent[i] == uid)
+			return (0);
+	if (*nsent < PROXY_USERS_MAX)
+		sent[(*nsent)++] = uid;
+	memset(&pu, 0, sizeof(pu));
+	pu.uid = uid;
+	if (strlcpy(pu.name, name, sizeof(pu.name)) >= sizeof(pu.name))
+		return (0);
+	return (imsg_compose(&d->proxy_iev.ibuf, IMSG_CONF_USER, 0, 0, -1, &pu,
+	    sizeof(pu)) == -1 ? -1 : 0);
+}
+
+/*
+ * The names of the users the allow rules may let in, for the proxy's
+ * access log: the users named, and the members of the groups named
+ * (whose names the group lists).  Others are logged as their uid.
+ */
+static int
+compose_users(struct agencyd *d)
+{
+	struct allow_conf	*a;
+	struct passwd		*pw;
+	struct group		*gr;
+	uid_t			 sent[PROXY_USERS_MAX];
+	size_t			 nsent = 0, i, n;
+	char			**mem;
+	int			 rv = 0;
+
+	TAILQ_FOREACH(a, &d->conf->allows, entry) {
+		if (a->kind == ALLOW_USER) {
+			if (compose_user(d, a->id, a->name, sent, &nsent) == -1)
+				return (-1);
+			continue;
+		}
+		if ((gr = getgrgid(a->id)) == NULL)
+			continue;
+		/* getpwnam reuses what getgrgid returned: copy it first */
+		for (n = 0; gr->gr_mem[n] != NULL; n++)
+			;
+		if ((mem = calloc(n + 1, sizeof(*mem))) == NULL)
+			return (-1);
+		for (i = 0; i < n; i++)
+			if ((mem[i] = strdup(gr->gr_mem[i])) == NULL)
+				break;
+		for (i = 0; rv == 0 && mem[i] != NULL; i++)
+			if ((pw = getpwnam(mem[i])) != NULL)
+				rv = compose_user(d, pw->pw_uid, mem[i], sent,
+				    &nsent);
+		for (i = 0; mem[i] != NULL; i++)
+			free(mem[i]);
+		free(mem);
+		if (rv == -1)
+			return (-1);
+	}
+	return (0);
+}
+
 /* The keys, as names and digests, and the allow rules, with their
  * models: after the models, which they name. */
 static int
@@ -363,7 +433,7 @@ compose_access(struct agencyd *d)
 		    compose_list(d, IMSG_CONF_ALLOW_MODEL, &a->models) == -1)
 			return (-1);
 	}
-	return (0);
+	return (compose_users(d));
 }
 
 int

@@ -130,6 +130,7 @@ enum imsg_type {
 	IMSG_CONF_KEY_MODEL,	/* struct proto_str, of the last key */
 	IMSG_CONF_ALLOW,	/* struct proto_allow */
 	IMSG_CONF_ALLOW_MODEL,	/* struct proto_str, of the last rule */
+	IMSG_CONF_USER,		/* struct proto_user: a name for the log */
 	/* parent -> agency-ctl, between the IMSG_STATUS_MODELs and
 	 * IMSG_STATUS_END: struct proto_key_status, one a key */
 	IMSG_STATUS_KEY,
@@ -235,6 +236,12 @@ struct proto_allow {
 	uint32_t	id;
 	char		name[AGENCY_NAME_MAX];
 	int32_t		admin;
+};
+
+/* A user's name, which the proxy cannot look up itself. */
+struct proto_user {
+	uint32_t	uid;
+	char		name[AGENCY_NAME_MAX];
 };
 
 struct proto_key_status {
