@@ -36,8 +36,10 @@ static const struct status {
 	const char	*message;
 } statuses[] = {
 	{ 200, "OK", NULL, NULL },
+	{ 204, "No Content", NULL, NULL },
 	{ 400, "Bad Request", "invalid_request",
 	    "The request is not valid HTTP/1.1." },
+	{ 401, "Unauthorized", NULL, NULL },
 	{ 403, "Forbidden", NULL, NULL },
 	{ 404, "Not Found", NULL, NULL },
 	{ 405, "Method Not Allowed", NULL, NULL },
@@ -89,7 +91,10 @@ answer_error_type(int status)
 {
 	if (status >= 500)
 		return ("server_error");
-	if (status == 403 || status == 401)
+	/* as OpenAI's own answer to a wrong key */
+	if (status == 401)
+		return ("invalid_request_error");
+	if (status == 403)
 		return ("permission_error");
 	if (status == 404)
 		return ("not_found_error");
@@ -108,19 +113,41 @@ h_add(const void *p, size_t n)
 		fatal("%s", __func__);
 }
 
+/*
+ * The CORS fields of an answer to a request of a listed origin (see
+ * access.c): that origin alone, never "*" and never credentials, and
+ * Vary, since another origin gets another answer.
+ */
+size_t
+answer_cors(const struct hreq *r, char *buf, size_t size)
+{
+	int	n;
+
+	if (r->cors[0] == '\0') {
+		buf[0] = '\0';
+		return (0);
+	}
+	n = snprintf(buf, size, "Access-Control-Allow-Origin: %s\r\n"
+	    "Vary: Origin\r\n", r->cors);
+	if (n < 0 || (size_t)n >= size)
+		fatalx("%s: too long", __func__);
+	return (n);
+}
+
 /* A whole answer, in two parts; then the connection reads on, or
  * closes.  xhdr: header lines of its own, each ending in CRLF, or "". */
 static void
 answer(struct hreq *r, int status, const char *ctype, const char *xhdr,
     const char *a, size_t alen, const char *b, size_t blen)
 {
-	char	 head[512];
+	char	 head[1024], cors[AGENCY_ORIGIN_MAX + 64];
 	int	 n;
 
+	(void)answer_cors(r, cors, sizeof(cors));
 	n = snprintf(head, sizeof(head), "HTTP/1.%d %d %s\r\n"
-	    "Content-Type: %s\r\nContent-Length: %zu\r\n%s%s\r\n",
+	    "Content-Type: %s\r\nContent-Length: %zu\r\n%s%s%s\r\n",
 	    r->minor >= 1 ? 1 : 0, status, reason(status), ctype, alen + blen,
-	    xhdr, !r->keepalive ? "Connection: close\r\n" :
+	    xhdr, cors, !r->keepalive ? "Connection: close\r\n" :
 	    r->minor == 0 ? "Connection: keep-alive\r\n" : "");
 	if (n < 0 || (size_t)n >= sizeof(head))
 		fatalx("%s: header too long", __func__);
@@ -140,6 +167,28 @@ answer_reply(struct hreq *r, int status, const char *ctype,
     const char *body, size_t len)
 {
 	answer(r, status, ctype, "", body, len, NULL, 0);
+}
+
+/* The answer to a CORS preflight that access.c granted: 204, the
+ * route's method, the header fields allowed, how long to keep it. */
+void
+answer_preflight(struct hreq *r, const char *method, const char *headers)
+{
+	char	 head[2048], cors[AGENCY_ORIGIN_MAX + 64];
+	int	 n;
+
+	(void)answer_cors(r, cors, sizeof(cors));
+	n = snprintf(head, sizeof(head), "HTTP/1.%d 204 No Content\r\n%s"
+	    "Access-Control-Allow-Methods: %s\r\n"
+	    "Access-Control-Allow-Headers: %s\r\n"
+	    "Access-Control-Max-Age: %d\r\n%s\r\n",
+	    r->minor >= 1 ? 1 : 0, cors, method, headers, CORS_MAX_AGE,
+	    !r->keepalive ? "Connection: close\r\n" :
+	    r->minor == 0 ? "Connection: keep-alive\r\n" : "");
+	if (n < 0 || (size_t)n >= sizeof(head))
+		fatalx("%s: header too long", __func__);
+	(void)conn_write(r->conn, head, n);
+	conn_done(r->conn, 1);
 }
 
 static void
@@ -195,6 +244,9 @@ answer_error_retry(struct hreq *r, int status, const char *code,
 	if (retry_after > 0)
 		(void)snprintf(xhdr, sizeof(xhdr), "Retry-After: %d\r\n",
 		    retry_after);
+	else if (status == 401)
+		(void)strlcpy(xhdr, "WWW-Authenticate: Bearer\r\n",
+		    sizeof(xhdr));
 	json_answer(r, status, xhdr, obj);
 	json_object_put(obj);
 }
@@ -222,16 +274,21 @@ answer_refused(struct hreq *r, int status)
 	return (st->status);
 }
 
-/* The access-log line of a request; tokens < 0: not reported. */
+/* The access-log line of a request; tokens < 0: not reported.  who:
+ * its key and user (access_who), or NULL; never a secret. */
 void
 answer_log(const char *method, const char *path, const char *model,
-    int status, int64_t ms, int64_t ptok, int64_t ctok)
+    int status, int64_t ms, int64_t ptok, int64_t ctok, const char *who)
 {
+	const char	*sp = who != NULL && who[0] != '\0' ? " " : "";
+
+	if (who == NULL)
+		who = "";
 	if (ptok >= 0 && ctok >= 0)
-		log_info("%s %s %s %d %lldms %lld->%lld tokens", method, path,
-		    model, status, (long long)ms, (long long)ptok,
-		    (long long)ctok);
+		log_info("%s %s %s %d %lldms %lld->%lld tokens%s%s", method,
+		    path, model, status, (long long)ms, (long long)ptok,
+		    (long long)ctok, sp, who);
 	else
-		log_info("%s %s %s %d %lldms", method, path, model, status,
-		    (long long)ms);
+		log_info("%s %s %s %d %lldms%s%s", method, path, model, status,
+		    (long long)ms, sp, who);
 }

@@ -23,8 +23,15 @@
  * tells it when the client goes (client_gone); from then on p->r is NULL
  * and the connection is never touched again.
  *
- * Calls: answer.c, metrics.c, conn.c, parent.c, rules.c, h1.c, buf.c,
- * state.c.
+ * A request of a key with "max requests" waits for a slot of its key
+ * (keyq.c) before it asks for a hold (ST_KEYWAIT), within the queue
+ * timeout; at its end its slot goes to the next.  With keys in the
+ * configuration, the client's credentials (Authorization, x-api-key)
+ * never go on to the model; answers to a listed CORS origin carry its
+ * fields, and those the model sent are dropped.
+ *
+ * Calls: answer.c, metrics.c, conn.c, parent.c, access.c, keyq.c,
+ * rules.c, h1.c, buf.c, state.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>
@@ -73,6 +80,7 @@ enum preq_state {
 	ST_HOLD,		/* waiting for the parent's answer */
 	ST_FORWARD,		/* held, upstream request in progress */
 	ST_DRAIN,		/* held, client gone, upstream runs out */
+	ST_KEYWAIT,		/* waiting for a slot of its key */
 };
 
 struct upconn {
@@ -114,6 +122,10 @@ struct preq {
 	char			 path[256];
 	char			 uri[AGENCY_PATH_MAX];
 	char			 model[AGENCY_NAME_MAX];
+	char			 key[AGENCY_NAME_MAX];	/* its key's; "" */
+	char			 user[AGENCY_NAME_MAX];	/* a socket's user */
+	char			 who[2 * AGENCY_NAME_MAX + 16];	/* the log's */
+	int			 keyslot;	/* holds a slot of its key */
 	int64_t			 t0;
 	int			 stops;
 	int			 kindof;	/* enum model_kind */
@@ -190,6 +202,7 @@ static void		 uc_free(struct upconn *);
 static void		 timer_arm(struct preq *);
 static void		 timer_cb(evutil_socket_t, short, void *);
 static void		 usage_scan(struct preq *, const char *, size_t);
+static void		 hold_ask(struct preq *);
 
 static int
 preq_cmp(struct preq *a, struct preq *b)
@@ -279,10 +292,17 @@ preq_find(uint64_t reqid)
 	return (RB_FIND(preqtree, &tree, &key));
 }
 
-/* The end of every request: release, log, free. */
+/* The end of every request: release, log, free.  Its key's slot goes
+ * to the next of the key's requests. */
 static void
 preq_end(struct preq *p)
 {
+	struct preq	*next = NULL;
+
+	if (p->keyslot)
+		next = keyq_leave(p->key, p, 1);
+	else if (p->state == ST_KEYWAIT && p->kind == PREQ_MODEL)
+		(void)keyq_leave(p->key, p, 0);
 	release(p);
 	if (p->uc != NULL) {
 		uc_free(p->uc);
@@ -295,9 +315,10 @@ preq_end(struct preq *p)
 	}
 	if (p->kind == PREQ_MODEL || p->status != 0)
 		answer_log(p->method, p->path, p->model, p->status,
-		    now_ms() - p->t0, p->ptok, p->ctok);
+		    now_ms() - p->t0, p->ptok, p->ctok, p->who);
 	if (p->kind == PREQ_MODEL)
-		metrics_request(p->model, p->status, p->ptok, p->ctok);
+		metrics_request(p->model, p->key, p->user, p->status, p->ptok,
+		    p->ctok);
 	RB_REMOVE(preqtree, &tree, p);
 	TAILQ_REMOVE(&preqs, p, entry);
 	evtimer_del(&p->timer);
@@ -308,6 +329,11 @@ preq_end(struct preq *p)
 		free(p->hdrs);
 	free(p->sts);
 	free(p);
+	if (next != NULL) {
+		next->keyslot = 1;
+		evtimer_del(&next->timer);
+		hold_ask(next);
+	}
 }
 
 static void
@@ -432,6 +458,9 @@ client_gone(void *arg)
 		p->status = 499;
 
 	switch (p->kind != PREQ_MODEL ? ST_HOLD : p->state) {
+	case ST_KEYWAIT:
+		preq_end(p);
+		break;
 	case ST_HOLD:
 		if (p->kind == PREQ_MODEL) {
 			memset(&pr, 0, sizeof(pr));
@@ -478,9 +507,19 @@ client_drained(void *arg)
 	}
 }
 
-/* Keep the request's end-to-end headers for the upstream request. */
+/* A client's credential for the front door, never passed on when the
+ * front door has keys. */
 static int
-keep_headers(struct preq *p, const struct h1_msg *m)
+is_credential(const char *key, size_t len)
+{
+	return ((len == 13 && strncasecmp(key, "Authorization", 13) == 0) ||
+	    (len == 9 && strncasecmp(key, "X-Api-Key", 9) == 0));
+}
+
+/* Keep the request's end-to-end headers for the upstream request; with
+ * strip, not the credentials. */
+static int
+keep_headers(struct preq *p, const struct h1_msg *m, int strip)
 {
 	const struct h1_header	*h;
 	size_t			 i, n = 0;
@@ -488,7 +527,8 @@ keep_headers(struct preq *p, const struct h1_msg *m)
 
 	for (i = 0; i < m->nheaders; i++) {
 		h = &m->headers[i];
-		if (!is_hop(h->name, h->namelen))
+		if (!is_hop(h->name, h->namelen) &&
+		    !(strip && is_credential(h->name, h->namelen)))
 			n += h->namelen + h->valuelen + 4;
 	}
 	if (n > sizeof(p->hbuf) && (p->hdrs = malloc(n)) == NULL) {
@@ -498,7 +538,8 @@ keep_headers(struct preq *p, const struct h1_msg *m)
 	d = p->hdrs;
 	for (i = 0; i < m->nheaders; i++) {
 		h = &m->headers[i];
-		if (is_hop(h->name, h->namelen))
+		if (is_hop(h->name, h->namelen) ||
+		    (strip && is_credential(h->name, h->namelen)))
 			continue;
 		if (h->namelen == 12 &&
 		    strncasecmp(h->name, "Content-Type", 12) == 0)
@@ -516,12 +557,51 @@ keep_headers(struct preq *p, const struct h1_msg *m)
 	return (0);
 }
 
+/* Ask the parent for a hold on the request's model. */
+static void
+hold_ask(struct preq *p)
+{
+	struct proto_hold_req	 hr;
+
+	p->state = ST_HOLD;
+	memset(&hr, 0, sizeof(hr));
+	hr.reqid = p->reqid;
+	(void)strlcpy(hr.model, p->model, sizeof(hr.model));
+	(void)strlcpy(hr.key, p->key, sizeof(hr.key));
+	parent_send(IMSG_HOLD_REQ, &hr, sizeof(hr));
+}
+
+/* A slot of its key, or a wait for one of at most the queue timeout;
+ * 0, or -1 when the request ended. */
+static int
+key_slot(struct preq *p, int64_t max)
+{
+	struct timeval	 tv;
+	int64_t		 ms = px->conf->queue_timeout;
+
+	switch (keyq_enter(p->key, max, p)) {
+	case 1:
+		p->keyslot = 1;
+		return (0);
+	case 0:
+		p->state = ST_KEYWAIT;
+		tv.tv_sec = ms / 1000;
+		tv.tv_usec = (ms % 1000) * 1000;
+		evtimer_add(&p->timer, &tv);
+		return (0);
+	default:
+		reply_error(p, 500, "internal_error", "Out of memory.");
+		preq_end(p);
+		return (-1);
+	}
+}
+
 void
 forward_start(struct hreq *r, const struct pmodel *m, json_object *body,
     const struct rscan *rs, const char *raw, size_t rawlen,
-    const char *path, const char *target, const struct h1_msg *hm)
+    const char *path, const char *target, const struct h1_msg *hm,
+    const struct paccess *a)
 {
-	struct proto_hold_req	 hr;
 	struct preq		*p;
 
 	if ((p = preq_new(r, PREQ_MODEL, path)) == NULL) {
@@ -531,6 +611,10 @@ forward_start(struct hreq *r, const struct pmodel *m, json_object *body,
 	}
 	(void)strlcpy(p->uri, target, sizeof(p->uri));	/* http.c sized it */
 	(void)strlcpy(p->model, m->name, sizeof(p->model));
+	if (a->key != NULL)
+		(void)strlcpy(p->key, a->key->name, sizeof(p->key));
+	(void)strlcpy(p->user, a->user, sizeof(p->user));
+	access_who(a, p->who, sizeof(p->who));
 	p->json = body;
 	if (rs != NULL) {
 		/* the fast path: the scan's notes stand in for the tree */
@@ -555,16 +639,17 @@ forward_start(struct hreq *r, const struct pmodel *m, json_object *body,
 		preq_end(p);
 		return;
 	}
-	if (keep_headers(p, hm) == -1) {
+	if (keep_headers(p, hm, !TAILQ_EMPTY(&px->conf->keys)) == -1) {
 		reply_error(p, 500, "internal_error", "Out of memory.");
 		preq_end(p);
 		return;
 	}
-
-	memset(&hr, 0, sizeof(hr));
-	hr.reqid = p->reqid;
-	(void)strlcpy(hr.model, m->name, sizeof(hr.model));
-	parent_send(IMSG_HOLD_REQ, &hr, sizeof(hr));
+	if (a->key != NULL && a->key->max_requests > 0) {
+		if (key_slot(p, a->key->max_requests) == -1 ||
+		    p->state == ST_KEYWAIT)
+			return;
+	}
+	hold_ask(p);
 }
 
 /*
@@ -941,6 +1026,7 @@ static void
 client_header(struct preq *p, const struct h1_msg *m, int nobody)
 {
 	const struct h1_header	*h;
+	char			 cors[AGENCY_ORIGIN_MAX + 64];
 	size_t			 i;
 	int			 keep = p->r->keepalive;
 
@@ -964,13 +1050,16 @@ client_header(struct preq *p, const struct h1_msg *m, int nobody)
 	o_add("\r\n", 2);
 	for (i = 0; i < m->nheaders; i++) {
 		h = &m->headers[i];
-		if (is_hop(h->name, h->namelen))
+		/* CORS is the front door's to grant, not the model's */
+		if (is_hop(h->name, h->namelen) || (h->namelen > 15 &&
+		    strncasecmp(h->name, "Access-Control-", 15) == 0))
 			continue;
 		o_add(h->name, h->namelen);
 		o_add(": ", 2);
 		o_add(h->value, h->valuelen);
 		o_add("\r\n", 2);
 	}
+	o_add(cors, answer_cors(p->r, cors, sizeof(cors)));
 	/* none for an answer that has no body (204, 304) */
 	if (p->chunked_out)
 		o_str("Transfer-Encoding: chunked\r\n");
@@ -1234,6 +1323,15 @@ timer_cb(evutil_socket_t fd, short ev, void *arg)
 
 	(void)fd;
 	(void)ev;
+	if (p->state == ST_KEYWAIT) {
+		(void)snprintf(msg, sizeof(msg), "The key '%s' has as many "
+		    "requests in progress as it may (max requests); this one "
+		    "waited %lld ms for one of them to end.", p->key,
+		    (long long)px->conf->queue_timeout);
+		reply_error_retry(p, 429, "key_busy", msg, 1);
+		preq_end(p);
+		return;
+	}
 	log_warnx("request %llu: %s did not answer in time",
 	    (unsigned long long)p->reqid, p->label);
 	if (p->replied)
