@@ -136,11 +136,14 @@ access_decide(const struct pconf *c, const struct http_hdrs *hh,
 
 	memset(a, 0, sizeof(*a));
 	a->conf = c;
-	p = hh->peer != NULL && hh->peer->unixsock && hh->peer->known ?
-	    hh->peer : NULL;
+	/* a socket's client whose credentials could not be read is
+	 * matched by no rule (never taken for a TCP client) */
+	p = hh->peer != NULL && hh->peer->unixsock ? hh->peer : NULL;
 	if (p != NULL) {
 		a->peer = p;
-		if ((name = pconf_user_name(c, p->uid)) != NULL)
+		if (!p->known)
+			(void)strlcpy(a->user, "unknown", sizeof(a->user));
+		else if ((name = pconf_user_name(c, p->uid)) != NULL)
 			(void)strlcpy(a->user, name, sizeof(a->user));
 		else
 			(void)snprintf(a->user, sizeof(a->user), "uid=%u",
@@ -170,7 +173,7 @@ access_decide(const struct pconf *c, const struct http_hdrs *hh,
 		a->admin = a->key->admin;
 		return (0);
 	}
-	if (p != NULL) {
+	if (p != NULL && p->known) {
 		TAILQ_FOREACH(r, &c->allows, entry)
 			if (rule_matches(r, p)) {
 				a->rules = 1;
@@ -206,7 +209,7 @@ access_model_ok(const struct paccess *a, const struct pmodel *m)
 		return (1);
 	if (a->key != NULL)
 		return (models_allow(&a->key->models, m));
-	if (a->rules && a->peer != NULL)
+	if (a->rules && a->peer != NULL && a->peer->known)
 		TAILQ_FOREACH(r, &a->conf->allows, entry)
 			if (rule_matches(r, a->peer) &&
 			    models_allow(&r->models, m))
