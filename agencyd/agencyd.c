@@ -7,6 +7,11 @@
  * agency-proxy (the unprivileged front door) and restarts it when it
  * dies, and answers agency-ctl on its control socket.  It never parses
  * bytes that came from the network or from a model process.
+ *
+ * The top of agencyd: it calls the files below it (control.c, reload.c,
+ * models.c, proxylink.c, served.c, notify.c, printconf.c, privdrop.c,
+ * parse.y, the pool) and none of them calls it.  The pool reaches
+ * models.c through the ops table given here.
  */
 #include <sys/types.h>
 #include <sys/stat.h>
@@ -37,8 +42,6 @@
 #define CONF_PATH	AGENCY_CONF
 #endif
 
-struct agencyd	*env;
-
 __dead static void	usage(void);
 static void		agencyd_sig(int, short, void *);
 static void		agencyd_reap(struct agencyd *);
@@ -47,6 +50,7 @@ static struct pool	*agencyd_pool(struct agencyd *);
 static void		 agencyd_loop(struct event_base *);
 static char		*agencyd_abspath(const char *);
 static void		 agencyd_daemon(int);
+static void		 agencyd_shutdown_done(void *);
 
 __dead static void
 usage(void)
@@ -56,15 +60,6 @@ usage(void)
 	fprintf(stderr, "usage: %s [-dnv] [-D macro=value] [-f file] "
 	    "[-P proxy] [-s socket]\n", __progname);
 	exit(1);
-}
-
-int64_t
-mono_ms(void)
-{
-	struct timespec	ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
 }
 
 int
@@ -84,7 +79,6 @@ main(int argc, char *argv[])
 	TAILQ_INIT(&d.probes);
 	d.conffile = CONF_PATH;
 	d.proxy_path = PROXY_PATH;
-	env = &d;
 
 	log_init(1, LOG_DAEMON);	/* stderr until we know better */
 
@@ -266,13 +260,6 @@ agencyd_pool(struct agencyd *d)
 	return (pool_new(&model_pool_ops, d, &ps));
 }
 
-void
-agencyd_proxy_ready(struct agencyd *d)
-{
-	notify_ready();
-	notify_status(d);
-}
-
 static void
 agencyd_sig(int sig, short event, void *arg)
 {
@@ -286,7 +273,7 @@ agencyd_sig(int sig, short event, void *arg)
 		break;
 	case SIGHUP:
 		log_info("SIGHUP: reloading %s", d->conffile);
-		(void)agencyd_reload(d, NULL);
+		(void)agencyd_reload(d, NULL, NULL);
 		break;
 	case SIGCHLD:
 		agencyd_reap(d);
@@ -336,7 +323,7 @@ agencyd_shutdown(struct agencyd *d)
 	pool_stop_all(d->pool, agencyd_shutdown_done, d);
 }
 
-void
+static void
 agencyd_shutdown_done(void *arg)
 {
 	struct agencyd	*d = arg;

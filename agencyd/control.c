@@ -19,6 +19,9 @@
  *   or does not read its answer is dropped after CONTROL_TIMEOUT;
  * - each socket has its own cap, so restricted clients cannot take the
  *   room of the main socket's.
+ *
+ * It calls below it: reload.c, proxylink.c (a cancel), served.c (the
+ * records) and the pool.  Nothing calls it but agencyd.c.
  */
 #include <sys/types.h>
 #include <sys/socket.h>
@@ -80,6 +83,7 @@ static struct ctl_sock		ctl_restricted = {
 	.fd = -1, .restricted = 1, .maxconns = CONTROL_RESTRICTED_CONNS
 };
 static uint32_t			ctl_nextid = 1;
+static struct agencyd		*ctl_env;	/* control_init's */
 
 static void	control_accept(int, short, void *);
 static struct ctl_conn *control_conn_new(struct ctl_sock *, int);
@@ -225,7 +229,7 @@ control_listen(struct ctl_sock *cs, const char *path)
 int
 control_init(struct agencyd *d, const char *path, const char *rpath)
 {
-	(void)d;
+	ctl_env = d;
 	if (control_listen(&ctl_main, path) == -1)
 		return (-1);
 	/* both sockets were checked by main, in the foreground */
@@ -495,7 +499,7 @@ control_later_end(struct ctl_conn *c)
 }
 
 /* A line already logged, for the client alone. */
-void
+static void
 control_line(struct ctl_conn *c, const char *line)
 {
 	struct proto_ctl_result	r;
@@ -505,20 +509,6 @@ control_line(struct ctl_conn *c, const char *line)
 	memset(&r, 0, sizeof(r));
 	(void)strlcpy(r.message, line, sizeof(r.message));
 	control_compose(c, IMSG_CTL_INFO, &r, sizeof(r));
-}
-
-/* A line for the log, and for the client when there is one. */
-void
-control_info(struct ctl_conn *c, const char *fmt, ...)
-{
-	char	line[PROTO_MSG_MAX];
-	va_list	ap;
-
-	va_start(ap, fmt);
-	(void)vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	log_info("%s", line);
-	control_line(c, line);
 }
 
 /* "unknown model x; served: a, b" */
@@ -580,8 +570,9 @@ control_cancel_done(void *arg, int ok, uint32_t cancelled)
 	control_later_end(c);
 }
 
+/* A line of a plan or a reload, for the client that asked. */
 static void
-control_plan_line(void *arg, const char *line)
+control_say(void *arg, const char *line)
 {
 	control_line(arg, line);
 }
@@ -592,7 +583,7 @@ control_plan(struct agencyd *d, struct ctl_conn *c, struct model *m)
 {
 	int	 v;
 
-	if ((v = pool_explain(d->pool, m->plan.name, control_plan_line,
+	if ((v = pool_explain(d->pool, m->plan.name, control_say,
 	    c)) == -1)
 		control_result(c, IMSG_CTL_ERROR, "%s is not served",
 		    m->plan.name);
@@ -717,7 +708,7 @@ control_request(struct agencyd *d, struct ctl_conn *c, struct imsg *imsg)
 	case IMSG_CTL_RELOAD:
 		if (imsg_get_len(imsg) != 0)
 			return (-1);
-		if (agencyd_reload(d, c) == 0)
+		if (agencyd_reload(d, control_say, c) == 0)
 			control_result(c, IMSG_CTL_OK,
 			    "configuration reloaded");
 		else
@@ -755,7 +746,7 @@ control_request(struct agencyd *d, struct ctl_conn *c, struct imsg *imsg)
 static void
 control_process(struct ctl_conn *c)
 {
-	struct agencyd	*d = env;
+	struct agencyd	*d = ctl_env;
 	struct imsg	 imsg;
 	ssize_t		 n;
 	uint32_t	 type;

@@ -8,7 +8,6 @@
 #include "proto.h"
 
 struct agencyd;
-struct ctl_conn;
 
 /* Clients at once, each socket its own: the main socket keeps room for
  * its clients whatever the restricted one has. */
@@ -26,12 +25,5 @@ int	control_check(const char *);
 int	control_init(struct agencyd *, const char *, const char *);
 void	control_close(struct agencyd *);
 void	control_cleanup(struct agencyd *);
-void	control_line(struct ctl_conn *, const char *);
-/* A line for the client that asked for a reload (NULL: only the log). */
-void	control_info(struct ctl_conn *, const char *, ...)
-	    __attribute__((__format__ (printf, 2, 3)));
-
-/* reload.c: 0 when the new configuration is in force */
-int	agencyd_reload(struct agencyd *, struct ctl_conn *);
 
 #endif /* AGENCYD_CONTROL_H */

@@ -70,25 +70,11 @@
 int	LLVMFuzzerInitialize(int *, char ***);
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
-/* agencyd.c's, which this does not link (it has main). */
-struct agencyd	*env;
-
-int64_t
-mono_ms(void)
-{
-	return (0);
-}
-
-void
-agencyd_shutdown_done(void *arg)
+/* What agencyd.c's shutdown does when the models are stopped. */
+static void
+shutdown_done(void *arg)
 {
 	(void)arg;
-}
-
-void
-agencyd_proxy_ready(struct agencyd *d)
-{
-	(void)d;
 }
 
 int	listeners_bind(struct agency_conf *);
@@ -1271,7 +1257,7 @@ step(struct input *in)
 		if (!w.stopped) {
 			w.stopped = 1;
 			w.d.stopping = 1;
-			pool_stop_all(w.d.pool, agencyd_shutdown_done, &w.d);
+			pool_stop_all(w.d.pool, shutdown_done, &w.d);
 			proxy_io();
 		}
 		break;
@@ -1312,7 +1298,7 @@ setup(int which)
 	TAILQ_INIT(&d->probes);
 	TAILQ_INIT(&w.timers);
 	TAILQ_INIT(&w.spawns);
-	env = d;
+	ctl_env = d;	/* as control_init sets it */
 	w.now = 1700000000000LL;
 	w.mem.total = 32LL << 30;
 	w.mem.available = 16LL << 30;
@@ -1382,7 +1368,7 @@ teardown(void)
 		TAILQ_REMOVE(&w.spawns, s, entry);
 		free(s);
 	}
-	env = NULL;
+	ctl_env = NULL;
 }
 
 static void write_seeds(const char *);
