@@ -36,6 +36,7 @@
 #include "control.h"
 #include "log.h"
 #include "memory.h"
+#include "version.h"
 
 /* The Makefile's, from the install variables. */
 #ifndef CONF_PATH
@@ -57,7 +58,7 @@ usage(void)
 {
 	extern char	*__progname;
 
-	fprintf(stderr, "usage: %s [-dnv] [-D macro=value] [-f file] "
+	fprintf(stderr, "usage: %s [-dnVv] [-D macro=value] [-f file] "
 	    "[-P proxy] [-s socket]\n", __progname);
 	exit(1);
 }
@@ -82,7 +83,7 @@ main(int argc, char *argv[])
 
 	log_init(1, LOG_DAEMON);	/* stderr until we know better */
 
-	while ((ch = getopt(argc, argv, "D:df:nP:s:v")) != -1) {
+	while ((ch = getopt(argc, argv, "D:df:nP:s:Vv")) != -1) {
 		switch (ch) {
 		case 'D':
 			if (cmdline_symset(optarg) < 0)
@@ -104,6 +105,9 @@ main(int argc, char *argv[])
 		case 's':
 			sockpath = optarg;
 			break;
+		case 'V':
+			printf("agencyd %s\n", AGENCY_VERSION);
+			exit(0);
 		case 'v':
 			d.verbose++;
 			break;
@@ -171,6 +175,8 @@ main(int argc, char *argv[])
 
 	if (control_init(&d, conf->socket, conf->rsocket) == -1)
 		fatalx("cannot open the control socket");
+	/* What the models write, to the clients that follow it. */
+	models_on_line(control_model_line, NULL);
 	if (agencyd_drop_caps() == -1)
 		fatalx("cannot give up capabilities");
 	if ((d.pool = agencyd_pool(&d)) == NULL)

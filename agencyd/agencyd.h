@@ -110,6 +110,10 @@ uint64_t	 agencyd_caps_kept(void);
 /* models.c: the pool's effects, done for real */
 extern const struct pool_ops	model_pool_ops;
 void		 models_reaped(struct agencyd *, pid_t, int);
+/* Each line a model writes (arg, the model's name, the line), once
+ * its ring has it. */
+typedef void	(*models_line_cb)(void *, const char *, const char *);
+void		 models_on_line(models_line_cb, void *);
 
 /* served.c: the records of the served models */
 int		 models_setup(struct agencyd *);
@@ -122,10 +126,12 @@ int		 model_env(const char *, const struct model_conf *,
 		    const char *, const char **, char *, size_t, char ***,
 		    char *, size_t);
 struct model	*model_find(struct agencyd *, const char *);
+struct model	*model_resolve(struct agencyd *, const char *);
 struct model	*model_by_pid(struct agencyd *, pid_t);
 struct model	*model_by_reaper(struct agencyd *, pid_t);
 void		 models_free(struct agencyd *);
 void		 models_fill_status(struct agencyd *, struct proto_status *);
+void		 models_memory(struct agencyd *, struct proto_memory *);
 void		 models_proxy_ports(struct agencyd *, struct proto_ports *);
 
 /* ports.c: sets of model ports (struct proto_ports), pure */

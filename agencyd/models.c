@@ -12,7 +12,8 @@
  * the exit the pool hears of is the end of everything the model started.
  *
  * This is the pool's ops table (model_pool_ops), which agencyd.c hands
- * the pool: the pool reaches it only through that table.  It calls
+ * the pool: the pool reaches it only through that table.  A model's
+ * lines go up through the hook agencyd.c sets (models_on_line).  It calls
  * below it: proxylink.c (what goes to agency-proxy), served.c (the
  * records), notify.c, spawn.c, memory.c and the pool's answers
  * (pool_spawned, pool_child_exited).
@@ -97,6 +98,21 @@ models_reaped(struct agencyd *d, pid_t pid, int status)
 	pool_child_exited(d->pool, pid, status, addr_in_use);
 }
 
+/*
+ * Who hears each line a model writes, once its ring has it: set at
+ * start-up by agencyd.c (control.c's followers), so that the lines go
+ * up without this file naming anything above it.
+ */
+static models_line_cb	 line_hook;
+static void		*line_hook_arg;
+
+void
+models_on_line(models_line_cb fn, void *arg)
+{
+	line_hook = fn;
+	line_hook_arg = arg;
+}
+
 static void
 model_line(void *arg, const char *line)
 {
@@ -104,6 +120,8 @@ model_line(void *arg, const char *line)
 
 	if (spawn_line_addr_in_use(line))
 		m->addr_in_use = 1;
+	if (line_hook != NULL)
+		line_hook(line_hook_arg, m->plan.name, line);
 }
 
 static void

@@ -190,6 +190,20 @@ model_find(struct agencyd *d, const char *name)
 	return (NULL);
 }
 
+/* The served model with that name, or else with that alias; or NULL. */
+struct model *
+model_resolve(struct agencyd *d, const char *name)
+{
+	struct model	*m;
+
+	if ((m = model_find(d, name)) != NULL)
+		return (m);
+	TAILQ_FOREACH(m, &d->models, entry)
+		if (m->mc != NULL && strlist_contains(&m->mc->aliases, name))
+			return (m);
+	return (NULL);
+}
+
 /* The model whose process (reaper 0) or reaper (reaper 1) is pid. */
 static struct model *
 model_by(struct agencyd *d, pid_t pid, int reaper)
@@ -234,15 +248,55 @@ models_free(struct agencyd *d)
 }
 
 
-/* What the pool does not know of a model. */
+/*
+ * What the pool does not tell of a model: its runtime, and its idle
+ * timeout.  That one is counting while the model is lazy, ready and
+ * idle: it stops the model its timeout after it was last used (as the
+ * pool's idle timer does), unless it is used first.
+ */
 void
 models_fill_status(struct agencyd *d, struct proto_status *st)
 {
 	struct model	*m;
 
-	if ((m = model_find(d, st->model)) != NULL && m->mc != NULL)
-		(void)strlcpy(st->runtime, m->mc->rt->name,
-		    sizeof(st->runtime));
+	st->idle_timeout = 0;
+	st->idle_stop_at = -1;
+	if ((m = model_find(d, st->model)) == NULL || m->mc == NULL)
+		return;
+	(void)strlcpy(st->runtime, m->mc->rt->name, sizeof(st->runtime));
+	st->idle_timeout = m->plan.idle_timeout;
+	if (m->plan.lazy && m->plan.idle_timeout > 0 &&
+	    st->state == STATE_READY && st->in_progress == 0 &&
+	    st->last_used >= 0)
+		st->idle_stop_at = st->last_used + m->plan.idle_timeout;
+}
+
+/*
+ * The memory the models are measured against: the need of each model
+ * loaded or loading, the budget, and what is available now of which the
+ * reserve stays free (as the pool's fit test reads them).
+ */
+void
+models_memory(struct agencyd *d, struct proto_memory *pm)
+{
+	struct proto_status	 st;
+	struct mem_snapshot	 mem;
+	size_t			 i, n;
+
+	memset(pm, 0, sizeof(*pm));
+	n = pool_count(d->pool);
+	for (i = 0; i < n; i++)
+		if (pool_status(d->pool, i, &st) == 0 &&
+		    (st.state == STATE_READY || st.state == STATE_LOADING))
+			pm->in_use = mem_add(pm->in_use, st.need);
+	pm->budget = d->conf->budget;
+	if (mem_snapshot(&mem) == -1) {
+		pm->available = pm->total = pm->reserve = -1;
+		return;
+	}
+	pm->available = mem.available;
+	pm->total = mem.total;
+	pm->reserve = pool_reserve(d->conf->reserve, mem.total);
 }
 
 /*

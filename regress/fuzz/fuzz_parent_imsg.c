@@ -47,6 +47,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <dirent.h>
@@ -748,7 +749,8 @@ static const uint32_t	proxy_types[] = { IMSG_HOLD_REQ, IMSG_HOLD_WITHDRAW,
 
 static const uint32_t	ctl_types[] = { IMSG_STATUS_REQ, IMSG_CTL_LOAD,
 			    IMSG_CTL_UNLOAD, IMSG_CTL_CANCEL, IMSG_CTL_RELOAD,
-			    IMSG_CTL_VERBOSE, IMSG_CTL_LOGS, IMSG_CTL_PLAN };
+			    IMSG_CTL_VERBOSE, IMSG_CTL_LOGS, IMSG_CTL_PLAN,
+			    IMSG_CTL_STATUS, IMSG_CTL_FOLLOW };
 #define NCTL_TYPES	(sizeof(ctl_types) / sizeof(ctl_types[0]))
 
 /*
@@ -859,6 +861,8 @@ payload(struct input *in, uint32_t type, void *buf, size_t size,
 	case IMSG_CTL_CANCEL:
 	case IMSG_CTL_LOGS:
 	case IMSG_CTL_PLAN:
+	case IMSG_CTL_STATUS:
+	case IMSG_CTL_FOLLOW:
 		memset(&cm, 0, sizeof(cm));
 		name(in, cm.model, sizeof(cm.model));
 		cm.wait = u8(in) & 1;
@@ -1200,6 +1204,7 @@ step_tick(struct input *in)
 static void
 step(struct input *in)
 {
+	static char	line[SPAWN_LINE_MAX + 1], model[AGENCY_NAME_MAX];
 	unsigned int	op = u8(in);
 
 	if (verbose)
@@ -1269,7 +1274,15 @@ step(struct input *in)
 			step_close_ctl(in);
 		else if (op & 2)
 			bind_fails = !bind_fails;
-		else if (op & 4) {
+		else if ((op & 0x1f) == 0x10) {
+			/* a model writes a line: to its followers (spawn.c
+			 * cuts lines to SPAWN_LINE_MAX, each terminated) */
+			name(in, model, sizeof(model));
+			model[sizeof(model) - 1] = '\0';
+			text(in, line, sizeof(line));
+			line[sizeof(line) - 1] = '\0';
+			control_model_line(NULL, model, line);
+		} else if (op & 4) {
 			/* the file changes: the next reload sees it */
 			w.conf_which = (w.conf_which + 1 + (op >> 3)) %
 			    NCONFS;
@@ -1394,6 +1407,9 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 		errx(1, "event_init");
 	if ((w.conf_fd = memfd_create("fuzz_parent_conf", 0)) == -1)
 		err(1, "memfd_create");
+	/* As root agencyd reads no file others may write (memfd: 0777). */
+	if (fchmod(w.conf_fd, 0644) == -1)
+		err(1, "fchmod");
 	(void)snprintf(w.conf_path, sizeof(w.conf_path), "/proc/self/fd/%d",
 	    w.conf_fd);
 
