@@ -1407,8 +1407,8 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 		errx(1, "event_init");
 	if ((w.conf_fd = memfd_create("fuzz_parent_conf", 0)) == -1)
 		err(1, "memfd_create");
-	/* As root agencyd reads no file others may write (memfd: 0777). */
-	if (fchmod(w.conf_fd, 0644) == -1)
+	/* As root the parser reads only files no one else may write. */
+	if (fchmod(w.conf_fd, 0600) == -1)
 		err(1, "fchmod");
 	(void)snprintf(w.conf_path, sizeof(w.conf_path), "/proc/self/fd/%d",
 	    w.conf_fd);
