@@ -6,8 +6,9 @@
  * What agencyd gives up once it is running as root.  It still starts
  * model processes as their user and the proxy in its chroot, signals
  * them, binds listening sockets on reload (giving a Unix one its owner)
- * and reads model files to size them; every other capability leaves its bounding set, so neither it
- * nor anything it starts can have one again.
+ * and reads model files to size them; every other capability leaves its
+ * bounding set, so neither it nor anything it starts can have one
+ * again.  It calls no other file of agencyd.
  */
 #include <sys/types.h>
 #include <sys/prctl.h>
