@@ -546,6 +546,31 @@ in_limit(const struct hconn *c)
 }
 
 /*
+ * A libtls result as read(2) and write(2) give theirs: -1 with EAGAIN
+ * when it must wait, which for the other event than its own (the
+ * handshake's turn) is noted: a read that waits to write adds the write
+ * event, a write that waits to read is resumed by the read event.
+ */
+static ssize_t
+io_tls(struct hconn *c, ssize_t n, int reading)
+{
+	if (n == TLS_WANT_POLLIN || n == TLS_WANT_POLLOUT) {
+		if (reading && n == TLS_WANT_POLLOUT) {
+			c->rwantw = 1;
+			event_add(&c->wev, NULL);
+		} else if (!reading && n == TLS_WANT_POLLIN)
+			c->wwantr = 1;
+		errno = EAGAIN;
+		return (-1);
+	}
+	if (n == -1) {
+		log_debug("%s: %s", __func__, tls_error(c->tls));
+		errno = EIO;
+	}
+	return (n);
+}
+
+/*
  * Read at most len bytes: > 0, 0 at the end, -1 with errno (EAGAIN:
  * nothing to read now).  Through TLS, a read that fills buf may leave
  * more in libtls, which no event would tell: the read callback runs
@@ -558,53 +583,20 @@ io_read(struct hconn *c, void *buf, size_t len)
 
 	if (c->tls == NULL)
 		return (read(c->fd, buf, len));
-	n = tls_read(c->tls, buf, len);
-	if (n == TLS_WANT_POLLIN) {
-		errno = EAGAIN;
-		return (-1);
-	}
-	if (n == TLS_WANT_POLLOUT) {
-		/* the handshake writes: read again once it may */
-		c->rwantw = 1;
-		event_add(&c->wev, NULL);
-		errno = EAGAIN;
-		return (-1);
-	}
-	if (n == -1) {
-		log_debug("%s: %s", __func__, tls_error(c->tls));
-		errno = EIO;
-		return (-1);
-	}
-	if ((size_t)n == len && !c->paused)
+	n = io_tls(c, tls_read(c->tls, buf, len), 1);
+	if (n > 0 && (size_t)n == len && !c->paused)
 		event_active(&c->rev, EV_READ, 1);
 	return (n);
 }
 
 /* Write at most len bytes: the bytes written, or -1 with errno (EAGAIN:
- * none now; a TLS write waiting for input is resumed by a read). */
+ * none now). */
 static ssize_t
 io_write(struct hconn *c, const void *buf, size_t len)
 {
-	ssize_t	 n;
-
 	if (c->tls == NULL)
 		return (write(c->fd, buf, len));
-	n = tls_write(c->tls, buf, len);
-	if (n == TLS_WANT_POLLOUT) {
-		errno = EAGAIN;
-		return (-1);
-	}
-	if (n == TLS_WANT_POLLIN) {
-		c->wwantr = 1;
-		errno = EAGAIN;
-		return (-1);
-	}
-	if (n == -1) {
-		log_debug("%s: %s", __func__, tls_error(c->tls));
-		errno = EIO;
-		return (-1);
-	}
-	return (n);
+	return (io_tls(c, tls_write(c->tls, buf, len), 0));
 }
 
 static void
