@@ -17,10 +17,12 @@
  * is wrong.  A presented secret is digested (SHA-256) and compared with
  * every key's digest in constant time, all of them every time, so that
  * neither which key matched nor how much of one did shows in the time
- * taken.  On a Unix socket with allow rules, a client with no credential
- * is let in by the rules that name its user or one of its groups;
- * without a matching rule it needs a key, or is refused when there are
- * no keys.  A client with a credential is judged by its key alone.
+ * taken.  On a Unix socket with allow rules, a client is let in by the
+ * rules that name its user or one of its groups; without a matching
+ * rule it needs a key, or is refused when there are no keys.  A key's
+ * credential decides for a client the rules let in as well; one that is
+ * no key's is ignored for such a client, since the OpenAI clients
+ * always send one, a placeholder where the socket needs none.
  *
  * Calls: rules.c; common/sha256.c.
  */
@@ -118,6 +120,23 @@ rule_matches(const struct pallow *a, const struct hpeer *p)
 	return (0);
 }
 
+/* Whether allow rules let the socket's client p in: a->rules, and
+ * a->admin when one of them has admin. */
+static int
+peer_rules(const struct pconf *c, const struct hpeer *p, struct paccess *a)
+{
+	const struct pallow	*r;
+
+	if (p == NULL || !p->known)
+		return (0);
+	TAILQ_FOREACH(r, &c->allows, entry)
+		if (rule_matches(r, p)) {
+			a->rules = 1;
+			a->admin |= r->admin;
+		}
+	return (a->rules);
+}
+
 /*
  * Whether a request is let in, and as what (a).  -1 with e set when it
  * is not: 401 invalid_api_key (a->wrong when a credential was given and
@@ -128,7 +147,6 @@ access_decide(const struct pconf *c, const struct http_hdrs *hh,
     struct paccess *a, struct rerr *e)
 {
 	const struct pkey	*k1 = NULL, *k2 = NULL;
-	const struct pallow	*r;
 	const struct hpeer	*p;
 	const char		*tok, *name;
 	size_t			 len;
@@ -163,25 +181,21 @@ access_decide(const struct pconf *c, const struct http_hdrs *hh,
 		}
 		if (hh->apikey != NULL)
 			bad |= (k2 = apikey_find(c, hh->apikey)) == NULL;
-		if (bad || (k1 != NULL && k2 != NULL && k1 != k2)) {
-			a->wrong = 1;
-			rerr_set(e, 401, "invalid_api_key", "Incorrect API key "
-			    "provided.");
-			return (-1);
-		}
-		a->key = k1 != NULL ? k1 : k2;
-		a->admin = a->key->admin;
-		return (0);
-	}
-	if (p != NULL && p->known) {
-		TAILQ_FOREACH(r, &c->allows, entry)
-			if (rule_matches(r, p)) {
-				a->rules = 1;
-				a->admin |= r->admin;
-			}
-		if (a->rules)
+		if (!bad && (k1 == NULL || k2 == NULL || k1 == k2)) {
+			a->key = k1 != NULL ? k1 : k2;
+			a->admin = a->key->admin;
 			return (0);
+		}
+		/* a placeholder, for a client the rules let in */
+		if (peer_rules(c, p, a))
+			return (0);
+		a->wrong = 1;
+		rerr_set(e, 401, "invalid_api_key", "Incorrect API key "
+		    "provided.");
+		return (-1);
 	}
+	if (peer_rules(c, p, a))
+		return (0);
 	if (keys) {
 		rerr_set(e, 401, "invalid_api_key", "No API key was given: "
 		    "send it as \"Authorization: Bearer KEY\" or "

@@ -215,12 +215,26 @@ ATF_TC_BODY(rules, tc)
 	ATF_CHECK(a.key != NULL && a.admin);
 	access_who(&a, who, sizeof(who));
 	ATF_CHECK_STREQ(who, "key=ops user=uid=1002");
-	/* with a credential, the key alone decides */
+	/* with a key's credential, the key alone decides */
 	ATF_CHECK_EQ(decide(c, "Bearer " ALICE, NULL, &p1001, &a), 0);
 	ATF_CHECK(!a.admin && !a.rules);
 	ATF_CHECK(access_model_ok(&a, qwen));
 	ATF_CHECK(!access_model_ok(&a, bge));
-	ATF_CHECK_EQ(decide(c, "Bearer nope", NULL, &p1000, &a), 401);
+	/* one that is no key's (the OpenAI clients' placeholder) leaves a
+	 * client the rules let in to them, at once */
+	ATF_CHECK_EQ(decide(c, "Bearer unused", NULL, &p1000, &a), 0);
+	ATF_CHECK(a.rules && a.key == NULL && !a.admin && !a.wrong);
+	ATF_CHECK(access_model_ok(&a, qwen));
+	ATF_CHECK(!access_model_ok(&a, bge));
+	ATF_CHECK_EQ(decide(c, "Bearer " ALICE, "nope", &p1001, &a), 0);
+	ATF_CHECK(a.rules && a.key == NULL && a.admin && !a.wrong);
+	ATF_CHECK(!access_model_ok(&a, qwen));
+	/* but is wrong for one they do not, and for a TCP client */
+	ATF_CHECK_EQ(decide(c, "Bearer unused", NULL, &p1002, &a), 401);
+	ATF_CHECK(a.wrong && !a.rules);
+	ATF_CHECK_EQ(decide(c, "Bearer unused", NULL, &punknown, &a), 401);
+	ATF_CHECK(a.wrong);
+	ATF_CHECK_EQ(decide(c, "Bearer unused", NULL, NULL, &a), 401);
 	ATF_CHECK(a.wrong);
 	pconf_free(c);
 }
