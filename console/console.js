@@ -79,9 +79,11 @@
 		if (s < 60)
 			return s.toFixed(s < 10 ? 1 : 0) + ' s';
 		const m = Math.floor(s / 60);
+		const rs = Math.floor(s % 60);
 		if (m < 60)
-			return m + ' m ' + Math.floor(s % 60) + ' s';
-		return Math.floor(m / 60) + ' h ' + (m % 60) + ' m';
+			return m + ' m' + (rs ? ' ' + rs + ' s' : '');
+		return Math.floor(m / 60) + ' h' + (m % 60 ? ' ' + m % 60 +
+		    ' m' : '');
 	}
 
 	function fmtAgo(t) {
