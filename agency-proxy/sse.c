@@ -328,6 +328,19 @@ sse_subscribe(struct sse_hub *h, void *arg, const char *last,
 	return (s);
 }
 
+struct sse_sub *
+sse_attach(struct sse_hub *h, void *arg)
+{
+	struct sse_sub	*s;
+
+	if (h->st.subs >= h->lim.subs || (s = calloc(1, sizeof(*s))) == NULL)
+		return (NULL);
+	s->arg = arg;
+	TAILQ_INSERT_TAIL(&h->subs, s, entry);
+	h->st.subs++;
+	return (s);
+}
+
 void
 sse_unsubscribe(struct sse_hub *h, struct sse_sub *s)
 {

@@ -89,6 +89,9 @@ int		 sse_resumable(const struct sse_hub *, const char *,
  */
 struct sse_sub	*sse_subscribe(struct sse_hub *, void *, const char *,
 		    const char *, const char *);
+/* A subscriber that was given what it needs by the caller: nothing is
+ * written now.  NULL when the hub is full or out of memory. */
+struct sse_sub	*sse_attach(struct sse_hub *, void *);
 /* Forget a subscriber (its client went away); no ops->drop. */
 void		 sse_unsubscribe(struct sse_hub *, struct sse_sub *);
 

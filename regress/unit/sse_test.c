@@ -327,6 +327,15 @@ ATF_TC_BODY(limits, tc)
 	ATF_CHECK_EQ(sse_publish_seq(lines, 12, "line", "{}"), 0);
 	ATF_CHECK_STREQ(f[1].out, "retry: 2000\n\nid: 13\nevent: line\n"
 	    "data: {\"seq\":13}\n\n");
+	/* attached: nothing written until the next event, then it */
+	memset(&f[2], 0, sizeof(f[2]));
+	ATF_REQUIRE(sse_attach(lines, &f[2]) != NULL);
+	ATF_CHECK_EQ(f[2].len, 0);
+	ATF_CHECK_EQ(sse_publish_seq(lines, 20, "line", "{}"), 20);
+	ATF_CHECK_STREQ(f[2].out, "id: 20\nevent: line\ndata: {}\n\n");
+	ATF_CHECK(sse_attach(lines, &f[0]) != NULL);
+	ATF_CHECK(sse_attach(lines, &f[0]) != NULL);
+	ATF_CHECK(sse_attach(lines, &f[0]) == NULL);	/* 4 at most */
 	sse_hub_free(lines);
 }
 
