@@ -2543,7 +2543,7 @@ pool_acquire(struct pool *p, const char *model, uint64_t reqid,
 	queue_run(p);
 }
 
-void
+int
 pool_withdraw(struct pool *p, uint64_t reqid, uint32_t owner)
 {
 	struct pool_waiter	*w;
@@ -2556,9 +2556,10 @@ pool_withdraw(struct pool *p, uint64_t reqid, uint32_t owner)
 			if (op != NULL)
 				op_drop_unwanted(p, op);
 			queue_run(p);
-			return;
+			return (1);
 		}
 	}
+	return (0);
 }
 
 int
