@@ -36,6 +36,7 @@
 #define PROTO_LOAD_BOUNDS	{ 100, 250, 500, 1000, 2500, 5000, 10000, \
 				    30000, 60000, 120000, 300000, 600000 }
 #define PROTO_LOAD_NBOUNDS	12
+#define PROTO_LOAD_HISTORY	10	/* load durations a status keeps */
 
 enum imsg_type {
 	IMSG_NONE,
@@ -94,7 +95,7 @@ enum imsg_type {
 	IMSG_CTL_CANCEL,	/* struct proto_ctl_model */
 	IMSG_CTL_RELOAD,	/* no payload */
 	IMSG_CTL_VERBOSE,	/* struct proto_ctl_verbose */
-	IMSG_CTL_LOGS,		/* struct proto_ctl_model */
+	IMSG_CTL_LOGS,		/* struct proto_ctl_model; wait: follow */
 	IMSG_CTL_LOGLINE,	/* struct proto_log */
 	IMSG_CTL_OK,		/* struct proto_ctl_result */
 	IMSG_CTL_ERROR,		/* struct proto_ctl_result */
@@ -114,6 +115,40 @@ enum imsg_type {
 	/* parent -> proxy: struct proto_ports, the model ports it may
 	 * connect to from now on, fewer than before (see proto_ports) */
 	IMSG_PORTS,
+
+	/*
+	 * The events stream (console/EVENTS.md), parent -> proxy, each
+	 * event once: a sync (START, a RECORD a served model in config
+	 * order, END) when the proxy is ready and after each reload; a
+	 * STATE for each change of state; a QUEUE when a model's requests
+	 * in flight or waiting changed; the MEMORY now and then.
+	 */
+	IMSG_EV_SYNC_START,	/* struct proto_ev_sync */
+	IMSG_EV_RECORD,		/* struct proto_ev_record */
+	IMSG_EV_SYNC_END,	/* struct proto_ev_sync */
+	IMSG_EV_STATE,		/* struct proto_ev_state */
+	IMSG_EV_QUEUE,		/* struct proto_ev_queue */
+	IMSG_EV_MEMORY,		/* struct proto_ev_memory */
+
+	/*
+	 * POST /v1/agency/load and unload: proxy -> parent IMSG_ADMIN,
+	 * answered IMSG_ADMIN_DONE with its reqid, once, as agency-ctl's
+	 * load and unload are answered.
+	 */
+	IMSG_ADMIN,		/* proxy -> parent: struct proto_admin */
+	IMSG_ADMIN_DONE,	/* parent -> proxy: struct proto_admin_done */
+
+	/*
+	 * A model's log: proxy -> parent IMSG_LOGS_REQ; the parent answers
+	 * with an IMSG_LOGS_LINE for each line of the ring (with the
+	 * reqid) and IMSG_LOGS_END.  With follow, every new line of that
+	 * model comes as an IMSG_LOGS_LINE with reqid 0 until the proxy
+	 * sends IMSG_LOGS_UNFOLLOW for it.
+	 */
+	IMSG_LOGS_REQ,		/* proxy -> parent: struct proto_logs_req */
+	IMSG_LOGS_LINE,		/* parent -> proxy: struct proto_logline */
+	IMSG_LOGS_END,		/* parent -> proxy: struct proto_logs_end */
+	IMSG_LOGS_UNFOLLOW,	/* proxy -> parent: struct proto_logs_req */
 
 	IMSG_MAXTYPE
 };
@@ -155,6 +190,26 @@ enum proto_need_from {
 	NEED_HEADROOM,		/* nothing on disk: the headroom alone */
 };
 
+/* Why a model is in its state (struct proto_status, the events). */
+enum proto_change {
+	CHANGE_NONE,
+	CHANGE_REQUEST,		/* loading: a request needs it */
+	CHANGE_LOAD,		/* loading: an operator asked */
+	CHANGE_START,		/* loading: not lazy, at start or reload */
+	CHANGE_RESTART,		/* loading: again, after a failure */
+	CHANGE_LOADED,		/* ready */
+	CHANGE_EVICTED,		/* stopped to make room (change_for) */
+	CHANGE_IDLE,		/* stopped after its idle timeout */
+	CHANGE_RELOAD,		/* stopped: its configuration changed */
+	CHANGE_SHUTDOWN,	/* stopped: agencyd stops */
+	CHANGE_UNLOAD,		/* unloaded by an operator */
+	CHANGE_LOAD_FAILED,	/* failed: its load */
+	CHANGE_EXITED,		/* failed: its process exited */
+	CHANGE_REFUSED,		/* stopped: did not fit, was not started */
+	CHANGE_STOPPED,		/* stopped, for another reason */
+};
+#define CHANGE_LAST	CHANGE_STOPPED
+
 struct proto_str {
 	char		s[AGENCY_PATH_MAX];
 };
@@ -184,6 +239,8 @@ struct proto_conf_global {
 	int64_t		body_timeout;		/* ms */
 	int64_t		body_buffer;		/* bytes, all bodies */
 	int32_t		host_any;		/* 1: no Host check */
+	/* added for the console */
+	int32_t		console;		/* 1: GET / serves it */
 };
 
 struct proto_listen {
@@ -284,6 +341,13 @@ struct proto_status {
 	int32_t		waiting;	/* enum proto_wait */
 	int64_t		oldest_wait;	/* ms the oldest has waited; -1 */
 	uint32_t	max_requests;	/* 0: no bound */
+	/* added for the events stream */
+	int64_t		idle_timeout;	/* ms; 0: never */
+	int64_t		restart_at;	/* ms since the epoch; -1: none due */
+	int32_t		change;		/* enum proto_change: why its state */
+	char		change_for[AGENCY_NAME_MAX];	/* evicted for */
+	uint32_t	nload_ms;	/* of load_ms */
+	int64_t		load_ms[PROTO_LOAD_HISTORY];	/* oldest first */
 };
 
 struct proto_cancel {
@@ -299,7 +363,90 @@ struct proto_log {
 
 struct proto_ctl_model {
 	char		model[AGENCY_NAME_MAX];
-	int32_t		wait;		/* load: answer when ready */
+	int32_t		wait;		/* load: answer when ready; logs:
+					 * follow (new lines until the end) */
+};
+
+/* A sync of the model records (IMSG_EV_SYNC_START and _END). */
+struct proto_ev_sync {
+	int64_t		time;		/* ms since the epoch */
+	int32_t		reload;		/* 1: after a reload, 0: a new proxy */
+	int32_t		ok;		/* the reload took (records follow) */
+	char		error[PROTO_MSG_MAX];	/* why it did not */
+};
+
+struct proto_ev_record {
+	int32_t		changed;	/* replaced by this reload */
+	struct proto_status st;
+};
+
+struct proto_ev_state {
+	int64_t		time;
+	int32_t		from;		/* enum proto_state */
+	struct proto_status st;		/* after the change */
+};
+
+struct proto_ev_queue {
+	int64_t		time;
+	char		model[AGENCY_NAME_MAX];
+	uint32_t	in_progress;
+	uint32_t	queued;
+	int32_t		waiting;	/* enum proto_wait */
+	int64_t		oldest_wait;	/* ms; -1 */
+	int64_t		last_used;	/* ms since the epoch; -1 */
+};
+
+/* Bytes; -1: not known.  used: the needs of the models loaded or
+ * loading; budget 0: none. */
+struct proto_ev_memory {
+	int64_t		time;
+	int64_t		total;
+	int64_t		available;
+	int64_t		reserve;
+	int64_t		budget;
+	int64_t		used;
+};
+
+enum proto_admin_op {
+	ADMIN_LOAD,
+	ADMIN_UNLOAD,
+};
+
+struct proto_admin {
+	uint64_t	reqid;
+	int32_t		op;		/* enum proto_admin_op */
+	int32_t		wait;		/* load: answer once it is ready */
+	char		model[AGENCY_NAME_MAX];
+};
+
+/* The answer: an HTTP status; below 400 message is the model's state
+ * ("ready", "loading", "unloaded"), else code and message are the
+ * error's. */
+struct proto_admin_done {
+	uint64_t	reqid;
+	int32_t		status;
+	char		code[AGENCY_NAME_MAX];
+	char		message[PROTO_MSG_MAX];
+};
+
+struct proto_logs_req {
+	uint64_t	reqid;
+	int32_t		follow;
+	char		model[AGENCY_NAME_MAX];
+};
+
+/* seq counts the model's lines since agencyd started, from 1. */
+struct proto_logline {
+	uint64_t	reqid;		/* 0: a new line, followed */
+	uint64_t	seq;
+	char		model[AGENCY_NAME_MAX];
+	char		line[PROTO_LOGLINE_MAX];
+};
+
+struct proto_logs_end {
+	uint64_t	reqid;
+	int32_t		found;		/* 0: no such model */
+	char		model[AGENCY_NAME_MAX];
 };
 
 struct proto_ctl_verbose {
