@@ -112,7 +112,7 @@ usage(int help)
 	    "\tcancel model\n"
 	    "\treload\n"
 	    "\tlog verbose | brief\n"
-	    "\tlogs model\n"
+	    "\tlogs [-f] model\n"
 	    "\tplan model\n");
 	exit(help ? 0 : 1);
 }
@@ -176,22 +176,32 @@ main(int argc, char *argv[])
 		usage(0);
 	}
 
-	if (ctl.cmd->action == CTL_LOAD) {
+	if (ctl.cmd->action == CTL_LOAD || ctl.cmd->action == CTL_LOGS) {
 		optreset = 1;
 		optind = 1;
 		opterr = 0;
-		while ((ch = getopt(argc, argv, "+n")) != -1) {
+		if (ctl.cmd->action == CTL_LOGS)
+			ctl.wait = 0;	/* logs: wait is follow */
+		while ((ch = getopt(argc, argv, ctl.cmd->action == CTL_LOAD ?
+		    "+n" : "+f")) != -1) {
 			switch (ch) {
 			case 'n':
 				ctl.wait = 0;
 				break;
+			case 'f':
+				ctl.wait = 1;
+				break;
 			default:
-				warnx("load: unknown option -%c", optopt);
+				warnx("%s: unknown option -%c", ctl.cmd->name,
+				    optopt);
 				usage(0);
 			}
 		}
 		argc -= optind;
 		argv += optind;
+		if (ctl.cmd->action == CTL_LOGS && ctl.wait && ctl.json)
+			errx(1, "logs -f prints lines as they come; -j is "
+			    "for logs without -f");
 	} else {
 		argc--;
 		argv++;
@@ -371,8 +381,10 @@ ctl_request(struct ctl *ctl)
 			type = IMSG_CTL_CANCEL;
 		else if (ctl->cmd->action == CTL_PLAN)
 			type = IMSG_CTL_PLAN;
-		else
+		else {
 			type = IMSG_CTL_LOGS;
+			cm.wait = ctl->wait;	/* follow */
+		}
 		rv = imsg_compose(&ctl->ibuf, type, 0, 0, -1, &cm,
 		    sizeof(cm));
 		break;
@@ -449,8 +461,11 @@ ctl_dispatch(struct ctl *ctl, struct imsg *imsg)
 			broken(ctl, "malformed log line from agencyd");
 		if (ctl->json)
 			lines_add(ctl, lg.line);
-		else
+		else {
 			show_text(stdout, lg.line);
+			if (ctl->wait)
+				(void)fflush(stdout);	/* as they come */
+		}
 		return (0);
 	case IMSG_CTL_END:
 		if (imsg_get_len(imsg) != 0)

@@ -41,6 +41,12 @@ struct model {
 	struct spawn_proc	 sp;
 	int			 sp_open;
 	int			 addr_in_use;	/* its output said so */
+	/* what the proxy was last told (events.c) */
+	int32_t			 ev_state;
+	int64_t			 ev_restart_at;
+	struct proto_ev_queue	 ev_queue;
+	int			 ev_changed;	/* replaced by the reload */
+	int			 log_follow;	/* the proxy follows its log */
 };
 TAILQ_HEAD(model_head, model);
 
@@ -90,6 +96,16 @@ void		 agencyd_proxy_ready(struct agencyd *);
 /* reload.c */
 void		 agencyd_pool_settings(const struct agency_conf *,
 		    struct pool_settings *);
+
+/* events.c: what the proxy's events stream is made of */
+void		 events_init(struct agencyd *);
+void		 events_stop(void);
+void		 events_sync(struct agencyd *, int, int, const char *);
+void		 events_changed(struct agencyd *, const char *);
+void		 events_memory(struct agencyd *);
+void		 events_logline(void *, uint64_t, const char *);
+void		 events_set_line_hook(void (*)(struct model *, uint64_t,
+		    const char *));
 
 /* privdrop.c */
 int		 agencyd_drop_caps(void);

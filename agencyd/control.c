@@ -70,6 +70,7 @@ struct ctl_conn {
 	int			 pending;	/* an answer comes later */
 	int			 doomed;	/* over a bound */
 	int			 processing;	/* in control_process */
+	char			 follow[AGENCY_NAME_MAX];	/* logs -f */
 };
 
 static TAILQ_HEAD(, ctl_conn)	ctl_conns = TAILQ_HEAD_INITIALIZER(ctl_conns);
@@ -89,6 +90,7 @@ static void	control_drop(struct ctl_conn *);
 static void	control_doom(struct ctl_conn *, const char *);
 static void	control_events(struct ctl_conn *, int);
 static void	control_process(struct ctl_conn *);
+static void	control_follow_line(struct model *, uint64_t, const char *);
 
 static int
 control_addr(const char *path, struct sockaddr_un *sun)
@@ -226,6 +228,7 @@ int
 control_init(struct agencyd *d, const char *path, const char *rpath)
 {
 	(void)d;
+	events_set_line_hook(control_follow_line);
 	if (control_listen(&ctl_main, path) == -1)
 		return (-1);
 	/* both sockets were checked by main, in the foreground */
@@ -416,8 +419,10 @@ control_events(struct ctl_conn *c, int progress)
 		wait = CW_MESSAGE;
 	else
 		wait = CW_REQUEST;
+	/* a follower is read all along, to see it leave */
 	if (wait != CW_DOOMED)
-		imsgev_pause(&c->iev, wait == CW_READER || wait == CW_NONE);
+		imsgev_pause(&c->iev, wait == CW_READER ||
+		    (wait == CW_NONE && c->follow[0] == '\0'));
 	if (wait == c->wait && !(wait == CW_READER && progress))
 		return;
 	c->wait = wait;
@@ -621,7 +626,8 @@ control_status(struct agencyd *d, struct ctl_conn *c)
 }
 
 static void
-control_logs(struct agencyd *d, struct ctl_conn *c, struct model *m)
+control_logs(struct agencyd *d, struct ctl_conn *c, struct model *m,
+    int follow)
 {
 	struct proto_log	lg;
 	size_t			i, n;
@@ -634,7 +640,38 @@ control_logs(struct agencyd *d, struct ctl_conn *c, struct model *m)
 		(void)strlcpy(lg.line, ring_get(&m->ring, i), sizeof(lg.line));
 		control_compose(c, IMSG_CTL_LOGLINE, &lg, sizeof(lg));
 	}
-	control_end(c);
+	if (!follow) {
+		control_end(c);
+		return;
+	}
+	/*
+	 * logs -f: the answer goes on with each new line (the ring's hook)
+	 * until the client leaves; one that stops reading is dropped by
+	 * the queue's bound and the reader's deadline.
+	 */
+	(void)strlcpy(c->follow, m->plan.name, sizeof(c->follow));
+	c->pending = 1;
+	control_events(c, 0);
+}
+
+/* A new line of a model: to every client that follows its log. */
+static void
+control_follow_line(struct model *m, uint64_t seq, const char *line)
+{
+	struct ctl_conn		*c, *next;
+	struct proto_log	 lg;
+
+	(void)seq;
+	for (c = TAILQ_FIRST(&ctl_conns); c != NULL; c = next) {
+		next = TAILQ_NEXT(c, entry);
+		if (c->follow[0] == '\0' ||
+		    strcmp(c->follow, m->plan.name) != 0)
+			continue;
+		memset(&lg, 0, sizeof(lg));
+		lg.pri = LOG_INFO;
+		(void)strlcpy(lg.line, line, sizeof(lg.line));
+		control_compose(c, IMSG_CTL_LOGLINE, &lg, sizeof(lg));
+	}
 }
 
 /*
@@ -737,7 +774,9 @@ control_request(struct agencyd *d, struct ctl_conn *c, struct imsg *imsg)
 		control_end(c);
 		break;
 	case IMSG_CTL_LOGS:
-		control_logs(d, c, m);
+		if (cm.wait != 0 && cm.wait != 1)
+			return (-1);
+		control_logs(d, c, m, cm.wait);
 		break;
 	case IMSG_CTL_PLAN:
 		control_plan(d, c, m);

@@ -222,9 +222,19 @@ agencyd_reload(struct agencyd *d, struct ctl_conn *c)
 {
 	int	 rv;
 
+	char	 msg[PROTO_MSG_MAX];
+
 	d->reloading = 1;
 	rv = reload(d, c);
 	d->reloading = 0;
+	/* the events stream: the whole set after it, or why not */
+	if (rv == 0)
+		events_sync(d, 1, 1, NULL);
+	else if (!d->stopping) {
+		(void)snprintf(msg, sizeof(msg), "%s: configuration not "
+		    "changed (see the log)", d->conffile);
+		events_sync(d, 1, 0, msg);
+	}
 	return (rv);
 }
 
@@ -293,6 +303,7 @@ reload(struct agencyd *d, struct ctl_conn *c)
 				control_info(c, "model %s: changed; restarted "
 				    "once idle", mc->name);
 				nchanged++;
+				m->ev_changed = 1;
 			} else
 				log_warnx("%s: cannot replace %s", __func__,
 				    mc->name);

@@ -126,16 +126,25 @@ ring_push(struct ring *r, const char *line)
 		log_warn("%s", __func__);
 		return;
 	}
+	r->pushed++;
 	if (r->count < r->cap) {
 		r->lines[(r->first + r->count) % r->cap] = s;
 		r->count++;
-		return;
+	} else {
+		/* Full: the newest takes the oldest's place. */
+		i = r->first;
+		free(r->lines[i]);
+		r->lines[i] = s;
+		r->first = (r->first + 1) % r->cap;
 	}
-	/* Full: the newest takes the oldest's place. */
-	i = r->first;
-	free(r->lines[i]);
-	r->lines[i] = s;
-	r->first = (r->first + 1) % r->cap;
+	if (r->pushed_cb != NULL)
+		r->pushed_cb(r->pushed_arg, r->pushed, s);
+}
+
+uint64_t
+ring_seq(const struct ring *r, size_t i)
+{
+	return (r->pushed - r->count + i + 1);
 }
 
 size_t

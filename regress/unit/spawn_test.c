@@ -482,6 +482,18 @@ ATF_TC_BODY(env_precedence, tc)
 	strlist_clear(&md);
 }
 
+static uint64_t	 heard_seq;
+static char	 heard_line[64];
+static int	 nheard;
+
+static void
+heard(void *arg, uint64_t seq, const char *line)
+{
+	(*(int *)arg)++;
+	heard_seq = seq;
+	strlcpy(heard_line, line, sizeof(heard_line));
+}
+
 ATF_TC_WITHOUT_HEAD(ring_wrap);
 ATF_TC_BODY(ring_wrap, tc)
 {
@@ -511,11 +523,21 @@ ATF_TC_BODY(ring_wrap, tc)
 		ATF_CHECK_STREQ(ring_get(&r, i), line);
 	}
 	ATF_CHECK(ring_get(&r, 200) == NULL);
+	/* each line's number: 251 to 450 */
+	ATF_CHECK_EQ(ring_seq(&r, 0), 251);
+	ATF_CHECK_EQ(ring_seq(&r, 199), 450);
 	ring_clear(&r);
 	ATF_CHECK_EQ(ring_count(&r), 0);
+	/* the numbers go on across a clear; the hook hears each line */
+	r.pushed_cb = heard;
+	r.pushed_arg = &nheard;
 	ring_push(&r, "again");
 	ATF_CHECK_EQ(ring_count(&r), 1);
 	ATF_CHECK_STREQ(ring_get(&r, 0), "again");
+	ATF_CHECK_EQ(ring_seq(&r, 0), 451);
+	ATF_CHECK_EQ(nheard, 1);
+	ATF_CHECK_EQ(heard_seq, 451);
+	ATF_CHECK_STREQ(heard_line, "again");
 	ring_free(&r);
 	ring_free(&r);
 }
