@@ -194,6 +194,7 @@ main(int argc, char *argv[])
 
 	control_cleanup(&d);
 	pool_free(d.pool);
+	proxy_cleanup();
 	models_free(&d);
 	config_free(d.conf);
 	log_info("agencyd exiting");

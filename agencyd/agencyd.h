@@ -158,6 +158,7 @@ const char	*proxy_clean(char *, size_t, const char *);
 int		 proxy_log_priority(uint32_t);
 void		 proxy_died(struct agencyd *, int);
 void		 proxy_stop(struct agencyd *);
+void		 proxy_cleanup(void);
 int		 proxy_send_config(struct agencyd *);
 void		 proxy_send_probe(struct agencyd *, const struct proto_probe *);
 void		 proxy_compose(struct agencyd *, uint32_t, const void *,

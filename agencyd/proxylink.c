@@ -59,6 +59,7 @@ TAILQ_HEAD(pcancels, pcancel);
 
 /* A load or unload the proxy asked for (its admin route), until done. */
 struct padmin {
+	TAILQ_ENTRY(padmin)	 entry;
 	uint64_t		 reqid;
 	uint32_t		 gen;		/* the proxy that asked */
 	int			 op;		/* enum proto_admin_op */
@@ -67,6 +68,25 @@ struct padmin {
 	int			 inside;	/* in pool_load's call */
 	char			 model[AGENCY_NAME_MAX];
 };
+/* Every padmin whose pool callback has not come (of any proxy). */
+static TAILQ_HEAD(, padmin)	 padmins = TAILQ_HEAD_INITIALIZER(padmins);
+
+static void
+padmin_free(struct padmin *a)
+{
+	TAILQ_REMOVE(&padmins, a, entry);
+	free(a);
+}
+
+/* After pool_free, no callback comes: what waited for one goes. */
+void
+proxy_cleanup(void)
+{
+	struct padmin	*a;
+
+	while ((a = TAILQ_FIRST(&padmins)) != NULL)
+		padmin_free(a);
+}
 
 /* What the current proxy has outstanding, and how the link is doing. */
 static struct {
@@ -818,7 +838,7 @@ admin_load_done(void *arg, int ok, const char *err)
 		admin_answer(d, a, 502, "load_failed", err != NULL ? err :
 		    "load failed");
 	if (!a->inside)
-		free(a);
+		padmin_free(a);
 	else
 		a->inside = 2;	/* freed by its caller */
 }
@@ -829,7 +849,7 @@ admin_unload_done(void *arg)
 	struct padmin	*a = arg;
 
 	admin_answer(env, a, 200, "", "unloaded");
-	free(a);
+	padmin_free(a);
 }
 
 /*
@@ -861,6 +881,7 @@ proxy_admin(struct agencyd *d, struct imsg *imsg)
 		log_warn("%s", __func__);
 		return (0);	/* its client waits for its timeout */
 	}
+	TAILQ_INSERT_TAIL(&padmins, a, entry);
 	a->reqid = pa.reqid;
 	a->gen = d->proxy_gen;
 	a->op = pa.op;
@@ -875,7 +896,7 @@ proxy_admin(struct agencyd *d, struct imsg *imsg)
 		else
 			admin_answer(d, a, 503, "stopping",
 			    "agency is stopping");
-		free(a);
+		padmin_free(a);
 		return (0);
 	}
 	if (pa.op == ADMIN_UNLOAD) {
@@ -884,7 +905,7 @@ proxy_admin(struct agencyd *d, struct imsg *imsg)
 		    a) == -1) {
 			admin_answer(d, a, 404, "model_not_found",
 			    "No such model.");
-			free(a);
+			padmin_free(a);
 		}
 		return (0);
 	}
@@ -893,7 +914,7 @@ proxy_admin(struct agencyd *d, struct imsg *imsg)
 	(void)pool_load(d->pool, m->plan.name, admin_load_done, a);
 	if (a->inside == 2) {
 		/* answered from within: it was ready (or could not be) */
-		free(a);
+		padmin_free(a);
 		return (0);
 	}
 	a->inside = 0;

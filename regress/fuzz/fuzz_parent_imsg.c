@@ -88,7 +88,8 @@ agencyd_shutdown_done(void *arg)
 void
 agencyd_proxy_ready(struct agencyd *d)
 {
-	(void)d;
+	/* what agencyd.c's does for the events stream */
+	events_sync(d, 0, 1, NULL);
 }
 
 int	listeners_bind(struct agency_conf *);
@@ -757,7 +758,8 @@ check_fd_closed(int rfd)
 static const uint32_t	proxy_types[] = { IMSG_HOLD_REQ, IMSG_HOLD_WITHDRAW,
 			    IMSG_HOLD_RELEASE, IMSG_PROBE_RESULT,
 			    IMSG_STATUS_REQ, IMSG_CANCEL_DONE, IMSG_LOG,
-			    IMSG_PROXY_READY, IMSG_CANCEL };
+			    IMSG_PROXY_READY, IMSG_CANCEL, IMSG_ADMIN,
+			    IMSG_LOGS_REQ, IMSG_LOGS_UNFOLLOW };
 #define NPROXY_TYPES	(sizeof(proxy_types) / sizeof(proxy_types[0]))
 
 static const uint32_t	ctl_types[] = { IMSG_STATUS_REQ, IMSG_CTL_LOAD,
@@ -782,6 +784,8 @@ payload(struct input *in, uint32_t type, void *buf, size_t size,
 	char				 line[PROTO_LOGLINE_MAX + 8];
 	struct proto_ctl_model		 cm;
 	struct proto_ctl_verbose	 cv;
+	struct proto_admin		 pa;
+	struct proto_logs_req		 lr;
 	struct probe			*pr;
 	unsigned int			 shape = u8(in), c, i;
 	size_t				 len = 0;
@@ -878,6 +882,25 @@ payload(struct input *in, uint32_t type, void *buf, size_t size,
 		cm.wait = u8(in) & 1;
 		memcpy(buf, &cm, len = sizeof(cm));
 		break;
+	case IMSG_ADMIN:
+		/* a load or unload; id 0, op 2 or wait 2 are hostile */
+		memset(&pa, 0, sizeof(pa));
+		c = u8(in);
+		pa.reqid = c % 8;
+		pa.op = (c >> 3) % 3;
+		pa.wait = (c >> 5) % 3;
+		name(in, pa.model, sizeof(pa.model));
+		memcpy(buf, &pa, len = sizeof(pa));
+		break;
+	case IMSG_LOGS_REQ:
+	case IMSG_LOGS_UNFOLLOW:
+		memset(&lr, 0, sizeof(lr));
+		c = u8(in);
+		lr.reqid = c % 8;
+		lr.follow = (c >> 3) % 3;
+		name(in, lr.model, sizeof(lr.model));
+		memcpy(buf, &lr, len = sizeof(lr));
+		break;
 	case IMSG_CTL_VERBOSE:
 		memset(&cv, 0, sizeof(cv));
 		cv.verbose = (int8_t)u8(in) % 5;
@@ -965,6 +988,24 @@ step_proxy(struct input *in)
 		fprintf(stderr, "proxy dropped\n");
 	if (sent == 0)
 		CHECK(!w.d.proxy_up);	/* a forged report */
+	/* a load, unload or log request that is not one drops it */
+	if (type == IMSG_ADMIN && len == sizeof(struct proto_admin)) {
+		struct proto_admin	pa;
+
+		memcpy(&pa, buf, sizeof(pa));
+		if (pa.reqid == 0 || pa.op > ADMIN_UNLOAD || pa.wait > 1 ||
+		    !PROTO_STROK(pa.model))
+			CHECK(!w.d.proxy_up);
+	}
+	if ((type == IMSG_LOGS_REQ || type == IMSG_LOGS_UNFOLLOW) &&
+	    len == sizeof(struct proto_logs_req)) {
+		struct proto_logs_req	lr;
+
+		memcpy(&lr, buf, sizeof(lr));
+		if ((type == IMSG_LOGS_REQ && lr.reqid == 0) ||
+		    lr.follow > 1 || !PROTO_STROK(lr.model))
+			CHECK(!w.d.proxy_up);
+	}
 	if (release && len == sizeof(struct proto_holdid) &&
 	    type == IMSG_HOLD_RELEASE) {
 		if (held) {
@@ -1364,6 +1405,7 @@ teardown(void)
 		proxy_drop(d);
 	proxy_gone();
 	pool_free(d->pool);
+	proxy_cleanup();
 	models_free(d);
 	/* agencyd exits with its listeners open; we go on */
 	TAILQ_FOREACH(l, &d->conf->listens, entry)
@@ -1408,6 +1450,10 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 		errx(1, "event_init");
 	if ((w.conf_fd = memfd_create("fuzz_parent_conf", 0)) == -1)
 		err(1, "memfd_create");
+	/* as root, agencyd refuses a file others may write (a memfd is
+	 * 0777) */
+	if (fchmod(w.conf_fd, 0600) == -1)
+		err(1, "fchmod");
 	(void)snprintf(w.conf_path, sizeof(w.conf_path), "/proc/self/fd/%d",
 	    w.conf_fd);
 
