@@ -1000,6 +1000,11 @@ op_drop_unwanted(struct pool *p, struct pool_op *op)
 	if (pm->load_op == op)
 		pm->load_op = NULL;
 	op_free(p, op);
+	/* It stopped a model to make room, then waited: not loading now,
+	 * or its need would keep other loads waiting for nothing. */
+	if (pm->state == STATE_LOADING && pm->pid == 0 &&
+	    running_op(p, pm) == NULL)
+		set_state(pm, STATE_STOPPED, NULL);
 	p->recheck = 1;
 	p->rerun = 1;
 }
@@ -1928,11 +1933,17 @@ static int
 room_wait(struct pool *p, struct pool_op *op)
 {
 	struct pool_model	*pm = op->pm;
+	struct pool_waiter	*w;
 	char			 why[PROTO_MSG_MAX];
 
 	if (op->phase != PH_WAITMEM) {
 		op->phase = PH_WAITMEM;
 		op->wait_since = now(p);
+		/* After an eviction its requests wait in the queue again,
+		 * timed from when they came. */
+		TAILQ_FOREACH(w, &p->waiters, entry)
+			if (w->op == op)
+				waiter_queue(p, w);
 		blockers(p, pm, why, sizeof(why));
 		plog(p, LOG_INFO, "%s: waiting for memory held by %s",
 		    pm->plan.label, why[0] != '\0' ? why : "busy models");
