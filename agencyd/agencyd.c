@@ -185,7 +185,7 @@ main(int argc, char *argv[])
 		fatal("models");
 	if (proxy_start(&d) == -1)
 		fatalx("cannot start agency-proxy");
-	events_init(&d);
+	emit_init(&d);
 	pool_start(d.pool);
 
 	log_info("agencyd started, %zu models, pid %d",
@@ -274,7 +274,7 @@ agencyd_proxy_ready(struct agencyd *d)
 	notify_ready();
 	notify_status(d);
 	/* a new proxy: the events stream starts from the whole set */
-	events_sync(d, 0, 1, NULL);
+	emit_sync(d, 0, 1, NULL);
 }
 
 static void
@@ -334,7 +334,7 @@ agencyd_shutdown(struct agencyd *d)
 	log_info("stopping");
 	d->stopping = 1;
 	notify_stopping();
-	events_stop();
+	emit_stop();
 	/* No new connections: the proxy goes first. */
 	proxy_stop(d);
 	control_close(d);

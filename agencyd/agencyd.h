@@ -97,14 +97,14 @@ void		 agencyd_proxy_ready(struct agencyd *);
 void		 agencyd_pool_settings(const struct agency_conf *,
 		    struct pool_settings *);
 
-/* events.c: what the proxy's events stream is made of */
-void		 events_init(struct agencyd *);
-void		 events_stop(void);
-void		 events_sync(struct agencyd *, int, int, const char *);
-void		 events_changed(struct agencyd *, const char *);
-void		 events_memory(struct agencyd *);
-void		 events_logline(void *, uint64_t, const char *);
-void		 events_set_line_hook(void (*)(struct model *, uint64_t,
+/* emit.c: what the proxy's events stream is made of */
+void		 emit_init(struct agencyd *);
+void		 emit_stop(void);
+void		 emit_sync(struct agencyd *, int, int, const char *);
+void		 emit_changed(struct agencyd *, const char *);
+void		 emit_memory(struct agencyd *);
+void		 emit_logline(void *, uint64_t, const char *);
+void		 emit_set_line_hook(void (*)(struct model *, uint64_t,
 		    const char *));
 
 /* privdrop.c */

@@ -228,7 +228,7 @@ int
 control_init(struct agencyd *d, const char *path, const char *rpath)
 {
 	(void)d;
-	events_set_line_hook(control_follow_line);
+	emit_set_line_hook(control_follow_line);
 	if (control_listen(&ctl_main, path) == -1)
 		return (-1);
 	/* both sockets were checked by main, in the foreground */

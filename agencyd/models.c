@@ -195,7 +195,7 @@ model_new(struct model_conf *mc)
 		free(m);
 		return (NULL);
 	}
-	m->ring.pushed_cb = events_logline;
+	m->ring.pushed_cb = emit_logline;
 	m->ring.pushed_arg = m;
 	m->ev_state = -1;
 	m->ev_restart_at = -1;
@@ -569,7 +569,7 @@ op_changed(void *ctx, const struct pool_plan *plan)
 	struct agencyd	*d = ctx;
 
 	notify_status(d);
-	events_changed(d, plan->name);
+	emit_changed(d, plan->name);
 	/* A model moved by a reload may have left its old port. */
 	if (!d->reloading)
 		(void)models_ports_check(d, NULL, 0);

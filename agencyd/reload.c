@@ -229,11 +229,11 @@ agencyd_reload(struct agencyd *d, struct ctl_conn *c)
 	d->reloading = 0;
 	/* the events stream: the whole set after it, or why not */
 	if (rv == 0)
-		events_sync(d, 1, 1, NULL);
+		emit_sync(d, 1, 1, NULL);
 	else if (!d->stopping) {
 		(void)snprintf(msg, sizeof(msg), "%s: configuration not "
 		    "changed (see the log)", d->conffile);
-		events_sync(d, 1, 0, msg);
+		emit_sync(d, 1, 0, msg);
 	}
 	return (rv);
 }

@@ -90,7 +90,7 @@ void
 agencyd_proxy_ready(struct agencyd *d)
 {
 	/* what agencyd.c's does for the events stream */
-	events_sync(d, 0, 1, NULL);
+	emit_sync(d, 0, 1, NULL);
 }
 
 int	listeners_bind(struct agency_conf *);

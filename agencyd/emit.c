@@ -8,7 +8,7 @@
  * model records when a proxy is ready and after each reload (a sync),
  * every change of state with the record after it, the queue figures of
  * a model when they changed, and the memory.  The queue figures change
- * with every request, so they are looked at every EVENTS_QUEUE_MS and
+ * with every request, so they are looked at every EMIT_QUEUE_MS and
  * sent only when they differ from what was sent: a burst of requests is
  * one event.  The proxy numbers the events, keeps a backlog and fans
  * them out; agencyd keeps no subscriber and parses nothing of it.
@@ -25,14 +25,14 @@
 #include "log.h"
 #include "memory.h"
 
-#define EVENTS_QUEUE_MS		250
-#define EVENTS_MEMORY_MS	5000
+#define EMIT_QUEUE_MS		250
+#define EMIT_MEMORY_MS	5000
 
 static struct event	 queue_ev, memory_ev;
-static int		 events_on;
+static int		 emit_on;
 
-static void	 events_queue_tick(int, short, void *);
-static void	 events_memory_tick(int, short, void *);
+static void	 emit_queue_tick(int, short, void *);
+static void	 emit_memory_tick(int, short, void *);
 
 static int64_t
 wall_ms(void)
@@ -83,7 +83,7 @@ queue_differs(const struct proto_ev_queue *a, const struct proto_ev_queue *b)
 }
 
 void
-events_memory(struct agencyd *d)
+emit_memory(struct agencyd *d)
 {
 	struct proto_ev_memory	 em;
 	struct mem_snapshot	 ms;
@@ -114,7 +114,7 @@ events_memory(struct agencyd *d)
  * after a reload (1, ok or not; changed names the models it replaced).
  */
 void
-events_sync(struct agencyd *d, int reload, int ok, const char *error)
+emit_sync(struct agencyd *d, int reload, int ok, const char *error)
 {
 	struct proto_ev_sync	 es;
 	struct proto_ev_record	 er;
@@ -143,12 +143,12 @@ events_sync(struct agencyd *d, int reload, int ok, const char *error)
 		}
 	}
 	proxy_compose(d, IMSG_EV_SYNC_END, &es, sizeof(es));
-	events_memory(d);
+	emit_memory(d);
 }
 
 /* The pool changed a record's state (ops->changed). */
 void
-events_changed(struct agencyd *d, const char *name)
+emit_changed(struct agencyd *d, const char *name)
 {
 	struct proto_ev_state	 es;
 	struct model		*m;
@@ -166,18 +166,18 @@ events_changed(struct agencyd *d, const char *name)
 	m->ev_state = es.st.state;
 	m->ev_restart_at = es.st.restart_at;
 	queue_of(&es.st, &m->ev_queue);
-	events_memory(d);
+	emit_memory(d);
 	proxy_compose(d, IMSG_EV_STATE, &es, sizeof(es));
 }
 
 static void
-events_queue_tick(int fd, short ev, void *arg)
+emit_queue_tick(int fd, short ev, void *arg)
 {
 	struct agencyd		*d = arg;
 	struct proto_status	 st;
 	struct proto_ev_queue	 q;
 	struct model		*m;
-	struct timeval		 tv = { 0, EVENTS_QUEUE_MS * 1000 };
+	struct timeval		 tv = { 0, EMIT_QUEUE_MS * 1000 };
 
 	(void)fd;
 	(void)ev;
@@ -197,37 +197,37 @@ events_queue_tick(int fd, short ev, void *arg)
 }
 
 static void
-events_memory_tick(int fd, short ev, void *arg)
+emit_memory_tick(int fd, short ev, void *arg)
 {
-	struct timeval	 tv = { EVENTS_MEMORY_MS / 1000, 0 };
+	struct timeval	 tv = { EMIT_MEMORY_MS / 1000, 0 };
 
 	(void)fd;
 	(void)ev;
-	events_memory(arg);
+	emit_memory(arg);
 	evtimer_add(&memory_ev, &tv);
 }
 
 void
-events_init(struct agencyd *d)
+emit_init(struct agencyd *d)
 {
-	struct timeval	 q = { 0, EVENTS_QUEUE_MS * 1000 };
-	struct timeval	 mm = { EVENTS_MEMORY_MS / 1000, 0 };
+	struct timeval	 q = { 0, EMIT_QUEUE_MS * 1000 };
+	struct timeval	 mm = { EMIT_MEMORY_MS / 1000, 0 };
 
-	if (events_on)
+	if (emit_on)
 		return;
-	events_on = 1;
-	evtimer_set(&queue_ev, events_queue_tick, d);
-	evtimer_set(&memory_ev, events_memory_tick, d);
+	emit_on = 1;
+	evtimer_set(&queue_ev, emit_queue_tick, d);
+	evtimer_set(&memory_ev, emit_memory_tick, d);
 	evtimer_add(&queue_ev, &q);
 	evtimer_add(&memory_ev, &mm);
 }
 
 void
-events_stop(void)
+emit_stop(void)
 {
-	if (!events_on)
+	if (!emit_on)
 		return;
-	events_on = 0;
+	emit_on = 0;
 	evtimer_del(&queue_ev);
 	evtimer_del(&memory_ev);
 }
@@ -236,7 +236,7 @@ static void	(*line_hook)(struct model *, uint64_t, const char *);
 
 /* Who else hears of each new line of a model (control.c's followers). */
 void
-events_set_line_hook(void (*hook)(struct model *, uint64_t, const char *))
+emit_set_line_hook(void (*hook)(struct model *, uint64_t, const char *))
 {
 	line_hook = hook;
 }
@@ -246,7 +246,7 @@ events_set_line_hook(void (*hook)(struct model *, uint64_t, const char *))
  * that model's log, and to the hook.
  */
 void
-events_logline(void *arg, uint64_t seq, const char *line)
+emit_logline(void *arg, uint64_t seq, const char *line)
 {
 	struct model		*m = arg;
 	struct agencyd		*d = env;
