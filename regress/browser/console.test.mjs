@@ -94,8 +94,9 @@ async function subscribe() {
 
 // A chat request that stays in flight for about ms, whatever stands
 // behind BASE (fakelm streams max_tokens tokens, one every token-ms;
-// the mock holds it mock_ms).  Resolves with its status, or 0 when the
-// connection was closed under it.
+// the mock holds it mock_ms).  Resolves with its status, 0 when the
+// connection was closed under it, or 499 when a stream that had begun
+// ended with agency's "cancelled" event.
 function slowRequest(model, ms) {
 	return fetch(BASE + '/v1/chat/completions', {
 		method: 'POST',
@@ -104,12 +105,13 @@ function slowRequest(model, ms) {
 		    max_tokens: Math.ceil(ms / 100), mock_ms: ms,
 		    messages: [{ role: 'user', content: 'hello' }] })
 	}).then(async (res) => {
+		let text;
 		try {
-			await res.text();
+			text = await res.text();
 		} catch (e) {
 			return 0;
 		}
-		return res.status;
+		return /"code":"cancelled"/.test(text) ? 499 : res.status;
 	}, () => 0);
 }
 
