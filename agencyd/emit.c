@@ -29,6 +29,7 @@
 #define EMIT_MEMORY_MS	5000
 
 static struct event	 queue_ev, memory_ev;
+static struct agencyd	*ed;		/* for the rings' hook */
 static int		 emit_on;
 
 static void	 emit_queue_tick(int, short, void *);
@@ -43,18 +44,34 @@ wall_ms(void)
 	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
 }
 
+/* A served model by name (models.c's model_find, which calls here). */
+static struct model *
+served(struct agencyd *d, const char *name)
+{
+	struct model	*m;
+
+	TAILQ_FOREACH(m, &d->models, entry)
+		if (strcmp(m->plan.name, name) == 0)
+			return (m);
+	return (NULL);
+}
+
 /* The status of a served (or draining) model by name: 0, or -1. */
 static int
 model_status(struct agencyd *d, const char *name, struct proto_status *st)
 {
-	size_t	 i, n = pool_count(d->pool);
+	struct model	*m;
+	size_t		 i, n = pool_count(d->pool);
 
 	for (i = 0; i < n; i++) {
 		if (pool_status(d->pool, i, st) == -1)
 			continue;
 		if (strcmp(st->model, name) == 0) {
 			st->reqid = 0;
-			models_fill_status(d, st);
+			/* what the pool does not know of it */
+			if ((m = served(d, name)) != NULL && m->mc != NULL)
+				(void)strlcpy(st->runtime, m->mc->rt->name,
+				    sizeof(st->runtime));
 			return (0);
 		}
 	}
@@ -120,6 +137,7 @@ emit_sync(struct agencyd *d, int reload, int ok, const char *error)
 	struct proto_ev_record	 er;
 	struct model		*m;
 
+	ed = d;
 	if (!d->proxy_ready)
 		return;
 	memset(&es, 0, sizeof(es));
@@ -154,7 +172,7 @@ emit_changed(struct agencyd *d, const char *name)
 	struct model		*m;
 
 	if (!d->proxy_ready || d->reloading ||
-	    (m = model_find(d, name)) == NULL)
+	    (m = served(d, name)) == NULL)
 		return;
 	memset(&es, 0, sizeof(es));
 	if (model_status(d, name, &es.st) == -1 ||
@@ -213,6 +231,7 @@ emit_init(struct agencyd *d)
 	struct timeval	 q = { 0, EMIT_QUEUE_MS * 1000 };
 	struct timeval	 mm = { EMIT_MEMORY_MS / 1000, 0 };
 
+	ed = d;
 	if (emit_on)
 		return;
 	emit_on = 1;
@@ -249,10 +268,10 @@ void
 emit_logline(void *arg, uint64_t seq, const char *line)
 {
 	struct model		*m = arg;
-	struct agencyd		*d = env;
+	struct agencyd		*d = ed;
 	struct proto_logline	 ll;
 
-	if (m->log_follow && d->proxy_ready) {
+	if (m->log_follow && d != NULL && d->proxy_ready) {
 		memset(&ll, 0, sizeof(ll));
 		ll.seq = seq;
 		(void)strlcpy(ll.model, m->plan.name, sizeof(ll.model));

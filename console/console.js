@@ -363,7 +363,13 @@
 		case 'idle':
 			return 'stopped after its idle timeout';
 		case 'reload':
-			return 'stopped by a reload';
+			return ev.state === 'loading' ?
+			    'loading its new configuration' :
+			    'stopped by a reload';
+		case 'refused':
+			return 'not loaded: it did not fit';
+		case 'stopped':
+			return 'stopped';
 		case 'shutdown':
 			return 'stopped: agency is shutting down';
 		case 'unload':
