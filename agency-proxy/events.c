@@ -337,17 +337,10 @@ evsub_free(struct evsub *s)
 	struct evlog	*l = s->log;
 
 	TAILQ_REMOVE(&subs, s, entry);
-	if (l != NULL && --l->nsubs == 0) {
-		struct proto_logs_req	 lr;
-
-		/* nobody follows it: agencyd may stop sending its lines */
-		memset(&lr, 0, sizeof(lr));
-		(void)strlcpy(lr.model, l->model, sizeof(lr.model));
-		parent_send(IMSG_LOGS_UNFOLLOW, &lr, sizeof(lr));
-		TAILQ_REMOVE(&logs, l, entry);
-		sse_hub_free(l->hub);
-		free(l);
-	}
+	/* a log nobody follows goes later (evlog_reap): its hub may be
+	 * the one whose fan-out dropped s */
+	if (l != NULL)
+		l->nsubs--;
 	free(s);
 }
 
@@ -576,6 +569,40 @@ follow_start(struct pend *p)
 	return (0);
 }
 
+static int
+follow_pending(const char *model)
+{
+	struct pend	*p;
+
+	TAILQ_FOREACH(p, &pends, entry)
+		if (p->kind == PEND_FOLLOW && strcmp(p->model, model) == 0)
+			return (1);
+	return (0);
+}
+
+/*
+ * The logs nobody follows any more, and nobody is about to: agencyd may
+ * stop sending their lines.  Never from within a hub's fan-out.
+ */
+static void
+evlog_reap(void)
+{
+	struct proto_logs_req	 lr;
+	struct evlog		*l, *next;
+
+	for (l = TAILQ_FIRST(&logs); l != NULL; l = next) {
+		next = TAILQ_NEXT(l, entry);
+		if (l->nsubs > 0 || follow_pending(l->model))
+			continue;
+		memset(&lr, 0, sizeof(lr));
+		(void)strlcpy(lr.model, l->model, sizeof(lr.model));
+		parent_send(IMSG_LOGS_UNFOLLOW, &lr, sizeof(lr));
+		TAILQ_REMOVE(&logs, l, entry);
+		sse_hub_free(l->hub);
+		free(l);
+	}
+}
+
 /* A line of a model's log: of a ring asked for, or new (reqid 0). */
 void
 events_logline(const struct proto_logline *ll)
@@ -588,6 +615,7 @@ events_logline(const struct proto_logline *ll)
 	int		 n;
 
 	if (ll->reqid == 0) {
+		evlog_reap();
 		if ((l = evlog_find(ll->model)) == NULL)
 			return;
 		o = line_json(ll);
@@ -771,11 +799,11 @@ events_logs_removed(void)
 		c = s->r->conn;
 		(void)conn_write(c, end, sizeof(end) - 1);
 		sse_unsubscribe(s->hub, s->sub);
-		/* evsub_free may free the log, and the next sub's log */
+		conn_set_owner(c, NULL, NULL, NULL);
 		evsub_free(s);
 		conn_done(c, 0);
-		next = TAILQ_FIRST(&subs);
 	}
+	evlog_reap();
 }
 
 void
@@ -1010,7 +1038,7 @@ static void
 ping_tick(int fd, short ev, void *arg)
 {
 	struct timeval	 tv = { EVENTS_PING_S, 0 };
-	struct evlog	*l, *next;
+	struct evlog	*l;
 
 	(void)fd;
 	(void)ev;
@@ -1018,10 +1046,9 @@ ping_tick(int fd, short ev, void *arg)
 	evtimer_add(&ping_ev, &tv);
 	if (hub != NULL)
 		sse_ping(hub);
-	for (l = TAILQ_FIRST(&logs); l != NULL; l = next) {
-		next = TAILQ_NEXT(l, entry);
-		sse_ping(l->hub);	/* may free l */
-	}
+	TAILQ_FOREACH(l, &logs, entry)
+		sse_ping(l->hub);
+	evlog_reap();
 }
 
 void
