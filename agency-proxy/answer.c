@@ -36,7 +36,9 @@ static const struct status {
 	const char	*message;
 } statuses[] = {
 	{ 200, "OK", NULL, NULL },
+	{ 202, "Accepted", NULL, NULL },
 	{ 204, "No Content", NULL, NULL },
+	{ 304, "Not Modified", NULL, NULL },
 	{ 400, "Bad Request", "invalid_request",
 	    "The request is not valid HTTP/1.1." },
 	{ 401, "Unauthorized", NULL, NULL },
@@ -140,7 +142,7 @@ static void
 answer(struct hreq *r, int status, const char *ctype, const char *xhdr,
     const char *a, size_t alen, const char *b, size_t blen)
 {
-	char	 head[1024], cors[AGENCY_ORIGIN_MAX + 64];
+	char	 head[2048], cors[AGENCY_ORIGIN_MAX + 64];
 	int	 n;
 
 	(void)answer_cors(r, cors, sizeof(cors));
@@ -189,6 +191,14 @@ answer_preflight(struct hreq *r, const char *method, const char *headers)
 		fatalx("%s: header too long", __func__);
 	(void)conn_write(r->conn, head, n);
 	conn_done(r->conn, 1);
+}
+
+/* An answer with header lines of its own (xhdr: each ending in CRLF). */
+void
+answer_headers(struct hreq *r, int status, const char *ctype,
+    const char *xhdr, const void *body, size_t len)
+{
+	answer(r, status, ctype, xhdr, body, len, NULL, 0);
 }
 
 static void

@@ -14,11 +14,12 @@
  * Input: a method byte, a path byte, a Host byte, a Content-Type byte,
  * an Origin byte (each picks a known value, or a length byte and that
  * many bytes of the input follow), a flags byte (bit 0: a default model
- * is set; bit 1: server names; bit 2: server name any; bit 3: access,
- * with keys, CORS origins and allow rules), an Authorization byte, an
- * x-api-key byte, an Access-Control-Request-Method byte and a -Headers
- * byte (each picks as the others), a connection byte (TCP, TLS, or a
- * Unix socket's client of one of a few users), then the body.
+ * is set; bit 1: server names; bit 2: server name any; bits 3 and 4:
+ * the query; bit 5: the console is off; bit 6: access, with keys, CORS
+ * origins and allow rules), an Authorization byte, an x-api-key byte,
+ * an Access-Control-Request-Method byte and a -Headers byte (each picks
+ * as the others), a connection byte (TCP, TLS, or a Unix socket's
+ * client of one of a few users), then the body.
  *
  * Invariants: no crash, no leak; an error has a known status, a code and
  * a NUL-terminated message; a hold is for a served model on a route its
@@ -26,10 +27,11 @@
  * route but /health is served with a Host that does not name the front
  * door (but to a Unix socket's client) or an Origin not its own or, for
  * routes that are not the admin ones, listed; no admin route without a
- * loopback Host and the port.  With keys: nothing but /health and a
- * preflight without a key's secret or an allow rule; a key's request
- * only for its models, an admin route only for an admin key; CORS
- * granted only to a listed origin, never on an admin route.
+ * loopback Host and the port.  With keys: nothing but /health, a
+ * preflight and the console's files without a key's secret or an allow
+ * rule; a key's request only for its models, an admin route only for an
+ * admin key; CORS granted only to a listed origin, never on an admin
+ * route nor the console.
  *
  * FUZZ_WRITE_SEEDS=DIR writes the seed corpus into DIR and exits.
  */
@@ -48,6 +50,7 @@
 #include <event2/http.h>
 #include <json-c/json.h>
 
+#include "console_assets.h"
 #include "log.h"
 #include "proxy.h"
 #include "sha256.h"
@@ -69,8 +72,17 @@ static const char	*paths[] = { "/v1/chat/completions",
 			    "/v1/audio/speech", "/v1/images/generations",
 			    "/v1/responses", "/v1/agency/cancel",
 			    "/v1/agency/status", "/v1/agency/other", "/health",
-			    "/v1/models", "/v1/other", "/", "/x", "/metrics" };
+			    "/v1/models", "/v1/other", "/", "/x", "/metrics",
+			    "/v1/agency/events", "/v1/agency/logs/qwen",
+			    "/v1/agency/logs/%71wen", "/v1/agency/logs/nope",
+			    "/v1/agency/logs/%00", "/v1/agency/logs/%6",
+			    "/v1/agency/logs/", "/v1/agency/load",
+			    "/v1/agency/unload", "/console/console.js",
+			    "/console/icon.svg", "/console/", "/console/x" };
 #define NPATHS		(sizeof(paths) / sizeof(paths[0]))
+
+static const char	*queries[] = { NULL, "follow=1", "x=1&follow=1&y",
+			    "follow=10" };
 
 static const char	*hosts[] = { NULL, "127.0.0.1:8080", "[::1]:8080",
 			    "localhost:8080", "LOCALHOST:8080",
@@ -292,26 +304,36 @@ write_seeds(const char *dir)
 		{ 0, 0, 3, 1, 2, 2 },
 		{ 0, 0, 1, 1, 4, 4 },	/* null, any Host */
 		{ 5, 0, 1, 0, 3, 0 },	/* a preflight */
-		/* with keys, CORS and allow rules (bit 3) */
-		{ 0, 0, 1, 1, 0, 8, 1 },	/* alice's key */
-		{ 0, 0, 1, 1, 0, 8, 0, 2 },	/* ops's, as x-api-key */
-		{ 0, 0, 1, 1, 0, 8, 4 },	/* a wrong key */
-		{ 0, 0, 1, 1, 0, 8 },		/* none */
-		{ 1, 7, 1, 0, 0, 8, 1 },	/* admin, not an admin key */
-		{ 1, 7, 1, 0, 0, 8, 2 },	/* admin, the admin key */
-		{ 1, 10, 1, 0, 0, 8, 1 },	/* alice's models */
-		{ 0, 0, 1, 1, 0, 8, 0, 0, 0, 0, 2 },	/* a socket's user */
-		{ 0, 0, 0, 1, 0, 8, 0, 0, 0, 0, 4 },	/* one no rule names */
-		{ 1, 7, 0, 0, 0, 8, 0, 0, 0, 0, 3 },	/* an admin group */
-		{ 5, 0, 1, 0, 12, 8, 0, 0, 1, 1 },	/* a CORS preflight */
-		{ 5, 14, 1, 0, 12, 8, 0, 0, 2, 1 },	/* ... of /metrics */
-		{ 0, 0, 1, 1, 12, 8, 1 },	/* a listed origin's request */
-		{ 1, 0, 1, 0, 1, 8, 2, 0, 0, 0, 1 },	/* TLS */
+		/* with keys, CORS and allow rules (bit 6) */
+		{ 0, 0, 1, 1, 0, 64, 1 },	/* alice's key */
+		{ 0, 0, 1, 1, 0, 64, 0, 2 },	/* ops's, as x-api-key */
+		{ 0, 0, 1, 1, 0, 64, 4 },	/* a wrong key */
+		{ 0, 0, 1, 1, 0, 64 },		/* none */
+		{ 1, 7, 1, 0, 0, 64, 1 },	/* admin, not an admin key */
+		{ 1, 7, 1, 0, 0, 64, 2 },	/* admin, the admin key */
+		{ 1, 10, 1, 0, 0, 64, 1 },	/* alice's models */
+		{ 0, 0, 1, 1, 0, 64, 0, 0, 0, 0, 2 },	/* a socket's user */
+		{ 0, 0, 0, 1, 0, 64, 0, 0, 0, 0, 4 },	/* one no rule names */
+		{ 1, 7, 0, 0, 0, 64, 0, 0, 0, 0, 3 },	/* an admin group */
+		{ 5, 0, 1, 0, 12, 64, 0, 0, 1, 1 },	/* a CORS preflight */
+		{ 5, 14, 1, 0, 12, 64, 0, 0, 2, 1 },	/* ... of /metrics */
+		{ 0, 0, 1, 1, 12, 64, 1 },	/* a listed origin's request */
+		{ 1, 0, 1, 0, 1, 64, 2, 0, 0, 0, 1 },	/* TLS */
+		{ 1, 15, 1, 0, 0, 0 },	/* the events */
+		{ 1, 16, 1, 0, 0, 8 },	/* a log, followed */
+		{ 1, 17, 2, 0, 0, 16 },	/* a log, its name escaped */
+		{ 1, 18, 1, 0, 0, 0 },	/* the log of no model */
+		{ 0, 22, 1, 1, 0, 0 },	/* load */
+		{ 0, 23, 3, 2, 0, 1 },	/* unload */
+		{ 1, 12, 1, 0, 0, 0 },	/* the console */
+		{ 1, 24, 3, 0, 0, 0 },	/* its script */
+		{ 1, 24, 1, 0, 0, 32 },	/* ... turned off */
 	};
 	/* the body for each head but the first */
 	static const size_t pairs[] = { 0, 1, 12, 13, 14, 11, 0, 16, 0, 0, 0,
 		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 22,
-		0, 0, 0, 0, 22, 22, 22, 0, 0, 22, 22, 22, 1, 22 };
+		0, 0, 0, 0, 22, 22, 22, 0, 0, 22, 22, 22, 1, 22,
+		0, 0, 0, 0, 0, 0, 0, 0, 0 };
 	char		 path[1024];
 	uint8_t		 buf[4096];
 	size_t		 i, j, n, len;
@@ -439,8 +461,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const char		*path, *host, *ctype, *origin, *s;
 	const char		*authz, *apikey;
 	char			*body;
-	int			 cmd, stops, conn, access, unixsock, admin;
-	int			 credential;
+	int			 cmd, stops, flags, conn, access, unixsock;
+	int			 admin, console, credential;
 	int64_t			 cap;
 
 	cmd = methods[byte(&in) % NMETHODS];
@@ -450,9 +472,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	host = pick(&in, hosts, NHOSTS, hostbuf, sizeof(hostbuf));
 	ctype = pick(&in, ctypes, NCTYPES, ctbuf, sizeof(ctbuf));
 	origin = pick(&in, origins, NORIGINS, obuf, sizeof(obuf));
-	c = confs[byte(&in) & 15];
+	flags = byte(&in);
+	/* bit 6: with keys, CORS origins and allow rules */
+	c = confs[(flags & 7) | (flags & 0x40 ? 8 : 0)];
 	access = !TAILQ_EMPTY(&c->keys);
 	memset(&hh, 0, sizeof(hh));
+	/* bits 3 and 4: the query; bit 5: the console is off */
+	c->console = (flags & 0x20) == 0;
+	hh.query = queries[flags >> 3 & 3];
 	hh.host = host;
 	hh.ctype = ctype;
 	hh.origin = origin;
@@ -467,6 +494,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	unixsock = hh.peer != NULL;
 	admin = strcmp(path, "/metrics") == 0 ||
 	    strncmp(path, "/v1/agency/", 11) == 0;
+	console = strcmp(path, "/") == 0 || strncmp(path, "/console/", 9) == 0;
 	/* a key's secret, said again: the right bytes, in a right form */
 	credential = (authz != NULL && (strcmp(authz, authzs[1]) == 0 ||
 	    strcmp(authz, authzs[2]) == 0 || strcmp(authz, authzs[3]) == 0)) ||
@@ -510,25 +538,33 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    (admin || strcasecmp(origin, CORS_ORIGIN) != 0 || !access))))
 		abort();
 	if ((dc.action == HTTP_STATUS || dc.action == HTTP_CANCEL ||
-	    dc.action == HTTP_METRICS) && !unixsock && !admin_host(host))
+	    dc.action == HTTP_METRICS || dc.action == HTTP_CONSOLE ||
+	    dc.action == HTTP_EVENTS || dc.action == HTTP_LOGS ||
+	    dc.action == HTTP_LOAD || dc.action == HTTP_UNLOAD) &&
+	    !unixsock && !admin_host(host))
 		abort();
-	/* CORS: a listed origin alone, never an admin route, never "*" */
+	/* CORS: a listed origin alone, never an admin route nor the
+	 * console, never "*" */
 	if ((dc.cors[0] != '\0' || dc.action == HTTP_PREFLIGHT) &&
-	    (admin || origin == NULL || strcmp(dc.cors, origin) != 0 ||
+	    (admin || console || origin == NULL ||
+	    strcmp(dc.cors, origin) != 0 ||
 	    strcasecmp(origin, CORS_ORIGIN) != 0 || !access))
 		abort();
-	/* Access: with keys, nothing but /health and preflights without a
-	 * key's secret or an allow rule's user; the right key's models and
-	 * admin routes only; a wrong key is delayed. */
+	/* Access: with keys, nothing but /health, preflights and the
+	 * console's files without a key's secret or an allow rule's user;
+	 * the right key's models and admin routes only; a wrong key is
+	 * delayed. */
 	if (access && dc.action != HTTP_ERROR && dc.action != HTTP_HEALTH &&
-	    dc.action != HTTP_PREFLIGHT) {
+	    dc.action != HTTP_PREFLIGHT && dc.action != HTTP_CONSOLE) {
 		if (!credential && !(unixsock && hh.peer->known &&
 		    (hh.peer->uid == 1000 || hh.peer->ngroups > 0)))
 			abort();
 		if (dc.acc.key == NULL && !dc.acc.rules)
 			abort();
 		if ((dc.action == HTTP_STATUS || dc.action == HTTP_CANCEL ||
-		    dc.action == HTTP_METRICS) && !dc.acc.admin)
+		    dc.action == HTTP_METRICS || dc.action == HTTP_EVENTS ||
+		    dc.action == HTTP_LOGS || dc.action == HTTP_LOAD ||
+		    dc.action == HTTP_UNLOAD) && !dc.acc.admin)
 			abort();
 		if (dc.acc.key != NULL && strcmp(dc.acc.key->name, "alice") ==
 		    0 && dc.model != NULL && strcmp(dc.model->name, "qwen") !=
@@ -578,6 +614,33 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case HTTP_CANCEL:
 		if (dc.model == NULL || !served(c, dc.model) ||
 		    cmd != EVHTTP_REQ_POST || dc.body != NULL)
+			abort();
+		break;
+	case HTTP_CONSOLE:
+		/* a file of its own, only while it is on, only to read */
+		if (dc.asset == NULL || !c->console || dc.body != NULL ||
+		    strcmp(dc.asset->path, path) != 0 ||
+		    (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD))
+			abort();
+		break;
+	case HTTP_EVENTS:
+		if (cmd != EVHTTP_REQ_GET || dc.body != NULL ||
+		    strcmp(path, "/v1/agency/events") != 0)
+			abort();
+		break;
+	case HTTP_LOGS:
+		if (cmd != EVHTTP_REQ_GET || dc.model == NULL ||
+		    !served(c, dc.model) || dc.body != NULL ||
+		    dc.follow != (hh.query != NULL &&
+		    strstr(hh.query, "follow=1") != NULL &&
+		    strcmp(hh.query, "follow=10") != 0))
+			abort();
+		break;
+	case HTTP_LOAD:
+	case HTTP_UNLOAD:
+		if (cmd != EVHTTP_REQ_POST || dc.model == NULL ||
+		    !served(c, dc.model) || dc.body != NULL ||
+		    !json_ctype(ctype) || (dc.wait != 0 && dc.wait != 1))
 			abort();
 		break;
 	case HTTP_HOLD:
