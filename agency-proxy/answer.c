@@ -227,11 +227,26 @@ void
 answer_log(const char *method, const char *path, const char *model,
     int status, int64_t ms, int64_t ptok, int64_t ctok)
 {
+	answer_log_wait(method, path, model, status, ms, -1, ptok, ctok);
+}
+
+/*
+ * The same, with "waited Nms" after the duration when waited >= 0: how
+ * long a model request waited for its model (its hold's answer, or
+ * until it left).
+ */
+void
+answer_log_wait(const char *method, const char *path, const char *model,
+    int status, int64_t ms, int64_t waited, int64_t ptok, int64_t ctok)
+{
+	char	 w[40] = "", t[64] = "";
+
+	if (waited >= 0)
+		(void)snprintf(w, sizeof(w), " waited %lldms",
+		    (long long)waited);
 	if (ptok >= 0 && ctok >= 0)
-		log_info("%s %s %s %d %lldms %lld->%lld tokens", method, path,
-		    model, status, (long long)ms, (long long)ptok,
-		    (long long)ctok);
-	else
-		log_info("%s %s %s %d %lldms", method, path, model, status,
-		    (long long)ms);
+		(void)snprintf(t, sizeof(t), " %lld->%lld tokens",
+		    (long long)ptok, (long long)ctok);
+	log_info("%s %s %s %d %lldms%s%s", method, path, model, status,
+	    (long long)ms, w, t);
 }

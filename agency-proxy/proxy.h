@@ -96,6 +96,7 @@ struct pruntime {
 	int			 kind;		/* enum model_kind */
 	int			 stops;		/* enum stops_on_close */
 	int64_t			 max_tokens;	/* 0: no cap */
+	int			 progress;	/* loading progress */
 	struct pstrs		 routes;
 	struct pstrs		 parts;
 	struct pstrs		 refuse;
@@ -232,6 +233,7 @@ int		 rules_rewrite_needed(const struct rscan *, const char *,
 int64_t		 rules_cap(const struct pmodel *);
 int		 rules_rewrite(json_object *, const char *, int64_t, int);
 int		 rules_stops(const struct pruntime *, json_object *);
+int		 rules_stream(json_object *);
 json_object	*rules_parse(const char *, size_t, struct rerr *);
 void		 rerr_set(struct rerr *, int, const char *, const char *, ...)
 		    __attribute__((__format__ (printf, 4, 5)));
@@ -282,7 +284,15 @@ void		 conn_abort(struct hconn *);
 void		 conn_get_stats(struct conn_stats *);
 
 /* metrics.c */
+/* How a request's wait for its hold ended (metrics_wait). */
+enum metrics_wait {
+	MW_GRANTED,
+	MW_WITHDRAWN,		/* the client left, or it was cancelled */
+	MW_REFUSED,		/* with an enum proto_refusal */
+};
+
 void		 metrics_request(const char *, int, int64_t, int64_t);
+void		 metrics_wait(const char *, int, int, int64_t);
 void		 metrics_unrouted(int);
 void		 metrics_render(struct evbuffer *, const struct proto_status *,
 		    size_t, const struct conn_stats *);
@@ -300,6 +310,8 @@ int		 answer_refused(struct hreq *, int);
 const char	*answer_error_type(int);
 void		 answer_log(const char *, const char *, const char *, int,
 		    int64_t, int64_t, int64_t);
+void		 answer_log_wait(const char *, const char *, const char *, int,
+		    int64_t, int64_t, int64_t, int64_t);
 
 /* probe.c */
 void		 probe_start(const struct proto_probe *);
@@ -314,6 +326,7 @@ void		 forward_status(struct hreq *);
 void		 forward_metrics(struct hreq *);
 void		 forward_grant(const struct proto_hold_grant *);
 void		 forward_refuse(const struct proto_hold_refuse *);
+void		 forward_wait(const struct proto_hold_wait *);
 void		 forward_status_model(const struct proto_status *);
 void		 forward_status_end(uint64_t);
 uint32_t	 forward_cancel(const char *);
