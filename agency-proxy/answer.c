@@ -227,26 +227,48 @@ void
 answer_log(const char *method, const char *path, const char *model,
     int status, int64_t ms, int64_t ptok, int64_t ctok)
 {
-	answer_log_wait(method, path, model, status, ms, -1, ptok, ctok);
+	answer_log_end(method, path, model, status, ms, -1, ptok, ctok,
+	    END_DONE);
 }
 
 /*
- * The same, with "waited Nms" after the duration when waited >= 0: how
- * long a model request waited for its model (its hold's answer, or
- * until it left).
+ * The same, for a model request: "waited Nms" after the duration when
+ * waited >= 0, how long it waited for its model (its hold's answer, or
+ * until it left); and how it ended when otherwise than its answer (enum
+ * req_end): "POST /v1/chat/completions qwen 499 812ms waited 790ms
+ * (client left)".
  */
 void
-answer_log_wait(const char *method, const char *path, const char *model,
-    int status, int64_t ms, int64_t waited, int64_t ptok, int64_t ctok)
+answer_log_end(const char *method, const char *path, const char *model,
+    int status, int64_t ms, int64_t waited, int64_t ptok, int64_t ctok,
+    int end)
 {
-	char	 w[40] = "", t[64] = "";
+	char		 w[40], tokens[64];
+	const char	*how;
 
+	switch (end) {
+	case END_CLIENT_LEFT:
+		how = " (client left)";
+		break;
+	case END_CANCELLED:
+		how = " (cancelled)";
+		break;
+	case END_CUT:
+		how = " (cut mid-answer)";
+		break;
+	case END_DONE:
+	default:
+		how = "";
+		break;
+	}
+	w[0] = '\0';
 	if (waited >= 0)
 		(void)snprintf(w, sizeof(w), " waited %lldms",
 		    (long long)waited);
+	tokens[0] = '\0';
 	if (ptok >= 0 && ctok >= 0)
-		(void)snprintf(t, sizeof(t), " %lld->%lld tokens",
+		(void)snprintf(tokens, sizeof(tokens), " %lld->%lld tokens",
 		    (long long)ptok, (long long)ctok);
-	log_info("%s %s %s %d %lldms%s%s", method, path, model, status,
-	    (long long)ms, w, t);
+	log_info("%s %s %s %d %lldms%s%s%s", method, path, model, status,
+	    (long long)ms, w, tokens, how);
 }

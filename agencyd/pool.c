@@ -36,6 +36,9 @@
  * changes of the others (their wait, or the requests ahead of them) in
  * one pass over every waiter, at most every POOL_PROGRESS ms however
  * often they change.
+ *
+ * It calls no other file of agencyd but memory.c's arithmetic: every
+ * effect goes through the caller's struct pool_ops (models.c's).
  */
 #include <sys/types.h>
 #include <sys/queue.h>
