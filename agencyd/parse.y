@@ -168,7 +168,7 @@ static struct notepos {
 static size_t			 nnotes;
 %}
 
-%token	ALIAS ALWAYS ANY BODY BUDGET BUFFER CHAT CLOSE COMMAND
+%token	ALIAS ALWAYS ANY BODY BUDGET BUFFER CHAT CLOSE COMMAND CONSOLE
 %token	CONNECTIONS DEFAULT EMBEDDING ENV FAIRNESS GET HEADER IDLE IMAGE
 %token	INCLUDE KIND LAZY LISTEN LOAD LOADING MAX MEMORY MODEL MOVE NAME
 %token	NEVER NO ON OVERCOMMIT PART PORT PORTS POST PROGRESS QUEUE READY
@@ -306,6 +306,9 @@ main		: LISTEN ON STRING PORT NUMBER	{
 		}
 		| OVERCOMMIT yesno		{
 			conf->overcommit = $2;
+		}
+		| CONSOLE yesno			{
+			conf->console = $2;
 		}
 		| MAX BODY size			{
 			if ($3 == 0)
@@ -772,6 +775,7 @@ lookup(const char *s)
 		{ "close",		CLOSE },
 		{ "command",		COMMAND },
 		{ "connections",	CONNECTIONS },
+		{ "console",		CONSOLE },
 		{ "default",		DEFAULT },
 		{ "embedding",		EMBEDDING },
 		{ "env",		ENV },
