@@ -290,21 +290,23 @@ void
 answer_log(const char *method, const char *path, const char *model,
     int status, int64_t ms, int64_t ptok, int64_t ctok, const char *who)
 {
-	answer_log_end(method, path, model, status, ms, ptok, ctok, END_DONE,
-	    who);
+	answer_log_end(method, path, model, status, ms, -1, ptok, ctok,
+	    END_DONE, who);
 }
 
 /*
- * The same, for a request that may have ended otherwise than its answer
- * (enum req_end): "POST /v1/chat/completions qwen 499 812ms (client
- * left) key=alice".
+ * The same, for a model request: "waited Nms" after the duration when
+ * waited >= 0, how long it waited for its model (its hold's answer, or
+ * until it left); how it ended when otherwise than its answer (enum
+ * req_end); who it was, last: "POST /v1/chat/completions qwen 499 812ms
+ * waited 790ms (client left) key=alice".
  */
 void
 answer_log_end(const char *method, const char *path, const char *model,
-    int status, int64_t ms, int64_t ptok, int64_t ctok, int end,
-    const char *who)
+    int status, int64_t ms, int64_t waited, int64_t ptok, int64_t ctok,
+    int end, const char *who)
 {
-	char		 tokens[64];
+	char		 w[40], tokens[64];
 	const char	*how, *sp = who != NULL && who[0] != '\0' ? " " : "";
 
 	switch (end) {
@@ -324,10 +326,14 @@ answer_log_end(const char *method, const char *path, const char *model,
 	}
 	if (who == NULL)
 		who = "";
+	w[0] = '\0';
+	if (waited >= 0)
+		(void)snprintf(w, sizeof(w), " waited %lldms",
+		    (long long)waited);
 	tokens[0] = '\0';
 	if (ptok >= 0 && ctok >= 0)
 		(void)snprintf(tokens, sizeof(tokens), " %lld->%lld tokens",
 		    (long long)ptok, (long long)ctok);
-	log_info("%s %s %s %d %lldms%s%s%s%s", method, path, model, status,
-	    (long long)ms, tokens, how, sp, who);
+	log_info("%s %s %s %d %lldms%s%s%s%s%s", method, path, model,
+	    status, (long long)ms, w, tokens, how, sp, who);
 }

@@ -215,11 +215,11 @@ static size_t			 nnotes;
 %token	ADMIN ALIAS ALLOW ALWAYS ANY BODY BUDGET BUFFER CERTIFICATE CHAT
 %token	CLOSE COMMAND CONNECTIONS CONSOLE CORS DEFAULT EMBEDDING ENV
 %token	FAIRNESS GET GROUP HEADER IDLE IMAGE INCLUDE KEY KIND LAZY LISTEN
-%token	LOAD MAX MEMORY MODE MODEL MODELS MOVE NAME NEVER NO ON ORIGIN
-%token	OVERCOMMIT OWNER PART PORT PORTS POST QUEUE READY REFUSE REQUEST
-%token	REQUESTS RESERVE RESTRICTED ROUTE RUNTIME SECRET SECRETFILE SEND
-%token	SERVER SHA256 SOCKET SPEECH STOPS STREAM TIMEOUT TLS TO TOKENS
-%token	UNCHANGED UPSTREAM USER
+%token	LOAD LOADING MAX MEMORY MODE MODEL MODELS MOVE NAME NEVER NO ON
+%token	ORIGIN OVERCOMMIT OWNER PART PORT PORTS POST PROGRESS QUEUE READY
+%token	REFUSE REQUEST REQUESTS RESERVE RESTRICTED ROUTE RUNTIME SECRET
+%token	SECRETFILE SEND SERVER SHA256 SOCKET SPEECH STOPS STREAM TIMEOUT
+%token	TLS TO TOKENS UNCHANGED UPSTREAM USER
 %token	VISION WINDOW YES
 %token	ERROR
 %token	<v.string>	STRING
@@ -486,6 +486,9 @@ main		: LISTEN ON STRING PORT NUMBER listentls {
 			if ($3 >= 0)
 				conf->fairness = $3;
 		}
+		| LOADING PROGRESS yesno	{
+			conf->progress = $3;
+		}
 		| DEFAULT MODEL STRING		{
 			if (setstr(conf->default_model,
 			    sizeof(conf->default_model), $3, "model name") == 0) {
@@ -653,6 +656,7 @@ rtopt		: COMMAND STRING		{
 		| KIND kind			{ rt->kind = $2; }
 		| STOPS ON CLOSE stops		{ rt->stops = $4; }
 		| SEND MODEL sendmodel		{ rt->send_model = $3; }
+		| LOADING PROGRESS yesno	{ rt->progress = $3; }
 		| ENV STRING			{
 			if (check_env($2) == 0)
 				(void)addstr(&rt->env, $2, AGENCY_ENV_MAX,
@@ -991,6 +995,7 @@ lookup(const char *s)
 		{ "lazy",		LAZY },
 		{ "listen",		LISTEN },
 		{ "load",		LOAD },
+		{ "loading",		LOADING },
 		{ "max",		MAX },
 		{ "memory",		MEMORY },
 		{ "mode",		MODE },
@@ -1008,6 +1013,7 @@ lookup(const char *s)
 		{ "port",		PORT },
 		{ "ports",		PORTS },
 		{ "post",		POST },
+		{ "progress",		PROGRESS },
 		{ "queue",		QUEUE },
 		{ "ready",		READY },
 		{ "refuse",		REFUSE },
@@ -2213,6 +2219,7 @@ runtime_start(char *name)
 	rt->kind = KIND_CHAT;
 	rt->stops = STOPS_ALWAYS;
 	rt->send_model = SEND_NAME;
+	rt->progress = -1;		/* the global one, after parsing */
 	rt->line = yylval.lineno;
 	rt_command = 0;
 	(void)here(&rt_pos);
@@ -2700,6 +2707,7 @@ check_all(void)
 {
 	struct listen_conf	*lc;
 	struct model_conf	*m;
+	struct runtime_conf	*r;
 	size_t			 i;
 
 	if (TAILQ_EMPTY(&conf->listens)) {
@@ -2749,6 +2757,9 @@ check_all(void)
 		if (m->queue_timeout == -1)
 			m->queue_timeout = conf->queue_timeout;
 	}
+	TAILQ_FOREACH(r, &conf->runtimes, entry)
+		if (r->progress == -1)
+			r->progress = conf->progress;
 
 	check_listeners();
 	check_users();

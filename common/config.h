@@ -171,6 +171,8 @@ struct runtime_conf {
 	enum model_kind		 kind;
 	enum stops_on_close	 stops;
 	enum send_model		 send_model;
+	int			 progress;	/* loading progress; -1 until
+						 * the global one */
 	int64_t			 max_tokens;	/* 0: no cap */
 	struct strlist		 env;		/* K=V */
 	struct strlist		 routes;	/* empty: the kind's routes */
@@ -231,6 +233,7 @@ struct agency_conf {
 	struct tls_files	 tls;		/* of TLS listeners without
 						 * their own */
 	struct strlist		 cors_origins;	/* normalized */
+	int			 progress;	/* loading progress, default */
 	struct runtime_list	 runtimes;
 	struct model_list	 models;
 	struct key_list		 keys;
