@@ -170,20 +170,30 @@ void		 parent_loghook(int, const char *);
 /* rules.c: pure functions, unit-tested */
 /* What rules_scan notes of a body for the fast path (scan.c). */
 #define RSCAN_TOP	64
+struct rfield {			/* a member of the top object, by offset */
+	size_t		 name;		/* its name's first byte (no quote) */
+	size_t		 namelen;
+	size_t		 value;		/* its value's first byte */
+	size_t		 valuelen;
+};
 struct rscan {
 	char		 model[AGENCY_NAME_MAX];
 	int		 has_model;	/* a string; else absent or null */
 	int		 stream;	/* "stream": true */
 	int64_t		 max_tokens;	/* -1: absent or null */
 	int64_t		 max_completion_tokens;
-	const char	*top[RSCAN_TOP];	/* the top object's names */
-	size_t		 toplen[RSCAN_TOP];
+	const char	*base;		/* the bytes scanned */
+	size_t		 open;		/* offset of the top object's { */
+	size_t		 close;		/* and of its } */
+	struct rfield	 top[RSCAN_TOP];	/* its members, in order */
 	size_t		 ntop;
 };
 
 /* scan.c */
+extern int	 scan_portable;		/* 1: never SSE2 (tests) */
 int		 rules_scan(const char *, size_t, struct rscan *);
 int		 rscan_has(const struct rscan *, const char *);
+int		 scan_utf8(const char *, size_t);
 
 struct pconf	*pconf_new(void);
 void		 pconf_free(struct pconf *);

@@ -5,8 +5,9 @@
 /*
  * The fast path of a model request's body: one pass over the bytes that
  * checks them as strict JSON (RFC 8259) and notes the few fields the
- * rules read, so that a body no rule changes goes to the model without
- * ever being built as a json-c tree.
+ * rules read, and where each member of the top object is, so that a
+ * body no rule changes goes to the model without ever being built as a
+ * json-c tree.
  *
  * It only ever says yes to a body that json-c reads as the same thing
  * and that every other parser reads alike: an object, strict grammar,
@@ -19,25 +20,230 @@
  * most 15 digits.  Anything else is "no" (0), and the body takes the
  * json-c path, which gives every error.  The fuzzer holds the two paths
  * to the same decisions.
+ *
+ * Strings are most of a long body, and most of a string is bytes that
+ * need nothing done: the scan looks for the next byte that matters (a
+ * quote, a backslash, a control character, a byte >= 0x80) 32 bytes a
+ * step with SSE2, which every x86-64 has, or 8 a step in a 64-bit word
+ * elsewhere (scan_portable chooses the word for the tests, which hold
+ * the two to the same answers).  A run with no byte >= 0x80 (all of an
+ * English prompt but a few bytes) has no UTF-8 work at all; a byte >=
+ * 0x80 is checked as the start of a well-formed sequence where it
+ * stands, in the same pass.
  */
 #include <sys/types.h>
 
 #include <stdint.h>
 #include <string.h>
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 #include "proxy.h"
 
 #define SCAN_DEPTH	32
 #define SCAN_KEYS	RSCAN_TOP
 
+int	 scan_portable;
+
 struct scanner {
+	const unsigned char	*base;
 	const unsigned char	*p;
 	const unsigned char	*end;
 	struct rscan		*rs;
 	int			 depth;
+	const unsigned char	*(*skip)(const unsigned char *,
+				    const unsigned char *);
 };
 
 static int	 scan_value(struct scanner *, int, int);
+
+/* Whether a byte ends a run of plain string bytes. */
+static inline int
+special(unsigned char c)
+{
+	return (c == '"' || c == '\\' || c < 0x20 || c >= 0x80);
+}
+
+static const unsigned char *
+skip_bytes(const unsigned char *p, const unsigned char *end)
+{
+	while (p < end && !special(*p))
+		p++;
+	return (p);
+}
+
+#define ONES	0x0101010101010101ULL
+#define LOW7	0x7f7f7f7f7f7f7f7fULL
+#define HIGH	0x8080808080808080ULL
+
+/*
+ * The first special byte of [p, end), 8 bytes a step.  Each flag is
+ * computed within its own byte (no carry crosses into the next), so
+ * that the first flag is the first special byte in either byte order:
+ * with x = w & LOW7, x + 0x60 has its high bit iff x >= 0x20, and
+ * x + 0x7f iff x != 0.
+ */
+static const unsigned char *
+skip_words(const unsigned char *p, const unsigned char *end)
+{
+	uint64_t	 w, q, b, m;
+
+	while (end - p >= 8) {
+		memcpy(&w, p, 8);
+		q = w ^ (ONES * '"');
+		b = w ^ (ONES * '\\');
+		m = (w | ~((w & LOW7) + ONES * 0x60) |
+		    ~(((q & LOW7) + LOW7) | q) |
+		    ~(((b & LOW7) + LOW7) | b)) & HIGH;
+		if (m != 0) {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+			return (p + (__builtin_ctzll(m) >> 3));
+#else
+			return (p + (__builtin_clzll(m) >> 3));
+#endif
+		}
+		p += 8;
+	}
+	return (skip_bytes(p, end));
+}
+
+#ifdef __SSE2__
+/* The same, 32 bytes a step: bytes < 0x20 or >= 0x80 are those less
+ * than 0x20 as signed bytes. */
+static const unsigned char *
+skip_sse2(const unsigned char *p, const unsigned char *end)
+{
+	const __m128i	 q = _mm_set1_epi8('"'), b = _mm_set1_epi8('\\');
+	const __m128i	 sp = _mm_set1_epi8(0x20);
+	__m128i		 x, y;
+	unsigned int	 m;
+
+	while (end - p >= 32) {
+		x = _mm_loadu_si128((const __m128i *)(const void *)p);
+		y = _mm_loadu_si128((const __m128i *)(const void *)(p + 16));
+		m = (unsigned int)_mm_movemask_epi8(_mm_or_si128(
+		    _mm_or_si128(_mm_cmpeq_epi8(x, q), _mm_cmpeq_epi8(x, b)),
+		    _mm_cmplt_epi8(x, sp))) |
+		    (unsigned int)_mm_movemask_epi8(_mm_or_si128(
+		    _mm_or_si128(_mm_cmpeq_epi8(y, q), _mm_cmpeq_epi8(y, b)),
+		    _mm_cmplt_epi8(y, sp))) << 16;
+		if (m != 0)
+			return (p + __builtin_ctz(m));
+		p += 32;
+	}
+	if (end - p >= 16) {
+		x = _mm_loadu_si128((const __m128i *)(const void *)p);
+		m = (unsigned int)_mm_movemask_epi8(_mm_or_si128(
+		    _mm_or_si128(_mm_cmpeq_epi8(x, q), _mm_cmpeq_epi8(x, b)),
+		    _mm_cmplt_epi8(x, sp)));
+		if (m != 0)
+			return (p + __builtin_ctz(m));
+		p += 16;
+	}
+	return (skip_bytes(p, end));
+}
+
+/* The first byte >= 0x80 of [p, end), 32 bytes a step. */
+static const unsigned char *
+ascii_sse2(const unsigned char *p, const unsigned char *end)
+{
+	__m128i		 x, y;
+	unsigned int	 m;
+
+	while (end - p >= 32) {
+		x = _mm_loadu_si128((const __m128i *)(const void *)p);
+		y = _mm_loadu_si128((const __m128i *)(const void *)(p + 16));
+		if ((m = (unsigned int)_mm_movemask_epi8(_mm_or_si128(x,
+		    y))) != 0) {
+			m = (unsigned int)_mm_movemask_epi8(x) |
+			    (unsigned int)_mm_movemask_epi8(y) << 16;
+			return (p + __builtin_ctz(m));
+		}
+		p += 32;
+	}
+	while (p < end && *p < 0x80)
+		p++;
+	return (p);
+}
+#endif
+
+/* The same, 8 bytes a step. */
+static const unsigned char *
+ascii_words(const unsigned char *p, const unsigned char *end)
+{
+	uint64_t	 w;
+
+	while (end - p >= 8) {
+		memcpy(&w, p, 8);
+		if ((w & HIGH) != 0)
+			break;
+		p += 8;
+	}
+	while (p < end && *p < 0x80)
+		p++;
+	return (p);
+}
+
+/*
+ * The length of the well-formed UTF-8 sequence at p (of at most left
+ * bytes) that starts with a byte >= 0x80, or 0: a stray continuation
+ * byte, an overlong form, a surrogate, past U+10FFFF, or cut short.
+ * The second byte's range is the first byte's to say (RFC 3629,
+ * section 4), which leaves the rest to be continuation bytes.
+ */
+static inline size_t
+utf8_len(const unsigned char *p, size_t left)
+{
+	unsigned int	 c = p[0], lo = 0x80, hi = 0xbf;
+	size_t		 n;
+
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 2;
+	else if (c >= 0xe0 && c <= 0xef) {
+		n = 3;
+		if (c == 0xe0)
+			lo = 0xa0;
+		else if (c == 0xed)
+			hi = 0x9f;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		n = 4;
+		if (c == 0xf0)
+			lo = 0x90;
+		else if (c == 0xf4)
+			hi = 0x8f;
+	} else
+		return (0);
+	if (left < n || p[1] < lo || p[1] > hi)
+		return (0);
+	if (n >= 3 && (p[2] & 0xc0) != 0x80)
+		return (0);
+	if (n == 4 && (p[3] & 0xc0) != 0x80)
+		return (0);
+	return (n);
+}
+
+/* Whether buf[0..len) is well-formed UTF-8 (RFC 3629). */
+int
+scan_utf8(const char *buf, size_t len)
+{
+	const unsigned char	*p = (const unsigned char *)buf, *end = p + len;
+	size_t			 n;
+
+	for (;;) {
+#ifdef __SSE2__
+		p = scan_portable ? ascii_words(p, end) : ascii_sse2(p, end);
+#else
+		p = ascii_words(p, end);
+#endif
+		if (p == end)
+			return (1);
+		if ((n = utf8_len(p, end - p)) == 0)
+			return (0);
+		p += n;
+	}
+}
 
 static void
 ws(struct scanner *s)
@@ -59,48 +265,53 @@ static int
 scan_string(struct scanner *s, const unsigned char **start, size_t *len,
     int *esc)
 {
-	const unsigned char	*p = s->p + 1;
+	const unsigned char	*p = s->p + 1, *e = s->end;
 	size_t			 n;
 
 	*esc = 0;
 	*start = p;
-	for (; p < s->end; p++) {
+	for (;;) {
+		p = s->skip(p, e);
+		if (p >= e)
+			return (0);
 		if (*p == '"') {
 			*len = p - *start;
 			s->p = p + 1;
 			return (1);
 		}
-		if (*p < 0x20)
-			return (0);
 		if (*p >= 0x80) {
-			if ((n = utf8_seq(p, s->end - p)) == 0)
-				return (0);
-			p += n - 1;
+			/* a run of them, as a text in another script has */
+			do {
+				if ((n = utf8_len(p, e - p)) == 0)
+					return (0);
+				p += n;
+			} while (p < e && *p >= 0x80);
 			continue;
 		}
-		if (*p != '\\')
-			continue;
+		if (*p < 0x20)
+			return (0);
+		/* a backslash */
 		*esc = 1;
-		if (++p >= s->end)
+		if (++p >= e)
 			return (0);
 		switch (*p) {
 		case '"': case '\\': case '/': case 'b': case 'f': case 'n':
 		case 'r': case 't':
+			p++;
 			break;
 		case 'u':
 			/* escaped surrogates: json-c's reading of a lone one
 			 * is its own; leave them to it */
-			if (s->end - p < 5 || !hex(p[1]) || !hex(p[2]) ||
+			if (e - p < 5 || !hex(p[1]) || !hex(p[2]) ||
 			    !hex(p[3]) || !hex(p[4]) ||
 			    ((p[1] == 'd' || p[1] == 'D') && p[2] >= '8'))
 				return (0);
-			p += 4;
+			p += 5;
 			break;
 		default:
 			return (0);
 		}
 	}
-	return (0);
 }
 
 /* -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? ; *integer: no . or e */
@@ -231,6 +442,7 @@ scan_object(struct scanner *s, int ctx)
 {
 	const unsigned char	*keys[SCAN_KEYS], *k, *v;
 	size_t			 klens[SCAN_KEYS], klen, nkeys = 0, i;
+	struct rfield		*f;
 	int			 esc, vesc, sub, r;
 
 	s->p++;		/* { */
@@ -272,8 +484,11 @@ scan_object(struct scanner *s, int ctx)
 			 * SCAN_KEYS keeps them within RSCAN_TOP */
 			if (!note_top(s, k, klen, v, vesc))
 				return (0);
-			s->rs->top[s->rs->ntop] = (const char *)k;
-			s->rs->toplen[s->rs->ntop++] = klen;
+			f = &s->rs->top[s->rs->ntop++];
+			f->name = k - s->base;
+			f->namelen = klen;
+			f->value = v - s->base;
+			f->valuelen = s->p - v;
 		}
 		/* a message whose content is not a string has parts */
 		if (ctx == CTX_MESSAGE && klen == 7 &&
@@ -355,15 +570,23 @@ scan(const char *buf, size_t len, struct rscan *rs, int ctx)
 
 	memset(rs, 0, sizeof(*rs));
 	rs->max_tokens = rs->max_completion_tokens = -1;
-	s.p = (const unsigned char *)buf;
+	rs->base = buf;
+	s.base = s.p = (const unsigned char *)buf;
 	s.end = s.p + len;
 	s.rs = rs;
 	s.depth = 0;
+#ifdef __SSE2__
+	s.skip = scan_portable ? skip_words : skip_sse2;
+#else
+	s.skip = skip_words;
+#endif
 	ws(&s);
 	if (s.p >= s.end || *s.p != '{')
 		return (0);
+	rs->open = s.p - s.base;
 	if (!scan_value(&s, ctx, 0))
 		return (0);
+	rs->close = s.p - 1 - s.base;
 	ws(&s);
 	return (s.p == s.end);
 }
@@ -406,7 +629,8 @@ rscan_has(const struct rscan *rs, const char *path)
 	n = (dot = strchr(path, '.')) != NULL ? (size_t)(dot - path) :
 	    strlen(path);
 	for (i = 0; i < rs->ntop; i++)
-		if (rs->toplen[i] == n && memcmp(rs->top[i], path, n) == 0)
+		if (rs->top[i].namelen == n &&
+		    memcmp(rs->base + rs->top[i].name, path, n) == 0)
 			return (1);
 	return (0);
 }

@@ -1,0 +1,760 @@
+/*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
+ * The body scan (scan.c) against json-c, and its two ways of finding
+ * the bytes that matter (SSE2, and 8 bytes a word) against each other.
+ *
+ * Every escape and every class of UTF-8 sequence, well-formed or not,
+ * is put at every offset of a 32-byte step (the scan's widest) in a
+ * string, and a corpus of generated bodies of many sizes, from a few
+ * bytes to a megabyte, carries them too.  For each body: both ways give
+ * the same answer and the same notes; a body the scan takes is one
+ * json-c takes, and what the scan noted of it (the model, stream, the
+ * counts, every top-level member by its name and where its value is)
+ * is what json-c's tree has; a body that is valid JSON of the kind the
+ * scan is for is taken; one that is not JSON, or not UTF-8, is refused
+ * by both; one that json-c reads only leniently (raw control
+ * characters) is refused by the scan and is not "plain".
+ */
+#include <sys/types.h>
+#include <sys/queue.h>
+
+#include <atf-c.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "proxy.h"
+
+/* agency-proxy's own, from proxy.c, which this does not link. */
+static struct proxy	 proxy;
+struct proxy		*px = &proxy;
+
+/* What a piece of a string makes of the body around it. */
+enum want {
+	TAKEN,		/* valid, and the scan takes it */
+	DECLINED,	/* valid JSON the scan leaves to json-c */
+	REFUSED,	/* not JSON, or not UTF-8: both refuse it */
+	LENIENT,	/* json-c may read it; the scan and "plain" do not */
+};
+
+struct piece {
+	const char	*s;
+	size_t		 len;
+	enum want	 want;
+};
+
+#define P(s, w)	{ s, sizeof(s) - 1, w }
+static const struct piece	 pieces[] = {
+	/* escapes */
+	P("\\\"", TAKEN), P("\\\\", TAKEN), P("\\/", TAKEN), P("\\b", TAKEN),
+	P("\\f", TAKEN), P("\\n", TAKEN), P("\\r", TAKEN), P("\\t", TAKEN),
+	P("\\u0000", TAKEN), P("\\u001f", TAKEN), P("\\u0041", TAKEN),
+	P("\\u007F", TAKEN), P("\\u0080", TAKEN), P("\\u07ff", TAKEN),
+	P("\\u0800", TAKEN), P("\\uD7FF", TAKEN), P("\\ue000", TAKEN),
+	P("\\uFFFF", TAKEN), P("\\uabCD", TAKEN), P("\\u00e9\\n\\\"", TAKEN),
+	/* escaped surrogates: valid, json-c's to read */
+	P("\\ud83d\\ude00", DECLINED), P("\\uD800\\uDC00", DECLINED),
+	P("\\udbff\\udfff", DECLINED), P("\\ud800", DECLINED),
+	P("\\uDFFF", DECLINED),
+	/* escapes that are not */
+	P("\\x", REFUSED), P("\\u12G4", REFUSED), P("\\u12", REFUSED),
+	P("\\U0041", REFUSED), P("\\a", REFUSED), P("\\'", REFUSED),
+	P("\\0", REFUSED), P("\\u", REFUSED),
+	/* well-formed UTF-8, at the edges of each class */
+	P("\x7f", TAKEN), P("\xc2\x80", TAKEN), P("\xdf\xbf", TAKEN),
+	P("\xe0\xa0\x80", TAKEN), P("\xe0\xbf\xbf", TAKEN),
+	P("\xe1\x80\x80", TAKEN), P("\xec\xbf\xbf", TAKEN),
+	P("\xed\x80\x80", TAKEN), P("\xed\x9f\xbf", TAKEN),
+	P("\xee\x80\x80", TAKEN), P("\xef\xbf\xbf", TAKEN),
+	P("\xf0\x90\x80\x80", TAKEN), P("\xf0\xbf\xbf\xbf", TAKEN),
+	P("\xf1\x80\x80\x80", TAKEN), P("\xf3\xbf\xbf\xbf", TAKEN),
+	P("\xf4\x80\x80\x80", TAKEN), P("\xf4\x8f\xbf\xbf", TAKEN),
+	P("\xc3\xa9\xe2\x80\x94\xf0\x9f\x98\x80\xe6\x97\xa5", TAKEN),
+	/* and not */
+	P("\x80", REFUSED), P("\xbf", REFUSED), P("\xc0\x80", REFUSED),
+	P("\xc1\xbf", REFUSED), P("\xc2", REFUSED), P("\xc2\xc0", REFUSED),
+	P("\xc2\x7f", REFUSED), P("\xe0\x80\x80", REFUSED),
+	P("\xe0\x9f\xbf", REFUSED), P("\xed\xa0\x80", REFUSED),
+	P("\xed\xbf\xbf", REFUSED), P("\xe1\x80", REFUSED),
+	P("\xe1\x7f\x80", REFUSED), P("\xe1\x80\xc0", REFUSED),
+	P("\xf0\x80\x80\x80", REFUSED), P("\xf0\x8f\xbf\xbf", REFUSED),
+	P("\xf4\x90\x80\x80", REFUSED), P("\xf5\x80\x80\x80", REFUSED),
+	P("\xf1\x80\x80", REFUSED), P("\xf1\x80\x80\x7f", REFUSED),
+	P("\xf8\x88\x80\x80\x80", REFUSED), P("\xfe", REFUSED),
+	P("\xff", REFUSED), P("\xc3\xa9\x80", REFUSED),
+	/* raw control characters */
+	P("\x01", LENIENT), P("\x09", LENIENT), P("\x0a", LENIENT),
+	P("\x0d", LENIENT), P("\x1f", LENIENT), P("x\x00y", LENIENT),
+};
+#undef P
+#define NPIECES	(sizeof(pieces) / sizeof(pieces[0]))
+
+/* A growing buffer, and where a piece may go into its strings. */
+struct gen {
+	uint64_t	 seed;
+	char		*b;
+	size_t		 len;
+	size_t		 cap;
+	size_t		*spots;
+	size_t		 nspots;
+	size_t		 spotcap;
+	size_t		 names;		/* for names that differ */
+};
+
+static uint32_t
+rnd(struct gen *g)
+{
+	g->seed ^= g->seed << 13;
+	g->seed ^= g->seed >> 7;
+	g->seed ^= g->seed << 17;
+	return ((uint32_t)(g->seed >> 16));
+}
+
+static void
+put(struct gen *g, const void *p, size_t n)
+{
+	if (g->len + n > g->cap) {
+		while (g->len + n > g->cap)
+			g->cap = g->cap ? g->cap * 2 : 4096;
+		ATF_REQUIRE((g->b = realloc(g->b, g->cap)) != NULL);
+	}
+	memcpy(g->b + g->len, p, n);
+	g->len += n;
+}
+
+static void
+puts_(struct gen *g, const char *s)
+{
+	put(g, s, strlen(s));
+}
+
+static void
+spot(struct gen *g)
+{
+	if (g->nspots == g->spotcap) {
+		g->spotcap = g->spotcap ? g->spotcap * 2 : 256;
+		ATF_REQUIRE((g->spots = reallocarray(g->spots, g->spotcap,
+		    sizeof(*g->spots))) != NULL);
+	}
+	g->spots[g->nspots++] = g->len;
+}
+
+/* White space between tokens, now and then. */
+static void
+gws(struct gen *g)
+{
+	static const char	 w[] = " \t\n\r";
+
+	while (rnd(g) % 4 == 0)
+		put(g, &w[rnd(g) % 4], 1);
+}
+
+/* A code point of a UTF-8 class, encoded. */
+static void
+gutf8(struct gen *g)
+{
+	static const uint32_t	 lo[] = { 0x80, 0x800, 0xe000, 0x10000 };
+	static const uint32_t	 hi[] = { 0x7ff, 0xd7ff, 0xffff, 0x10ffff };
+	unsigned char		 u[4];
+	uint32_t		 c;
+	int			 k = rnd(g) % 4;
+
+	c = lo[k] + rnd(g) % (hi[k] - lo[k] + 1);
+	if (k == 1 && c < 0x800)
+		c = 0x800;
+	if (c < 0x800) {
+		u[0] = 0xc0 | c >> 6;
+		u[1] = 0x80 | (c & 0x3f);
+		put(g, u, 2);
+	} else if (c < 0x10000) {
+		u[0] = 0xe0 | c >> 12;
+		u[1] = 0x80 | (c >> 6 & 0x3f);
+		u[2] = 0x80 | (c & 0x3f);
+		put(g, u, 3);
+	} else {
+		u[0] = 0xf0 | c >> 18;
+		u[1] = 0x80 | (c >> 12 & 0x3f);
+		u[2] = 0x80 | (c >> 6 & 0x3f);
+		u[3] = 0x80 | (c & 0x3f);
+		put(g, u, 4);
+	}
+}
+
+/* A string's inside, about n bytes: text with every taken piece. */
+static void
+gtext(struct gen *g, size_t n, int spots)
+{
+	size_t	 start = g->len, k, i;
+	char	 c;
+
+	while (g->len - start < n) {
+		if (spots)
+			spot(g);
+		switch (rnd(g) % 8) {
+		case 0:
+			do
+				k = rnd(g) % NPIECES;
+			while (pieces[k].want != TAKEN);
+			put(g, pieces[k].s, pieces[k].len);
+			break;
+		case 1:
+			gutf8(g);
+			break;
+		default:
+			/* a run of plain ASCII, long now and then */
+			k = rnd(g) % 8 == 0 ? rnd(g) % 300 : rnd(g) % 24;
+			for (i = 0; i < k; i++) {
+				do
+					c = 0x20 + rnd(g) % 0x5f;
+				while (c == '"' || c == '\\');
+				put(g, &c, 1);
+			}
+			break;
+		}
+	}
+	if (spots)
+		spot(g);
+}
+
+static void
+gname(struct gen *g)
+{
+	char	 k[32];
+
+	(void)snprintf(k, sizeof(k), "\"k%zu\"", g->names++);
+	puts_(g, k);
+}
+
+/* A value of any kind, at most depth deep. */
+static void
+gvalue(struct gen *g, int depth)
+{
+	static const char	*nums[] = { "0", "-0", "7", "-12", "3.25",
+				    "1e9", "-2.5E-3", "6.02e+23", "0.0",
+				    "123456789012345678901234567890" };
+	static const char	*lits[] = { "true", "false", "null" };
+	int			 n, i;
+
+	switch (depth <= 0 ? 2 + rnd(g) % 3 : rnd(g) % 5) {
+	case 0:
+		put(g, "{", 1);
+		gws(g);
+		n = rnd(g) % 4;
+		for (i = 0; i < n; i++) {
+			if (i > 0) {
+				put(g, ",", 1);
+				gws(g);
+			}
+			gname(g);
+			gws(g);
+			put(g, ":", 1);
+			gws(g);
+			gvalue(g, depth - 1);
+			gws(g);
+		}
+		put(g, "}", 1);
+		break;
+	case 1:
+		put(g, "[", 1);
+		gws(g);
+		n = rnd(g) % 4;
+		for (i = 0; i < n; i++) {
+			if (i > 0) {
+				put(g, ",", 1);
+				gws(g);
+			}
+			gvalue(g, depth - 1);
+			gws(g);
+		}
+		put(g, "]", 1);
+		break;
+	case 2:
+		put(g, "\"", 1);
+		gtext(g, rnd(g) % 40, 1);
+		put(g, "\"", 1);
+		break;
+	case 3:
+		puts_(g, nums[rnd(g) % (sizeof(nums) / sizeof(nums[0]))]);
+		break;
+	default:
+		puts_(g, lits[rnd(g) % 3]);
+		break;
+	}
+}
+
+/*
+ * A chat request of about size bytes that the scan takes: its top
+ * members in some order, messages whose content is a string, the
+ * fields the rules read, and others of every kind.
+ */
+static void
+gbody(struct gen *g, size_t size)
+{
+	int	 order[8], n = 0, i, j, t, nmsg;
+	char	 num[32];
+	size_t	 each;
+
+	g->len = g->nspots = g->names = 0;
+	order[n++] = 0;				/* model */
+	order[n++] = 1;				/* messages */
+	for (i = 2; i < 8; i++)
+		if (rnd(g) % 2)
+			order[n++] = i;
+	for (i = n - 1; i > 0; i--) {
+		j = rnd(g) % (i + 1);
+		t = order[i];
+		order[i] = order[j];
+		order[j] = t;
+	}
+	gws(g);
+	put(g, "{", 1);
+	gws(g);
+	for (i = 0; i < n; i++) {
+		if (i > 0) {
+			put(g, ",", 1);
+			gws(g);
+		}
+		switch (order[i]) {
+		case 0:
+			puts_(g, "\"model\"");
+			gws(g);
+			put(g, ":", 1);
+			gws(g);
+			puts_(g, rnd(g) % 8 ? "\"qwen-2.5 \xc3\xa9\"" : "null");
+			break;
+		case 1:
+			puts_(g, "\"messages\":");
+			gws(g);
+			put(g, "[", 1);
+			nmsg = 1 + rnd(g) % 6;
+			each = size / nmsg;
+			for (j = 0; j < nmsg; j++) {
+				if (j > 0)
+					put(g, ",", 1);
+				gws(g);
+				puts_(g, j % 2 ? "{\"role\":\"assistant\"," :
+				    "{\"role\":\"user\",");
+				gws(g);
+				puts_(g, "\"content\":\"");
+				gtext(g, each, 1);
+				put(g, "\"", 1);
+				gws(g);
+				put(g, "}", 1);
+			}
+			gws(g);
+			put(g, "]", 1);
+			break;
+		case 2:
+			puts_(g, rnd(g) % 2 ? "\"stream\":true" :
+			    "\"stream\" : false");
+			break;
+		case 3:
+			(void)snprintf(num, sizeof(num), "\"max_tokens\":%u",
+			    rnd(g) % 100000);
+			puts_(g, num);
+			break;
+		case 4:
+			puts_(g, rnd(g) % 4 ?
+			    "\"max_completion_tokens\":999999999999999" :
+			    "\"max_completion_tokens\":null");
+			break;
+		default:
+			gname(g);
+			gws(g);
+			put(g, ":", 1);
+			gws(g);
+			gvalue(g, 5);
+			break;
+		}
+		gws(g);
+	}
+	put(g, "}", 1);
+	gws(g);
+}
+
+/* A body for a message: one line, at most 200 bytes of it. */
+static const char *
+show(const char *buf, size_t len)
+{
+	static char	 out[1024];
+	size_t		 i, o = 0;
+
+	for (i = 0; i < len && i < 200; i++) {
+		if (buf[i] >= 0x20 && buf[i] < 0x7f)
+			out[o++] = buf[i];
+		else
+			o += snprintf(out + o, sizeof(out) - o, "\\x%02x",
+			    (unsigned char)buf[i]);
+	}
+	(void)snprintf(out + o, sizeof(out) - o, "%s (%zu bytes)",
+	    i < len ? "..." : "", len);
+	return (out);
+}
+
+/* The scan of buf both ways, which must agree in every note. */
+static int
+scan2(const char *buf, size_t len, struct rscan *rs)
+{
+	static struct rscan	 other;
+	int			 r, r2, p, p2;
+
+	scan_portable = 1;
+	r2 = rules_scan(buf, len, &other);
+	p2 = rules_plain(buf, len);
+	scan_portable = 0;
+	r = rules_scan(buf, len, rs);
+	p = rules_plain(buf, len);
+	ATF_REQUIRE_EQ_MSG(r, r2, "the two ways differ on %s", show(buf, len));
+	ATF_REQUIRE_EQ(p, p2);
+	ATF_REQUIRE_MSG(memcmp(rs, &other, sizeof(other)) == 0,
+	    "the two ways note differently: %s", show(buf, len));
+	/* the body's bytes are valid UTF-8 alike both ways */
+	scan_portable = 1;
+	p2 = scan_utf8(buf, len);
+	scan_portable = 0;
+	ATF_REQUIRE_EQ(scan_utf8(buf, len), p2);
+	/* what the strict scan takes, the plain check takes */
+	if (r)
+		ATF_REQUIRE_MSG(p, "taken but not plain: %s",
+		    show(buf, len));
+	return (r);
+}
+
+static json_object *
+jparse(const char *buf, size_t len)
+{
+	struct rerr	 e;
+
+	return (rules_parse(buf, len, &e));
+}
+
+/* A value alone, as json-c reads it (a NUL ends a number). */
+static json_object *
+jvalue(const char *v, size_t len)
+{
+	struct json_tokener	*tok;
+	json_object		*o;
+	char			*s;
+
+	ATF_REQUIRE((s = malloc(len + 1)) != NULL);
+	memcpy(s, v, len);
+	s[len] = '\0';
+	ATF_REQUIRE((tok = json_tokener_new()) != NULL);
+	o = json_tokener_parse_ex(tok, s, (int)len + 1);
+	json_tokener_free(tok);
+	free(s);
+	return (o);
+}
+
+/* What the scan noted of a body it took is what json-c's tree says. */
+static void
+agree(const char *buf, size_t len, const struct rscan *rs)
+{
+	json_object	*o, *v, *alone;
+	size_t		 i = 0;
+
+	ATF_REQUIRE_MSG((o = jparse(buf, len)) != NULL,
+	    "the scan took what json-c refuses: %s", show(buf, len));
+	ATF_REQUIRE_EQ(buf[rs->open], '{');
+	ATF_REQUIRE_EQ(buf[rs->close], '}');
+	if (json_object_object_get_ex(o, "model", &v) &&
+	    !json_object_is_type(v, json_type_null)) {
+		ATF_REQUIRE(rs->has_model);
+		ATF_REQUIRE_STREQ(rs->model, json_object_get_string(v));
+	} else
+		ATF_REQUIRE(!rs->has_model);
+	ATF_REQUIRE_EQ(rs->stream, json_object_object_get_ex(o, "stream",
+	    &v) && json_object_is_type(v, json_type_boolean) &&
+	    json_object_get_boolean(v));
+	ATF_REQUIRE_EQ(rs->max_tokens, json_object_object_get_ex(o,
+	    "max_tokens", &v) && !json_object_is_type(v, json_type_null) ?
+	    json_object_get_int64(v) : -1);
+	ATF_REQUIRE_EQ(rs->max_completion_tokens, json_object_object_get_ex(o,
+	    "max_completion_tokens", &v) &&
+	    !json_object_is_type(v, json_type_null) ?
+	    json_object_get_int64(v) : -1);
+	ATF_REQUIRE_EQ(rs->ntop, (size_t)json_object_object_length(o));
+	json_object_object_foreach(o, key, val) {
+		ATF_REQUIRE(i < rs->ntop);
+		ATF_REQUIRE_EQ(rs->top[i].namelen, strlen(key));
+		ATF_REQUIRE(memcmp(buf + rs->top[i].name, key,
+		    strlen(key)) == 0);
+		ATF_REQUIRE_MSG((alone = jvalue(buf + rs->top[i].value,
+		    rs->top[i].valuelen)) != NULL || val == NULL,
+		    "the value of %s is not where the scan says", key);
+		ATF_REQUIRE_MSG(json_object_equal(alone, val),
+		    "the value of %s is not where the scan says", key);
+		json_object_put(alone);
+		i++;
+	}
+	json_object_put(o);
+}
+
+/* One body and what it should make of the scan and json-c. */
+static void
+check(const char *buf, size_t len, enum want want)
+{
+	struct rscan	 rs;
+	json_object	*o;
+	int		 r;
+
+	r = scan2(buf, len, &rs);
+	if (r)
+		agree(buf, len, &rs);
+	switch (want) {
+	case TAKEN:
+		ATF_REQUIRE_MSG(r, "not taken: %s", show(buf, len));
+		break;
+	case DECLINED:
+		ATF_REQUIRE_MSG(!r, "taken: %s", show(buf, len));
+		ATF_REQUIRE_MSG((o = jparse(buf, len)) != NULL,
+		    "json-c refused: %s", show(buf, len));
+		json_object_put(o);
+		break;
+	case REFUSED:
+		ATF_REQUIRE_MSG(!r && !rules_plain(buf, len), "taken: %s",
+		    show(buf, len));
+		ATF_REQUIRE_MSG((o = jparse(buf, len)) == NULL,
+		    "json-c took: %s", show(buf, len));
+		break;
+	case LENIENT:
+		ATF_REQUIRE_MSG(!r && !rules_plain(buf, len), "taken: %s",
+		    show(buf, len));
+		break;
+	}
+}
+
+/* A copy of exactly len bytes, so that a read past the end shows. */
+static void
+check_exact(const char *buf, size_t len, enum want want)
+{
+	char	*b;
+
+	ATF_REQUIRE((b = malloc(len ? len : 1)) != NULL);
+	memcpy(b, buf, len);
+	check(b, len, want);
+	free(b);
+}
+
+/*
+ * Every piece at every offset of a 32-byte step within a string, with
+ * a little or a lot after it, the body ending at its last byte; and the
+ * body cut short right after the piece.
+ */
+ATF_TC_WITHOUT_HEAD(pieces);
+ATF_TC_BODY(pieces, tc)
+{
+	static const char	 head[] = "{\"model\":\"m\",\"messages\":"
+				    "[{\"role\":\"user\",\"content\":\"";
+	static const size_t	 tails[] = { 0, 1, 7, 15, 16, 31, 33, 70 };
+	struct gen		 g;
+	size_t			 k, pre, t, i, cut;
+
+	memset(&g, 0, sizeof(g));
+	for (k = 0; k < NPIECES; k++) {
+		for (pre = 0; pre < 40; pre++) {
+			for (t = 0; t < sizeof(tails) / sizeof(tails[0]);
+			    t++) {
+				g.len = 0;
+				puts_(&g, head);
+				for (i = 0; i < pre; i++)
+					put(&g, "a", 1);
+				put(&g, pieces[k].s, pieces[k].len);
+				cut = g.len;
+				/* not a hex digit, to end a \u */
+				for (i = 0; i < tails[t]; i++)
+					put(&g, "z", 1);
+				puts_(&g, "\"}]}");
+				check_exact(g.b, g.len, pieces[k].want);
+				/* cut short after it */
+				if (t == 0)
+					check_exact(g.b, cut, REFUSED);
+			}
+		}
+		/* in a name: an escape is left to json-c */
+		g.len = 0;
+		puts_(&g, "{\"");
+		put(&g, pieces[k].s, pieces[k].len);
+		puts_(&g, "\":1}");
+		check_exact(g.b, g.len, pieces[k].want == TAKEN &&
+		    pieces[k].s[0] == '\\' ? DECLINED : pieces[k].want);
+	}
+	free(g.b);
+	free(g.spots);
+}
+
+/*
+ * Generated bodies of many sizes, as they are (taken), with a piece of
+ * each kind in one of their strings, and cut short.
+ */
+ATF_TC_WITHOUT_HEAD(corpus);
+ATF_TC_BODY(corpus, tc)
+{
+	struct gen	 g;
+	struct rscan	 rs;
+	char		*b = NULL;
+	size_t		 size, at, k, n;
+	int		 i;
+
+	memset(&g, 0, sizeof(g));
+	g.seed = 0x9e3779b97f4a7c15ULL;
+	for (i = 0; i < 3000; i++) {
+		switch (i % 10) {
+		case 0: case 1: case 2: case 3: case 4: case 5:
+			size = i % 600;
+			break;
+		case 6: case 7: case 8:
+			size = 600 + rnd(&g) % 30000;
+			break;
+		default:
+			size = 30000 + rnd(&g) % 200000;
+			break;
+		}
+		if (i == 1000 || i == 2000)
+			size = 1024 * 1024;
+		gbody(&g, size);
+		check_exact(g.b, g.len, TAKEN);
+
+		/* a piece of each kind, somewhere in a string, and a byte
+		 * that ends a \u */
+		ATF_REQUIRE(g.nspots > 0);
+		k = rnd(&g) % NPIECES;
+		at = g.spots[rnd(&g) % g.nspots];
+		n = g.len + pieces[k].len + 1;
+		ATF_REQUIRE((b = realloc(b, n)) != NULL);
+		memcpy(b, g.b, at);
+		memcpy(b + at, pieces[k].s, pieces[k].len);
+		b[at + pieces[k].len] = '~';
+		memcpy(b + at + pieces[k].len + 1, g.b + at, g.len - at);
+		check_exact(b, n, pieces[k].want);
+
+		/* cut short anywhere before its end */
+		ATF_REQUIRE(scan2(g.b, g.len, &rs));
+		check_exact(g.b, rnd(&g) % (rs.close + 1), REFUSED);
+	}
+	free(b);
+	free(g.b);
+	free(g.spots);
+}
+
+/* Hand-picked bodies where the two ways might part. */
+ATF_TC_WITHOUT_HEAD(edges);
+ATF_TC_BODY(edges, tc)
+{
+	static const struct {
+		const char	*body;
+		enum want	 want;
+	} cases[] = {
+		{ "{}", TAKEN },
+		{ "{\"a\":\"\"}", TAKEN },
+		/* a quote or backslash as the last byte of a word and of a
+		 * 16- and 32-byte step */
+		{ "{\"a\":\"0123456789a\\\"\"}", TAKEN },
+		{ "{\"a\":\"0123456789abcdefghijklmnopqrstu\\\\\"}", TAKEN },
+		{ "{\"a\":\"0123456789abcdefghijklmnopqrstuvwxyz0123456789"
+		    "ABCDEFGHIJKLMNOP\xff\"}", REFUSED },
+		/* DEL and the bytes next to the ones that matter */
+		{ "{\"a\":\"\x7f\x21\x23\x5b\x5d\x1f\"}", LENIENT },
+		{ "{\"a\":\"\x7f\x21\x23\x5b\x5d\x20\"}", TAKEN },
+		/* a string that ends the body without its quote */
+		{ "{\"a\":\"0123456789abcdefghijklmnopqrstuvwxyz", REFUSED },
+		{ "{\"a\":\"x\\", REFUSED },
+		{ "{\"a\":\"x\\u00", REFUSED },
+		{ "{\"a\":\"\xe2\x82", REFUSED },
+	};
+	size_t	 i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		check_exact(cases[i].body, strlen(cases[i].body),
+		    cases[i].want);
+}
+
+/* UTF-8 as rules.c's decoder has it. */
+static int
+ref_utf8(const unsigned char *s, size_t n)
+{
+	size_t	 i = 0, k;
+
+	while (i < n) {
+		if (s[i] < 0x80) {
+			i++;
+			continue;
+		}
+		if ((k = utf8_seq(s + i, n - i)) == 0)
+			return (0);
+		i += k;
+	}
+	return (1);
+}
+
+/*
+ * Every two bytes that start with one >= 0x80, and three and four with
+ * the edges of each byte's classes after them, against rules.c's
+ * decoder: alone, and in a string of a body.
+ */
+ATF_TC_WITHOUT_HEAD(utf8);
+/* Bytes s[0..n) alone, and as the string of {"a":"..."}. */
+static void
+utf8_one(const unsigned char *s, size_t n)
+{
+	char		 body[48];
+	struct rscan	 rs;
+	size_t		 j;
+	int		 valid;
+
+	valid = ref_utf8(s, n);
+	ATF_REQUIRE_EQ_MSG(scan_utf8((const char *)s, n), valid,
+	    "%s", show((const char *)s, n));
+	scan_portable = 1;
+	ATF_REQUIRE_EQ_MSG(scan_utf8((const char *)s, n), valid,
+	    "%s", show((const char *)s, n));
+	scan_portable = 0;
+	for (j = 0; j < n; j++)
+		if (s[j] < 0x20 || s[j] == '"' || s[j] == '\\')
+			return;
+	memcpy(body, "{\"a\":\"", 6);
+	memcpy(body + 6, s, n);
+	memcpy(body + 6 + n, "\"}", 2);
+	ATF_REQUIRE_EQ_MSG(scan2(body, n + 8, &rs), valid, "%s",
+	    show(body, n + 8));
+}
+
+ATF_TC_BODY(utf8, tc)
+{
+	static const unsigned char	 edge[] = { 0x00, 0x41, 0x7f, 0x80,
+					    0x8f, 0x90, 0x9f, 0xa0, 0xbf,
+					    0xc0, 0xc2, 0xe0, 0xf4, 0xff };
+	unsigned char			 s[4];
+	size_t				 a, b, c, d, nedge = sizeof(edge);
+
+	for (a = 0x80; a < 0x100; a++) {
+		for (b = 0; b < 0x100; b++) {
+			s[0] = a;
+			s[1] = b;
+			utf8_one(s, 2);
+			for (c = 0; c < nedge; c++) {
+				s[2] = edge[c];
+				utf8_one(s, 3);
+				for (d = 0; d < nedge; d++) {
+					s[3] = edge[d];
+					utf8_one(s, 4);
+				}
+			}
+		}
+	}
+}
+
+ATF_TP_ADD_TCS(tp)
+{
+	ATF_TP_ADD_TC(tp, pieces);
+	ATF_TP_ADD_TC(tp, corpus);
+	ATF_TP_ADD_TC(tp, edges);
+	ATF_TP_ADD_TC(tp, utf8);
+	return (atf_no_error());
+}
