@@ -22,14 +22,14 @@
  * to the same decisions.
  *
  * Strings are most of a long body, and most of a string is bytes that
- * need nothing done: the scan looks for the next byte that matters (a
- * quote, a backslash, a control character, a byte >= 0x80) 32 bytes a
- * step with SSE2, which every x86-64 has, or 8 a step in a 64-bit word
- * elsewhere (scan_portable chooses the word for the tests, which hold
- * the two to the same answers).  A run with no byte >= 0x80 (all of an
- * English prompt but a few bytes) has no UTF-8 work at all; a byte >=
- * 0x80 is checked as the start of a well-formed sequence where it
- * stands, in the same pass.
+ * need nothing done: the scan marks the bytes that matter (a quote, a
+ * backslash, a control character, a byte >= 0x80) 32 at a time, with
+ * SSE2, which every x86-64 has, or 8 to a 64-bit word elsewhere
+ * (scan_portable chooses the words for the tests, which hold the two to
+ * the same answers), and handles the marked ones in turn.  A step with
+ * no byte >= 0x80 (all of an English prompt but a few) has no UTF-8
+ * work at all; a byte >= 0x80 is checked as the start of a well-formed
+ * sequence where it stands, in the same pass.
  */
 #include <sys/types.h>
 
@@ -53,8 +53,7 @@ struct scanner {
 	const unsigned char	*end;
 	struct rscan		*rs;
 	int			 depth;
-	const unsigned char	*(*skip)(const unsigned char *,
-				    const unsigned char *);
+	int			 portable;	/* scan_portable, when it began */
 };
 
 static int	 scan_value(struct scanner *, int, int);
@@ -66,83 +65,58 @@ special(unsigned char c)
 	return (c == '"' || c == '\\' || c < 0x20 || c >= 0x80);
 }
 
-static const unsigned char *
-skip_bytes(const unsigned char *p, const unsigned char *end)
-{
-	while (p < end && !special(*p))
-		p++;
-	return (p);
-}
-
 #define ONES	0x0101010101010101ULL
 #define LOW7	0x7f7f7f7f7f7f7f7fULL
 #define HIGH	0x8080808080808080ULL
 
 /*
- * The first special byte of [p, end), 8 bytes a step.  Each flag is
- * computed within its own byte (no carry crosses into the next), so
- * that the first flag is the first special byte in either byte order:
- * with x = w & LOW7, x + 0x60 has its high bit iff x >= 0x20, and
- * x + 0x7f iff x != 0.
+ * The special bytes of the 32 at p, one bit each (bit i: p[i]), 8 bytes
+ * a step.  Each flag is computed within its own byte, so no carry
+ * crosses into the next: with x = w & LOW7, x + 0x60 has its high bit
+ * iff x >= 0x20, and x + 0x7f iff x != 0.  The multiplication gathers
+ * the eight high bits into the top byte, byte i's at bit 56 + i (the
+ * products land on distinct bits: nothing carries).
  */
-static const unsigned char *
-skip_words(const unsigned char *p, const unsigned char *end)
+static inline uint32_t
+mask_words(const unsigned char *p)
 {
-	uint64_t	 w, q, b, m;
+	uint64_t	 w, q, b, f;
+	uint32_t	 m = 0;
+	int		 i;
 
-	while (end - p >= 8) {
-		memcpy(&w, p, 8);
+	for (i = 0; i < 4; i++) {
+		memcpy(&w, p + 8 * i, 8);
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+		w = __builtin_bswap64(w);
+#endif
 		q = w ^ (ONES * '"');
 		b = w ^ (ONES * '\\');
-		m = (w | ~((w & LOW7) + ONES * 0x60) |
+		f = (w | ~((w & LOW7) + ONES * 0x60) |
 		    ~(((q & LOW7) + LOW7) | q) |
 		    ~(((b & LOW7) + LOW7) | b)) & HIGH;
-		if (m != 0) {
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-			return (p + (__builtin_ctzll(m) >> 3));
-#else
-			return (p + (__builtin_clzll(m) >> 3));
-#endif
-		}
-		p += 8;
+		m |= (uint32_t)((f * 0x0002040810204081ULL) >> 56) << (8 * i);
 	}
-	return (skip_bytes(p, end));
+	return (m);
 }
 
 #ifdef __SSE2__
-/* The same, 32 bytes a step: bytes < 0x20 or >= 0x80 are those less
- * than 0x20 as signed bytes. */
-static const unsigned char *
-skip_sse2(const unsigned char *p, const unsigned char *end)
+/* The same with SSE2: bytes < 0x20 or >= 0x80 are those less than 0x20
+ * as signed bytes. */
+static inline uint32_t
+mask_sse2(const unsigned char *p)
 {
 	const __m128i	 q = _mm_set1_epi8('"'), b = _mm_set1_epi8('\\');
 	const __m128i	 sp = _mm_set1_epi8(0x20);
 	__m128i		 x, y;
-	unsigned int	 m;
 
-	while (end - p >= 32) {
-		x = _mm_loadu_si128((const __m128i *)(const void *)p);
-		y = _mm_loadu_si128((const __m128i *)(const void *)(p + 16));
-		m = (unsigned int)_mm_movemask_epi8(_mm_or_si128(
-		    _mm_or_si128(_mm_cmpeq_epi8(x, q), _mm_cmpeq_epi8(x, b)),
-		    _mm_cmplt_epi8(x, sp))) |
-		    (unsigned int)_mm_movemask_epi8(_mm_or_si128(
-		    _mm_or_si128(_mm_cmpeq_epi8(y, q), _mm_cmpeq_epi8(y, b)),
-		    _mm_cmplt_epi8(y, sp))) << 16;
-		if (m != 0)
-			return (p + __builtin_ctz(m));
-		p += 32;
-	}
-	if (end - p >= 16) {
-		x = _mm_loadu_si128((const __m128i *)(const void *)p);
-		m = (unsigned int)_mm_movemask_epi8(_mm_or_si128(
-		    _mm_or_si128(_mm_cmpeq_epi8(x, q), _mm_cmpeq_epi8(x, b)),
-		    _mm_cmplt_epi8(x, sp)));
-		if (m != 0)
-			return (p + __builtin_ctz(m));
-		p += 16;
-	}
-	return (skip_bytes(p, end));
+	x = _mm_loadu_si128((const __m128i *)(const void *)p);
+	y = _mm_loadu_si128((const __m128i *)(const void *)(p + 16));
+	return ((uint32_t)_mm_movemask_epi8(_mm_or_si128(
+	    _mm_or_si128(_mm_cmpeq_epi8(x, q), _mm_cmpeq_epi8(x, b)),
+	    _mm_cmplt_epi8(x, sp))) |
+	    (uint32_t)_mm_movemask_epi8(_mm_or_si128(
+	    _mm_or_si128(_mm_cmpeq_epi8(y, q), _mm_cmpeq_epi8(y, b)),
+	    _mm_cmplt_epi8(y, sp))) << 16);
 }
 
 /* The first byte >= 0x80 of [p, end), 32 bytes a step. */
@@ -260,58 +234,101 @@ hex(unsigned char c)
 	    (c >= 'A' && c <= 'F'));
 }
 
-/* A string; *esc is set if it has an escape.  s->p is on the quote. */
+/*
+ * The special byte at p of a string that ends before e: 1 and *next
+ * past it (a character, or an escape), 2 at the closing quote, 0 if it
+ * cannot be in a string.
+ */
+static inline int
+string_byte(const unsigned char *p, const unsigned char *e,
+    const unsigned char **next, int *esc)
+{
+	size_t	 n;
+
+	if (*p == '"')
+		return (2);
+	if (*p >= 0x80) {
+		if ((n = utf8_len(p, e - p)) == 0)
+			return (0);
+		*next = p + n;
+		return (1);
+	}
+	if (*p < 0x20)
+		return (0);
+	/* a backslash */
+	*esc = 1;
+	if (e - p < 2)
+		return (0);
+	switch (p[1]) {
+	case '"': case '\\': case '/': case 'b': case 'f': case 'n':
+	case 'r': case 't':
+		*next = p + 2;
+		return (1);
+	case 'u':
+		/* escaped surrogates: json-c's reading of a lone one is
+		 * its own; leave them to it */
+		if (e - p < 6 || !hex(p[2]) || !hex(p[3]) || !hex(p[4]) ||
+		    !hex(p[5]) || ((p[2] == 'd' || p[2] == 'D') && p[3] >= '8'))
+			return (0);
+		*next = p + 6;
+		return (1);
+	default:
+		return (0);
+	}
+}
+
+/*
+ * A string; *esc is set if it has an escape.  s->p is on the quote.
+ * 32 bytes a step: their special bytes as a mask, taken one by one
+ * (an escape or a character may reach into the next step), so that a
+ * text with an escape every few words is not loaded again after each.
+ */
 static int
 scan_string(struct scanner *s, const unsigned char **start, size_t *len,
     int *esc)
 {
-	const unsigned char	*p = s->p + 1, *e = s->end;
-	size_t			 n;
+	const unsigned char	*p = s->p + 1, *e = s->end, *blk, *q;
+	uint32_t		 m;
+	int			 r;
 
 	*esc = 0;
 	*start = p;
+	while (e - p >= 32) {
+		blk = p;
+#ifdef __SSE2__
+		m = s->portable ? mask_words(blk) : mask_sse2(blk);
+#else
+		m = mask_words(blk);
+#endif
+		while (m != 0) {
+			q = blk + __builtin_ctz(m);
+			if ((r = string_byte(q, e, &p, esc)) == 0)
+				return (0);
+			if (r == 2) {
+				p = q;
+				goto end;
+			}
+			if (p - blk >= 32)
+				break;
+			m &= ~0U << (p - blk);
+		}
+		if (p - blk < 32)
+			p = blk + 32;
+	}
 	for (;;) {
-		p = s->skip(p, e);
+		while (p < e && !special(*p))
+			p++;
 		if (p >= e)
 			return (0);
-		if (*p == '"') {
-			*len = p - *start;
-			s->p = p + 1;
-			return (1);
-		}
-		if (*p >= 0x80) {
-			/* a run of them, as a text in another script has */
-			do {
-				if ((n = utf8_len(p, e - p)) == 0)
-					return (0);
-				p += n;
-			} while (p < e && *p >= 0x80);
-			continue;
-		}
-		if (*p < 0x20)
+		if ((r = string_byte(p, e, &p, esc)) == 0)
 			return (0);
-		/* a backslash */
-		*esc = 1;
-		if (++p >= e)
-			return (0);
-		switch (*p) {
-		case '"': case '\\': case '/': case 'b': case 'f': case 'n':
-		case 'r': case 't':
-			p++;
+		if (r == 2)
 			break;
-		case 'u':
-			/* escaped surrogates: json-c's reading of a lone one
-			 * is its own; leave them to it */
-			if (e - p < 5 || !hex(p[1]) || !hex(p[2]) ||
-			    !hex(p[3]) || !hex(p[4]) ||
-			    ((p[1] == 'd' || p[1] == 'D') && p[2] >= '8'))
-				return (0);
-			p += 5;
-			break;
-		default:
-			return (0);
-		}
 	}
+ end:
+	*len = p - *start;
+	s->p = p + 1;
+	return (1);
 }
 
 /* -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? ; *integer: no . or e */
@@ -575,11 +592,7 @@ scan(const char *buf, size_t len, struct rscan *rs, int ctx)
 	s.end = s.p + len;
 	s.rs = rs;
 	s.depth = 0;
-#ifdef __SSE2__
-	s.skip = scan_portable ? skip_words : skip_sse2;
-#else
-	s.skip = skip_words;
-#endif
+	s.portable = scan_portable;
 	ws(&s);
 	if (s.p >= s.end || *s.p != '{')
 		return (0);

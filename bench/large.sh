@@ -33,7 +33,9 @@
 # rewrite table (285 bytes and 100 KB: about 4 minutes), BODIES_ONLY=1
 # skips everything else of bench/run; LARGE_DURATION (5s) a run,
 # LARGE_SIZES ("102400 1048576"), LARGE_CONNS ("8 32"), REWRITE_SIZES
-# ("285 102400"), REWRITE_CONNS (32); rounds are ROUNDS.
+# ("285 102400"), REWRITE_CONNS (32); rounds are ROUNDS.  LARGE_PERF=1
+# records each front door's profile (perf, cpu-clock) over each run,
+# reported into wrk-*.txt.report in the work directory (KEEP=1).
 
 LARGE_DURATION=${LARGE_DURATION:-5s}
 LARGE_SIZES=${LARGE_SIZES:-102400 1048576}
@@ -161,7 +163,7 @@ large_check()
 # path's front door a request, "-" for direct).
 large_run()
 {
-	local pid="" c0=0 a0=0 c1 a1 n
+	local pid="" c0=0 a0=0 c1 a1 n perfpid=""
 	case $1 in
 	nginx)		pid=$LPID_nginx ;;
 	haproxy)	pid=$LPID_haproxy ;;
@@ -170,8 +172,21 @@ large_run()
 	esac
 	[ -n "$pid" ] && c0=$(cputicks "$pid")
 	a0=$(cputicks "$AGENCYD_PID")
+	# LARGE_PERF=1: a profile of the front door over the run
+	if [ "${LARGE_PERF:-0}" = 1 ] && [ -n "$pid" ]; then
+		perf record -q -e cpu-clock -F 1999 -g -p "$pid" \
+		    -o "$5.perf" > /dev/null 2>&1 &
+		perfpid=$!
+	fi
 	BENCH_BODY_FILE=$3 wrk -t1 -c"$4" -d"$LARGE_DURATION" --latency \
 	    -s "$top/bench/body.lua" "$2" > "$5" 2>&1
+	if [ -n "$perfpid" ]; then
+		kill -INT "$perfpid" 2>/dev/null
+		wait "$perfpid"
+		perf report -i "$5.perf" --no-children --sort dso,symbol \
+		    --stdio 2>/dev/null | grep -v '^#' | grep '%' |
+		    head -n 40 > "$5.report"
+	fi
 	[ -n "$pid" ] && c1=$(cputicks "$pid")
 	a1=$(cputicks "$AGENCYD_PID")
 	n=$(awk '/ requests in / { print $1 }' "$5")
