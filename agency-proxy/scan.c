@@ -234,6 +234,13 @@ hex(unsigned char c)
 	    (c >= 'A' && c <= 'F'));
 }
 
+/* What may follow a backslash: 1 a letter, 2 u and four hex digits (a
+ * table: a switch on the letter mispredicted in escape-dense text). */
+static const unsigned char	 escapes[256] = {
+	['"'] = 1, ['\\'] = 1, ['/'] = 1, ['b'] = 1, ['f'] = 1, ['n'] = 1,
+	['r'] = 1, ['t'] = 1, ['u'] = 2,
+};
+
 /*
  * The special byte at p of a string that ends before e: 1 and *next
  * past it (a character, or an escape), 2 at the closing quote, 0 if it
@@ -259,12 +266,11 @@ string_byte(const unsigned char *p, const unsigned char *e,
 	*esc = 1;
 	if (e - p < 2)
 		return (0);
-	switch (p[1]) {
-	case '"': case '\\': case '/': case 'b': case 'f': case 'n':
-	case 'r': case 't':
+	switch (escapes[p[1]]) {
+	case 1:
 		*next = p + 2;
 		return (1);
-	case 'u':
+	case 2:
 		/* escaped surrogates: json-c's reading of a lone one is
 		 * its own; leave them to it */
 		if (e - p < 6 || !hex(p[2]) || !hex(p[3]) || !hex(p[4]) ||
