@@ -189,6 +189,42 @@ struct rscan {
 	size_t		 ntop;
 };
 
+/* splice.c: the rules' changes to a body on the fast path, as pieces */
+#define SPLICE_PIECES	32
+#define SPLICE_MOVES	8		/* members the rules may add */
+enum {
+	SP_NONE,
+	SP_MODEL,			/* the value of "model" */
+	SP_MAX_TOKENS,			/* of "max_tokens" */
+	SP_MAX_COMPLETION,		/* of "max_completion_tokens" */
+	SP_STREAM,
+};
+struct spiece {
+	size_t		 off;		/* in the body, or in text */
+	size_t		 len;
+	uint8_t		 text;
+	uint8_t		 role;
+};
+struct splice {
+	struct spiece	 p[SPLICE_PIECES];
+	size_t		 np;
+	size_t		 nmembers;	/* of the top object, as it stands */
+	size_t		 tail;		/* where what follows them begins */
+	int		 changed;	/* a rule changed the body */
+	int64_t		 max_tokens;	/* as they stand: -1 absent, null */
+	int64_t		 max_completion_tokens;
+	char		 text[1024];	/* names, numbers, the model's */
+	size_t		 textlen;
+};
+
+struct iovec;
+int		 splice_rules(const struct pruntime *, const struct rscan *,
+		    struct splice *, struct rerr *);
+int		 splice_rewrite(struct splice *, const char *, const char *,
+		    int64_t, int);
+size_t		 splice_iov(const struct splice *, const char *,
+		    struct iovec *, size_t, size_t *);
+
 /* scan.c */
 extern int	 scan_portable;		/* 1: never SSE2 (tests) */
 int		 rules_scan(const char *, size_t, struct rscan *);

@@ -25,11 +25,15 @@
  * that matter (SSE2 and a 64-bit word, scan.c) give the same answer and
  * notes for every body, and a body the scan takes is an object json-c
  * reads with the same members, in the same order, at the offsets noted.
+ * Such a body spliced by each model's rules (splice.c) is refused as the
+ * json-c path refuses it, or reads as the same JSON as that path's tree,
+ * strict and with no name twice.
  *
  * FUZZ_WRITE_SEEDS=DIR writes the seed corpus into DIR and exits.
  */
 #include <sys/types.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 
 #include <err.h>
 #include <fcntl.h>
@@ -380,6 +384,62 @@ scan_both(const char *body, size_t len)
 	json_object_put(o);
 }
 
+/* The splice of a body the scan took against the json-c path, for the
+ * rules of each model of c. */
+static void
+splice_both(const struct pconf *c, const char *body, size_t len)
+{
+	static struct splice	 sp;
+	static char		 out[1 << 17];
+	struct iovec		 iov[SPLICE_PIECES];
+	struct rscan		 rs;
+	struct rerr		 e, e2;
+	struct pmodel		*m;
+	json_object		*o, *again;
+	size_t			 n, i, total, off;
+	int			 r, r2, changed, ch, ch2;
+
+	if (!rules_scan(body, len, &rs))
+		return;
+	TAILQ_FOREACH(m, &c->models, entry) {
+		if ((r = splice_rules(m->rt, &rs, &sp, &e)) == 1)
+			continue;
+		if ((o = rules_parse(body, len, &e2)) == NULL)
+			abort();
+		r2 = rules_apply(m->rt, o, &e2, &changed);
+		if (r != r2 || (r == -1 && (e.status != e2.status ||
+		    strcmp(e.code, e2.code) != 0 ||
+		    strcmp(e.message, e2.message) != 0)) ||
+		    (r == 0 && sp.changed != changed))
+			abort();
+		if (r == 0) {
+			ch = splice_rewrite(&sp, body, m->upstream,
+			    rules_cap(m), m->rt->kind);
+			ch2 = rules_rewrite(o, m->upstream, rules_cap(m),
+			    m->rt->kind);
+			if (ch != -1) {
+				if (ch != ch2)
+					abort();
+				n = splice_iov(&sp, body, iov, SPLICE_PIECES,
+				    &total);
+				if (total > sizeof(out))
+					abort();
+				for (i = 0, off = 0; i < n; i++) {
+					memcpy(out + off, iov[i].iov_base,
+					    iov[i].iov_len);
+					off += iov[i].iov_len;
+				}
+				if (!rules_plain(out, off) || (again =
+				    rules_parse(out, off, &e2)) == NULL ||
+				    !json_object_equal(again, o))
+					abort();
+				json_object_put(again);
+			}
+		}
+		json_object_put(o);
+	}
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -402,6 +462,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ctype = pick(&in, ctypes, NCTYPES, ctbuf, sizeof(ctbuf));
 	origin = pick(&in, origins, NORIGINS, obuf, sizeof(obuf));
 	c = confs[byte(&in) & 7];
+	if (in.left > 0)
+		splice_both(c, (const char *)in.p, in.left);
 	hh.host = host;
 	hh.ctype = ctype;
 	hh.origin = origin;

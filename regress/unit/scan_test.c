@@ -17,9 +17,14 @@
  * scan is for is taken; one that is not JSON, or not UTF-8, is refused
  * by both; one that json-c reads only leniently (raw control
  * characters) is refused by the scan and is not "plain".
+ *
+ * The splicing of such bodies (splice.c) against the json-c path's
+ * rules_apply and rules_rewrite: the same refusals, and bodies that
+ * read as the same JSON, strict and with no name twice.
  */
 #include <sys/types.h>
 #include <sys/queue.h>
+#include <sys/uio.h>
 
 #include <atf-c.h>
 #include <stdint.h>
@@ -750,11 +755,319 @@ ATF_TC_BODY(utf8, tc)
 	}
 }
 
+/* The pieces of a splice as one body, in b (of size). */
+static size_t
+spliced(const struct splice *sp, const char *base, char *b, size_t size)
+{
+	struct iovec	 iov[SPLICE_PIECES];
+	size_t		 n, i, len, off = 0;
+
+	n = splice_iov(sp, base, iov, SPLICE_PIECES, &len);
+	ATF_REQUIRE(len <= size);
+	for (i = 0; i < n; i++) {
+		memcpy(b + off, iov[i].iov_base, iov[i].iov_len);
+		off += iov[i].iov_len;
+	}
+	ATF_REQUIRE_EQ(off, len);
+	return (len);
+}
+
+/*
+ * A body through splice_rules and splice_rewrite, and through the json-c
+ * path: the same refusal, or the same JSON.  Returns 1 if the splice
+ * did it, 0 if it left the body to json-c; the bytes it made in out.
+ */
+static int
+splice_check(const struct pruntime *rt, const char *body, size_t len,
+    const char *upstream, int64_t cap, int kind, char *out, size_t *outlen)
+{
+	static struct splice	 sp;
+	static char		 b[1 << 16];
+	struct rscan		 rs;
+	struct rerr		 e, e2;
+	json_object		*o, *again;
+	int			 r, r2, changed, c, c2;
+	size_t			 n;
+
+	ATF_REQUIRE_MSG(rules_scan(body, len, &rs), "%s", show(body, len));
+	r = splice_rules(rt, &rs, &sp, &e);
+	ATF_REQUIRE((o = jparse(body, len)) != NULL);
+	r2 = rules_apply(rt, o, &e2, &changed);
+	if (r == 1) {
+		json_object_put(o);
+		return (0);
+	}
+	if (r == -1) {
+		ATF_REQUIRE_EQ_MSG(r2, -1, "%s", show(body, len));
+		ATF_REQUIRE_EQ(e.status, e2.status);
+		ATF_REQUIRE_STREQ(e.code, e2.code);
+		ATF_REQUIRE_STREQ(e.message, e2.message);
+		json_object_put(o);
+		return (1);
+	}
+	ATF_REQUIRE_EQ_MSG(r2, 0, "json-c refused %s: %s", show(body, len),
+	    e2.message);
+	ATF_REQUIRE_EQ_MSG(sp.changed, changed, "%s", show(body, len));
+	c = splice_rewrite(&sp, body, upstream, cap, kind);
+	c2 = rules_rewrite(o, upstream, cap, kind);
+	if (c == -1) {
+		json_object_put(o);
+		return (0);
+	}
+	ATF_REQUIRE_EQ_MSG(c, c2, "%s to %s, cap %lld", show(body, len),
+	    upstream, (long long)cap);
+	n = spliced(&sp, body, b, sizeof(b));
+	/* strict, no name twice; and the same JSON */
+	ATF_REQUIRE_MSG(rules_plain(b, n), "%s makes %s", show(body, len),
+	    show(b, n));
+	ATF_REQUIRE((again = jparse(b, n)) != NULL);
+	ATF_REQUIRE_MSG(json_object_equal(again, o), "%s makes %s, not %s",
+	    show(body, len), show(b, n), json_object_to_json_string(o));
+	json_object_put(again);
+	json_object_put(o);
+	if (out != NULL) {
+		memcpy(out, b, n);
+		*outlen = n;
+	}
+	return (1);
+}
+
+static struct pruntime *
+runtime(struct pconf *c, const char *name, const char **moves,
+    const char **refuse)
+{
+	struct pruntime	*rt;
+
+	ATF_REQUIRE((rt = pconf_add_runtime(c, name, KIND_CHAT,
+	    STOPS_ALWAYS, 0)) != NULL);
+	for (; moves != NULL && moves[0] != NULL; moves += 2)
+		ATF_REQUIRE(pruntime_add_move(rt, moves[0], moves[1]) == 0);
+	for (; refuse != NULL && *refuse != NULL; refuse++)
+		ATF_REQUIRE(pstrs_add(&rt->refuse, *refuse) == 0);
+	return (rt);
+}
+
+/* The bytes a splice makes: only what changes changes. */
+ATF_TC_WITHOUT_HEAD(splice_bytes);
+ATF_TC_BODY(splice_bytes, tc)
+{
+	static const char	*mv[] = { "max_completion_tokens",
+				    "max_tokens", NULL };
+	static const char	*rf[] = { "logit_bias", NULL };
+	static const struct {
+		const char	*body;
+		int		 moves;
+		const char	*upstream;
+		int64_t		 cap;
+		const char	*out;
+	} cases[] = {
+		/* the model renamed where it is */
+		{ "{\"model\": \"q\", \"max_tokens\": 16}", 0, "up", 0,
+		    "{\"model\": \"up\", \"max_tokens\": 16}" },
+		/* capped where it is, the rest as it was */
+		{ " {\"model\":\"up\",\n \"max_tokens\":16 }\n", 0, "up", 8,
+		    " {\"model\":\"up\",\n \"max_tokens\":8 }" },
+		/* a model and a cap where there were none */
+		{ "{\"messages\":[]}", 0, "up", 8,
+		    "{\"messages\":[],\"model\":\"up\",\"max_tokens\":8}" },
+		{ "{ }", 0, "up", 8,
+		    "{\"model\":\"up\",\"max_tokens\":8 }" },
+		/* a null max_tokens takes the cap where it is */
+		{ "{\"max_tokens\":null,\"model\":\"up\"}", 0, "up", 8,
+		    "{\"max_tokens\":8,\"model\":\"up\"}" },
+		/* moved: out of its place, in at the end */
+		{ "{\"max_completion_tokens\":4, \"model\":\"up\", \"x\":1}",
+		    1, "up", 0,
+		    "{\"model\":\"up\", \"x\":1,\"max_tokens\":4}" },
+		{ "{\"model\":\"up\", \"max_completion_tokens\":4}", 1, "up",
+		    0, "{\"model\":\"up\",\"max_tokens\":4}" },
+		/* moved, then capped */
+		{ "{\"model\":\"up\",\"max_completion_tokens\":400}", 1,
+		    "up", 8, "{\"model\":\"up\",\"max_tokens\":8}" },
+		/* onto a null, where it is */
+		{ "{\"max_tokens\":null,\"max_completion_tokens\":4,"
+		    "\"model\":\"up\"}", 1, "up", 0,
+		    "{\"max_tokens\":4,\"model\":\"up\"}" },
+		/* onto an equal value: the one moved goes */
+		{ "{\"max_tokens\":4,\"max_completion_tokens\":4,"
+		    "\"model\":\"up\"}", 1, "up", 0,
+		    "{\"max_tokens\":4,\"model\":\"up\"}" },
+		/* a name the model's needs escapes for */
+		{ "{\"model\":\"q\"}", 0, "a\"b\\c\n", 0,
+		    "{\"model\":\"a\\\"b\\\\c\\u000a\"}" },
+	};
+	struct pconf		*c;
+	struct pruntime		*plain, *moves;
+	char			 out[256];
+	size_t			 i, n;
+
+	ATF_REQUIRE((c = pconf_new()) != NULL);
+	plain = runtime(c, "plain", NULL, rf);
+	moves = runtime(c, "moves", mv, rf);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		ATF_REQUIRE_MSG(splice_check(cases[i].moves ? moves : plain,
+		    cases[i].body, strlen(cases[i].body), cases[i].upstream,
+		    cases[i].cap, KIND_CHAT, out, &n), "%s", cases[i].body);
+		ATF_CHECK_MSG(n == strlen(cases[i].out) &&
+		    memcmp(out, cases[i].out, n) == 0, "%s made %s",
+		    cases[i].body, show(out, n));
+	}
+	pconf_free(c);
+}
+
+/* What is left to json-c, and what is refused as json-c refuses it. */
+ATF_TC_WITHOUT_HEAD(splice_left);
+ATF_TC_BODY(splice_left, tc)
+{
+	static const char	*mv[] = { "max_completion_tokens",
+				    "max_tokens", "extra.seed", "seed", "a",
+				    "model", "b", "c.d", "x", "y", NULL };
+	static const char	*rf[] = { "logit_bias", "tools.x", NULL };
+	static const struct {
+		const char	*body;
+		int		 spliced;	/* 0: left to json-c */
+	} cases[] = {
+		/* equal as JSON, not as bytes; and not equal */
+		{ "{\"x\":1,\"y\":1.0}", 0 },
+		{ "{\"x\":{\"a\":1,\"b\":2},\"y\":{\"b\":2,\"a\":1}}", 0 },
+		{ "{\"max_completion_tokens\":4,\"max_tokens\":5}", 1 },
+		{ "{\"x\":4,\"y\":5}", 1 },			/* conflict */
+		{ "{\"x\":\"4\",\"y\":5}", 0 },
+		{ "{\"x\":[1],\"y\":[1]}", 1 },
+		{ "{\"extra\":{\"seed\":1}}", 0 },		/* a path */
+		{ "{\"extra\":null}", 0 },
+		{ "{\"a\":\"m\"}", 0 },			/* to "model" */
+		{ "{\"a\":null}", 1 },			/* not moved */
+		{ "{\"b\":1}", 0 },				/* to a path */
+		{ "{\"tools\":{}}", 0 },			/* a path */
+		{ "{\"logit_bias\":{}}", 1 },			/* refused */
+		{ "{\"logit_bias\":null}", 1 },		/* not */
+		{ "{\"max_completion_tokens\":null}", 1 },	/* not moved */
+	};
+	struct pconf	*c;
+	struct pruntime	*rt;
+	size_t		 i;
+
+	ATF_REQUIRE((c = pconf_new()) != NULL);
+	rt = runtime(c, "r", mv, rf);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		ATF_CHECK_EQ_MSG(splice_check(rt, cases[i].body,
+		    strlen(cases[i].body), "up", 8, KIND_CHAT, NULL, NULL),
+		    cases[i].spliced, "%s", cases[i].body);
+	pconf_free(c);
+}
+
+/*
+ * Generated bodies of the members the rules read, in any order, with
+ * nulls, equal values and long messages, under runtimes of moves and
+ * refusals, for upstream names, caps and kinds: the splice and json-c
+ * agree every time, and the splice does most of them itself.
+ */
+ATF_TC_WITHOUT_HEAD(splice_corpus);
+ATF_TC_BODY(splice_corpus, tc)
+{
+	static const char	*names[] = { "model", "max_tokens",
+				    "max_completion_tokens", "stream", "a",
+				    "b", "c", "logit_bias", "extra", "seed" };
+	static const char	*values[] = { "null", "16", "4", "100000",
+				    "\"s\"", "[1, 2]", "{\"seed\": 1}", "true",
+				    "\"up\"", "\"m\"" };
+	static const char	*mv1[] = { "max_completion_tokens",
+				    "max_tokens", NULL };
+	static const char	*mv2[] = { "a", "b", "b", "c", "c", "seed",
+				    "max_tokens", "max_completion_tokens",
+				    NULL };
+	static const char	*mv3[] = { "extra.seed", "seed", "a",
+				    "logit_bias", NULL };
+	static const char	*rf1[] = { "logit_bias", NULL };
+	static const char	*rf2[] = { "c", "extra.x", NULL };
+	static const char	*ups[] = { "up", "up", "m",
+				    "qwen-2.5 \xc3\xa9", "we\"ird" };
+	static const int64_t	 caps[] = { 0, 8, 100000 };
+	static const int	 kinds[] = { KIND_CHAT, KIND_CHAT,
+				    KIND_VISION, KIND_EMBEDDING };
+	struct pconf		*c;
+	struct pruntime		*rts[5];
+	struct gen		 g;
+	size_t			 nspliced = 0, ntried = 0, k;
+	int			 i, j, n, order[10], t;
+
+	ATF_REQUIRE((c = pconf_new()) != NULL);
+	rts[0] = runtime(c, "none", NULL, NULL);
+	rts[1] = runtime(c, "mv1", mv1, rf1);
+	rts[2] = runtime(c, "mv2", mv2, rf2);
+	rts[3] = runtime(c, "mv3", mv3, rf1);
+	rts[4] = runtime(c, "rf", NULL, rf2);
+	memset(&g, 0, sizeof(g));
+	g.seed = 0x2545f4914f6cdd1dULL;
+	for (i = 0; i < 20000; i++) {
+		for (j = 0; j < 10; j++)
+			order[j] = j;
+		for (j = 9; j > 0; j--) {
+			k = rnd(&g) % (j + 1);
+			t = order[j];
+			order[j] = order[k];
+			order[k] = t;
+		}
+		g.len = 0;
+		gws(&g);
+		put(&g, "{", 1);
+		gws(&g);
+		n = rnd(&g) % 8;
+		for (j = 0; j < n; j++) {
+			if (j > 0) {
+				put(&g, ",", 1);
+				gws(&g);
+			}
+			put(&g, "\"", 1);
+			puts_(&g, names[order[j]]);
+			put(&g, "\"", 1);
+			gws(&g);
+			put(&g, ":", 1);
+			gws(&g);
+			if (order[j] == 0)
+				puts_(&g, rnd(&g) % 4 ? "\"m\"" : "null");
+			else if (order[j] == 3)
+				puts_(&g, rnd(&g) % 2 ? "true" : "false");
+			else if (order[j] <= 2)
+				puts_(&g, values[rnd(&g) % 4]);
+			else
+				puts_(&g, values[rnd(&g) % 10]);
+			gws(&g);
+		}
+		if (rnd(&g) % 4 == 0) {
+			puts_(&g, n > 0 ? ",\"messages\":[{\"content\":\"" :
+			    "\"messages\":[{\"content\":\"");
+			gtext(&g, rnd(&g) % 5000, 0);
+			puts_(&g, "\"}]");
+		}
+		put(&g, "}", 1);
+		gws(&g);
+		ntried++;
+		k = splice_check(rts[i % 5], g.b, g.len,
+		    ups[rnd(&g) % 5], caps[rnd(&g) % 3], kinds[rnd(&g) % 4],
+		    NULL, NULL);
+		nspliced += k;
+		/* no rule, or the usual move: the splice does them all */
+		if (i % 5 <= 1)
+			ATF_CHECK_MSG(k, "%s", show(g.b, g.len));
+	}
+	/* paths and moves onto other values: json-c, now and then */
+	ATF_CHECK_MSG(nspliced * 10 > ntried * 7, "%zu of %zu spliced",
+	    nspliced, ntried);
+	free(g.b);
+	free(g.spots);
+	pconf_free(c);
+}
+
 ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, pieces);
 	ATF_TP_ADD_TC(tp, corpus);
 	ATF_TP_ADD_TC(tp, edges);
 	ATF_TP_ADD_TC(tp, utf8);
+	ATF_TP_ADD_TC(tp, splice_bytes);
+	ATF_TP_ADD_TC(tp, splice_left);
+	ATF_TP_ADD_TC(tp, splice_corpus);
 	return (atf_no_error());
 }
