@@ -230,6 +230,7 @@ extern int	 scan_portable;		/* 1: never SSE2 (tests) */
 int		 rules_scan(const char *, size_t, struct rscan *);
 int		 rscan_has(const struct rscan *, const char *);
 int		 scan_utf8(const char *, size_t);
+int		 scan_count(const char *, size_t, int64_t *);
 
 struct pconf	*pconf_new(void);
 void		 pconf_free(struct pconf *);

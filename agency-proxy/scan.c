@@ -384,12 +384,14 @@ word(struct scanner *s, const char *w, size_t n)
 	return (1);
 }
 
-/* A count for max_tokens and the like: null, or a short integer >= 0. */
-static int
-count(const unsigned char *v, size_t n, int64_t *out)
+/* A count for max_tokens and the like: null (-1), or a short integer
+ * >= 0; 0 if the n bytes at v are neither. */
+int
+scan_count(const char *cv, size_t n, int64_t *out)
 {
-	int64_t	 x = 0;
-	size_t	 i;
+	const unsigned char	*v = (const unsigned char *)cv;
+	int64_t			 x = 0;
+	size_t			 i;
 
 	if (n == 4 && memcmp(v, "null", 4) == 0) {
 		*out = -1;
@@ -433,9 +435,10 @@ note_top(struct scanner *s, const unsigned char *k, size_t klen,
 	} else if (klen == 6 && memcmp(k, "stream", 6) == 0)
 		rs->stream = n == 4 && memcmp(v, "true", 4) == 0;
 	else if (klen == 10 && memcmp(k, "max_tokens", 10) == 0)
-		return (count(v, n, &rs->max_tokens));
+		return (scan_count((const char *)v, n, &rs->max_tokens));
 	else if (klen == 21 && memcmp(k, "max_completion_tokens", 21) == 0)
-		return (count(v, n, &rs->max_completion_tokens));
+		return (scan_count((const char *)v, n,
+		    &rs->max_completion_tokens));
 	return (1);
 }
 

@@ -24,7 +24,7 @@
  * White space between the members that are kept stays; where a member
  * goes or comes, a comma alone stands between.
  *
- * Calls: rules.c (rerr_set).
+ * Calls: scan.c (scan_count), rules.c (rerr_set).
  */
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -158,28 +158,6 @@ text(struct splice *sp, const char *s, size_t len, int quote, int role)
 	return (piece(sp, (size_t)off, sp->textlen - (size_t)off, 1, role));
 }
 
-/* A count as the scan reads one (null: -1); 0 if the bytes are not. */
-static int
-count_of(const char *v, size_t n, int64_t *out)
-{
-	int64_t	 x = 0;
-	size_t	 i;
-
-	if (n == 4 && memcmp(v, "null", 4) == 0) {
-		*out = -1;
-		return (1);
-	}
-	if (n == 0 || n > 15)
-		return (0);
-	for (i = 0; i < n; i++) {
-		if (v[i] < '0' || v[i] > '9')
-			return (0);
-		x = x * 10 + (v[i] - '0');
-	}
-	*out = x;
-	return (1);
-}
-
 /* A member that is not in the body: its name, and (unless it is a text
  * that follows) its value in the body. */
 static int
@@ -248,8 +226,8 @@ splice_rules(const struct pruntime *rt, const struct rscan *rs,
 		    0)) {
 			/* equal as bytes is equal; two counts differ (the
 			 * cap's two fields, most often); else json-c says */
-			if (!count_of(b + to->value, to->valuelen, &x) ||
-			    !count_of(b + from->value, from->valuelen, &y) ||
+			if (!scan_count(b + to->value, to->valuelen, &x) ||
+			    !scan_count(b + from->value, from->valuelen, &y) ||
 			    x == y)
 				return (1);
 			rerr_set(e, 400, "conflicting_fields",
@@ -288,10 +266,10 @@ splice_rules(const struct pruntime *rt, const struct rscan *rs,
 		if (m->gone)
 			continue;
 		role = role_of(m->name, m->namelen);
-		if (role == SP_MAX_TOKENS && !count_of(b + m->value,
+		if (role == SP_MAX_TOKENS && !scan_count(b + m->value,
 		    m->valuelen, &sp->max_tokens))
 			return (1);
-		if (role == SP_MAX_COMPLETION && !count_of(b + m->value,
+		if (role == SP_MAX_COMPLETION && !scan_count(b + m->value,
 		    m->valuelen, &sp->max_completion_tokens))
 			return (1);
 		if (m->top < 0) {

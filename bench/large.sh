@@ -371,24 +371,30 @@ bodies_table()
 			done
 		done
 	done
+	local t1="" t2="" ra rh
+	for s in $LARGE_SIZES; do
+		for c in $LARGE_CONNS; do
+			k=b-$s-$c
+			ra=$(awk -v a="$(large_med $k-agency rps)" \
+			    -v n="$(large_med $k-nginx rps)" \
+			    'BEGIN { printf "%.2f", a / n }')
+			rh=$(awk -v a="$(large_med $k-agency rps)" \
+			    -v n="$(large_med $k-haproxy rps)" \
+			    'BEGIN { printf "%.2f", a / n }')
+			t1="$t1| $(large_size $s), $c | $(large_summary "$W/L-$k-direct.rps") | $(large_summary "$W/L-$k-nginx.rps") | $(large_summary "$W/L-$k-haproxy.rps") | $(large_summary "$W/L-$k-agency.rps") | $ra | $rh |
+"
+			t2="$t2| $(large_size $s), $c | $(large_med $k-direct p99) / $(large_med $k-nginx p99) / $(large_med $k-haproxy p99) / $(large_med $k-agency p99) | $(large_med $k-nginx cpu) / $(large_med $k-haproxy cpu) / $(large_cpu $k-agency) |
+"
+		done
+	done
 	say ""
 	say "| body, connections | direct req/s | nginx req/s | HAProxy req/s | agency req/s | agency / nginx | agency / HAProxy |"
 	say "|---|---:|---:|---:|---:|---:|---:|"
-	for s in $LARGE_SIZES; do
-		for c in $LARGE_CONNS; do
-			k=b-$s-$c
-			say "| $(large_size $s), $c | $(large_summary "$W/L-$k-direct.rps") | $(large_summary "$W/L-$k-nginx.rps") | $(large_summary "$W/L-$k-haproxy.rps") | $(large_summary "$W/L-$k-agency.rps") | $(awk -v a="$(large_med $k-agency rps)" -v n="$(large_med $k-nginx rps)" 'BEGIN { printf "%.2f", a / n }') | $(awk -v a="$(large_med $k-agency rps)" -v n="$(large_med $k-haproxy rps)" 'BEGIN { printf "%.2f", a / n }') |"
-		done
-	done
+	printf '%s' "$t1"
 	say ""
 	say "| body, connections | p99 ms direct / nginx / HAProxy / agency | CPU us a request: nginx / HAProxy / agency-proxy (+ agencyd) |"
 	say "|---|---|---|"
-	for s in $LARGE_SIZES; do
-		for c in $LARGE_CONNS; do
-			k=b-$s-$c
-			say "| $(large_size $s), $c | $(large_med $k-direct p99) / $(large_med $k-nginx p99) / $(large_med $k-haproxy p99) / $(large_med $k-agency p99) | $(large_med $k-nginx cpu) / $(large_med $k-haproxy cpu) / $(large_med $k-agency cpu) (+ $(large_med $k-agency ad)) |"
-		done
-	done
+	printf '%s' "$t2"
 }
 
 rewrite_table()

@@ -244,29 +244,13 @@ gvalue(struct gen *g, int depth)
 				    "1e9", "-2.5E-3", "6.02e+23", "0.0",
 				    "123456789012345678901234567890" };
 	static const char	*lits[] = { "true", "false", "null" };
-	int			 n, i;
+	int			 k, n, i;
 
-	switch (depth <= 0 ? 2 + rnd(g) % 3 : rnd(g) % 5) {
+	switch (k = depth <= 0 ? 2 + rnd(g) % 3 : rnd(g) % 5) {
 	case 0:
-		put(g, "{", 1);
-		gws(g);
-		n = rnd(g) % 4;
-		for (i = 0; i < n; i++) {
-			if (i > 0) {
-				put(g, ",", 1);
-				gws(g);
-			}
-			gname(g);
-			gws(g);
-			put(g, ":", 1);
-			gws(g);
-			gvalue(g, depth - 1);
-			gws(g);
-		}
-		put(g, "}", 1);
-		break;
 	case 1:
-		put(g, "[", 1);
+		/* an object (with names) or an array */
+		put(g, k == 0 ? "{" : "[", 1);
 		gws(g);
 		n = rnd(g) % 4;
 		for (i = 0; i < n; i++) {
@@ -274,10 +258,16 @@ gvalue(struct gen *g, int depth)
 				put(g, ",", 1);
 				gws(g);
 			}
+			if (k == 0) {
+				gname(g);
+				gws(g);
+				put(g, ":", 1);
+				gws(g);
+			}
 			gvalue(g, depth - 1);
 			gws(g);
 		}
-		put(g, "]", 1);
+		put(g, k == 0 ? "}" : "]", 1);
 		break;
 	case 2:
 		put(g, "\"", 1);
