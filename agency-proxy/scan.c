@@ -25,11 +25,13 @@
  * need nothing done: the scan marks the bytes that matter (a quote, a
  * backslash, a control character, a byte >= 0x80) 32 at a time, with
  * SSE2, which every x86-64 has, or 8 to a 64-bit word elsewhere
- * (scan_portable chooses the words for the tests, which hold the two to
- * the same answers), and handles the marked ones in turn.  A step with
+ * (scan_portable, utf8.c's, chooses the words for the tests, which hold
+ * the two to the same answers), and handles the marked ones in turn.  A step with
  * no byte >= 0x80 (all of an English prompt but a few) has no UTF-8
  * work at all; a byte >= 0x80 is checked as the start of a well-formed
- * sequence where it stands, in the same pass.
+ * sequence where it stands (utf8.c), in the same pass.
+ *
+ * Calls: utf8.c.
  */
 #include <sys/types.h>
 
@@ -44,8 +46,6 @@
 
 #define SCAN_DEPTH	32
 #define SCAN_KEYS	RSCAN_TOP
-
-int	 scan_portable;
 
 struct scanner {
 	const unsigned char	*base;
@@ -118,106 +118,7 @@ mask_sse2(const unsigned char *p)
 	    _mm_or_si128(_mm_cmpeq_epi8(y, q), _mm_cmpeq_epi8(y, b)),
 	    _mm_cmplt_epi8(y, sp))) << 16);
 }
-
-/* The first byte >= 0x80 of [p, end), 32 bytes a step. */
-static const unsigned char *
-ascii_sse2(const unsigned char *p, const unsigned char *end)
-{
-	__m128i		 x, y;
-	unsigned int	 m;
-
-	while (end - p >= 32) {
-		x = _mm_loadu_si128((const __m128i *)(const void *)p);
-		y = _mm_loadu_si128((const __m128i *)(const void *)(p + 16));
-		if ((m = (unsigned int)_mm_movemask_epi8(_mm_or_si128(x,
-		    y))) != 0) {
-			m = (unsigned int)_mm_movemask_epi8(x) |
-			    (unsigned int)_mm_movemask_epi8(y) << 16;
-			return (p + __builtin_ctz(m));
-		}
-		p += 32;
-	}
-	while (p < end && *p < 0x80)
-		p++;
-	return (p);
-}
 #endif
-
-/* The same, 8 bytes a step. */
-static const unsigned char *
-ascii_words(const unsigned char *p, const unsigned char *end)
-{
-	uint64_t	 w;
-
-	while (end - p >= 8) {
-		memcpy(&w, p, 8);
-		if ((w & HIGH) != 0)
-			break;
-		p += 8;
-	}
-	while (p < end && *p < 0x80)
-		p++;
-	return (p);
-}
-
-/*
- * The length of the well-formed UTF-8 sequence at p (of at most left
- * bytes) that starts with a byte >= 0x80, or 0: a stray continuation
- * byte, an overlong form, a surrogate, past U+10FFFF, or cut short.
- * The second byte's range is the first byte's to say (RFC 3629,
- * section 4), which leaves the rest to be continuation bytes.
- */
-static inline size_t
-utf8_len(const unsigned char *p, size_t left)
-{
-	unsigned int	 c = p[0], lo = 0x80, hi = 0xbf;
-	size_t		 n;
-
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2;
-	else if (c >= 0xe0 && c <= 0xef) {
-		n = 3;
-		if (c == 0xe0)
-			lo = 0xa0;
-		else if (c == 0xed)
-			hi = 0x9f;
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		n = 4;
-		if (c == 0xf0)
-			lo = 0x90;
-		else if (c == 0xf4)
-			hi = 0x8f;
-	} else
-		return (0);
-	if (left < n || p[1] < lo || p[1] > hi)
-		return (0);
-	if (n >= 3 && (p[2] & 0xc0) != 0x80)
-		return (0);
-	if (n == 4 && (p[3] & 0xc0) != 0x80)
-		return (0);
-	return (n);
-}
-
-/* Whether buf[0..len) is well-formed UTF-8 (RFC 3629). */
-int
-scan_utf8(const char *buf, size_t len)
-{
-	const unsigned char	*p = (const unsigned char *)buf, *end = p + len;
-	size_t			 n;
-
-	for (;;) {
-#ifdef __SSE2__
-		p = scan_portable ? ascii_words(p, end) : ascii_sse2(p, end);
-#else
-		p = ascii_words(p, end);
-#endif
-		if (p == end)
-			return (1);
-		if ((n = utf8_len(p, end - p)) == 0)
-			return (0);
-		p += n;
-	}
-}
 
 static void
 ws(struct scanner *s)
@@ -255,7 +156,7 @@ string_byte(const unsigned char *p, const unsigned char *e,
 	if (*p == '"')
 		return (2);
 	if (*p >= 0x80) {
-		if ((n = utf8_len(p, e - p)) == 0)
+		if ((n = utf8_seq(p, e - p)) == 0)
 			return (0);
 		*next = p + n;
 		return (1);

@@ -465,16 +465,10 @@ large_tables()
 	return 0
 }
 
-# large_only: BODIES_ONLY=1, the tables asked for and nothing else.
+# large_only: BODIES_ONLY=1, the tables asked for and nothing else
+# (errors_end is bench/run's).
 large_only()
 {
 	large_tables
-	say ""
-	if [ -f "$W/errors" ]; then
-		say "errors:"
-		cat "$W/errors"
-		exit 1
-	fi
-	say "no errors"
-	exit 0
+	errors_end
 }

@@ -67,7 +67,9 @@ enum {
 	OPT_IGNORE_TERM,
 	OPT_SLOW_EXIT_MS,
 	OPT_STALL,
-	OPT_STAMP
+	OPT_STAMP,
+	OPT_ANY_MODEL,
+	OPT_LOG_REQUESTS
 };
 
 static const struct option longopts[] = {
@@ -90,6 +92,9 @@ static const struct option longopts[] = {
 	{ "slow-exit-ms",	required_argument,	NULL, OPT_SLOW_EXIT_MS },
 	{ "stall",		no_argument,		NULL, OPT_STALL },
 	{ "stamp",		no_argument,		NULL, OPT_STAMP },
+	{ "any-model",		no_argument,		NULL, OPT_ANY_MODEL },
+	{ "log-requests",	no_argument,		NULL,
+	    OPT_LOG_REQUESTS },
 	{ "help",		no_argument,		NULL, 'h' },
 	{ NULL,			0,			NULL, 0 }
 };
@@ -106,7 +111,8 @@ usage(FILE *fp, int code)
 "       [--bind-early] [--rss SIZE] [--fail-load] [--ready-status N]\n"
 "       [--token-ms N] [--stops-on-close always|never|stream]\n"
 "       [--crash-after-ms N] [--crash-mid-stream K] [--ignore-term]\n"
-"       [--slow-exit-ms N] [--stall] [--stamp]\n"
+"       [--slow-exit-ms N] [--stall] [--stamp] [--any-model]\n"
+"       [--log-requests]\n"
 "\n"
 "An OpenAI-compatible stand-in model server for tests and benchmarks.\n"
 "\n"
@@ -137,6 +143,11 @@ usage(FILE *fp, int code)
 "  --stamp            for benchmarks: add \"mono_ns\", CLOCK_MONOTONIC in ns\n"
 "                     when written, to each streamed chunk, and mono_ns=N\n"
 "                     to the ready line and the request log lines\n"
+"  --any-model        serve whatever model a request names, and answer\n"
+"                     with that name (--model when it names none), as a\n"
+"                     server that takes the request's model does\n"
+"  --log-requests     log a line for each request as it arrives, as\n"
+"                     llama-server does, besides the line of its answer\n"
 "  -h, --help         print this text and exit\n"
 "\n"
 "Routes: GET /health, GET /v1/models, POST /v1/chat/completions,\n"
@@ -450,6 +461,12 @@ main(int argc, char *argv[])
 			break;
 		case OPT_STAMP:
 			conf.stamp = 1;
+			break;
+		case OPT_ANY_MODEL:
+			conf.any_model = 1;
+			break;
+		case OPT_LOG_REQUESTS:
+			conf.log_requests = 1;
 			break;
 		case 'h':
 			usage(stdout, 0);

@@ -42,6 +42,8 @@ struct fakelm_conf {
 	int			 ignore_term;
 	int			 stall;
 	int			 stamp;
+	int			 any_model;
+	int			 log_requests;
 	enum stops_on_close	 stops_on_close;
 };
 

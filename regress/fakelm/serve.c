@@ -92,6 +92,7 @@ static struct json_tokener	*tok;
 static void	handle(struct evhttp_request *, void *);
 static void	log_request(const char *, const char *, const char *, int,
 		    size_t, int);
+static void	log_received(struct evhttp_request *, const char *);
 static const char *reason(int);
 static void	send_json(struct evhttp_request *, int, struct json_object *);
 static void	reply_json(struct evhttp_request *, int, struct json_object *,
@@ -103,6 +104,7 @@ static struct json_object *parse_body(struct evhttp_request *,
 		    const char *);
 static int	check_model(struct evhttp_request *, const char *,
 		    struct json_object *, const char **);
+static const char *answer_model(const char *);
 static long long count_words(const char *);
 static void	content_text(struct json_object *, struct evbuffer *);
 static void	health(struct evhttp_request *, const char *);
@@ -212,6 +214,20 @@ log_request(const char *method, const char *path, const char *model,
 		    model == NULL ? "-" : model, status, tokens, closed);
 }
 
+/* --log-requests: a request as it arrives, before any answer. */
+static void
+log_received(struct evhttp_request *req, const char *path)
+{
+	struct evhttp_connection	*evcon;
+	char				*host = NULL;
+	ev_uint16_t			 port = 0;
+
+	if ((evcon = evhttp_request_get_connection(req)) != NULL)
+		evhttp_connection_get_peer(evcon, &host, &port);
+	complain("fakelm: request: %s %s %s", http_method_name(req), path,
+	    host != NULL ? host : "-");
+}
+
 static const char *
 reason(int code)
 {
@@ -297,6 +313,8 @@ handle(struct evhttp_request *req, void *arg)
 		path = evhttp_uri_get_path(uri);
 	if (path == NULL || *path == '\0')
 		path = "/";
+	if (conf.log_requests)
+		log_received(req, path);
 
 	if (strcmp(path, "/health") == 0) {
 		health(req, path);
@@ -418,7 +436,7 @@ check_model(struct evhttp_request *req, const char *path,
 		return (-1);
 	}
 	name = json_object_get_string(m);
-	if (strcmp(name, conf.model) != 0) {
+	if (!conf.any_model && strcmp(name, conf.model) != 0) {
 		reply_error(req, 404, path, name, "invalid_request_error",
 		    "The model '%s' does not exist; this server serves '%s'",
 		    name, conf.model);
@@ -426,6 +444,13 @@ check_model(struct evhttp_request *req, const char *path,
 	}
 	*modelp = name;
 	return (0);
+}
+
+/* The model an answer names: with --any-model, the one it was sent. */
+static const char *
+answer_model(const char *sent)
+{
+	return (conf.any_model && sent != NULL ? sent : conf.model);
 }
 
 static long long
@@ -525,7 +550,7 @@ embeddings(struct evhttp_request *req, const char *path)
 	json_object_object_add(obj, "object", json_object_new_string("list"));
 	json_object_object_add(obj, "data", data);
 	json_object_object_add(obj, "model",
-	    json_object_new_string(conf.model));
+	    json_object_new_string(answer_model(model)));
 	json_object_object_add(obj, "usage", usage_object(ptok, -1));
 	reply_json(req, 200, obj, path, model, 0);
  done:
@@ -1129,7 +1154,7 @@ gen_object(struct gen *g, int chunk)
 	json_object_object_add(obj, "created",
 	    json_object_new_int64(g->created));
 	json_object_object_add(obj, "model",
-	    json_object_new_string(conf.model));
+	    json_object_new_string(answer_model(g->model)));
 	choices = json_object_new_array();
 	choice = json_object_new_object();
 	json_object_object_add(choice, "index", json_object_new_int(0));

@@ -53,10 +53,6 @@
 int	LLVMFuzzerInitialize(int *, char ***);
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
-/* agency-proxy's own, from proxy.c, which this does not link. */
-static struct proxy	 proxy;
-struct proxy		*px = &proxy;
-
 static struct pconf	*confs[8];	/* by the flags byte */
 static int		 verbose;	/* FUZZ_VERBOSE: print decisions */
 
@@ -359,11 +355,11 @@ scan_both(const char *body, size_t len)
 	scan_portable = 1;
 	r2 = rules_scan(body, len, &rs2);
 	p2 = rules_plain(body, len);
-	u2 = scan_utf8(body, len);
+	u2 = utf8_valid((const unsigned char *)body, len);
 	scan_portable = 0;
 	r = rules_scan(body, len, &rs);
 	p = rules_plain(body, len);
-	u = scan_utf8(body, len);
+	u = utf8_valid((const unsigned char *)body, len);
 	if (r != r2 || p != p2 || u != u2 ||
 	    memcmp(&rs, &rs2, sizeof(rs)) != 0)
 		abort();
@@ -519,7 +515,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    sizeof(dc.e.message)) == NULL || dc.body != NULL ||
 		    (dc.model != NULL && !served(c, dc.model)))
 			abort();
-		(void)http_error_type(dc.e.status);
+		(void)answer_error_type(dc.e.status);
 		break;
 	case HTTP_HEALTH:
 	case HTTP_MODELS:
