@@ -993,7 +993,7 @@ ATF_TC_BODY(splice_corpus, tc)
 				    "logit_bias", NULL };
 	static const char	*rf1[] = { "logit_bias", NULL };
 	static const char	*rf2[] = { "c", "extra.x", NULL };
-	static const char	*ups[] = { "up", "up", "m",
+	static const char	*ups[] = { "", "up", "m",
 				    "qwen-2.5 \xc3\xa9", "we\"ird" };
 	static const int64_t	 caps[] = { 0, 8, 100000 };
 	static const int	 kinds[] = { KIND_CHAT, KIND_CHAT,
