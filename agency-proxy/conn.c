@@ -20,6 +20,11 @@
  * Answers are written at once and only what the socket does not take is
  * kept.
  *
+ * A body of known length that does not come in one read is given room
+ * for all of it when its header is read, and read straight into place,
+ * no more than is left of it; its owner may then take the buffer it is
+ * in (conn_take_input) instead of copying it.
+ *
  * One request at a time: while a request runs (BUSY) the connection is
  * still read, to see the client leave (EOF or an error ends the request
  * through the owner's gone callback), but what it sends is only kept, up
@@ -114,6 +119,9 @@ struct hconn {
 	size_t			 rawpos;	/* chunked: next raw byte */
 	size_t			 bodylen;	/* chunked: decoded so far */
 	/* the running request */
+	size_t			 reqend;	/* in c->in, its end (0: it
+						 * is not in c->in) */
+	int			 taken;		/* its owner took c->in */
 	struct hreq		 req;
 	void			(*gone)(void *);
 	void			(*drained)(void *);
@@ -414,8 +422,9 @@ conn_readcb(evutil_socket_t fd, short ev, void *arg)
 {
 	struct hconn	*c = arg;
 	ssize_t		 n;
-	size_t		 used, room;
+	size_t		 used, room, total;
 	char		*dst;
+	int		 taken;
 
 	(void)ev;
 	if (c->broken) {
@@ -440,6 +449,15 @@ conn_readcb(evutil_socket_t fd, short ev, void *arg)
 	if (c->in.len == 0 && (c->state == CS_HEADER)) {
 		dst = rbuf;
 		room = sizeof(rbuf);
+	} else if (c->state == CS_BODY && c->clen >= 0) {
+		/* all that is left of the body, in room made for it all */
+		total = c->hdrlen + (size_t)c->clen;
+		room = total - c->in.len;
+		if (buf_reserve(&c->in, room, 4096, total) == -1) {
+			conn_end(c);
+			return;
+		}
+		dst = c->in.b + c->in.len;
 	} else {
 		room = c->state == CS_BODY ? CONN_READ : 4096;
 		if (in_reserve(c, room, in_limit(c)) == -1)
@@ -487,7 +505,11 @@ conn_readcb(evutil_socket_t fd, short ev, void *arg)
 				return;
 			}
 			if (used < (size_t)n) {
-				if (in_reserve(c, n - used, in_limit(c)) == -1) {
+				/* a body of known length: room for all of it */
+				total = c->state == CS_BODY && c->clen >= 0 ?
+				    c->hdrlen + (size_t)c->clen : n - used;
+				if (buf_reserve(&c->in, total, total < 4096 ?
+				    4096 : total, in_limit(c)) == -1) {
 					conn_end(c);
 					return;
 				}
@@ -505,6 +527,8 @@ conn_readcb(evutil_socket_t fd, short ev, void *arg)
 	c->inproc = 1;
 	used = conn_consume(c, c->in.b, c->in.len);
 	c->inproc = 0;
+	taken = c->taken;
+	c->taken = 0;
 	if (c->dead) {
 		conn_free(c);
 		return;
@@ -515,7 +539,9 @@ conn_readcb(evutil_socket_t fd, short ev, void *arg)
 			conn_linger(c);
 		return;
 	}
-	if (used > 0) {
+	if (taken) {
+		/* the request has the buffer, and nothing followed it */
+	} else if (used > 0) {
 		/* state may have moved: CS_BODY keeps offsets from 0 */
 		memmove(c->in.b, c->in.b + used, c->in.len - used);
 		c->in.len -= used;
@@ -658,11 +684,35 @@ conn_consume(struct hconn *c, char *buf, size_t len)
 		c->req.head = m.methodlen == 4 &&
 		    memcmp(m.method, "HEAD", 4) == 0;
 		used += total;
+		/* the request's owner may take c->in if it is all its own */
+		c->reqend = buf == c->in.b && used == c->in.len ? used : 0;
 		handler->request(&c->req, &m, body, datalen);
-		if (c->dead)
+		c->reqend = 0;
+		if (c->dead || c->taken)
 			return (len);
 	}
 	return (used);
+}
+
+/*
+ * For the owner of the request being handed up: the buffer its header
+ * and body are in, the owner's from now on (to free); the body stays
+ * where it is.  NULL when the request is not alone in a buffer of the
+ * connection's (it came in one read, or with more after it): then the
+ * owner copies what it keeps.
+ */
+char *
+conn_take_input(struct hconn *c)
+{
+	char	*b;
+
+	if (c->reqend == 0 || c->taken)
+		return (NULL);
+	b = c->in.b;
+	c->in.b = NULL;
+	c->in.len = c->in.cap = 0;
+	c->taken = 1;
+	return (b);
 }
 
 /*

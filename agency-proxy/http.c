@@ -216,9 +216,9 @@ http_decide(const struct pconf *conf, int cmd, const char *path,
 		return;
 	}
 	/*
-	 * The fast path (scan.c): a body that needs no tree for the rules
-	 * to be applied is only scanned.  What it cannot settle, it leaves
-	 * to json-c below, every error included.
+	 * The fast path (scan.c, splice.c): a body that needs no tree for
+	 * the rules to be applied is only scanned, and what they change is
+	 * spliced.  What it cannot settle, it leaves to json-c below.
 	 */
 	if (http_fastpath && rules_fast(body, len, &dc->scan)) {
 		if (rules_pick_name(conf, dc->scan.has_model ?
@@ -232,12 +232,19 @@ http_decide(const struct pconf *conf, int cmd, const char *path,
 			return;
 		}
 		scanned = 1;
-		if (rules_fast_ok(m->rt, &dc->scan)) {
+		switch (splice_rules(m->rt, &dc->scan, &dc->splice, &dc->e)) {
+		case -1:
+			dc->action = HTTP_ERROR;
+			dc->model = m;		/* refused for this model */
+			return;
+		case 0:
 			dc->action = HTTP_HOLD;
 			dc->model = m;
-			dc->plain = 1;
+			dc->plain = !dc->splice.changed;
 			dc->fast = 1;
 			return;
+		default:
+			break;
 		}
 		memset(&dc->scan, 0, sizeof(dc->scan));
 	}
@@ -436,8 +443,9 @@ http_request(struct hreq *r, const struct h1_msg *m, char *body,
 		break;
 	case HTTP_HOLD:
 		/* takes body */
-		forward_start(r, dc.model, dc.body, dc.fast ? &dc.scan : NULL,
-		    dc.plain ? body : NULL, len, path, target, m);
+		forward_start(r, dc.model, dc.body, dc.fast ? &dc.splice :
+		    NULL, dc.scan.stream, dc.plain || dc.fast ? body : NULL,
+		    len, path, target, m);
 		break;
 	case HTTP_ERROR:
 	default:

@@ -208,7 +208,6 @@ struct rscan {
 
 int		 rules_scan(const char *, size_t, struct rscan *);
 int		 rules_plain(const char *, size_t);
-int		 rscan_has(const struct rscan *, const char *);
 int		 scan_count(const char *, size_t, int64_t *);
 
 /* rules.c: pure functions, unit-tested */
@@ -233,12 +232,9 @@ int		 rules_check_route(const struct pmodel *, const char *,
 int		 rules_apply(const struct pruntime *, json_object *,
 		    struct rerr *, int *);
 int		 rules_fast(const char *, size_t, struct rscan *);
-int		 rules_fast_ok(const struct pruntime *, const struct rscan *);
 int		 rules_pick_name(const struct pconf *, const char *,
 		    struct pmodel **, struct rerr *);
 int		 rules_stops_stream(const struct pruntime *, int);
-int		 rules_rewrite_needed(const struct rscan *, const char *,
-		    int64_t, int);
 int64_t		 rules_cap(const struct pmodel *);
 int		 rules_rewrite(json_object *, const char *, int64_t, int);
 int		 rules_stops(const struct pruntime *, json_object *);
@@ -319,6 +315,7 @@ void		 conn_init(const struct conn_handler *);
 void		 conn_configure(const struct pconf *);
 void		*conn_listen(int);
 void		 conn_unlisten(void *);
+char		*conn_take_input(struct hconn *);
 int		 conn_write(struct hconn *, const void *, size_t);
 size_t		 conn_queued(const struct hconn *);
 void		 conn_set_owner(struct hconn *, void (*)(void *),
@@ -354,7 +351,7 @@ int		 probe_delay(int64_t, int, int *);
 
 /* forward.c */
 void		 forward_start(struct hreq *, const struct pmodel *,
-		    json_object *, const struct rscan *, const char *, size_t,
+		    json_object *, const struct splice *, int, char *, size_t,
 		    const char *, const char *, const struct h1_msg *);
 void		 forward_status(struct hreq *);
 void		 forward_metrics(struct hreq *);
@@ -389,8 +386,10 @@ struct http_decision {
 	int		 plain;		/* HTTP_HOLD: no rule changed it and
 					 * its bytes may go on as they are */
 	int		 fast;		/* HTTP_HOLD: body is NULL, scan is
-					 * what the rules needed of it */
+					 * what the rules needed of it and
+					 * splice what they made of it */
 	struct rscan	 scan;
+	struct splice	 splice;
 };
 
 extern int	 http_fastpath;		/* 0: json-c for every body */

@@ -541,19 +541,3 @@ rules_plain(const char *buf, size_t len)
 
 	return (scan(buf, len, &rs, CTX_OTHER));
 }
-
-/* Whether the top object has a name, the first part of path. */
-int
-rscan_has(const struct rscan *rs, const char *path)
-{
-	size_t	 i, n;
-	const char *dot;
-
-	n = (dot = strchr(path, '.')) != NULL ? (size_t)(dot - path) :
-	    strlen(path);
-	for (i = 0; i < rs->ntop; i++)
-		if (rs->top[i].namelen == n &&
-		    memcmp(rs->base + rs->top[i].name, path, n) == 0)
-			return (1);
-	return (0);
-}

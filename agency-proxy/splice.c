@@ -364,7 +364,8 @@ replace(struct splice *sp, struct spiece *p, const char *s, size_t len,
 /*
  * The model name sent upstream ("": the body's own, as it is) and the
  * cap (0: none) for a kind, on the pieces, as rules_rewrite does them.
- * 1 if the body changed, 0 if not; -1: no room (for the json-c path).
+ * 1 if the body changed, 0 if not; -1, with nothing changed, when the
+ * pieces have no room for the name (for the json-c path).
  */
 int
 splice_rewrite(struct splice *sp, const char *base, const char *upstream,
@@ -373,7 +374,18 @@ splice_rewrite(struct splice *sp, const char *base, const char *upstream,
 	struct spiece	*p;
 	char		 num[24];
 	const char	*v;
+	size_t		 need, i;
 	int		 seen = 0, changed = 0, n;
+
+	/* room for all of it, first: the name escaped, two members added,
+	 * the pieces they take */
+	for (need = 2, i = 0; upstream[i] != '\0'; i++)
+		need += upstream[i] == '"' || upstream[i] == '\\' ? 2 :
+		    (unsigned char)upstream[i] < 0x20 ? 6 : 1;
+	need += sizeof(",\"model\":") + sizeof(",\"max_tokens\":") + 3 * 24;
+	if (need > sizeof(sp->text) - sp->textlen ||
+	    sp->np + 6 > SPLICE_PIECES)
+		return (-1);
 
 	if (upstream[0] != '\0') {
 		/* a model the scan took is null or a string with no

@@ -380,19 +380,43 @@ scan_both(const char *body, size_t len)
 	json_object_put(o);
 }
 
+/* Whether a splice of body reads as the tree o: strict, no name twice,
+ * and the same JSON. */
+static int
+same_json(const struct splice *sp, const char *body, json_object *o)
+{
+	static char		 out[1 << 17];
+	struct iovec		 iov[SPLICE_PIECES];
+	struct rerr		 e;
+	json_object		*again;
+	size_t			 n, i, total, off;
+	int			 same;
+
+	n = splice_iov(sp, body, iov, SPLICE_PIECES, &total);
+	if (total > sizeof(out))
+		abort();
+	for (i = 0, off = 0; i < n; i++) {
+		memcpy(out + off, iov[i].iov_base, iov[i].iov_len);
+		off += iov[i].iov_len;
+	}
+	if (!rules_plain(out, off) || (again = rules_parse(out, off,
+	    &e)) == NULL)
+		return (0);
+	same = json_object_equal(again, o);
+	json_object_put(again);
+	return (same);
+}
+
 /* The splice of a body the scan took against the json-c path, for the
  * rules of each model of c. */
 static void
 splice_both(const struct pconf *c, const char *body, size_t len)
 {
 	static struct splice	 sp;
-	static char		 out[1 << 17];
-	struct iovec		 iov[SPLICE_PIECES];
 	struct rscan		 rs;
 	struct rerr		 e, e2;
 	struct pmodel		*m;
-	json_object		*o, *again;
-	size_t			 n, i, total, off;
+	json_object		*o;
 	int			 r, r2, changed, ch, ch2;
 
 	if (!rules_scan(body, len, &rs))
@@ -413,24 +437,9 @@ splice_both(const struct pconf *c, const char *body, size_t len)
 			    rules_cap(m), m->rt->kind);
 			ch2 = rules_rewrite(o, m->upstream, rules_cap(m),
 			    m->rt->kind);
-			if (ch != -1) {
-				if (ch != ch2)
-					abort();
-				n = splice_iov(&sp, body, iov, SPLICE_PIECES,
-				    &total);
-				if (total > sizeof(out))
-					abort();
-				for (i = 0, off = 0; i < n; i++) {
-					memcpy(out + off, iov[i].iov_base,
-					    iov[i].iov_len);
-					off += iov[i].iov_len;
-				}
-				if (!rules_plain(out, off) || (again =
-				    rules_parse(out, off, &e2)) == NULL ||
-				    !json_object_equal(again, o))
-					abort();
-				json_object_put(again);
-			}
+			if (ch != -1 && (ch != ch2 ||
+			    !same_json(&sp, body, o)))
+				abort();
 		}
 		json_object_put(o);
 	}
@@ -477,8 +486,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	px->conf = c;
 	/*
 	 * The fast path must decide as json-c's does: the same action,
-	 * model and error; and where it took the body, json-c's tree must
-	 * agree with what it noted.
+	 * model and error; where it took the body, it changed it where the
+	 * rules did, json-c's tree must agree with what it noted, and its
+	 * pieces must read as that tree (below).
 	 */
 	http_fastpath = 1;
 	http_decide(c, cmd, path, &hh, body, in.left, &fdc);
@@ -490,7 +500,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    strcmp(fdc.e.code, dc.e.code) != 0 ||
 	    strcmp(fdc.e.message, dc.e.message) != 0)))
 		abort();
-	if (fdc.fast && (fdc.body != NULL || !dc.plain))
+	if (fdc.fast && (fdc.body != NULL || dc.plain != fdc.plain ||
+	    fdc.plain != !fdc.splice.changed))
 		abort();
 	json_object_put(fdc.body);
 	/* What a web page may not get: any route but /health served to a
@@ -547,16 +558,19 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		if (fdc.fast) {
 			json_object	*copy = NULL;
-			int		 need;
+			int		 ch;
 
-			need = rules_rewrite_needed(&fdc.scan,
+			/* the grant's rewrite on the pieces, and on a
+			 * copy of the tree: the same JSON */
+			ch = splice_rewrite(&fdc.splice, body,
 			    dc.model->upstream, cap, dc.model->rt->kind);
 			if (json_object_deep_copy(dc.body, &copy, NULL) != 0)
 				abort();
 			if (rules_stops_stream(dc.model->rt,
-			    fdc.scan.stream) != stops ||
-			    need != rules_rewrite(copy, dc.model->upstream, cap,
-			    dc.model->rt->kind))
+			    fdc.scan.stream) != stops || (ch != -1 &&
+			    ch != rules_rewrite(copy, dc.model->upstream, cap,
+			    dc.model->rt->kind)) || (ch != -1 &&
+			    !same_json(&fdc.splice, body, copy)))
 				abort();
 			json_object_put(copy);
 		}

@@ -924,6 +924,23 @@ ATF_TC_BODY(splice_bytes, tc)
 		    memcmp(out, cases[i].out, n) == 0, "%s made %s",
 		    cases[i].body, show(out, n));
 	}
+
+	/* a name with no room in the pieces: nothing changed, json-c's */
+	{
+		static struct splice	 sp;
+		struct rscan		 rs;
+		struct rerr		 e;
+		char			 name[1000];
+		const char		*b = "{\"model\":\"q\"}";
+
+		memset(name, '"', sizeof(name) - 1);
+		name[sizeof(name) - 1] = '\0';
+		ATF_REQUIRE(rules_scan(b, strlen(b), &rs));
+		ATF_REQUIRE_EQ(splice_rules(plain, &rs, &sp, &e), 0);
+		ATF_CHECK_EQ(splice_rewrite(&sp, b, name, 8, KIND_CHAT), -1);
+		n = spliced(&sp, b, out, sizeof(out));
+		ATF_CHECK(n == strlen(b) && memcmp(out, b, n) == 0);
+	}
 	pconf_free(c);
 }
 
