@@ -23,7 +23,9 @@
  * A body of known length that does not come in one read is given room
  * for all of it when its header is read, and read straight into place,
  * no more than is left of it; its owner may then take the buffer it is
- * in (conn_take_input) instead of copying it.
+ * in (conn_take_input) instead of copying it.  Its strings are noted as
+ * they come (scan.c's prescan_feed), while they are in the cache, for
+ * the scan of the whole body to take.
  *
  * One request at a time: while a request runs (BUSY) the connection is
  * still read, to see the client leave (EOF or an error ends the request
@@ -121,6 +123,7 @@ struct hconn {
 	/* the running request */
 	size_t			 reqend;	/* in c->in, its end (0: it
 						 * is not in c->in) */
+	struct prescan		 pre;		/* of a body of known length */
 	int			 taken;		/* its owner took c->in */
 	struct hreq		 req;
 	void			(*gone)(void *);
@@ -417,6 +420,15 @@ in_limit(const struct hconn *c)
 	}
 }
 
+/* The strings of a body of known length that came so far. */
+static void
+in_prescan(struct hconn *c)
+{
+	if (c->state == CS_BODY && c->clen >= 0 && c->in.len > c->hdrlen)
+		prescan_feed(&c->pre, c->in.b + c->hdrlen,
+		    c->in.len - c->hdrlen);
+}
+
 static void
 conn_readcb(evutil_socket_t fd, short ev, void *arg)
 {
@@ -515,10 +527,12 @@ conn_readcb(evutil_socket_t fd, short ev, void *arg)
 				}
 				memcpy(c->in.b, rbuf + used, n - used);
 				c->in.len = n - used;
+				in_prescan(c);
 			}
 			return;
 		}
 		c->in.len += n;
+		in_prescan(c);
 	}
 	if (c->state != CS_HEADER && c->state != CS_BODY)
 		return;
@@ -597,6 +611,7 @@ conn_consume(struct hconn *c, char *buf, size_t len)
 				return (len);
 			}
 			c->hdrlen = r;
+			prescan_clear(&c->pre);
 			if (m.chunked) {
 				c->clen = -1;
 				h1_chunked_init(&c->ch);
@@ -686,7 +701,11 @@ conn_consume(struct hconn *c, char *buf, size_t len)
 		used += total;
 		/* the request's owner may take c->in if it is all its own */
 		c->reqend = buf == c->in.b && used == c->in.len ? used : 0;
+		/* the notes are of c->in's bytes */
+		c->req.pre = buf == c->in.b && c->clen >= 0 ? &c->pre : NULL;
 		handler->request(&c->req, &m, body, datalen);
+		c->req.pre = NULL;
+		prescan_clear(&c->pre);
 		c->reqend = 0;
 		if (c->dead || c->taken)
 			return (len);
@@ -915,6 +934,7 @@ conn_free(struct hconn *c)
 	stats.open--;
 	buf_release(&c->in, 0);
 	buf_release(&c->out, 0);
+	prescan_clear(&c->pre);
 	free(c);
 }
 

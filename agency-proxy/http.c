@@ -107,7 +107,7 @@ http_swap_listeners(struct pconf *old, struct pconf *new)
 void
 http_decide(const struct pconf *conf, int cmd, const char *path,
     const struct http_hdrs *hh, const char *body, size_t len,
-    struct http_decision *dc)
+    const struct prescan *pre, struct http_decision *dc)
 {
 	json_object	*obj, *jm;
 	struct pmodel	*m;
@@ -220,7 +220,7 @@ http_decide(const struct pconf *conf, int cmd, const char *path,
 	 * the rules to be applied is only scanned, and what they change is
 	 * spliced.  What it cannot settle, it leaves to json-c below.
 	 */
-	if (http_fastpath && rules_fast(body, len, &dc->scan)) {
+	if (http_fastpath && rules_fast(body, len, pre, &dc->scan)) {
 		if (rules_pick_name(conf, dc->scan.has_model ?
 		    dc->scan.model : NULL, &m, &dc->e) == -1) {
 			dc->action = HTTP_ERROR;
@@ -416,7 +416,7 @@ http_request(struct hreq *r, const struct h1_msg *m, char *body,
 	hh.origin = field(m, "Origin", origin, sizeof(origin));
 	hh.ctype = field(m, "Content-Type", ctype, sizeof(ctype));
 	http_decide(px->conf, cmd, path, &hh, len > 0 ? body : NULL, len,
-	    &dc);
+	    r->pre, &dc);
 	switch (dc.action) {
 	case HTTP_HEALTH:
 		obj = json_object_new_object();

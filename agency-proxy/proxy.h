@@ -75,6 +75,8 @@ struct hconn;
 /* The request a client connection runs (conn.c), for its answer. */
 struct hreq {
 	struct hconn	*conn;
+	const struct prescan *pre;	/* what conn.c noted of its body as
+					 * it came in, or NULL */
 	int		 minor;		/* HTTP/1.minor */
 	int		 keepalive;	/* the client asked to keep it */
 	int		 head;		/* HEAD: no body in the answer */
@@ -206,7 +208,27 @@ struct rscan {
 	size_t		 ntop;
 };
 
-int		 rules_scan(const char *, size_t, struct rscan *);
+/* What prescan_feed notes of a body as it comes in: its strings. */
+#define PRESCAN_MAX	16384
+struct prescan {
+	size_t		 pos;		/* the next byte to look at */
+	int		 in;		/* in a string, begun at start */
+	int		 esc;		/* which has an escape */
+	size_t		 start;
+	int		 off;		/* no more is noted */
+	struct pstr {
+		size_t	 start;		/* its opening quote */
+		size_t	 end;		/* its closing quote */
+		int	 esc;
+	}		*s;
+	size_t		 n;
+	size_t		 cap;
+};
+
+void		 prescan_feed(struct prescan *, const char *, size_t);
+void		 prescan_clear(struct prescan *);
+int		 rules_scan(const char *, size_t, const struct prescan *,
+		    struct rscan *);
 int		 rules_plain(const char *, size_t);
 int		 scan_count(const char *, size_t, int64_t *);
 
@@ -231,7 +253,8 @@ int		 rules_check_route(const struct pmodel *, const char *,
 		    struct rerr *);
 int		 rules_apply(const struct pruntime *, json_object *,
 		    struct rerr *, int *);
-int		 rules_fast(const char *, size_t, struct rscan *);
+int		 rules_fast(const char *, size_t, const struct prescan *,
+		    struct rscan *);
 int		 rules_pick_name(const struct pconf *, const char *,
 		    struct pmodel **, struct rerr *);
 int		 rules_stops_stream(const struct pruntime *, int);
@@ -403,7 +426,7 @@ struct http_hdrs {
 
 void		 http_decide(const struct pconf *, int, const char *,
 		    const struct http_hdrs *, const char *, size_t,
-		    struct http_decision *);
+		    const struct prescan *, struct http_decision *);
 int		 http_host_ok(const struct pconf *, const char *);
 int		 http_origin_ok(const struct pconf *, const char *,
 		    const char *);

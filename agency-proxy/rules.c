@@ -355,11 +355,12 @@ rules_pick_name(const struct pconf *c, const char *name, struct pmodel **mp,
 
 /* Valid UTF-8 that rules_scan takes: see scan.c. */
 int
-rules_fast(const char *buf, size_t len, struct rscan *rs)
+rules_fast(const char *buf, size_t len, const struct prescan *pre,
+    struct rscan *rs)
 {
 	/* the scan checks UTF-8 itself, in strings, the only place it
 	 * takes bytes >= 0x80 */
-	return (len > 0 && rules_scan(buf, len, rs));
+	return (len > 0 && rules_scan(buf, len, pre, rs));
 }
 
 int

@@ -31,11 +31,16 @@
  * work at all; a byte >= 0x80 is checked as the start of a well-formed
  * sequence where it stands (utf8.c), in the same pass.
  *
+ * The strings of a long body may be noted as it comes in (prescan_feed,
+ * from conn.c), while its bytes are still in the cache; the scan then
+ * takes each from the notes.
+ *
  * Calls: utf8.c.
  */
 #include <sys/types.h>
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #ifdef __SSE2__
@@ -54,6 +59,8 @@ struct scanner {
 	struct rscan		*rs;
 	int			 depth;
 	int			 portable;	/* scan_portable, when it began */
+	const struct prescan	*pre;		/* strings noted as it came */
+	size_t			 k;		/* the next of them */
 };
 
 static int	 scan_value(struct scanner *, int, int);
@@ -185,36 +192,35 @@ string_byte(const unsigned char *p, const unsigned char *e,
 }
 
 /*
- * A string; *esc is set if it has an escape.  s->p is on the quote.
- * 32 bytes a step: their special bytes as a mask, taken one by one
- * (an escape or a character may reach into the next step), so that a
- * text with an escape every few words is not loaded again after each.
+ * The inside of a string from p, of the bytes before e, 32 a step: their
+ * special bytes as a mask, taken one by one (an escape or a character
+ * may reach into the next step), so that a text with an escape every
+ * few words is not loaded again after each.  2 with *at on the closing
+ * quote; 0 if the bytes cannot be a string's; 1 if the string runs on
+ * past e, with *at where to go on from when more has come (e, or the
+ * character or escape that e may cut short).  *esc is set if it has an
+ * escape.
  */
 static int
-scan_string(struct scanner *s, const unsigned char **start, size_t *len,
-    int *esc)
+string_in(const unsigned char *p, const unsigned char *e, int portable,
+    const unsigned char **at, int *esc)
 {
-	const unsigned char	*p = s->p + 1, *e = s->end, *blk, *q;
+	const unsigned char	*blk, *q;
 	uint32_t		 m;
 	int			 r;
 
-	*esc = 0;
-	*start = p;
 	while (e - p >= 32) {
 		blk = p;
 #ifdef __SSE2__
-		m = s->portable ? mask_words(blk) : mask_sse2(blk);
+		m = portable ? mask_words(blk) : mask_sse2(blk);
 #else
+		(void)portable;
 		m = mask_words(blk);
 #endif
 		while (m != 0) {
 			q = blk + __builtin_ctz(m);
-			if ((r = string_byte(q, e, &p, esc)) == 0)
-				return (0);
-			if (r == 2) {
-				p = q;
-				goto end;
-			}
+			if ((r = string_byte(q, e, &p, esc)) != 1)
+				goto stop;
 			if (p - blk >= 32)
 				break;
 			m &= ~0U << (p - blk);
@@ -225,17 +231,116 @@ scan_string(struct scanner *s, const unsigned char **start, size_t *len,
 	for (;;) {
 		while (p < e && !special(*p))
 			p++;
-		if (p >= e)
-			return (0);
-		if ((r = string_byte(p, e, &p, esc)) == 0)
-			return (0);
-		if (r == 2)
-			break;
+		if (p >= e) {
+			*at = e;
+			return (1);
+		}
+		q = p;
+		if ((r = string_byte(q, e, &p, esc)) != 1)
+			goto stop;
 	}
- end:
-	*len = p - *start;
-	s->p = p + 1;
+ stop:
+	*at = q;
+	if (r == 2)
+		return (2);
+	/* an escape or a character is at most 6 bytes: whole, later? */
+	return (e - q < 6);
+}
+
+/*
+ * A string; *esc is set if it has an escape.  s->p is on the quote.  One
+ * the prescan noted whole is taken as it noted it: the same bytes, read
+ * by the same string_in, from the same quote.
+ */
+static int
+scan_string(struct scanner *s, const unsigned char **start, size_t *len,
+    int *esc)
+{
+	const struct prescan	*pre = s->pre;
+	const unsigned char	*at;
+	size_t			 off = s->p - s->base;
+
+	*start = s->p + 1;
+	if (pre != NULL) {
+		while (s->k < pre->n && pre->s[s->k].start < off)
+			s->k++;
+		if (s->k < pre->n && pre->s[s->k].start == off) {
+			*len = pre->s[s->k].end - off - 1;
+			*esc = pre->s[s->k].esc;
+			s->p = s->base + pre->s[s->k++].end + 1;
+			return (1);
+		}
+	}
+	*esc = 0;
+	if (string_in(s->p + 1, s->end, s->portable, &at, esc) != 2)
+		return (0);
+	*len = at - *start;
+	s->p = at + 1;
 	return (1);
+}
+
+/*
+ * The strings of a body as it comes in, bytes [0, avail) of it so far,
+ * where they are still in the cache: each noted whole, with where it
+ * ends, for the scan to take as it is.  The rest of the body (its
+ * structure, its numbers) is left to the scan, which takes a string
+ * from the notes only when one begins at the very quote it is on.  On
+ * bytes no string can have, or PRESCAN_MAX strings, it notes no more.
+ */
+void
+prescan_feed(struct prescan *ps, const char *body, size_t avail)
+{
+	const unsigned char	*b = (const unsigned char *)body;
+	const unsigned char	*p = b + ps->pos, *e = b + avail, *at;
+	struct pstr		*v;
+	int			 r;
+
+	if (ps->off)
+		return;
+	while (p < e) {
+		if (!ps->in) {
+			if ((at = memchr(p, '"', e - p)) == NULL) {
+				p = e;
+				break;
+			}
+			ps->in = 1;
+			ps->esc = 0;
+			ps->start = at - b;
+			p = at + 1;
+			continue;
+		}
+		if ((r = string_in(p, e, scan_portable, &at, &ps->esc)) == 1) {
+			p = at;
+			break;
+		}
+		if (r == 0 || ps->n == PRESCAN_MAX) {
+			ps->off = 1;
+			return;
+		}
+		if (ps->n == ps->cap) {
+			if ((v = reallocarray(ps->s, ps->cap ? ps->cap * 2 : 64,
+			    sizeof(*v))) == NULL) {
+				ps->off = 1;
+				return;
+			}
+			ps->s = v;
+			ps->cap = ps->cap ? ps->cap * 2 : 64;
+		}
+		ps->s[ps->n].start = ps->start;
+		ps->s[ps->n].end = at - b;
+		ps->s[ps->n++].esc = ps->esc;
+		ps->in = 0;
+		p = at + 1;
+	}
+	ps->pos = p - b;
+}
+
+/* Forget the notes, for the next body. */
+void
+prescan_clear(struct prescan *ps)
+{
+	free(ps->s);
+	memset(ps, 0, sizeof(*ps));
 }
 
 /* -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? ; *integer: no . or e */
@@ -491,7 +596,8 @@ scan_value(struct scanner *s, int ctx, int inarray)
 /* The body as strict JSON: an object, with the rules' checks and notes
  * (CTX_TOP) or without them (CTX_OTHER). */
 static int
-scan(const char *buf, size_t len, struct rscan *rs, int ctx)
+scan(const char *buf, size_t len, const struct prescan *pre,
+    struct rscan *rs, int ctx)
 {
 	struct scanner	 s;
 
@@ -503,6 +609,8 @@ scan(const char *buf, size_t len, struct rscan *rs, int ctx)
 	s.rs = rs;
 	s.depth = 0;
 	s.portable = scan_portable;
+	s.pre = pre;
+	s.k = 0;
 	ws(&s);
 	if (s.p >= s.end || *s.p != '{')
 		return (0);
@@ -517,12 +625,14 @@ scan(const char *buf, size_t len, struct rscan *rs, int ctx)
 /*
  * 1 with rs filled in when buf[0..len) may take the fast path (see
  * above); 0 when it must be parsed by json-c.  UTF-8 is checked in
- * strings, where alone bytes >= 0x80 are taken.
+ * strings, where alone bytes >= 0x80 are taken.  pre: what
+ * prescan_feed noted of the body as it came in, or NULL.
  */
 int
-rules_scan(const char *buf, size_t len, struct rscan *rs)
+rules_scan(const char *buf, size_t len, const struct prescan *pre,
+    struct rscan *rs)
 {
-	return (scan(buf, len, rs, CTX_TOP));
+	return (scan(buf, len, pre, rs, CTX_TOP));
 }
 
 /*
@@ -539,5 +649,5 @@ rules_plain(const char *buf, size_t len)
 {
 	struct rscan	 rs;
 
-	return (scan(buf, len, &rs, CTX_OTHER));
+	return (scan(buf, len, NULL, &rs, CTX_OTHER));
 }

@@ -24,9 +24,10 @@
 # large_body to an exact size.  The rewrite table sends each body once
 # as it passes through (model "nginx"), and once to a model whose rule
 # changes it: "cap" (max tokens 8 under the body's 16), "named" (the
-# name sent upstream is another), "moved" (a runtime that moves
-# max_completion_tokens to max_tokens); "parts" (content as an array of
-# text parts) is changed by nothing but takes the tree path.
+# body names an alias, the model's own name is sent), "moved" (a
+# runtime that moves max_completion_tokens to max_tokens); "parts"
+# (content as an array of text parts) is changed by nothing but takes
+# the tree path.
 #
 # Knobs: BODIES=1 the large-body table (100 KB and 1 MB, 8 and 32
 # connections: about 4.5 minutes with the defaults), REWRITE=1 the
@@ -67,6 +68,7 @@ model "named" {
 	runtime "nginx"
 	upstream "nginx"
 	memory 16M
+	alias "renamed"
 }
 
 model "moved" {
@@ -411,7 +413,7 @@ rewrite_table()
 			model=nginx tail=',"max_tokens":16' parts=0
 			case $kind in
 			cap)	model=cap ;;
-			named)	model=named ;;
+			named)	model=renamed ;;
 			moved)	model=moved tail=',"max_completion_tokens":16' ;;
 			passmv)	tail=',"max_completion_tokens":16' ;;
 			parts)	parts=1 ;;

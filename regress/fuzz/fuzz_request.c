@@ -23,7 +23,8 @@
  * door or an Origin not its own, and no admin route without a loopback
  * Host and the port.  The body scan's two ways of finding the bytes
  * that matter (SSE2 and a 64-bit word, scan.c) give the same answer and
- * notes for every body, and a body the scan takes is an object json-c
+ * notes for every body, with its strings noted as it came in or not
+ * (prescan_feed), and a body the scan takes is an object json-c
  * reads with the same members, in the same order, at the offsets noted.
  * Such a body spliced by each model's rules (splice.c) is refused as the
  * json-c path refuses it, or reads as the same JSON as that path's tree,
@@ -347,22 +348,34 @@ static void
 scan_both(const char *body, size_t len)
 {
 	static struct rscan	 rs, rs2;
+	struct prescan		 ps;
 	struct rerr		 e;
 	json_object		*o;
-	size_t			 i = 0;
+	size_t			 i = 0, avail, step;
 	int			 r, r2, p, p2, u, u2;
 
 	scan_portable = 1;
-	r2 = rules_scan(body, len, &rs2);
+	r2 = rules_scan(body, len, NULL, &rs2);
 	p2 = rules_plain(body, len);
 	u2 = utf8_valid((const unsigned char *)body, len);
 	scan_portable = 0;
-	r = rules_scan(body, len, &rs);
+	r = rules_scan(body, len, NULL, &rs);
 	p = rules_plain(body, len);
 	u = utf8_valid((const unsigned char *)body, len);
 	if (r != r2 || p != p2 || u != u2 ||
 	    memcmp(&rs, &rs2, sizeof(rs)) != 0)
 		abort();
+	/* with its strings noted as it came in, in pieces: the same */
+	memset(&ps, 0, sizeof(ps));
+	for (avail = 0, step = 1 + len % 7; avail < len;
+	    step = step * 5 % 61 + 1) {
+		avail = len - avail < step ? len : avail + step;
+		prescan_feed(&ps, body, avail);
+	}
+	if (rules_scan(body, len, &ps, &rs2) != r ||
+	    (r && memcmp(&rs, &rs2, sizeof(rs)) != 0))
+		abort();
+	prescan_clear(&ps);
 	if (!r)
 		return;
 	if ((o = rules_parse(body, len, &e)) == NULL ||
@@ -419,7 +432,7 @@ splice_both(const struct pconf *c, const char *body, size_t len)
 	json_object		*o;
 	int			 r, r2, changed, ch, ch2;
 
-	if (!rules_scan(body, len, &rs))
+	if (!rules_scan(body, len, NULL, &rs))
 		return;
 	TAILQ_FOREACH(m, &c->models, entry) {
 		if ((r = splice_rules(m->rt, &rs, &sp, &e)) == 1)
@@ -491,9 +504,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	 * pieces must read as that tree (below).
 	 */
 	http_fastpath = 1;
-	http_decide(c, cmd, path, &hh, body, in.left, &fdc);
+	http_decide(c, cmd, path, &hh, body, in.left, NULL, &fdc);
 	http_fastpath = 0;
-	http_decide(c, cmd, path, &hh, body, in.left, &dc);
+	http_decide(c, cmd, path, &hh, body, in.left, NULL, &dc);
 	http_fastpath = 1;
 	if (fdc.action != dc.action || fdc.model != dc.model ||
 	    (dc.action == HTTP_ERROR && (fdc.e.status != dc.e.status ||

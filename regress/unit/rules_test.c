@@ -395,7 +395,7 @@ rewrite_fast(const char *body, const char *upstream, int64_t cap, int kind)
 	struct rerr		 e;
 
 	memset(&rt, 0, sizeof(rt));
-	ATF_REQUIRE_MSG(rules_fast(body, strlen(body), &rs), "%s", body);
+	ATF_REQUIRE_MSG(rules_fast(body, strlen(body), NULL, &rs), "%s", body);
 	ATF_REQUIRE_EQ(splice_rules(&rt, &rs, &sp, &e), 0);
 	return (splice_rewrite(&sp, body, upstream, cap, kind));
 }
@@ -548,7 +548,7 @@ ATF_TC_BODY(scan, tc)
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		ATF_CHECK_EQ_MSG(rules_fast(cases[i].body,
-		    strlen(cases[i].body), &rs), cases[i].fast, "%s",
+		    strlen(cases[i].body), NULL, &rs), cases[i].fast, "%s",
 		    cases[i].body);
 		/* what the scan takes, json-c takes */
 		if (cases[i].fast) {
@@ -557,7 +557,7 @@ ATF_TC_BODY(scan, tc)
 			json_object_put(o);
 		}
 	}
-	ATF_REQUIRE(rules_fast(cases[0].body, strlen(cases[0].body), &rs));
+	ATF_REQUIRE(rules_fast(cases[0].body, strlen(cases[0].body), NULL, &rs));
 	ATF_CHECK_STREQ(rs.model, "m");
 	ATF_CHECK(rs.has_model);
 	ATF_CHECK(rs.stream);
@@ -569,7 +569,7 @@ ATF_TC_BODY(scan, tc)
 	ATF_CHECK(!top_has(&rs, "max_completion_tokens"));
 
 	/* invalid UTF-8 is never fast */
-	ATF_CHECK(!rules_fast("{\"a\":\"\xc3\"}", 9, &rs));
+	ATF_CHECK(!rules_fast("{\"a\":\"\xc3\"}", 9, NULL, &rs));
 
 	/* the rewrite the notes call for, on the pieces */
 	ATF_CHECK_EQ(rewrite_fast("{\"model\":\"up\",\"max_tokens\":16}",
@@ -582,7 +582,7 @@ ATF_TC_BODY(scan, tc)
 	    1);
 	ATF_CHECK_EQ(rewrite_fast("{\"model\":\"up\"}", "up", 256,
 	    KIND_EMBEDDING), 0);
-	ATF_REQUIRE(rules_fast("{\"model\":null}", 14, &rs));
+	ATF_REQUIRE(rules_fast("{\"model\":null}", 14, NULL, &rs));
 	ATF_CHECK(!rs.has_model);
 	ATF_CHECK_EQ(rewrite_fast("{\"model\":null}", "up", 0, KIND_CHAT), 1);
 }
@@ -645,7 +645,7 @@ decide_chat(struct pconf *c, const char *body, struct http_decision *dc)
 	}
 	http_fastpath = 1;
 	http_decide(c, EVHTTP_REQ_POST, "/v1/chat/completions", &hh, body,
-	    strlen(body), dc);
+	    strlen(body), NULL, dc);
 }
 
 /* The bytes of a splice of body, as a string. */
@@ -691,7 +691,7 @@ ATF_TC_BODY(fast_refuse, tc)
 
 	for (i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
 		b = refused[i];
-		ATF_REQUIRE_MSG(rules_fast(b, strlen(b), &rs), "%s", b);
+		ATF_REQUIRE_MSG(rules_fast(b, strlen(b), NULL, &rs), "%s", b);
 		ATF_CHECK_EQ_MSG(splice_rules(m->rt, &rs, &sp, &e), i == 0 ?
 		    -1 : 1, "%s", b);
 		decide_chat(c, b, &dc);
@@ -704,7 +704,7 @@ ATF_TC_BODY(fast_refuse, tc)
 
 	/* allowed beside them: held, on the fast path, as it is */
 	b = "{\"model\":\"qwen\",\"tools\":{\"y\":[]}}";
-	ATF_REQUIRE(rules_fast(b, strlen(b), &rs));
+	ATF_REQUIRE(rules_fast(b, strlen(b), NULL, &rs));
 	decide_chat(c, b, &dc);
 	ATF_CHECK_EQ(dc.action, HTTP_HOLD);
 	ATF_CHECK(dc.plain);
@@ -862,7 +862,8 @@ decide(struct pconf *c, int cmd, const char *path, const char *host,
 	struct http_decision	 dc;
 	struct http_hdrs	 hh = { host, origin, ctype };
 
-	http_decide(c, cmd, path, &hh, body, body ? strlen(body) : 0, &dc);
+	http_decide(c, cmd, path, &hh, body, body ? strlen(body) : 0, NULL,
+	    &dc);
 	json_object_put(dc.body);
 	return (dc.action == HTTP_ERROR ? dc.e.status : -dc.action);
 }

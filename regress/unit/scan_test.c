@@ -392,6 +392,38 @@ show(const char *buf, size_t len)
 	return (out);
 }
 
+static size_t	 noted;		/* strings the prescans noted */
+
+/*
+ * The scan with the strings noted as the body came in, in pieces of
+ * sizes that vary (so that they cut escapes and characters anywhere):
+ * the same answer, and the same notes, as without.
+ */
+static void
+prescanned(const char *buf, size_t len, int r, const struct rscan *rs)
+{
+	static struct rscan	 pr;
+	struct prescan		 ps;
+	size_t			 avail = 0, step = 1 + len % 97;
+
+	memset(&ps, 0, sizeof(ps));
+	while (avail < len) {
+		avail = len - avail < step ? len : avail + step;
+		prescan_feed(&ps, buf, avail);
+		step = step * 3 % 4093 + 1;
+	}
+	noted += ps.n;
+	/* the strings of a body the scan takes are all noted, wherever
+	 * the pieces cut them (but for more than PRESCAN_MAX) */
+	ATF_REQUIRE_MSG(!r || (!ps.off && !ps.in && ps.pos == len) ||
+	    ps.n == PRESCAN_MAX, "the prescan stopped: %s", show(buf, len));
+	ATF_REQUIRE_EQ_MSG(rules_scan(buf, len, &ps, &pr), r,
+	    "with the prescan: %s", show(buf, len));
+	ATF_REQUIRE_MSG(!r || memcmp(&pr, rs, sizeof(pr)) == 0,
+	    "with the prescan, other notes: %s", show(buf, len));
+	prescan_clear(&ps);
+}
+
 /* The scan of buf both ways, which must agree in every note. */
 static int
 scan2(const char *buf, size_t len, struct rscan *rs)
@@ -400,15 +432,16 @@ scan2(const char *buf, size_t len, struct rscan *rs)
 	int			 r, r2, p, p2;
 
 	scan_portable = 1;
-	r2 = rules_scan(buf, len, &other);
+	r2 = rules_scan(buf, len, NULL, &other);
 	p2 = rules_plain(buf, len);
 	scan_portable = 0;
-	r = rules_scan(buf, len, rs);
+	r = rules_scan(buf, len, NULL, rs);
 	p = rules_plain(buf, len);
 	ATF_REQUIRE_EQ_MSG(r, r2, "the two ways differ on %s", show(buf, len));
 	ATF_REQUIRE_EQ(p, p2);
 	ATF_REQUIRE_MSG(memcmp(rs, &other, sizeof(other)) == 0,
 	    "the two ways note differently: %s", show(buf, len));
+	prescanned(buf, len, r, rs);
 	/* the body's bytes are valid UTF-8 alike both ways */
 	scan_portable = 1;
 	p2 = utf8_valid((const unsigned char *)buf, len);
@@ -540,7 +573,8 @@ check_exact(const char *buf, size_t len, enum want want)
 /*
  * Every piece at every offset of a 32-byte step within a string, with
  * a little or a lot after it, the body ending at its last byte; and the
- * body cut short right after the piece.
+ * body cut short right after the piece.  Each body is also scanned with
+ * its strings noted as it came in, in pieces (prescan_feed): the same.
  */
 ATF_TC_WITHOUT_HEAD(pieces);
 ATF_TC_BODY(pieces, tc)
@@ -633,6 +667,8 @@ ATF_TC_BODY(corpus, tc)
 		ATF_REQUIRE(scan2(g.b, g.len, &rs));
 		check_exact(g.b, rnd(&g) % (rs.close + 1), REFUSED);
 	}
+	/* the prescans noted strings for the scans to take */
+	ATF_CHECK_MSG(noted > 10000, "%zu strings noted", noted);
 	free(b);
 	free(g.b);
 	free(g.spots);
@@ -801,7 +837,7 @@ splice_check(const struct pruntime *rt, const char *body, size_t len,
 	int			 r, r2, changed, c, c2;
 	size_t			 n;
 
-	ATF_REQUIRE_MSG(rules_scan(body, len, &rs), "%s", show(body, len));
+	ATF_REQUIRE_MSG(rules_scan(body, len, NULL, &rs), "%s", show(body, len));
 	r = splice_rules(rt, &rs, &sp, &e);
 	ATF_REQUIRE((o = jparse(body, len)) != NULL);
 	r2 = rules_apply(rt, o, &e2, &changed);
@@ -935,7 +971,7 @@ ATF_TC_BODY(splice_bytes, tc)
 
 		memset(name, '"', sizeof(name) - 1);
 		name[sizeof(name) - 1] = '\0';
-		ATF_REQUIRE(rules_scan(b, strlen(b), &rs));
+		ATF_REQUIRE(rules_scan(b, strlen(b), NULL, &rs));
 		ATF_REQUIRE_EQ(splice_rules(plain, &rs, &sp, &e), 0);
 		ATF_CHECK_EQ(splice_rewrite(&sp, b, name, 8, KIND_CHAT), -1);
 		n = spliced(&sp, b, out, sizeof(out));
