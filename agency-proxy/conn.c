@@ -82,6 +82,7 @@
 #include "proxy.h"
 
 #define CONN_READ		(64 * 1024)	/* the shared read buffer */
+#define CONN_FIRST		(16 * 1024)	/* a request's first read */
 #define CONN_HEADER_MAX		(64 * 1024)	/* a request's header */
 #define CONN_PIPELINE_MAX	(64 * 1024)	/* kept while BUSY */
 #define CONN_LINGER_MS		2000		/* a lingering close, at most */
@@ -457,10 +458,14 @@ conn_readcb(evutil_socket_t fd, short ev, void *arg)
 			conn_free(c);
 		return;
 	}
-	/* Read: into the shared buffer when nothing is pending. */
+	/*
+	 * Read: into the shared buffer when nothing is pending, no more
+	 * than a small request: of a long body, what came with its header
+	 * is copied into the room made for it, the rest read into place.
+	 */
 	if (c->in.len == 0 && (c->state == CS_HEADER)) {
 		dst = rbuf;
-		room = sizeof(rbuf);
+		room = CONN_FIRST;
 	} else if (c->state == CS_BODY && c->clen >= 0) {
 		/* all that is left of the body, in room made for it all */
 		total = c->hdrlen + (size_t)c->clen;
