@@ -170,8 +170,9 @@ static size_t			 nnotes;
 
 %token	ALIAS ALWAYS ANY BODY BUDGET BUFFER CHAT CLOSE COMMAND CONSOLE
 %token	CONNECTIONS DEFAULT EMBEDDING ENV FAIRNESS GET HEADER IDLE IMAGE
-%token	INCLUDE KIND LAZY LISTEN LOAD MAX MEMORY MODEL MOVE NAME NEVER
-%token	NO ON OVERCOMMIT PART PORT PORTS POST QUEUE READY REFUSE REQUEST
+%token	INCLUDE KIND LAZY LISTEN LOAD LOADING MAX MEMORY MODEL MOVE NAME
+%token	NEVER NO ON OVERCOMMIT PART PORT PORTS POST PROGRESS QUEUE READY
+%token	REFUSE REQUEST
 %token	REQUESTS RESERVE RESTRICTED ROUTE RUNTIME SEND SERVER SOCKET
 %token	SPEECH STOPS STREAM TIMEOUT TO TOKENS UNCHANGED UPSTREAM USER
 %token	VISION WINDOW YES
@@ -384,6 +385,9 @@ main		: LISTEN ON STRING PORT NUMBER	{
 			if ($3 >= 0)
 				conf->fairness = $3;
 		}
+		| LOADING PROGRESS yesno	{
+			conf->progress = $3;
+		}
 		| DEFAULT MODEL STRING		{
 			if (setstr(conf->default_model,
 			    sizeof(conf->default_model), $3, "model name") == 0) {
@@ -453,6 +457,7 @@ rtopt		: COMMAND STRING		{
 		| KIND kind			{ rt->kind = $2; }
 		| STOPS ON CLOSE stops		{ rt->stops = $4; }
 		| SEND MODEL sendmodel		{ rt->send_model = $3; }
+		| LOADING PROGRESS yesno	{ rt->progress = $3; }
 		| ENV STRING			{
 			if (check_env($2) == 0)
 				(void)addstr(&rt->env, $2, AGENCY_ENV_MAX,
@@ -784,6 +789,7 @@ lookup(const char *s)
 		{ "lazy",		LAZY },
 		{ "listen",		LISTEN },
 		{ "load",		LOAD },
+		{ "loading",		LOADING },
 		{ "max",		MAX },
 		{ "memory",		MEMORY },
 		{ "model",		MODEL },
@@ -797,6 +803,7 @@ lookup(const char *s)
 		{ "port",		PORT },
 		{ "ports",		PORTS },
 		{ "post",		POST },
+		{ "progress",		PROGRESS },
 		{ "queue",		QUEUE },
 		{ "ready",		READY },
 		{ "refuse",		REFUSE },
@@ -1606,6 +1613,7 @@ runtime_start(char *name)
 	rt->kind = KIND_CHAT;
 	rt->stops = STOPS_ALWAYS;
 	rt->send_model = SEND_NAME;
+	rt->progress = -1;		/* the global one, after parsing */
 	rt->line = yylval.lineno;
 	rt_command = 0;
 	(void)here(&rt_pos);
@@ -2001,6 +2009,7 @@ check_all(void)
 {
 	struct listen_conf	*lc;
 	struct model_conf	*m;
+	struct runtime_conf	*r;
 	size_t			 i;
 
 	if (TAILQ_EMPTY(&conf->listens)) {
@@ -2050,6 +2059,9 @@ check_all(void)
 		if (m->queue_timeout == -1)
 			m->queue_timeout = conf->queue_timeout;
 	}
+	TAILQ_FOREACH(r, &conf->runtimes, entry)
+		if (r->progress == -1)
+			r->progress = conf->progress;
 
 	check_users();
 	check_runnable();
