@@ -20,6 +20,13 @@
  * Answers are written at once and only what the socket does not take is
  * kept.
  *
+ * A body of known length that does not come in one read is given room
+ * for all of it when its header is read, and read straight into place,
+ * no more than is left of it; its owner may then take the buffer it is
+ * in (conn_take_input) instead of copying it.  Its strings are noted as
+ * they come (scan.c's prescan_feed), while they are in the cache, for
+ * the scan of the whole body to take.
+ *
  * One request at a time: while a request runs (BUSY) the connection is
  * still read, to see the client leave (EOF or an error ends the request
  * through the owner's gone callback), but what it sends is only kept, up
@@ -91,6 +98,7 @@
 #include "proxy.h"
 
 #define CONN_READ		(64 * 1024)	/* the shared read buffer */
+#define CONN_FIRST		(16 * 1024)	/* a request's first read */
 #define CONN_HEADER_MAX		(64 * 1024)	/* a request's header */
 #define CONN_PIPELINE_MAX	(64 * 1024)	/* kept while BUSY */
 #define CONN_LINGER_MS		2000		/* a lingering close, at most */
@@ -131,6 +139,10 @@ struct hconn {
 	size_t			 rawpos;	/* chunked: next raw byte */
 	size_t			 bodylen;	/* chunked: decoded so far */
 	/* the running request */
+	size_t			 reqend;	/* in c->in, its end (0: it
+						 * is not in c->in) */
+	struct prescan		 pre;		/* of a body of known length */
+	int			 taken;		/* its owner took c->in */
 	struct hreq		 req;
 	void			(*gone)(void *);
 	void			(*drained)(void *);
@@ -599,13 +611,23 @@ io_write(struct hconn *c, const void *buf, size_t len)
 	return (io_tls(c, tls_write(c->tls, buf, len), 0));
 }
 
+/* The strings of a body of known length that came so far. */
+static void
+in_prescan(struct hconn *c)
+{
+	if (c->state == CS_BODY && c->clen >= 0 && c->in.len > c->hdrlen)
+		prescan_feed(&c->pre, c->in.b + c->hdrlen,
+		    c->in.len - c->hdrlen);
+}
+
 static void
 conn_readcb(evutil_socket_t fd, short ev, void *arg)
 {
 	struct hconn	*c = arg;
 	ssize_t		 n;
-	size_t		 used, room;
+	size_t		 used, room, total;
 	char		*dst;
+	int		 taken;
 
 	(void)ev;
 	if (c->broken) {
@@ -632,10 +654,23 @@ conn_readcb(evutil_socket_t fd, short ev, void *arg)
 			conn_free(c);
 		return;
 	}
-	/* Read: into the shared buffer when nothing is pending. */
+	/*
+	 * Read: into the shared buffer when nothing is pending, no more
+	 * than a small request: of a long body, what came with its header
+	 * is copied into the room made for it, the rest read into place.
+	 */
 	if (c->in.len == 0 && (c->state == CS_HEADER)) {
 		dst = rbuf;
-		room = sizeof(rbuf);
+		room = CONN_FIRST;
+	} else if (c->state == CS_BODY && c->clen >= 0) {
+		/* all that is left of the body, in room made for it all */
+		total = c->hdrlen + (size_t)c->clen;
+		room = total - c->in.len;
+		if (buf_reserve(&c->in, room, 4096, total) == -1) {
+			conn_end(c);
+			return;
+		}
+		dst = c->in.b + c->in.len;
 	} else {
 		room = c->state == CS_BODY ? CONN_READ : 4096;
 		if (in_reserve(c, room, in_limit(c)) == -1)
@@ -683,16 +718,22 @@ conn_readcb(evutil_socket_t fd, short ev, void *arg)
 				return;
 			}
 			if (used < (size_t)n) {
-				if (in_reserve(c, n - used, in_limit(c)) == -1) {
+				/* a body of known length: room for all of it */
+				total = c->state == CS_BODY && c->clen >= 0 ?
+				    c->hdrlen + (size_t)c->clen : n - used;
+				if (buf_reserve(&c->in, total, total < 4096 ?
+				    4096 : total, in_limit(c)) == -1) {
 					conn_end(c);
 					return;
 				}
 				memcpy(c->in.b, rbuf + used, n - used);
 				c->in.len = n - used;
+				in_prescan(c);
 			}
 			return;
 		}
 		c->in.len += n;
+		in_prescan(c);
 	}
 	if (c->state != CS_HEADER && c->state != CS_BODY)
 		return;
@@ -701,6 +742,8 @@ conn_readcb(evutil_socket_t fd, short ev, void *arg)
 	c->inproc = 1;
 	used = conn_consume(c, c->in.b, c->in.len);
 	c->inproc = 0;
+	taken = c->taken;
+	c->taken = 0;
 	if (c->dead) {
 		conn_free(c);
 		return;
@@ -711,7 +754,9 @@ conn_readcb(evutil_socket_t fd, short ev, void *arg)
 			conn_linger(c);
 		return;
 	}
-	if (used > 0) {
+	if (taken) {
+		/* the request has the buffer, and nothing followed it */
+	} else if (used > 0) {
 		/* state may have moved: CS_BODY keeps offsets from 0 */
 		memmove(c->in.b, c->in.b + used, c->in.len - used);
 		c->in.len -= used;
@@ -767,6 +812,7 @@ conn_consume(struct hconn *c, char *buf, size_t len)
 				return (len);
 			}
 			c->hdrlen = r;
+			prescan_clear(&c->pre);
 			if (m.chunked) {
 				c->clen = -1;
 				h1_chunked_init(&c->ch);
@@ -854,11 +900,39 @@ conn_consume(struct hconn *c, char *buf, size_t len)
 		c->req.head = m.methodlen == 4 &&
 		    memcmp(m.method, "HEAD", 4) == 0;
 		used += total;
+		/* the request's owner may take c->in if it is all its own */
+		c->reqend = buf == c->in.b && used == c->in.len ? used : 0;
+		/* the notes are of c->in's bytes */
+		c->req.pre = buf == c->in.b && c->clen >= 0 ? &c->pre : NULL;
 		handler->request(&c->req, &m, body, datalen);
-		if (c->dead)
+		c->req.pre = NULL;
+		prescan_clear(&c->pre);
+		c->reqend = 0;
+		if (c->dead || c->taken)
 			return (len);
 	}
 	return (used);
+}
+
+/*
+ * For the owner of the request being handed up: the buffer its header
+ * and body are in, the owner's from now on (to free); the body stays
+ * where it is.  NULL when the request is not alone in a buffer of the
+ * connection's (it came in one read, or with more after it): then the
+ * owner copies what it keeps.
+ */
+char *
+conn_take_input(struct hconn *c)
+{
+	char	*b;
+
+	if (c->reqend == 0 || c->taken)
+		return (NULL);
+	b = c->in.b;
+	c->in.b = NULL;
+	c->in.len = c->in.cap = 0;
+	c->taken = 1;
+	return (b);
 }
 
 /*
@@ -1082,6 +1156,7 @@ conn_free(struct hconn *c)
 	stats.open--;
 	buf_release(&c->in, 0);
 	buf_release(&c->out, 0);
+	prescan_clear(&c->pre);
 	free(c);
 }
 

@@ -11,7 +11,9 @@
  * dispatch.c (forward_grant, forward_refuse, forward_status_*).
  *
  * The upstream side is HTTP/1.1 of our own (h1.c parses the answers): a
- * request goes out in one write; an upstream connection keeps its read
+ * request goes out in one write, its header and its body's bytes from
+ * where they are (the client's as read, the pieces of a splice, or
+ * json-c's text), never copied into one buffer; an upstream connection keeps its read
  * event added for its whole life, idle or not, so a closed idle
  * connection is seen and dropped, and a request costs no epoll_ctl.  The
  * answer is passed on piece by piece as it is read: header and body of
@@ -40,12 +42,13 @@
  * is the stream's last event, an error in the OpenAI shape.
  *
  * Calls: answer.c, metrics.c, conn.c, parent.c, access.c, keyq.c,
- * rules.c, h1.c, buf.c, state.c.
+ * splice.c, rules.c, h1.c, buf.c, state.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>
 #include <sys/socket.h>
 #include <sys/tree.h>
+#include <sys/uio.h>
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -106,9 +109,12 @@ struct upconn {
 	int			 reused;	/* served an answer before */
 	int			 paused;	/* rev deleted: client is slow */
 	int			 inidle;	/* on the idle list */
-	char			*out;		/* the request's unwritten part */
-	size_t			 outoff;
-	size_t			 outlen;
+	/* the request's unwritten part: the header's copied, the body's
+	 * where it is (the request's, which outlives the writing) */
+	struct iovec		 iov[SPLICE_PIECES + 1];
+	int			 iovn;		/* 0: none */
+	int			 iovi;		/* the next one */
+	char			*out;		/* the header's */
 	char			*in;		/* an answer's partial header */
 	size_t			 inlen;
 	/* the answer being read */
@@ -142,14 +148,12 @@ struct preq {
 	int			 stops;
 	int			 kindof;	/* enum model_kind */
 	int64_t			 cap;
-	json_object		*json;		/* NULL: fast */
-	char			*raw;		/* the body's bytes, if plain */
+	json_object		*json;		/* the tree, if not fast */
+	char			*raw;		/* the body's bytes, if kept */
 	size_t			 rawlen;
-	int			 fast;		/* no tree: what scan noted */
-	int			 has_model;
-	char			 bmodel[AGENCY_NAME_MAX];
-	int64_t			 max_tokens;
-	int64_t			 max_completion_tokens;
+	char			*rawmem;	/* what raw is in, to free */
+	struct splice		*sp;		/* fast: the pieces of raw */
+	int			 spliced;	/* send sp's pieces, not raw */
 	int			 held;
 	uint64_t		 holdid;
 	uint16_t		 port;
@@ -226,6 +230,7 @@ static void		 upstream_fail(struct preq *, const char *);
 static void		 upstream_readcb(evutil_socket_t, short, void *);
 static void		 upstream_writecb(evutil_socket_t, short, void *);
 static void		 uc_free(struct upconn *);
+static void		 body_drop(struct preq *);
 static void		 timer_arm(struct preq *);
 static void		 timer_cb(evutil_socket_t, short, void *);
 static void		 usage_scan(struct preq *, const char *, size_t);
@@ -380,7 +385,8 @@ preq_end(struct preq *p)
 	TAILQ_REMOVE(&preqs, p, entry);
 	evtimer_del(&p->timer);
 	json_object_put(p->json);
-	free(p->raw);
+	free(p->rawmem);
+	free(p->sp);
 	json_object_put(p->models);
 	if (p->hdrs != p->hbuf)
 		free(p->hdrs);
@@ -405,6 +411,24 @@ release(struct preq *p)
 	memset(&ph, 0, sizeof(ph));
 	ph.holdid = p->holdid;
 	parent_send(IMSG_HOLD_RELEASE, &ph, sizeof(ph));
+}
+
+/*
+ * The request's body, no longer needed once it cannot be sent again:
+ * the client left, or the answer began (no retry then).  Not while the
+ * upstream connection still writes from it.
+ */
+static void
+body_drop(struct preq *p)
+{
+	if (p->uc != NULL && p->uc->iovn > 0)
+		return;
+	json_object_put(p->json);
+	p->json = NULL;
+	free(p->rawmem);
+	p->rawmem = p->raw = NULL;
+	free(p->sp);
+	p->sp = NULL;
 }
 
 /* Answer the client with a Retry-After of seconds (0: none), unless it
@@ -557,10 +581,7 @@ client_gone(void *arg)
 		    (unsigned long long)p->reqid, p->label);
 		p->state = ST_DRAIN;
 		/* nothing is sent again now: the body is not kept */
-		free(p->raw);
-		p->raw = NULL;
-		json_object_put(p->json);
-		p->json = NULL;
+		body_drop(p);
 		if (p->uc != NULL && p->uc->paused) {
 			p->uc->paused = 0;
 			event_add(&p->uc->rev, NULL);
@@ -674,14 +695,20 @@ key_slot(struct preq *p, int64_t max)
 	}
 }
 
+/*
+ * A model request that the rules took: its tree (body), or for the fast
+ * path the splice of its bytes (sp, and whether it is a stream), and
+ * its bytes (raw), when they may go on as they are or as pieces.  Takes
+ * body; raw is taken from the connection where it can be, else copied.
+ * a: who it comes from (its key, for max requests and the log).
+ */
 void
 forward_start(struct hreq *r, const struct pmodel *m, json_object *body,
-    const struct rscan *rs, const char *raw, size_t rawlen,
+    const struct splice *sp, int stream, char *raw, size_t rawlen,
     const char *path, const char *target, const struct h1_msg *hm,
     const struct paccess *a)
 {
 	struct preq		*p;
-	int			 stream;
 
 	if ((p = preq_new(r, PREQ_MODEL, path)) == NULL) {
 		json_object_put(body);
@@ -695,15 +722,8 @@ forward_start(struct hreq *r, const struct pmodel *m, json_object *body,
 	(void)strlcpy(p->user, a->user, sizeof(p->user));
 	access_who(a, p->who, sizeof(p->who));
 	p->json = body;
-	if (rs != NULL) {
-		/* the fast path: the scan's notes stand in for the tree */
-		p->fast = 1;
-		p->has_model = rs->has_model;
-		(void)strlcpy(p->bmodel, rs->model, sizeof(p->bmodel));
-		p->max_tokens = rs->max_tokens;
-		p->max_completion_tokens = rs->max_completion_tokens;
-		stream = rs->stream;
-	} else
+	/* stream: the scan's, on the fast path */
+	if (sp == NULL)
 		stream = rules_stream(body);
 	p->stops = rules_stops_stream(m->rt, stream);
 	/* its comment lines: only where a stream is awaited */
@@ -713,12 +733,17 @@ forward_start(struct hreq *r, const struct pmodel *m, json_object *body,
 	p->kindof = m->rt->kind;
 	p->cap = rules_cap(m);
 	p->state = ST_HOLD;
-	/* kept, to be sent as they are if the grant changes nothing */
-	if (raw != NULL && (p->raw = malloc(rawlen)) != NULL) {
-		memcpy(p->raw, raw, rawlen);
+	/* kept, to be sent as they are (or in pieces) */
+	if (raw != NULL) {
+		if ((p->rawmem = conn_take_input(r->conn)) != NULL)
+			p->raw = raw;
+		else if ((p->rawmem = p->raw = malloc(rawlen)) != NULL)
+			memcpy(p->raw, raw, rawlen);
 		p->rawlen = rawlen;
 	}
-	if (p->fast && p->raw == NULL) {
+	if (sp != NULL && (p->sp = malloc(sizeof(*sp))) != NULL)
+		memcpy(p->sp, sp, sizeof(*sp));
+	if ((raw != NULL && p->raw == NULL) || (sp != NULL && p->sp == NULL)) {
 		reply_error(p, 500, "internal_error", "Out of memory.");
 		preq_end(p);
 		return;
@@ -737,24 +762,37 @@ forward_start(struct hreq *r, const struct pmodel *m, json_object *body,
 }
 
 /*
- * A fast-path body at its grant: as it is, unless the rewrite changes
- * it; then it is parsed now, once, and goes the way of the others.
- * Returns 0 if the request ended.
+ * A fast-path body at its grant: the model name sent upstream and the
+ * cap, on its pieces; sent as it came if neither they nor the rules
+ * changed it.  When the pieces have no room for the name (a long one,
+ * escaped), the body as the rules left it is parsed after all, and goes
+ * the tree's way.  Returns 0 if the request ended.
  */
 static int
 fast_rewrite(struct preq *p, const char *upstream)
 {
-	struct rscan	 rs;
+	struct iovec	 iov[SPLICE_PIECES];
 	struct rerr	 e;
+	size_t		 n, i, len, off;
+	char		*b;
+	int		 c;
 
-	memset(&rs, 0, sizeof(rs));
-	rs.has_model = p->has_model;
-	(void)strlcpy(rs.model, p->bmodel, sizeof(rs.model));
-	rs.max_tokens = p->max_tokens;
-	rs.max_completion_tokens = p->max_completion_tokens;
-	if (!rules_rewrite_needed(&rs, upstream, p->cap, p->kindof))
+	if ((c = splice_rewrite(p->sp, p->raw, upstream, p->cap,
+	    p->kindof)) != -1) {
+		p->spliced = c == 1 || p->sp->changed;
 		return (1);
-	if ((p->json = rules_parse(p->raw, p->rawlen, &e)) == NULL) {
+	}
+	n = splice_iov(p->sp, p->raw, iov, SPLICE_PIECES, &len);
+	if ((b = malloc(len)) == NULL) {
+		reply_error(p, 500, "internal_error", "Out of memory.");
+		preq_end(p);
+		return (0);
+	}
+	for (i = 0, off = 0; i < n; off += iov[i++].iov_len)
+		memcpy(b + off, iov[i].iov_base, iov[i].iov_len);
+	p->json = rules_parse(b, len, &e);
+	free(b);
+	if (p->json == NULL) {
 		/* the scan took what json-c refuses: never, by the fuzzer */
 		log_warnx("request %llu: %s", (unsigned long long)p->reqid,
 		    e.message);
@@ -762,6 +800,11 @@ fast_rewrite(struct preq *p, const char *upstream)
 		preq_end(p);
 		return (0);
 	}
+	(void)rules_rewrite(p->json, upstream, p->cap, p->kindof);
+	free(p->rawmem);
+	p->rawmem = p->raw = NULL;
+	free(p->sp);
+	p->sp = NULL;
 	return (1);
 }
 
@@ -786,12 +829,13 @@ forward_grant(const struct proto_hold_grant *g)
 	p->granted_at = now_ms();
 	hold_waited(p, MW_GRANTED, 0);
 	(void)strlcpy(p->label, g->label, sizeof(p->label));
-	if (p->fast && !fast_rewrite(p, g->upstream))
-		return;
-	if (p->json != NULL &&
+	if (p->sp != NULL) {
+		if (!fast_rewrite(p, g->upstream))
+			return;
+	} else if (p->json != NULL &&
 	    rules_rewrite(p->json, g->upstream, p->cap, p->kindof)) {
-		free(p->raw);
-		p->raw = NULL;
+		free(p->rawmem);
+		p->rawmem = p->raw = NULL;
 	}
 	p->state = ST_FORWARD;
 	upstream_forward(p);
@@ -1166,27 +1210,60 @@ uc_free(struct upconn *uc)
 	free(uc);
 }
 
-/* Write what the socket takes of the request; keep the rest. */
-static int
-uc_send(struct upconn *uc, const char *d, size_t len)
+/* Past n bytes of uc's unwritten pieces. */
+static void
+uc_advance(struct upconn *uc, size_t n)
 {
-	ssize_t	 n = 0;
+	struct iovec	*v;
 
-	if (!uc->connecting) {
-		if ((n = write(uc->fd, d, len)) == -1) {
-			if (errno != EAGAIN && errno != EINTR)
-				return (-1);
-			n = 0;
+	while (uc->iovi < uc->iovn) {
+		v = &uc->iov[uc->iovi];
+		if (n < v->iov_len) {
+			v->iov_base = (char *)v->iov_base + n;
+			v->iov_len -= n;
+			return;
 		}
-		if ((size_t)n == len)
-			return (0);
+		n -= v->iov_len;
+		uc->iovi++;
 	}
 	free(uc->out);
-	if ((uc->out = malloc(len - n)) == NULL)
-		return (-1);
-	memcpy(uc->out, d + n, len - n);
-	uc->outoff = 0;
-	uc->outlen = len - n;
+	uc->out = NULL;
+	uc->iovn = uc->iovi = 0;
+}
+
+/*
+ * Write what the socket takes of the request, its pieces in one
+ * writev; keep the rest for upstream_writecb: the header (the first
+ * piece, in the output buffer that the next request takes) as a copy,
+ * the body's pieces where they are.
+ */
+static int
+uc_send(struct upconn *uc, const struct iovec *iov, int n)
+{
+	ssize_t	 w = 0;
+	int	 i;
+
+	for (i = 0; i < n; i++)
+		uc->iov[i] = iov[i];
+	uc->iovn = n;
+	uc->iovi = 0;
+	if (!uc->connecting) {
+		if ((w = writev(uc->fd, uc->iov, n)) == -1) {
+			if (errno != EAGAIN && errno != EINTR)
+				return (-1);
+			w = 0;
+		}
+		uc_advance(uc, (size_t)w);
+		if (uc->iovn == 0)
+			return (0);
+	}
+	if (uc->iovi == 0) {
+		free(uc->out);
+		if ((uc->out = malloc(uc->iov[0].iov_len)) == NULL)
+			return (-1);
+		memcpy(uc->out, uc->iov[0].iov_base, uc->iov[0].iov_len);
+		uc->iov[0].iov_base = uc->out;
+	}
 	if (!uc->connecting)
 		event_add(&uc->wev, NULL);
 	return (0);
@@ -1196,8 +1273,10 @@ static void
 upstream_forward(struct preq *p)
 {
 	struct upconn	*uc;
+	struct iovec	 iov[SPLICE_PIECES + 1];
 	const char	*s, *err = NULL;
 	size_t		 len;
+	int		 n = 2;
 	char		 msg[PROTO_MSG_MAX];
 
 	if ((uc = pool_get(p->port, &err)) == NULL) {
@@ -1215,13 +1294,18 @@ upstream_forward(struct preq *p)
 	uc->keepalive = 0;
 	uc->left = -1;
 
-	if (p->raw != NULL) {
-		s = p->raw;
-		len = p->rawlen;
+	/* the body: its pieces, its bytes, or json-c's text of the tree */
+	if (p->spliced)
+		n = 1 + splice_iov(p->sp, p->raw, iov + 1, SPLICE_PIECES,
+		    &len);
+	else if (p->raw != NULL) {
+		iov[1].iov_base = p->raw;
+		iov[1].iov_len = len = p->rawlen;
 	} else {
 		s = json_object_to_json_string_ext(p->json,
 		    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-		len = strlen(s);
+		iov[1].iov_base = (void *)(uintptr_t)s;
+		iov[1].iov_len = len = strlen(s);
 	}
 	o_reset();
 	o_str("POST ");
@@ -1235,12 +1319,15 @@ upstream_forward(struct preq *p)
 	o_str("Content-Length: ");
 	o_num(len, 10);
 	o_str("\r\n\r\n");
-	o_add(s, len);
+	iov[0].iov_base = ob.b;
+	iov[0].iov_len = ob.len;
 	timer_arm(p);
-	if (uc_send(uc, ob.b, ob.len) == -1) {
+	if (uc_send(uc, iov, n) == -1) {
+		o_reset();
 		upstream_fail(p, "connection failed");
 		return;
 	}
+	o_reset();
 	log_debug("request %llu: %s %s to %s on port %u",
 	    (unsigned long long)p->reqid, p->method, p->uri, p->label,
 	    p->port);
@@ -1270,8 +1357,8 @@ upstream_writecb(evutil_socket_t fd, short ev, void *arg)
 			return;
 		}
 	}
-	if (uc->outoff < uc->outlen) {
-		n = write(fd, uc->out + uc->outoff, uc->outlen - uc->outoff);
+	if (uc->iovn > 0) {
+		n = writev(fd, uc->iov + uc->iovi, uc->iovn - uc->iovi);
 		if (n == -1) {
 			if (errno == EAGAIN || errno == EINTR)
 				return;
@@ -1281,13 +1368,13 @@ upstream_writecb(evutil_socket_t fd, short ev, void *arg)
 				uc_free(uc);
 			return;
 		}
-		uc->outoff += n;
-		if (uc->outoff < uc->outlen)
+		uc_advance(uc, (size_t)n);
+		if (uc->iovn > 0)
 			return;
+		/* all out; if the answer began, the body is done with */
+		if (p != NULL && uc->got)
+			body_drop(p);
 	}
-	free(uc->out);
-	uc->out = NULL;
-	uc->outoff = uc->outlen = 0;
 	event_del(&uc->wev);
 }
 
@@ -1425,7 +1512,7 @@ upstream_done(struct preq *p, int reusable)
 	/* not one whose request is still going out, or whose answer came
 	 * before all of it: what is left would start the next request */
 	if (reusable && uc->keepalive && !uc->paused && !uc->connecting &&
-	    uc->outoff == uc->outlen) {
+	    uc->iovn == 0) {
 		free(uc->in);
 		uc->in = NULL;
 		uc->inlen = 0;
@@ -1592,7 +1679,11 @@ upstream_readcb(evutil_socket_t fd, short ev, void *arg)
 		    "connection closed");
 		return;
 	}
-	uc->got = 1;
+	if (!uc->got) {
+		/* no retry once the answer began: the body is done with */
+		uc->got = 1;
+		body_drop(p);
+	}
 	timer_arm(p);
 	o_reset();
 	if (uc->inlen > 0) {

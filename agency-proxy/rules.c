@@ -451,43 +451,12 @@ rules_pick_name(const struct pconf *c, const char *name,
 
 /* Valid UTF-8 that rules_scan takes: see scan.c. */
 int
-rules_fast(const char *buf, size_t len, struct rscan *rs)
+rules_fast(const char *buf, size_t len, const struct prescan *pre,
+    struct rscan *rs)
 {
 	/* the scan checks UTF-8 itself, in strings, the only place it
 	 * takes bytes >= 0x80 */
-	return (len > 0 && rules_scan(buf, len, rs));
-}
-
-/* Whether no move or refusal of the runtime can apply to a body that
- * took the fast path: none of their names is in it. */
-int
-rules_fast_ok(const struct pruntime *rt, const struct rscan *rs)
-{
-	size_t	 i;
-
-	for (i = 0; i < rt->nmoves; i++)
-		if (rscan_has(rs, rt->moves[i].from))
-			return (0);
-	for (i = 0; i < rt->refuse.n; i++)
-		if (rscan_has(rs, rt->refuse.v[i]))
-			return (0);
-	return (1);
-}
-
-/* Whether rules_rewrite would change a body of which rs was noted. */
-int
-rules_rewrite_needed(const struct rscan *rs, const char *upstream,
-    int64_t cap, int kind)
-{
-	if (upstream[0] != '\0' &&
-	    (!rs->has_model || strcmp(rs->model, upstream) != 0))
-		return (1);
-	if (cap <= 0)
-		return (0);
-	if (rs->max_tokens > cap || rs->max_completion_tokens > cap)
-		return (1);
-	return (rs->max_tokens < 0 && rs->max_completion_tokens < 0 &&
-	    (kind == KIND_CHAT || kind == KIND_VISION));
+	return (len > 0 && rules_scan(buf, len, pre, rs));
 }
 
 int

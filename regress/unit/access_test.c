@@ -312,7 +312,7 @@ hdecide(const struct pconf *c, int cmd, const char *path, const char *host,
 	hh.acrm = cmd == EVHTTP_REQ_OPTIONS ? "GET" : NULL;
 	hh.ctype = "application/json";
 	hh.peer = peer;
-	http_decide(c, cmd, path, &hh, NULL, 0, dc);
+	http_decide(c, cmd, path, &hh, NULL, 0, NULL, dc);
 	json_object_put(dc->body);
 	return (dc->action == HTTP_ERROR ? dc->e.status : -dc->action);
 }
