@@ -1,0 +1,59 @@
+/*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
+ * multipart/form-data bodies (RFC 7578, framed as RFC 2046 has it): the
+ * boundary of a Content-Type, and one pass over a body that checks its
+ * framing and finds the fields the front door reads (the model, and
+ * whether it asks for a stream), with the byte range of the model's
+ * value so that it can be replaced without copying the rest.  Pure
+ * functions on memory: no allocation, no I/O.
+ *
+ * The reading is strict, so that no server behind the front door can
+ * read a field this one did not (see multipart.c for each rule): CRLF
+ * line ends only; the body starts with its first delimiter and ends
+ * with the closing one (and at most one CRLF); a delimiter inside a
+ * part's data is an error, not data; each part has one
+ * Content-Disposition of form-data with a name; the model and stream
+ * fields come once, the model not as a file, and short.
+ */
+#ifndef AGENCY_MULTIPART_H
+#define AGENCY_MULTIPART_H
+
+#include <sys/types.h>
+
+#define MULTIPART_BOUNDARY_MAX	70	/* RFC 2046, 5.1.1 */
+#define MULTIPART_HEAD_MAX	8192	/* a part's header lines, together */
+#define MULTIPART_MODEL_MAX	127	/* bytes of the model's value */
+
+/* What multipart_scan found in a body. */
+struct mform {
+	int	 has_model;	/* a field "model" */
+	size_t	 model_off;	/* its value: bytes [off, off + len) */
+	size_t	 model_len;
+	int	 has_stream;	/* a field "stream" */
+	int	 stream;	/* that says true */
+	size_t	 nparts;
+	size_t	 nfiles;	/* parts with a filename */
+};
+
+/* Whether a Content-Type's value is multipart/form-data. */
+int	multipart_is_form(const char *);
+
+/*
+ * The boundary of a multipart/form-data Content-Type's value, into buf
+ * (at least MULTIPART_BOUNDARY_MAX + 1 bytes); 0, or -1 with a message
+ * for the client in *err.
+ */
+int	multipart_boundary(const char *, char *, size_t, const char **);
+
+/*
+ * Read body (len bytes, at most max) as a form with boundary b into *f.
+ * Returns 0, or a negated HTTP status for the client with a message in
+ * *err: -413 when len is over max, -400 when the form is malformed.
+ */
+int	multipart_scan(const char *, size_t, const char *, size_t,
+	    struct mform *, const char **);
+
+#endif /* AGENCY_MULTIPART_H */

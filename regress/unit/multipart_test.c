@@ -1,0 +1,366 @@
+/*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
+ * multipart/form-data (multipart.c): the boundary of a Content-Type, and
+ * the scan of a body: its framing, the model's byte range, the stream
+ * field, each refusal with its message.
+ */
+#include <sys/types.h>
+
+#include <atf-c.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "multipart.h"
+
+#define MAX	(1024 * 1024)
+/* A string literal and its length, NULs inside it counted. */
+#define S(s)	(s), (sizeof(s) - 1)
+
+#define CD	"Content-Disposition: form-data; "
+/* A form with boundary "b" of a model field and a file. */
+#define FORM(model)							\
+	"--b\r\n" CD "name=\"file\"; filename=\"a.wav\"\r\n"		\
+	"Content-Type: audio/wav\r\n\r\n"				\
+	"RIFF\r\n--\r\n-b\r\nx--b\r\n-b--\r\n"					\
+	"--b\r\n" CD "name=\"model\"\r\n\r\n" model "\r\n"		\
+	"--b--\r\n"
+
+static struct mform	 f;
+static const char	*err;
+
+static int
+scan(const char *s, size_t len)
+{
+	err = NULL;
+	return (multipart_scan(s, len, "b", MAX, &f, &err));
+}
+
+/* s is refused 400 with a message that has want in it. */
+#define CHECK_BAD(s, want) do {						\
+	int r_ = scan(S(s));						\
+	ATF_CHECK_EQ_MSG(r_, -400, "%s: %d", #s, r_);			\
+	ATF_CHECK_MSG(err != NULL && strstr(err, (want)) != NULL,	\
+	    "%s: message '%s', want '%s'", #s, err ? err : "(none)",	\
+	    (want));							\
+} while (0)
+
+/* The model's value as the scan found it. */
+static const char *
+model_of(const char *s)
+{
+	static char	 buf[256];
+
+	ATF_REQUIRE(f.has_model && f.model_len < sizeof(buf));
+	memcpy(buf, s + f.model_off, f.model_len);
+	buf[f.model_len] = '\0';
+	return (buf);
+}
+
+/* A form whose model is n bytes of 'm', scanned. */
+static int
+scan_model(size_t n)
+{
+	char	 buf[512];
+	int	 len;
+
+	ATF_REQUIRE(n < 256);
+	len = snprintf(buf, sizeof(buf), "--b\r\n" CD "name=model\r\n\r\n"
+	    "%.*s\r\n--b--\r\n", (int)n, "mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm"
+	    "mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm"
+	    "mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm"
+	    "mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm"
+	    "mmmmmmmmmmmmmmmmmmmmmmmmmmmmmm");
+	ATF_REQUIRE(len > 0 && (size_t)len < sizeof(buf));
+	return (scan(buf, (size_t)len));
+}
+
+ATF_TC_WITHOUT_HEAD(boundary);
+ATF_TC_BODY(boundary, tc)
+{
+	char		 b[MULTIPART_BOUNDARY_MAX + 1];
+	const char	*e;
+	static const struct {
+		const char	*ct;
+		const char	*want;	/* the boundary, or NULL: refused */
+	} cases[] = {
+		{ "multipart/form-data; boundary=abc", "abc" },
+		{ "Multipart/Form-Data;boundary=abc", "abc" },
+		{ "multipart/form-data ; charset=utf-8; BOUNDARY=x-y_z.1",
+		    "x-y_z.1" },
+		{ "multipart/form-data; boundary=\"a b:c?d\"", "a b:c?d" },
+		{ "multipart/form-data; boundary=\"a\\\"b\"", NULL },
+		{ "multipart/form-data; boundary=\"a\\bc\"", "abc" },
+		{ "multipart/form-data; boundary=----WebKitFormBoundary7MA4"
+		    "YWxkTrZu0gW", "----WebKitFormBoundary7MA4YWxkTrZu0gW" },
+		{ "multipart/form-data; boundary=abc;", "abc" },
+		/* 70 is the longest */
+		{ "multipart/form-data; boundary=1234567890123456789012345"
+		    "678901234567890123456789012345678901234567890",
+		    "1234567890123456789012345678901234567890123456789012"
+		    "345678901234567890" },
+		{ "multipart/form-data; boundary=1234567890123456789012345"
+		    "6789012345678901234567890123456789012345678901", NULL },
+		{ "multipart/form-data", NULL },
+		{ "multipart/form-data; charset=utf-8", NULL },
+		{ "multipart/form-data; boundary=", NULL },
+		{ "multipart/form-data; boundary=\"\"", NULL },
+		{ "multipart/form-data; boundary=\"ends \"", NULL },
+		{ "multipart/form-data; boundary=a; boundary=a", NULL },
+		{ "multipart/form-data; boundary = a", NULL },
+		{ "multipart/form-data; boundary=\"open", NULL },
+		{ "multipart/form-data; boundary=\"a\tb\"", NULL },
+		{ "multipart/form-data; boundary=a{b", NULL },
+		{ "multipart/form-data boundary=a", NULL },
+		{ "multipart/form-datax; boundary=a", NULL },
+		{ "multipart/mixed; boundary=a", NULL },
+		{ "application/json", NULL },
+	};
+	size_t		 i;
+	int		 r;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		e = NULL;
+		r = multipart_boundary(cases[i].ct, b, sizeof(b), &e);
+		if (cases[i].want == NULL) {
+			ATF_CHECK_EQ_MSG(r, -1, "'%s' taken as '%s'",
+			    cases[i].ct, b);
+			ATF_CHECK_MSG(e != NULL && e[0] != '\0',
+			    "'%s': no message", cases[i].ct);
+		} else {
+			ATF_CHECK_EQ_MSG(r, 0, "'%s' refused: %s",
+			    cases[i].ct, e);
+			if (r == 0)
+				ATF_CHECK_STREQ_MSG(b, cases[i].want, "'%s'",
+				    cases[i].ct);
+		}
+	}
+	ATF_CHECK(multipart_boundary(NULL, b, sizeof(b), &e) == -1);
+	/* a buffer too small for it */
+	ATF_CHECK(multipart_boundary("multipart/form-data; boundary=abcd",
+	    b, 4, &e) == -1);
+}
+
+ATF_TC_WITHOUT_HEAD(is_form);
+ATF_TC_BODY(is_form, tc)
+{
+	ATF_CHECK(multipart_is_form("multipart/form-data; boundary=a"));
+	ATF_CHECK(multipart_is_form("MULTIPART/FORM-DATA"));
+	ATF_CHECK(multipart_is_form("multipart/form-data\t;x=y"));
+	ATF_CHECK(!multipart_is_form("multipart/form-dat"));
+	ATF_CHECK(!multipart_is_form("multipart/form-data-x"));
+	ATF_CHECK(!multipart_is_form("application/json"));
+	ATF_CHECK(!multipart_is_form(" multipart/form-data"));
+	ATF_CHECK(!multipart_is_form(NULL));
+}
+
+ATF_TC_WITHOUT_HEAD(model);
+ATF_TC_BODY(model, tc)
+{
+	const char	 ok[] = FORM("qwen2.5-7b");
+
+	ATF_REQUIRE_EQ_MSG(scan(S(ok)), 0, "%s", err);
+	ATF_CHECK_STREQ(model_of(ok), "qwen2.5-7b");
+	ATF_CHECK_EQ(f.model_off, (size_t)(strstr(ok, "qwen") - ok));
+	ATF_CHECK_EQ(f.nparts, 2);
+	ATF_CHECK_EQ(f.nfiles, 1);
+	ATF_CHECK(!f.stream && !f.has_stream);
+
+	/* no model; no CRLF after the last delimiter; padding */
+	ATF_CHECK_EQ(scan(S("--b\r\n" CD "name=x\r\n\r\n1\r\n--b--")), 0);
+	ATF_CHECK(!f.has_model);
+	ATF_CHECK_EQ(f.nparts, 1);
+	ATF_CHECK_EQ(scan(S("--b \t\r\n" CD "name=model\r\n\r\nm\r\n"
+	    "--b-- \r\n")), 0);
+	ATF_CHECK_STREQ(model_of("--b \t\r\n" CD "name=model\r\n\r\nm\r\n"
+	    "--b-- \r\n"), "m");
+	/* header names in any case, other headers, a quoted-pair name */
+	ATF_CHECK_EQ(scan(S("--b\r\nX-Other: 1\r\ncontent-disposition:"
+	    "form-data;name=\"mo\\del\"\r\ncontent-type: text/plain\r\n"
+	    "\r\nm\r\n--b--")), 0);
+	ATF_CHECK(f.has_model);
+	/* "Model" and a name of "model" inside another do not count */
+	ATF_CHECK_EQ(scan(S("--b\r\n" CD "name=Model\r\n\r\nm\r\n--b\r\n"
+	    CD "name=\"models\"\r\n\r\nm\r\n--b--")), 0);
+	ATF_CHECK(!f.has_model);
+	/* an empty part, and an empty file */
+	ATF_CHECK_EQ(scan(S("--b\r\n" CD "name=a\r\n\r\n\r\n--b\r\n" CD
+	    "name=f; filename*=UTF-8''x\r\n\r\n\r\n--b--")), 0);
+	ATF_CHECK_EQ(f.nparts, 2);
+	ATF_CHECK_EQ(f.nfiles, 1);
+}
+
+ATF_TC_WITHOUT_HEAD(stream);
+ATF_TC_BODY(stream, tc)
+{
+	ATF_CHECK_EQ(scan(S("--b\r\n" CD "name=stream\r\n\r\ntrue\r\n"
+	    "--b--")), 0);
+	ATF_CHECK(f.has_stream && f.stream);
+	ATF_CHECK_EQ(scan(S("--b\r\n" CD "name=stream\r\n\r\nTRUE\r\n"
+	    "--b--")), 0);
+	ATF_CHECK(f.stream);
+	ATF_CHECK_EQ(scan(S("--b\r\n" CD "name=stream\r\n\r\nfalse\r\n"
+	    "--b--")), 0);
+	ATF_CHECK(f.has_stream && !f.stream);
+	ATF_CHECK_EQ(scan(S("--b\r\n" CD "name=stream\r\n\r\ntrue \r\n"
+	    "--b--")), 0);
+	ATF_CHECK(!f.stream);
+	ATF_CHECK_EQ(scan(S("--b\r\n" CD "name=stream; filename=s\r\n\r\n"
+	    "true\r\n--b--")), 0);
+	ATF_CHECK(!f.stream);
+	CHECK_BAD("--b\r\n" CD "name=stream\r\n\r\ntrue\r\n--b\r\n" CD
+	    "name=stream\r\n\r\nfalse\r\n--b--", "'stream' twice");
+}
+
+ATF_TC_WITHOUT_HEAD(framing);
+ATF_TC_BODY(framing, tc)
+{
+	CHECK_BAD("", "start with its boundary");
+	CHECK_BAD("--", "start with its boundary");
+	CHECK_BAD("\r\n--b\r\n" CD "name=a\r\n\r\nx\r\n--b--",
+	    "start with its boundary");
+	CHECK_BAD("preamble\r\n--b\r\n" CD "name=a\r\n\r\nx\r\n--b--",
+	    "start with its boundary");
+	CHECK_BAD("--b", "does not end in CRLF");
+	CHECK_BAD("--b\n" CD "name=a\n\nx\n--b--", "does not end in CRLF");
+	CHECK_BAD("--bc\r\n" CD "name=a\r\n\r\nx\r\n--b--",
+	    "does not end in CRLF");
+	/* the boundary inside a part, not followed as a delimiter is */
+	CHECK_BAD("--b\r\n" CD "name=a\r\n\r\nx\r\n--bc\r\ny\r\n--b--",
+	    "boundary is inside a part");
+	CHECK_BAD("--b--", "no parts");
+	CHECK_BAD("--b--\r\n", "no parts");
+	CHECK_BAD("--b\r\n" CD "name=a\r\n\r\nx\r\n--b--\r\nepilogue",
+	    "after its closing boundary");
+	CHECK_BAD("--b\r\n" CD "name=a\r\n\r\nx\r\n--b--\r\n\r\n",
+	    "after its closing boundary");
+	CHECK_BAD("--b\r\n" CD "name=a\r\n\r\nx\r\n--b--x",
+	    "after its closing boundary");
+	CHECK_BAD("--b\r\n" CD "name=a\r\n\r\nx\r\n--b", "does not end in CRLF");
+	CHECK_BAD("--b\r\n" CD "name=a\r\n\r\nx", "does not end with");
+	CHECK_BAD("--b\r\n" CD "name=a\r\n\r\nx\r\n--", "does not end with");
+	CHECK_BAD("--b\r\n" CD "name=a\r\n\r\nx\n--b--", "does not end with");
+	/* the data starts after the empty line: no delimiter in it */
+	CHECK_BAD("--b\r\n" CD "name=a\r\n\r\n--b--", "starts with the boundary");
+	CHECK_BAD("--b\r\n" CD "name=a\r\n\r\n--b\r\n" CD "name=model\r\n\r\n"
+	    "x\r\n--b--", "starts with the boundary");
+	ATF_CHECK_EQ(scan(S("--b\r\n" CD "name=a\r\n\r\n--c\r\n--b--")), 0);
+	CHECK_BAD("--b\r\n" CD "name=a\r\n", "do not end");
+	CHECK_BAD("--b\r\n" CD "name=a", "do not end");
+}
+
+ATF_TC_WITHOUT_HEAD(headers);
+ATF_TC_BODY(headers, tc)
+{
+	char	*big;
+	size_t	 n;
+	int	 r;
+
+	CHECK_BAD("--b\r\n\r\nx\r\n--b--", "Content-Disposition");
+	CHECK_BAD("--b\r\nContent-Type: a/b\r\n\r\nx\r\n--b--",
+	    "Content-Disposition");
+	CHECK_BAD("--b\r\nContent-Disposition: attachment; name=a\r\n\r\n"
+	    "x\r\n--b--", "Content-Disposition");
+	CHECK_BAD("--b\r\nContent-Disposition: form-datax; name=a\r\n\r\n"
+	    "x\r\n--b--", "Content-Disposition");
+	CHECK_BAD("--b\r\nContent-Disposition: form-data\r\n\r\nx\r\n--b--",
+	    "Content-Disposition");
+	CHECK_BAD("--b\r\n" CD "name=a; name=b\r\n\r\nx\r\n--b--",
+	    "Content-Disposition");
+	CHECK_BAD("--b\r\n" CD "name=a\r\n" CD "name=b\r\n\r\nx\r\n--b--",
+	    "Content-Disposition");
+	CHECK_BAD("--b\r\n" CD "name=\"a\r\n\r\nx\r\n--b--",
+	    "Content-Disposition");
+	CHECK_BAD("--b\r\n" CD "name=\r\n\r\nx\r\n--b--",
+	    "Content-Disposition");
+	CHECK_BAD("--b\r\n" CD "name a\r\n\r\nx\r\n--b--",
+	    "Content-Disposition");
+	/* folding, bare CR or LF, NUL, no colon, an empty name */
+	CHECK_BAD("--b\r\n" CD "name=a\r\n x\r\n\r\nx\r\n--b--", "malformed");
+	CHECK_BAD("--b\r\n" CD "name=a\nX: y\r\n\r\nx\r\n--b--", "malformed");
+	CHECK_BAD("--b\r\n" CD "name=a\rX: y\r\n\r\nx\r\n--b--", "malformed");
+	CHECK_BAD("--b\r\n" CD "name=a\0\r\n\r\nx\r\n--b--", "malformed");
+	CHECK_BAD("--b\r\nnonsense\r\n" CD "name=a\r\n\r\nx\r\n--b--",
+	    "malformed");
+	CHECK_BAD("--b\r\n: v\r\n" CD "name=a\r\n\r\nx\r\n--b--", "malformed");
+	CHECK_BAD("--b\r\nX : v\r\n" CD "name=a\r\n\r\nx\r\n--b--",
+	    "malformed");
+
+	/* the header lines of a part are bounded together */
+	n = MULTIPART_HEAD_MAX + 100;
+	ATF_REQUIRE((big = malloc(n)) != NULL);
+	memset(big, 'x', n);
+	memcpy(big, "--b\r\nX-Long: ", 13);
+	memcpy(big + n - 16, "\r\n\r\nx\r\n--b--\r\n", 15);
+	err = NULL;
+	r = multipart_scan(big, n - 1, "b", MAX, &f, &err);
+	ATF_CHECK_EQ(r, -400);
+	ATF_CHECK(err != NULL && strstr(err, "too long") != NULL);
+	free(big);
+}
+
+ATF_TC_WITHOUT_HEAD(model_refused);
+ATF_TC_BODY(model_refused, tc)
+{
+	CHECK_BAD(FORM("") , "1 to 127 bytes");
+	CHECK_BAD(FORM("a\tb"), "1 to 127 bytes");
+	CHECK_BAD(FORM("a\x7f"), "1 to 127 bytes");
+	CHECK_BAD(FORM("a\rb"), "1 to 127 bytes");
+	/* 127 bytes are the most */
+	ATF_CHECK_EQ(scan_model(MULTIPART_MODEL_MAX), 0);
+	ATF_CHECK_EQ(f.model_len, MULTIPART_MODEL_MAX);
+	ATF_CHECK_EQ(scan_model(MULTIPART_MODEL_MAX + 1), -400);
+	ATF_CHECK(err != NULL && strstr(err, "1 to 127 bytes") != NULL);
+	/* UTF-8 is the caller's to check */
+	ATF_CHECK_EQ(scan(S(FORM("\xc3\xa9t\xc3\xa9"))), 0);
+	CHECK_BAD("--b\r\n" CD "name=model\r\n\r\na\r\n--b\r\n" CD
+	    "name=model\r\n\r\na\r\n--b--", "'model' twice");
+	CHECK_BAD("--b\r\n" CD "name=model; filename=m\r\n\r\na\r\n--b--",
+	    "plain field");
+	CHECK_BAD("--b\r\n" CD "name=model\r\nContent-Transfer-Encoding: "
+	    "base64\r\n\r\nYQ==\r\n--b--", "plain field");
+}
+
+ATF_TC_WITHOUT_HEAD(bounds);
+ATF_TC_BODY(bounds, tc)
+{
+	const char	 ok[] = FORM("m");
+	const char	*e = NULL;
+	char		 b[MULTIPART_BOUNDARY_MAX + 2];
+	size_t		 i;
+
+	ATF_CHECK_EQ(multipart_scan(S(ok), "b", sizeof(ok) - 1, &f, &e), 0);
+	ATF_CHECK_EQ(multipart_scan(S(ok), "b", sizeof(ok) - 2, &f, &e),
+	    -413);
+	ATF_CHECK(e != NULL && strstr(e, "too large") != NULL);
+	ATF_CHECK_EQ(multipart_scan(S(ok), "", MAX, &f, &e), -400);
+	memset(b, 'b', sizeof(b) - 1);
+	b[sizeof(b) - 1] = '\0';
+	ATF_CHECK_EQ(multipart_scan(S(ok), b, MAX, &f, &e), -400);
+	/* every cut of a good form is refused, never read past */
+	for (i = 0; i < sizeof(ok) - 3; i++) {
+		char	*cut = malloc(i + 1);
+
+		ATF_REQUIRE(cut != NULL);
+		memcpy(cut, ok, i);
+		ATF_CHECK_EQ_MSG(multipart_scan(cut, i, "b", MAX, &f, &e),
+		    -400, "cut at %zu", i);
+		free(cut);
+	}
+}
+
+ATF_TP_ADD_TCS(tp)
+{
+	ATF_TP_ADD_TC(tp, boundary);
+	ATF_TP_ADD_TC(tp, is_form);
+	ATF_TP_ADD_TC(tp, model);
+	ATF_TP_ADD_TC(tp, stream);
+	ATF_TP_ADD_TC(tp, framing);
+	ATF_TP_ADD_TC(tp, headers);
+	ATF_TP_ADD_TC(tp, model_refused);
+	ATF_TP_ADD_TC(tp, bounds);
+	return (atf_no_error());
+}
