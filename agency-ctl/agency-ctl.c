@@ -13,6 +13,7 @@
 #include <sys/types.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 
 #include <err.h>
@@ -285,10 +286,27 @@ main(int argc, char *argv[])
 	ctl_done(&ctl);
 }
 
+/*
+ * A user's commands go only to an agencyd of root's or of its own:
+ * anyone else who put a socket where it looks (a shared directory, a
+ * path given with -s) would read them and could answer anything.  Root
+ * may talk to any (a demo run as nobody, say).  The file's owner makes
+ * the message; the listener's credentials, which cannot be swapped under
+ * us between the check and the connect, decide.
+ */
+static int
+ctl_owner_ok(uid_t uid)
+{
+	return (uid == 0 || uid == getuid() || getuid() == 0);
+}
+
 static int
 ctl_connect(const char *path)
 {
 	struct sockaddr_un	sun;
+	struct stat		st;
+	struct ucred		cred;
+	socklen_t		len = sizeof(cred);
 	int			fd;
 
 	memset(&sun, 0, sizeof(sun));
@@ -296,6 +314,9 @@ ctl_connect(const char *path)
 	if (strlcpy(sun.sun_path, path, sizeof(sun.sun_path)) >=
 	    sizeof(sun.sun_path))
 		errx(1, "socket path too long: %s", path);
+	if (stat(path, &st) == 0 && !ctl_owner_ok(st.st_uid))
+		errx(1, "%s belongs to uid %u, not to root or you: not "
+		    "talking to it", path, (unsigned int)st.st_uid);
 	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
 		err(1, "socket");
 	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
@@ -309,6 +330,11 @@ ctl_connect(const char *path)
 			    strerror(errno));
 		}
 	}
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == -1)
+		err(1, "%s: SO_PEERCRED", path);
+	if (!ctl_owner_ok(cred.uid))
+		errx(1, "%s is served by uid %u, not by root or you: not "
+		    "talking to it", path, (unsigned int)cred.uid);
 	return (fd);
 }
 

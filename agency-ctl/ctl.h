@@ -18,7 +18,7 @@
 /* More models than this in one answer is a broken agencyd. */
 #define CTL_MODELS_MAX	65536
 #define CTL_LINES_MAX	(1024 * 1024)
-/* The error column never gets narrower than this, whatever the width. */
+/* A status error is wrapped to no fewer columns, whatever the width. */
 #define CTL_ERROR_MIN	16
 
 struct ctl_status {

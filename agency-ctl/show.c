@@ -206,15 +206,52 @@ row_cells(const struct proto_status *st, int64_t now,
 }
 
 /*
- * The table, one model a line, in agencyd's order.  The error is the
- * last column and is cut with "..." so a line fits in width columns.
+ * An error under its model's row, whole: "    error: " and the text,
+ * wrapped at spaces to width columns (a word longer than a line is
+ * split), each further line indented as far.
+ */
+static void
+show_error(FILE *fp, const char *err, size_t width)
+{
+	static const char	 head[] = "    error: ";
+	size_t			 indent = sizeof(head) - 1, room, n, brk;
+
+	room = width > indent + CTL_ERROR_MIN ? width - indent :
+	    CTL_ERROR_MIN;
+	fputs(head, fp);
+	for (;;) {
+		while (*err == ' ')
+			err++;
+		n = strlen(err);
+		if (n <= room) {
+			fprintf(fp, "%s\n", err);
+			return;
+		}
+		/* The last space that leaves a line of at most room. */
+		for (brk = room; brk > 0 && err[brk] != ' '; brk--)
+			;
+		if (brk == 0) {
+			/* One long word: cut it, on a character. */
+			brk = room;
+			while (brk > 1 && ((unsigned char)err[brk] & 0xc0) ==
+			    0x80)
+				brk--;
+		}
+		fprintf(fp, "%.*s\n%*s", (int)brk, err, (int)indent, "");
+		err += brk;
+	}
+}
+
+/*
+ * The table, one model a line, in agencyd's order; a model's error, if
+ * it has one, follows on lines of its own, whole (see show_error).
  */
 void
 show_status(FILE *fp, const struct ctl_status *s, int64_t now, size_t width)
 {
 	char	 cells[COL_NCOLS][CELL_MAX];
 	char	 err[PROTO_MSG_MAX];
-	size_t	 w[COL_NCOLS], used, room, cut, i, c;
+	size_t	 w[COL_NCOLS], i, c;
 
 	for (c = 0; c < COL_NCOLS; c++)
 		w[c] = strlen(col_names[c]);
@@ -224,32 +261,19 @@ show_status(FILE *fp, const struct ctl_status *s, int64_t now, size_t width)
 			if (strlen(cells[c]) > w[c])
 				w[c] = strlen(cells[c]);
 	}
-	used = 0;
-	for (c = 0; c < COL_NCOLS; c++)
-		used += w[c] + COL_GAP;
-	room = width > used + CTL_ERROR_MIN ? width - used : CTL_ERROR_MIN;
 
-	for (c = 0; c < COL_NCOLS; c++)
+	for (c = 0; c + 1 < COL_NCOLS; c++)
 		fprintf(fp, "%-*s", (int)(w[c] + COL_GAP), col_names[c]);
-	fprintf(fp, "ERROR\n");
+	fprintf(fp, "%s\n", col_names[c]);
 
 	for (i = 0; i < s->n; i++) {
 		row_cells(&s->models[i], now, cells);
-		for (c = 0; c < COL_NCOLS; c++)
+		for (c = 0; c + 1 < COL_NCOLS; c++)
 			fprintf(fp, "%-*s", (int)(w[c] + COL_GAP), cells[c]);
+		fprintf(fp, "%s\n", cells[c]);
 		show_clean(err, s->models[i].error, sizeof(err));
-		if (err[0] == '\0')
-			fprintf(fp, "-\n");
-		else if (strlen(err) <= room)
-			fprintf(fp, "%s\n", err);
-		else {
-			/* Cut on a character, not inside a UTF-8 sequence. */
-			cut = room - 3;
-			while (cut > 0 && ((unsigned char)err[cut] & 0xc0) ==
-			    0x80)
-				cut--;
-			fprintf(fp, "%.*s...\n", (int)cut, err);
-		}
+		if (err[0] != '\0')
+			show_error(fp, err, width);
 	}
 }
 

@@ -62,6 +62,7 @@ enum preq_kind {
 	PREQ_MODEL,
 	PREQ_STATUS,
 	PREQ_METRICS,
+	PREQ_CANCEL,		/* POST /v1/agency/cancel, sent by agencyd */
 };
 
 enum preq_state {
@@ -1462,6 +1463,52 @@ forward_status_end(uint64_t reqid)
 		obj = json_object_new_object();
 		json_object_object_add(obj, "models",
 		    json_object_get(p->models));
+		http_json(r, 200, obj);
+		json_object_put(obj);
+	}
+	preq_end(p);
+}
+
+/*
+ * POST /v1/agency/cancel: agencyd sends the cancel (it restarts a model
+ * that goes on generating after a close, and does so only for a cancel
+ * it sent), and the answer waits for it: forward_cancel_answer.
+ */
+void
+forward_cancel_ask(struct hreq *r, const char *model)
+{
+	struct proto_cancel	 pc;
+	struct preq		*p;
+
+	if ((p = preq_new(r, PREQ_CANCEL, "/v1/agency/cancel")) == NULL) {
+		http_error(r, 500, "internal_error", "Out of memory.");
+		return;
+	}
+	(void)strlcpy(p->method, "POST", sizeof(p->method));
+	(void)strlcpy(p->model, model, sizeof(p->model));
+	memset(&pc, 0, sizeof(pc));
+	pc.reqid = p->reqid;
+	(void)strlcpy(pc.model, model, sizeof(pc.model));
+	parent_send(IMSG_CANCEL, &pc, sizeof(pc));
+}
+
+/* The cancel agencyd sent for reqid ended n requests. */
+void
+forward_cancel_answer(uint64_t reqid, const char *model, uint32_t n)
+{
+	struct preq	*p;
+	struct hreq	*r;
+	json_object	*obj;
+
+	if ((p = preq_find(reqid)) == NULL || p->kind != PREQ_CANCEL ||
+	    strcmp(p->model, model) != 0)
+		return;
+	p->status = 200;
+	if ((r = p->r) != NULL) {
+		p->r = NULL;
+		obj = json_object_new_object();
+		json_object_object_add(obj, "cancelled",
+		    json_object_new_int64(n));
 		http_json(r, 200, obj);
 		json_object_put(obj);
 	}

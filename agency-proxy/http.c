@@ -872,21 +872,9 @@ admin_guard(const struct pconf *conf, const struct http_hdrs *hh, int cmd,
 	return (0);
 }
 
-/* The cancel of a model http_decide found. */
+/* The cancel of a model http_decide found: agencyd sends it. */
 static void
 http_cancel(struct hreq *r, struct pmodel *m)
 {
-	struct proto_cancel	 pc;
-	json_object		*obj;
-
-	memset(&pc, 0, sizeof(pc));
-	(void)strlcpy(pc.model, m->name, sizeof(pc.model));
-	pc.cancelled = forward_cancel(m->name);
-	parent_send(IMSG_CANCEL_DONE, &pc, sizeof(pc));
-
-	obj = json_object_new_object();
-	json_object_object_add(obj, "cancelled",
-	    json_object_new_int64(pc.cancelled));
-	http_json(r, 200, obj);
-	json_object_put(obj);
+	forward_cancel_ask(r, m->name);
 }

@@ -188,6 +188,7 @@ parent_imsg(struct imsg *imsg)
 	struct proto_status		 st;
 	struct proto_reqid		 rid;
 	struct proto_cancel		 cancel;
+	struct proto_ports		 ports;
 	uint32_t			 type = imsg_get_type(imsg);
 
 	switch (type) {
@@ -254,6 +255,20 @@ parent_imsg(struct imsg *imsg)
 		STROK(cancel.model, "cancel model");
 		cancel.cancelled = forward_cancel(cancel.model);
 		parent_send(IMSG_CANCEL_DONE, &cancel, sizeof(cancel));
+		/* the admin route's, when it asked for this one */
+		forward_cancel_answer(cancel.reqid, cancel.model,
+		    cancel.cancelled);
+		break;
+	case IMSG_PORTS:
+		getdata(imsg, &ports, sizeof(ports));
+		if (!proto_ports_ok(&ports))
+			fatalx("parent: model ports that are no ranges");
+		/* Fewer rights or none: agencyd starts a new proxy. */
+		if (sandbox_narrow(ports.r, ports.n) == -1)
+			fatalx("cannot narrow the sandbox to the new model "
+			    "ports");
+		log_debug("sandbox: connect only to the model ports of %u "
+		    "range%s from now on", ports.n, ports.n == 1 ? "" : "s");
 		break;
 	default:
 		fatalx("parent: unexpected message type %u", type);

@@ -23,21 +23,30 @@
 #include "proxy.h"
 
 /*
- * For the first PROBE_EAGER_MS probes go every PROBE_EAGER_INTERVAL,
- * then until PROBE_STEADY_MS every PROBE_STEADY_INTERVAL, then back off
- * from PROBE_BACKOFF_MIN to PROBE_BACKOFF_MAX: most servers start within
- * a second, and a doubling backoff (10, 20, 40, 80, 160 ms) would answer
- * one that took 100 ms up to 50 ms late.  The first attempt comes a
- * fraction of a millisecond after the spawn, before any server listens,
- * so a server that starts at once (a few ms of exec and setup) is seen
- * within a millisecond rather than at the next 5 ms step (bench/run: the
- * cold-start slack).  An attempt costs a connect to a closed port, or
- * one small request.
+ * Until the server first answers, an attempt costs it nothing but a
+ * refused connect: for the first PROBE_EAGER_MS attempts go every
+ * PROBE_EAGER_INTERVAL, then until PROBE_STEADY_MS every
+ * PROBE_STEADY_INTERVAL, then back off from PROBE_BACKOFF_MIN to
+ * PROBE_BACKOFF_MAX: most servers start within a second, and a doubling
+ * backoff (10, 20, 40, 80, 160 ms) would answer one that took 100 ms up
+ * to 50 ms late.  The first attempt comes a fraction of a millisecond
+ * after the spawn, before any server listens, so a server that starts at
+ * once (a few ms of exec and setup) is seen within a millisecond rather
+ * than at the next 5 ms step (bench/run: the cold-start slack).
+ *
+ * Once it has answered (llama-server answers 503 while it loads), every
+ * attempt is a request the server may log, and its log ring is what an
+ * operator reads after a failed load: the wait is then a quarter of the
+ * time the load has taken so far, PROBE_BACKOFF_MIN at least and
+ * PROBE_ANSWERED_MAX at most.  A load is seen ready at most a quarter of
+ * its time late, and an 8 s load is asked some 30 times, not 300.
  */
 #define PROBE_EAGER_MS		200
 #define PROBE_EAGER_INTERVAL	1	/* ms */
 #define PROBE_STEADY_MS		1000
 #define PROBE_STEADY_INTERVAL	5	/* ms */
+#define PROBE_ANSWERED_DIV	4	/* the wait: elapsed / this */
+#define PROBE_ANSWERED_MAX	10000	/* ms */
 
 struct probe {
 	TAILQ_ENTRY(probe)		 entry;
@@ -46,6 +55,7 @@ struct probe {
 	struct evhttp_request		*req;
 	struct event			*timer;
 	int				 backoff;	/* ms */
+	int				 answered;	/* HTTP came back */
 	int64_t				 started;	/* now_ms() */
 	unsigned int			 attempts;
 	char				 body[PROTO_PROBE_BODY + 1];
@@ -189,22 +199,21 @@ probe_done(struct evhttp_request *req, void *arg)
 	pr->evcon = NULL;
 
 	if (code == 0 || code == 503) {
-		if (now_ms() - pr->started < PROBE_EAGER_MS)
-			delay = PROBE_EAGER_INTERVAL;
-		else if (now_ms() - pr->started < PROBE_STEADY_MS)
-			delay = PROBE_STEADY_INTERVAL;
-		else {
-			delay = pr->backoff;
-			pr->backoff *= 2;
-			if (pr->backoff > PROBE_BACKOFF_MAX)
-				pr->backoff = PROBE_BACKOFF_MAX;
-		}
+		if (code != 0)
+			pr->answered = 1;
+		delay = probe_delay(now_ms() - pr->started, pr->answered,
+		    &pr->backoff);
 		tv.tv_sec = delay / 1000;
 		tv.tv_usec = (delay % 1000) * 1000;
 		evtimer_add(pr->timer, &tv);
 		return;
 	}
 
+	/* It ends up in an error message: no line break at its end. */
+	while (pr->bodylen > 0 && (pr->body[pr->bodylen - 1] == '\n' ||
+	    pr->body[pr->bodylen - 1] == '\r' ||
+	    pr->body[pr->bodylen - 1] == ' '))
+		pr->body[--pr->bodylen] = '\0';
 	memset(&res, 0, sizeof(res));
 	res.loadid = pr->p.loadid;
 	res.status = code;
@@ -215,6 +224,36 @@ probe_done(struct evhttp_request *req, void *arg)
 	    pr->attempts);
 	parent_send(IMSG_PROBE_RESULT, &res, sizeof(res));
 	probe_free(pr);
+}
+
+/*
+ * The wait in ms before the next attempt of a probe that began elapsed
+ * ms ago, by the schedule above; *backoff is the probe's doubling wait
+ * (PROBE_BACKOFF_MIN at first), which it moves on.
+ */
+int
+probe_delay(int64_t elapsed, int answered, int *backoff)
+{
+	int64_t	 d;
+	int	 delay;
+
+	if (answered) {
+		d = elapsed / PROBE_ANSWERED_DIV;
+		if (d < PROBE_BACKOFF_MIN)
+			d = PROBE_BACKOFF_MIN;
+		if (d > PROBE_ANSWERED_MAX)
+			d = PROBE_ANSWERED_MAX;
+		return ((int)d);
+	}
+	if (elapsed < PROBE_EAGER_MS)
+		return (PROBE_EAGER_INTERVAL);
+	if (elapsed < PROBE_STEADY_MS)
+		return (PROBE_STEADY_INTERVAL);
+	delay = *backoff;
+	*backoff *= 2;
+	if (*backoff > PROBE_BACKOFF_MAX)
+		*backoff = PROBE_BACKOFF_MAX;
+	return (delay);
 }
 
 static void

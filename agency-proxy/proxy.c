@@ -31,12 +31,16 @@ usage(void)
 {
 	extern char	*__progname;
 
-	fprintf(stderr, "usage: %s [-dTv] [-p lo:hi] [-u user]\n",
+	fprintf(stderr, "usage: %s [-dTv] [-p lo:hi ...] [-u user]\n",
 	    __progname);
 	exit(1);
 }
 
-/* "lo:hi", the model port range: Landlock allows connect to it alone. */
+/*
+ * "lo:hi", model ports: Landlock allows connect to them alone.  Given
+ * once a range, the configured one and, while a reload moves models,
+ * the ports they are still on.
+ */
 static void
 parse_ports(const char *arg, uint16_t *lo, uint16_t *hi)
 {
@@ -58,10 +62,11 @@ parse_ports(const char *arg, uint16_t *lo, uint16_t *hi)
 int
 main(int argc, char *argv[])
 {
-	struct stat	 st;
-	const char	*user = NULL;
-	uint16_t	 port_lo = 0, port_hi = 0;
-	int		 ch, debug = 0, selftest = 0, verbose = 0;
+	struct stat		 st;
+	struct proto_port_range	 ports[PROTO_PORT_RANGES];
+	const char		*user = NULL;
+	size_t			 nports = 0;
+	int			 ch, debug = 0, selftest = 0, verbose = 0;
 
 	while ((ch = getopt(argc, argv, "dp:Tu:v")) != -1) {
 		switch (ch) {
@@ -69,7 +74,12 @@ main(int argc, char *argv[])
 			debug = 1;
 			break;
 		case 'p':
-			parse_ports(optarg, &port_lo, &port_hi);
+			if (nports == PROTO_PORT_RANGES)
+				errx(1, "-p: more than %d ranges",
+				    PROTO_PORT_RANGES);
+			parse_ports(optarg, &ports[nports].lo,
+			    &ports[nports].hi);
+			nports++;
 			break;
 		case 'T':
 			selftest = 1;
@@ -91,7 +101,8 @@ main(int argc, char *argv[])
 	if (selftest) {
 		log_init(1, LOG_DAEMON);
 		log_setverbose(verbose);
-		return (sandbox_selftest(user, port_lo, port_hi));
+		return (sandbox_selftest(user, nports > 0 ? ports[0].lo : 0,
+		    nports > 0 ? ports[0].hi : 0));
 	}
 
 	log_init(debug, LOG_DAEMON);
@@ -116,7 +127,7 @@ main(int argc, char *argv[])
 
 	http_init();
 	/* Last: from here on, only what the event loop needs. */
-	if (sandbox_apply(port_lo, port_hi) == -1)
+	if (sandbox_apply(ports, nports) == -1)
 		fatalx("cannot apply the sandbox");
 	log_debug("started, waiting for the configuration");
 	/* One turn at a time: what a turn queued for the parent goes out

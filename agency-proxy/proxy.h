@@ -5,10 +5,11 @@
 /*
  * agency-proxy: the unprivileged front door.
  *
- * It is started by agencyd as "agency-proxy [-dv] [-p lo:hi] [-u user]"
+ * It is started by agencyd as "agency-proxy [-dv] [-p lo:hi ...] [-u user]"
  * with its end of a socketpair on fd 3, drops privileges (privsep.c)
  * before it reads anything, confines itself (sandbox.c: Landlock, then
- * seccomp; -p is the model port range it may connect to), then runs one
+ * seccomp; each -p is a range of model ports it may connect to, and
+ * IMSG_PORTS may narrow them later), then runs one
  * libevent loop: the parent's imsg channel
  * (parent.c), the HTTP server (http.c), its client connections (conn.c:
  * counted, capped, a header deadline), the forwarding of model requests
@@ -158,7 +159,8 @@ extern struct proxy	*px;
 void		 privsep_drop(const char *);
 
 /* sandbox.c */
-int		 sandbox_apply(uint16_t, uint16_t);
+int		 sandbox_apply(const struct proto_port_range *, size_t);
+int		 sandbox_narrow(const struct proto_port_range *, size_t);
 int		 sandbox_selftest(const char *, uint16_t, uint16_t);
 
 /* parent.c */
@@ -291,6 +293,8 @@ void		 forward_refuse(const struct proto_hold_refuse *);
 void		 forward_status_model(const struct proto_status *);
 void		 forward_status_end(uint64_t);
 uint32_t	 forward_cancel(const char *);
+void		 forward_cancel_ask(struct hreq *, const char *);
+void		 forward_cancel_answer(uint64_t, const char *, uint32_t);
 void		 forward_shutdown(void);
 
 /* conn.c: the client connections */
@@ -329,5 +333,6 @@ void		 metrics_render(struct evbuffer *, const struct proto_status *,
 /* probe.c */
 void		 probe_start(const struct proto_probe *);
 void		 probe_cancel(uint64_t);
+int		 probe_delay(int64_t, int, int *);
 
 #endif /* AGENCY_PROXY_H */

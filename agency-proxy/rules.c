@@ -441,7 +441,8 @@ int
 rules_rewrite_needed(const struct rscan *rs, const char *upstream,
     int64_t cap, int kind)
 {
-	if (!rs->has_model || strcmp(rs->model, upstream) != 0)
+	if (upstream[0] != '\0' &&
+	    (!rs->has_model || strcmp(rs->model, upstream) != 0))
 		return (1);
 	if (cap <= 0)
 		return (0);
@@ -731,14 +732,19 @@ cap_field(json_object *body, const char *field, int64_t cap, int *seen)
 	return (1);
 }
 
-/* The upstream's model name, and the cap (0: none) for a kind. */
+/*
+ * The upstream's model name ("": the client's own "model", or none, is
+ * left as it is), and the cap (0: none) for a kind.
+ */
 int
 rules_rewrite(json_object *body, const char *upstream, int64_t cap, int kind)
 {
 	json_object	*v;
 	int		 seen = 0, changed = 0;
 
-	if (!json_object_object_get_ex(body, "model", &v) ||
+	if (upstream[0] == '\0')
+		;	/* the runtime's send model unchanged */
+	else if (!json_object_object_get_ex(body, "model", &v) ||
 	    !json_object_is_type(v, json_type_string) ||
 	    strcmp(json_object_get_string(v), upstream) != 0) {
 		json_object_object_add(body, "model",

@@ -102,9 +102,11 @@ struct ll_net_port_attr {
 static int	 sandbox_abi;		/* 0: no Landlock */
 
 static int	 landlock_version(void);
-static int	 landlock_apply(uint16_t, uint16_t);
+static int	 landlock_apply(const struct proto_port_range *, size_t);
+static int	 landlock_ports(int, const struct proto_port_range *, size_t);
+static int	 landlock_enforce(int);
 static int	 seccomp_apply(void);
-static int	 sandbox_parts(uint16_t, uint16_t, int);
+static int	 sandbox_parts(const struct proto_port_range *, size_t, int);
 
 static int
 landlock_version(void)
@@ -121,13 +123,49 @@ landlock_version(void)
 	return (abi);
 }
 
+/* Rules allowing connect to each port of the n ranges r. */
 static int
-landlock_apply(uint16_t port_lo, uint16_t port_hi)
+landlock_ports(int fd, const struct proto_port_range *r, size_t n)
+{
+	struct ll_net_port_attr	 np;
+	unsigned int		 port;
+	size_t			 i;
+
+	for (i = 0; i < n; i++) {
+		for (port = r[i].lo; port <= r[i].hi; port++) {
+			memset(&np, 0, sizeof(np));
+			np.allowed_access = LANDLOCK_ACCESS_NET_CONNECT_TCP;
+			np.port = port;
+			if (syscall(SYS_landlock_add_rule, fd,
+			    SANDBOX_RULE_NET_PORT, &np, 0) == -1) {
+				log_warn("%s: landlock_add_rule port %u",
+				    __func__, port);
+				return (-1);
+			}
+		}
+	}
+	return (0);
+}
+
+/* Put the ruleset fd in force on this process, and close it. */
+static int
+landlock_enforce(int fd)
+{
+	int	 rv = 0;
+
+	if (syscall(SYS_landlock_restrict_self, fd, 0) == -1) {
+		log_warn("%s: landlock_restrict_self", __func__);
+		rv = -1;
+	}
+	close(fd);
+	return (rv);
+}
+
+static int
+landlock_apply(const struct proto_port_range *ports, size_t nports)
 {
 	struct ll_ruleset_attr	 attr;
-	struct ll_net_port_attr	 np;
 	size_t			 attrlen;
-	unsigned int		 port;
 	int			 abi, fd;
 
 	if ((abi = landlock_version()) == -1) {
@@ -154,7 +192,7 @@ landlock_apply(uint16_t port_lo, uint16_t port_hi)
 	if (abi >= 4) {
 		/* Listening sockets come from agencyd: no bind at all. */
 		attr.handled_access_net = LANDLOCK_ACCESS_NET_BIND_TCP;
-		if (port_lo != 0)
+		if (nports > 0)
 			attr.handled_access_net |=
 			    LANDLOCK_ACCESS_NET_CONNECT_TCP;
 		else
@@ -173,19 +211,10 @@ landlock_apply(uint16_t port_lo, uint16_t port_hi)
 		log_warn("%s: landlock_create_ruleset", __func__);
 		return (-1);
 	}
-	if (abi >= 4 && port_lo != 0) {
-		for (port = port_lo; port <= port_hi; port++) {
-			memset(&np, 0, sizeof(np));
-			np.allowed_access = LANDLOCK_ACCESS_NET_CONNECT_TCP;
-			np.port = port;
-			if (syscall(SYS_landlock_add_rule, fd,
-			    SANDBOX_RULE_NET_PORT, &np, 0) == -1) {
-				log_warn("%s: landlock_add_rule port %u",
-				    __func__, port);
-				close(fd);
-				return (-1);
-			}
-		}
+	if (abi >= 4 && nports > 0 && landlock_ports(fd, ports,
+	    nports) == -1) {
+		close(fd);
+		return (-1);
 	}
 	/* Required by landlock_restrict_self; privsep_drop set it too. */
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1) {
@@ -193,14 +222,10 @@ landlock_apply(uint16_t port_lo, uint16_t port_hi)
 		close(fd);
 		return (-1);
 	}
-	if (syscall(SYS_landlock_restrict_self, fd, 0) == -1) {
-		log_warn("%s: landlock_restrict_self", __func__);
-		close(fd);
+	if (landlock_enforce(fd) == -1)
 		return (-1);
-	}
-	close(fd);
 	log_debug("%s: Landlock ABI %d: no file access%s%s", __func__, abi,
-	    abi >= 4 ? (port_lo != 0 ? ", connect to the model ports only, "
+	    abi >= 4 ? (nports > 0 ? ", connect to the model ports only, "
 	    "no bind" : ", no bind") : "",
 	    abi >= 6 ? ", signals and abstract sockets scoped" : "");
 	return (0);
@@ -248,6 +273,10 @@ static const struct {
 	{ SCMP_SYS(rt_sigprocmask),	"rt_sigprocmask" },
 	{ SCMP_SYS(rt_sigreturn),	"rt_sigreturn" },
 	{ SCMP_SYS(restart_syscall),	"restart_syscall" },
+	/* sandbox_narrow: Landlock only ever takes rights away */
+	{ SCMP_SYS(landlock_create_ruleset), "landlock_create_ruleset" },
+	{ SCMP_SYS(landlock_add_rule),	"landlock_add_rule" },
+	{ SCMP_SYS(landlock_restrict_self), "landlock_restrict_self" },
 #ifdef __SANITIZE_ADDRESS__
 	/*
 	 * SANITIZE=1 builds: what the sanitizers' runtime calls once the
@@ -377,9 +406,10 @@ seccomp_apply(void)
 }
 
 static int
-sandbox_parts(uint16_t port_lo, uint16_t port_hi, int parts)
+sandbox_parts(const struct proto_port_range *ports, size_t nports,
+    int parts)
 {
-	if ((parts & SB_LANDLOCK) && landlock_apply(port_lo, port_hi) == -1)
+	if ((parts & SB_LANDLOCK) && landlock_apply(ports, nports) == -1)
 		return (-1);
 	/* Last: after it, nothing can be set up any more. */
 	if ((parts & SB_SECCOMP) && seccomp_apply() == -1)
@@ -388,14 +418,46 @@ sandbox_parts(uint16_t port_lo, uint16_t port_hi, int parts)
 }
 
 /*
- * port_lo..port_hi is the model port range (0, 0: none given).  Landlock
- * can only be narrowed later, so a reload that changes the range needs a
- * new proxy.
+ * ports are the model ports, nports ranges of them (0: none given).
+ * Landlock can only be narrowed later (sandbox_narrow), so a reload that
+ * adds ports needs a new proxy.
  */
 int
-sandbox_apply(uint16_t port_lo, uint16_t port_hi)
+sandbox_apply(const struct proto_port_range *ports, size_t nports)
 {
-	return (sandbox_parts(port_lo, port_hi, SB_ALL));
+	return (sandbox_parts(ports, nports, SB_ALL));
+}
+
+/*
+ * From now on connect only to these model ports, a part of those allowed
+ * so far: one more Landlock layer, which handles TCP connect alone.  The
+ * kernel stacks a few (16) layers at most; -1 then, or on any error, and
+ * the caller ends the process rather than keep more rights than agencyd
+ * means it to have.  Without Landlock's TCP rules (ABI < 4) there is
+ * nothing to narrow.
+ */
+int
+sandbox_narrow(const struct proto_port_range *ports, size_t nports)
+{
+	struct ll_ruleset_attr	 attr;
+	size_t			 attrlen;
+	int			 fd;
+
+	if (sandbox_abi < 4 || nports == 0)
+		return (0);
+	memset(&attr, 0, sizeof(attr));
+	attr.handled_access_net = LANDLOCK_ACCESS_NET_CONNECT_TCP;
+	attrlen = offsetof(struct ll_ruleset_attr, scoped);
+	if ((fd = syscall(SYS_landlock_create_ruleset, &attr, attrlen,
+	    0)) == -1) {
+		log_warn("%s: landlock_create_ruleset", __func__);
+		return (-1);
+	}
+	if (landlock_ports(fd, ports, nports) == -1) {
+		close(fd);
+		return (-1);
+	}
+	return (landlock_enforce(fd));
 }
 
 /*
@@ -407,7 +469,7 @@ sandbox_apply(uint16_t port_lo, uint16_t port_hi)
  */
 enum {
 	T_OPEN, T_CREATE, T_EXEC, T_CONNECT, T_CONNECT_FAR, T_FASTOPEN,
-	T_SIGNAL, T_BIND, T_MAX
+	T_SIGNAL, T_BIND, T_NARROWED, T_MAX
 };
 
 enum {
@@ -444,6 +506,7 @@ static const char *t_label[T_MAX] = {
 	"Fast Open (sendmsg MSG_FASTOPEN) to 127.0.0.1 outside the model ports",
 	"signal agencyd (a stand-in: same user, no sandbox)",
 	"bind 127.0.0.1 port 0",
+	"connect to a model port narrowed away",
 };
 
 static void
@@ -533,8 +596,10 @@ static __dead void
 t_child(struct tenv *env, int test, int parts, int fd)
 {
 	struct sockaddr_in	 sin;
+	struct proto_port_range	 ports[2];
 	char			*targv[] = { (char *)"true", NULL };
 	char			*tenvp[] = { NULL };
+	size_t			 nports;
 	int			 dfd = -1, s, rv, devnull;
 
 	if (log_getverbose() < 1 &&
@@ -568,8 +633,22 @@ t_child(struct tenv *env, int test, int parts, int fd)
 		    "sandbox");
 		_exit(0);
 	}
-	if (sandbox_parts(env->port_lo, env->port_hi, parts) == -1)
+	/* T_NARROWED: allowed port_out too, then narrowed to the range. */
+	ports[0].lo = env->port_lo;
+	ports[0].hi = env->port_hi;
+	ports[1].lo = ports[1].hi = env->port_out;
+	nports = env->port_lo == 0 ? 0 : test == T_NARROWED ? 2 : 1;
+	if (sandbox_parts(ports, nports, parts) == -1)
 		_exit(2);
+	if (test == T_NARROWED && (nports == 0 || sandbox_abi < 4)) {
+		t_send(fd, R_UNCHECKED, 0, nports == 0 ? "no model ports" :
+		    "no Landlock TCP rules");
+		_exit(0);
+	}
+	if (test == T_NARROWED && sandbox_narrow(ports, 1) == -1) {
+		t_send(fd, R_ERROR, errno, "sandbox_narrow failed");
+		_exit(0);
+	}
 	if (parts == SB_LANDLOCK && sandbox_abi == 0) {
 		t_send(fd, R_UNCHECKED, 0, "no Landlock");
 		_exit(0);
@@ -592,6 +671,7 @@ t_child(struct tenv *env, int test, int parts, int fd)
 		t_errno(fd, rv);
 		break;
 	case T_CONNECT:
+	case T_NARROWED:
 		t_errno(fd, t_connect("127.0.0.1", env->port_out, 0));
 		break;
 	case T_CONNECT_FAR:
@@ -791,7 +871,8 @@ sandbox_selftest(const char *user, uint16_t port_lo, uint16_t port_hi)
 		t_format(&ll, b, sizeof(b));
 		printf("%s: %s; Landlock alone: %s\n", t_label[test], a, b);
 		if (full.r != R_DENIED && full.r != R_KILLED &&
-		    !(test == T_CONNECT_FAR && full.r == R_UNCHECKED))
+		    !((test == T_CONNECT_FAR || test == T_NARROWED) &&
+		    full.r == R_UNCHECKED))
 			bad++;
 	}
 	(void)kill(env.target, SIGKILL);

@@ -16,6 +16,7 @@
 #include "config.h"
 #include "imsg.h"
 #include "pool.h"
+#include "proto.h"
 #include "spawn.h"
 
 #define AGENCYD_OPT_VERBOSE	0x01
@@ -72,10 +73,12 @@ struct agencyd {
 	int			 now_cached;	/* now_ms read in this batch */
 	int64_t			 now_ms;	/* op_now's */
 	int64_t			 proxy_started;	/* ms, monotonic */
+	struct proto_ports	 proxy_ports;	/* those it may connect to */
 	int			 proxy_quick_deaths;
 	struct event		 proxy_restart_ev;
 
 	int			 stopping;
+	int			 reloading;	/* in agencyd_reload */
 };
 
 extern struct agencyd	*env;
@@ -106,6 +109,18 @@ void		 models_reaped(struct agencyd *, pid_t, int);
 void		 models_free(struct agencyd *);
 void		 models_restart(struct agencyd *, struct model *);
 void		 models_fill_status(struct agencyd *, struct proto_status *);
+void		 models_proxy_ports(struct agencyd *, struct proto_ports *);
+#define PORTS_NARROWED	1
+#define PORTS_RESTART	2
+int		 models_ports_check(struct agencyd *, char *, size_t);
+
+/* ports.c: sets of model ports (struct proto_ports), pure */
+void		 ports_init(struct proto_ports *, uint16_t, uint16_t);
+void		 ports_add(struct proto_ports *, uint16_t);
+int		 ports_has(const struct proto_ports *, uint16_t);
+int		 ports_within(const struct proto_ports *,
+		    const struct proto_ports *);
+void		 ports_format(const struct proto_ports *, char *, size_t);
 
 /* notify.c: sd_notify(3) to a service manager, when one waits for it */
 int		 notify_init(void);
@@ -114,7 +129,17 @@ void		 notify_status(struct agencyd *);
 void		 notify_stopping(void);
 
 /* proxylink.c: agencyd's side of the socketpair */
+#define PROXY_STATUS_MAX	4	/* status answers on their way out */
+#define PROXY_STALL_MS		10000	/* no read of what it was sent */
+#define PROXY_QUEUE_MAX		(16 * 1024 * 1024)	/* bytes sent, unread */
+/* The end of a cancel: ok 0 when the proxy went away before it answered. */
+typedef void	(*proxy_cancel_cb)(void *, int, uint32_t);
 int		 proxy_start(struct agencyd *);
+int		 proxy_link_open(struct agencyd *, int);
+void		 proxy_cancel(struct agencyd *, const char *, proxy_cancel_cb,
+		    void *);
+const char	*proxy_clean(char *, size_t, const char *);
+int		 proxy_log_priority(uint32_t);
 void		 proxy_died(struct agencyd *, int);
 void		 proxy_stop(struct agencyd *);
 int		 proxy_send_config(struct agencyd *);

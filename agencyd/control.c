@@ -6,6 +6,19 @@
  * The control socket: agency-ctl's way in.  Every connection has its own
  * buffers; a client that sends something malformed or unknown is
  * dropped and logged.  A restricted socket answers status alone.
+ *
+ * Nothing a client does grows agencyd beyond a small bound, whoever it
+ * is (the restricted socket is open to every local user):
+ * - one request at a time: the next is not read until the answer to the
+ *   last is written out (so a client that sends and never reads fills
+ *   its own socket, not our memory), and an answer over CONTROL_QUEUE_*
+ *   drops the client;
+ * - no fds: the channel refuses them, and a client that sends one is
+ *   dropped (the kernel closes them before they reach us);
+ * - deadlines: a client that sends nothing, leaves a message unfinished
+ *   or does not read its answer is dropped after CONTROL_TIMEOUT;
+ * - each socket has its own cap, so restricted clients cannot take the
+ *   room of the main socket's.
  */
 #include <sys/types.h>
 #include <sys/socket.h>
@@ -30,36 +43,103 @@ struct ctl_sock {
 	char		 path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	int		 fd;
 	int		 restricted;
+	unsigned int	 nconns;
+	unsigned int	 maxconns;
+	int		 full;		/* at the cap, and said so */
 	struct event	 ev;
 	struct event	 pause;
+};
+
+/* What a connection waits for, which says its deadline. */
+enum ctl_wait {
+	CW_NONE,	/* agencyd: a load, an unload, a cancel */
+	CW_REQUEST,	/* the client: a request (idle) */
+	CW_MESSAGE,	/* the client: the rest of a message begun */
+	CW_READER,	/* the client: to read its answer */
+	CW_DOOMED,	/* nothing: it is dropped at once */
 };
 
 struct ctl_conn {
 	TAILQ_ENTRY(ctl_conn)	 entry;
 	struct imsgev		 iev;
+	struct ctl_sock		*cs;
+	struct event		 deadline;
+	enum ctl_wait		 wait;
 	uint32_t		 id;
 	int			 restricted;
-	int			 cancel_pending;	/* asked of the proxy */
+	int			 pending;	/* an answer comes later */
+	int			 doomed;	/* over a bound */
+	int			 processing;	/* in control_process */
 };
 
 static TAILQ_HEAD(, ctl_conn)	ctl_conns = TAILQ_HEAD_INITIALIZER(ctl_conns);
-static struct ctl_sock		ctl_main = { .fd = -1 };
-static struct ctl_sock		ctl_restricted = { .fd = -1 };
+static struct ctl_sock		ctl_main = {
+	.fd = -1, .maxconns = CONTROL_MAIN_CONNS
+};
+static struct ctl_sock		ctl_restricted = {
+	.fd = -1, .restricted = 1, .maxconns = CONTROL_RESTRICTED_CONNS
+};
 static uint32_t			ctl_nextid = 1;
-static unsigned int		ctl_nconns;
 
 static void	control_accept(int, short, void *);
+static struct ctl_conn *control_conn_new(struct ctl_sock *, int);
 static void	control_dispatch(int, short, void *);
+static void	control_deadline(int, short, void *);
 static void	control_drop(struct ctl_conn *);
+static void	control_doom(struct ctl_conn *, const char *);
+static void	control_events(struct ctl_conn *, int);
+static void	control_process(struct ctl_conn *);
 
 static int
 control_addr(const char *path, struct sockaddr_un *sun)
 {
+	if (path[0] == '\0') {
+		log_warnx("no control socket: name one with \"socket\", or "
+		    "set HOME or XDG_RUNTIME_DIR");
+		return (-1);
+	}
 	memset(sun, 0, sizeof(*sun));
 	sun->sun_family = AF_UNIX;
 	if (strlcpy(sun->sun_path, path, sizeof(sun->sun_path)) >=
 	    sizeof(sun->sun_path)) {
 		log_warnx("control socket path too long: %s", path);
+		return (-1);
+	}
+	return (0);
+}
+
+/*
+ * In user mode the default socket lives in a directory only its user may
+ * enter ($XDG_RUNTIME_DIR, or ~/.agency made here): anyone else who
+ * could create or replace it there would get agency-ctl's commands.
+ */
+static int
+control_private_dir(const char *path)
+{
+	char		 dir[AGENCY_PATH_MAX], def[AGENCY_PATH_MAX];
+	char		*slash;
+	struct stat	 st;
+
+	if (getuid() == 0 ||
+	    config_default_socket(def, sizeof(def)) == -1 ||
+	    strcmp(path, def) != 0)
+		return (0);
+	if (strlcpy(dir, path, sizeof(dir)) >= sizeof(dir) ||
+	    (slash = strrchr(dir, '/')) == NULL || slash == dir)
+		return (0);
+	*slash = '\0';
+	if (mkdir(dir, 0700) == -1 && errno != EEXIST) {
+		log_warn("%s: mkdir %s", __func__, dir);
+		return (-1);
+	}
+	if (lstat(dir, &st) == -1) {
+		log_warn("%s: %s", __func__, dir);
+		return (-1);
+	}
+	if (!S_ISDIR(st.st_mode) || st.st_uid != getuid() ||
+	    (st.st_mode & 077) != 0) {
+		log_warnx("%s must be a directory of yours that only you may "
+		    "enter (mode 0700) to hold the control socket", dir);
 		return (-1);
 	}
 	return (0);
@@ -73,7 +153,7 @@ control_check(const char *path)
 	struct sockaddr_un	sun;
 	int			s, r;
 
-	if (control_addr(path, &sun) == -1)
+	if (control_addr(path, &sun) == -1 || control_private_dir(path) == -1)
 		return (-1);
 	if ((s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1) {
 		log_warn("%s: socket", __func__);
@@ -95,8 +175,13 @@ control_check(const char *path)
 	return (0);
 }
 
+/*
+ * The socket gets its mode from the umask as bind creates it: a chmod
+ * of the path afterwards would follow whatever someone put there in
+ * between (a symlink to a file of root's, say).
+ */
 static int
-control_listen(struct ctl_sock *cs, const char *path, int restricted)
+control_listen(struct ctl_sock *cs, const char *path)
 {
 	struct sockaddr_un	sun;
 	mode_t			old;
@@ -114,7 +199,8 @@ control_listen(struct ctl_sock *cs, const char *path, int restricted)
 		close(s);
 		return (-1);
 	}
-	old = umask(restricted ? 0111 : 0117);
+	/* 0666 restricted, else 0660 */
+	old = umask(cs->restricted ? 0111 : 0117);
 	if (bind(s, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
 		log_warn("%s: bind %s", __func__, path);
 		umask(old);
@@ -122,16 +208,14 @@ control_listen(struct ctl_sock *cs, const char *path, int restricted)
 		return (-1);
 	}
 	umask(old);
-	if (chmod(path, restricted ? 0666 : 0660) == -1 ||
-	    listen(s, CONTROL_BACKLOG) == -1) {
-		log_warn("%s: %s", __func__, path);
+	if (listen(s, CONTROL_BACKLOG) == -1) {
+		log_warn("%s: listen %s", __func__, path);
 		(void)unlink(path);
 		close(s);
 		return (-1);
 	}
 	(void)strlcpy(cs->path, path, sizeof(cs->path));
 	cs->fd = s;
-	cs->restricted = restricted;
 	event_set(&cs->ev, s, EV_READ | EV_PERSIST, control_accept, cs);
 	event_add(&cs->ev, NULL);
 	evtimer_set(&cs->pause, control_accept, cs);
@@ -142,11 +226,11 @@ int
 control_init(struct agencyd *d, const char *path, const char *rpath)
 {
 	(void)d;
-	if (control_listen(&ctl_main, path, 0) == -1)
+	if (control_listen(&ctl_main, path) == -1)
 		return (-1);
 	/* both sockets were checked by main, in the foreground */
 	if (rpath != NULL && rpath[0] != '\0' &&
-	    control_listen(&ctl_restricted, rpath, 1) == -1)
+	    control_listen(&ctl_restricted, rpath) == -1)
 		return (-1);
 	return (0);
 }
@@ -186,7 +270,6 @@ static void
 control_accept(int fd, short event, void *arg)
 {
 	struct ctl_sock		*cs = arg;
-	struct ctl_conn		*c;
 	struct timeval		 tv = { 1, 0 };
 	int			 s;
 
@@ -207,24 +290,43 @@ control_accept(int fd, short event, void *arg)
 			log_warn("%s: accept", __func__);
 		return;
 	}
-	if (ctl_nconns >= CONTROL_MAX_CONNS) {
-		log_warnx("%s: too many control connections", __func__);
+	if (cs->nconns >= cs->maxconns) {
+		/* Said once until a place is free again, not once a client. */
+		if (!cs->full)
+			log_warnx("control: %s has its %u clients; closing "
+			    "new ones until one leaves", cs->path,
+			    cs->maxconns);
+		cs->full = 1;
 		close(s);
 		return;
 	}
+	(void)control_conn_new(cs, s);
+}
+
+/* A client on socket s of cs, or NULL (and s closed). */
+static struct ctl_conn *
+control_conn_new(struct ctl_sock *cs, int s)
+{
+	struct ctl_conn		*c;
+
 	if ((c = calloc(1, sizeof(*c))) == NULL) {
 		log_warn("%s", __func__);
 		close(s);
-		return;
+		return (NULL);
 	}
 	c->id = ctl_nextid++;
 	if (ctl_nextid == 0)
 		ctl_nextid = 1;
+	c->cs = cs;
 	c->restricted = cs->restricted;
+	c->wait = CW_NONE;
 	imsgev_init(&c->iev, s, control_dispatch, c);
-	imsgev_add(&c->iev);
+	imsg_refuse_fds(&c->iev.ibuf);
+	evtimer_set(&c->deadline, control_deadline, c);
 	TAILQ_INSERT_TAIL(&ctl_conns, c, entry);
-	ctl_nconns++;
+	cs->nconns++;
+	control_events(c, 0);
+	return (c);
 }
 
 static struct ctl_conn *
@@ -242,10 +344,117 @@ static void
 control_drop(struct ctl_conn *c)
 {
 	TAILQ_REMOVE(&ctl_conns, c, entry);
+	evtimer_del(&c->deadline);
 	imsgev_clear(&c->iev);
 	close(c->iev.ibuf.fd);
+	if (c->cs->nconns > 0)
+		c->cs->nconns--;
+	c->cs->full = 0;
 	free(c);
-	ctl_nconns--;
+}
+
+/*
+ * Over a bound, from wherever that was seen (a pool callback, a reload
+ * that logs to it): what was queued goes at once, the connection at the
+ * next turn of the loop, when nobody holds it any more.
+ */
+static void
+control_doom(struct ctl_conn *c, const char *why)
+{
+	if (c->doomed)
+		return;
+	log_warnx("control: client %u %s; dropping it", c->id, why);
+	c->doomed = 1;
+	imsgev_clear(&c->iev);
+	control_events(c, 0);
+}
+
+/*
+ * Queue one message of an answer, within the bound of what one client
+ * may have queued.
+ */
+static void
+control_compose(struct ctl_conn *c, uint32_t type, const void *data,
+    size_t len)
+{
+	struct msgbuf	*w = &c->iev.ibuf.w;
+
+	if (c->doomed)
+		return;
+	if (w->queued >= CONTROL_QUEUE_MSGS ||
+	    w->qbytes + IMSG_HEADER_SIZE + len > CONTROL_QUEUE_BYTES) {
+		control_doom(c, "has an answer over the bound");
+		return;
+	}
+	if (imsg_compose(&c->iev.ibuf, type, 0, 0, -1, data, len) == -1) {
+		log_warn("%s: client %u", __func__, c->id);
+		control_doom(c, "cannot be answered");
+		return;
+	}
+	control_events(c, 0);
+}
+
+/*
+ * The events and the deadline for what the connection waits for now.
+ * Requests are read only when no answer is owed or queued; a deadline
+ * starts when the wait does (and again when a slow reader takes some of
+ * its answer: progress is not idleness).
+ */
+static void
+control_events(struct ctl_conn *c, int progress)
+{
+	struct timeval	 tv;
+	enum ctl_wait	 wait;
+
+	if (c->doomed)
+		wait = CW_DOOMED;
+	else if (c->iev.ibuf.w.queued > 0)
+		wait = CW_READER;
+	else if (c->pending)
+		wait = CW_NONE;
+	else if (imsg_partial(&c->iev.ibuf) > 0)
+		wait = CW_MESSAGE;
+	else
+		wait = CW_REQUEST;
+	if (wait != CW_DOOMED)
+		imsgev_pause(&c->iev, wait == CW_READER || wait == CW_NONE);
+	if (wait == c->wait && !(wait == CW_READER && progress))
+		return;
+	c->wait = wait;
+	evtimer_del(&c->deadline);
+	if (wait == CW_NONE)
+		return;
+	tv.tv_sec = wait == CW_DOOMED ? 0 : CONTROL_TIMEOUT;
+	tv.tv_usec = 0;
+	evtimer_add(&c->deadline, &tv);
+}
+
+static void
+control_deadline(int fd, short event, void *arg)
+{
+	struct ctl_conn	*c = arg;
+
+	(void)fd;
+	(void)event;
+	switch (c->wait) {
+	case CW_REQUEST:
+		log_debug("control: client %u sent nothing for %d s; dropping "
+		    "it", c->id, CONTROL_TIMEOUT);
+		break;
+	case CW_MESSAGE:
+		log_warnx("control: client %u left a message unfinished for "
+		    "%d s; dropping it", c->id, CONTROL_TIMEOUT);
+		break;
+	case CW_READER:
+		log_warnx("control: client %u did not read its answer for %d "
+		    "s; dropping it", c->id, CONTROL_TIMEOUT);
+		break;
+	case CW_DOOMED:
+	case CW_NONE:
+	default:
+		break;
+	}
+	control_drop(c);
 }
 
 static void
@@ -262,30 +471,27 @@ control_result(struct ctl_conn *c, uint32_t type, const char *fmt, ...)
 	va_start(ap, fmt);
 	(void)vsnprintf(r.message, sizeof(r.message), fmt, ap);
 	va_end(ap);
-	imsgev_compose(&c->iev, type, 0, 0, -1, &r, sizeof(r));
+	control_compose(c, type, &r, sizeof(r));
 }
 
 static void
 control_end(struct ctl_conn *c)
 {
-	imsgev_compose(&c->iev, IMSG_CTL_END, 0, 0, -1, NULL, 0);
+	control_compose(c, IMSG_CTL_END, NULL, 0);
 }
 
-/* The proxy went away: nobody will answer the cancels it was asked. */
-void
-control_proxy_gone(struct agencyd *d)
+/*
+ * The end of an answer that came later: the client may send again.  An
+ * answer given at once, from within the request, leaves the rest to the
+ * loop that took the request.
+ */
+static void
+control_later_end(struct ctl_conn *c)
 {
-	struct ctl_conn	*c;
-
-	(void)d;
-	TAILQ_FOREACH(c, &ctl_conns, entry) {
-		if (!c->cancel_pending)
-			continue;
-		c->cancel_pending = 0;
-		control_result(c, IMSG_CTL_ERROR, "agency-proxy exited before "
-		    "it answered");
-		control_end(c);
-	}
+	c->pending = 0;
+	control_end(c);
+	if (!c->processing)
+		control_process(c);
 }
 
 /* A line already logged, for the client alone. */
@@ -298,7 +504,7 @@ control_line(struct ctl_conn *c, const char *line)
 		return;
 	memset(&r, 0, sizeof(r));
 	(void)strlcpy(r.message, line, sizeof(r.message));
-	imsgev_compose(&c->iev, IMSG_CTL_INFO, 0, 0, -1, &r, sizeof(r));
+	control_compose(c, IMSG_CTL_INFO, &r, sizeof(r));
 }
 
 /* A line for the log, and for the client when there is one. */
@@ -344,7 +550,7 @@ control_load_done(void *arg, int ok, const char *err)
 	else
 		control_result(c, IMSG_CTL_ERROR, "%s", err != NULL ? err :
 		    "load failed");
-	control_end(c);
+	control_later_end(c);
 }
 
 static void
@@ -355,7 +561,23 @@ control_unload_done(void *arg)
 	if ((c = control_byid((uint32_t)(uintptr_t)arg)) == NULL)
 		return;
 	control_result(c, IMSG_CTL_OK, "stopped");
-	control_end(c);
+	control_later_end(c);
+}
+
+/* The proxy ended the model's requests, or went away first. */
+static void
+control_cancel_done(void *arg, int ok, uint32_t cancelled)
+{
+	struct ctl_conn	*c;
+
+	if ((c = control_byid((uint32_t)(uintptr_t)arg)) == NULL)
+		return;
+	if (ok)
+		control_result(c, IMSG_CTL_OK, "%u", cancelled);
+	else
+		control_result(c, IMSG_CTL_ERROR, "agency-proxy exited before "
+		    "it answered");
+	control_later_end(c);
 }
 
 static void
@@ -392,11 +614,10 @@ control_status(struct agencyd *d, struct ctl_conn *c)
 			continue;
 		st.reqid = 0;
 		models_fill_status(d, &st);
-		imsgev_compose(&c->iev, IMSG_STATUS_MODEL, 0, 0, -1, &st,
-		    sizeof(st));
+		control_compose(c, IMSG_STATUS_MODEL, &st, sizeof(st));
 	}
 	memset(&r, 0, sizeof(r));
-	imsgev_compose(&c->iev, IMSG_STATUS_END, 0, 0, -1, &r, sizeof(r));
+	control_compose(c, IMSG_STATUS_END, &r, sizeof(r));
 }
 
 static void
@@ -411,164 +632,200 @@ control_logs(struct agencyd *d, struct ctl_conn *c, struct model *m)
 		memset(&lg, 0, sizeof(lg));
 		lg.pri = LOG_INFO;
 		(void)strlcpy(lg.line, ring_get(&m->ring, i), sizeof(lg.line));
-		imsgev_compose(&c->iev, IMSG_CTL_LOGLINE, 0, 0, -1, &lg,
-		    sizeof(lg));
+		control_compose(c, IMSG_CTL_LOGLINE, &lg, sizeof(lg));
 	}
 	control_end(c);
 }
 
-void
-control_cancel_done(struct agencyd *d, const struct proto_cancel *pc)
+/*
+ * One request; -1 when it was malformed (the caller drops the client).
+ * An answer is either queued here or owed (c->pending) until a callback
+ * gives it.
+ */
+static int
+control_request(struct agencyd *d, struct ctl_conn *c, struct imsg *imsg)
 {
-	struct ctl_conn	*c;
-
-	(void)d;
-	if (pc->reqid == 0 || (c = control_byid((uint32_t)pc->reqid)) == NULL ||
-	    !c->cancel_pending)
-		return;
-	c->cancel_pending = 0;
-	control_result(c, IMSG_CTL_OK, "%u", pc->cancelled);
-	control_end(c);
-}
-
-static void
-control_dispatch(int fd, short event, void *arg)
-{
-	struct ctl_conn		*c = arg;
-	struct agencyd		*d = env;
-	struct imsg		 imsg;
 	struct proto_ctl_model	 cm;
 	struct proto_ctl_verbose cv;
-	struct proto_cancel	 pc;
-	struct model		*m;
-	ssize_t			 n;
-	uint32_t		 type;
-	void			*cbarg;
+	struct model		*m = NULL;
+	uint32_t		 type = imsg_get_type(imsg);
+	void			*cbarg = (void *)(uintptr_t)c->id;
 
-	(void)fd;
-	if (imsgev_io(&c->iev, event) == -1) {
-		control_drop(c);
-		return;
+	if (c->restricted && type != IMSG_STATUS_REQ) {
+		control_result(c, IMSG_CTL_ERROR, "permission denied: "
+		    "this socket allows status only");
+		control_end(c);
+		return (0);
 	}
-	cbarg = (void *)(uintptr_t)c->id;
 
-	for (;;) {
+	switch (type) {
+	case IMSG_CTL_LOAD:
+	case IMSG_CTL_UNLOAD:
+	case IMSG_CTL_CANCEL:
+	case IMSG_CTL_LOGS:
+	case IMSG_CTL_PLAN:
+		if (imsg_get_data(imsg, &cm, sizeof(cm)) == -1 ||
+		    !PROTO_STROK(cm.model))
+			return (-1);
+		if ((m = model_find(d, cm.model)) == NULL) {
+			control_unknown(d, c, cm.model);
+			return (0);
+		}
+		break;
+	default:
+		break;
+	}
+
+	switch (type) {
+	case IMSG_STATUS_REQ:
+		if (imsg_get_len(imsg) != sizeof(struct proto_reqid))
+			return (-1);
+		control_status(d, c);
+		break;
+	case IMSG_CTL_LOAD:
+		if (d->stopping) {
+			control_result(c, IMSG_CTL_ERROR,
+			    "agencyd is shutting down");
+			control_end(c);
+			break;
+		}
+		if (!cm.wait) {
+			(void)pool_load(d->pool, m->plan.name, NULL, NULL);
+			control_result(c, IMSG_CTL_OK, "loading");
+			control_end(c);
+			break;
+		}
+		c->pending = 1;
+		(void)pool_load(d->pool, m->plan.name, control_load_done,
+		    cbarg);
+		break;
+	case IMSG_CTL_UNLOAD:
+		c->pending = 1;
+		(void)pool_unload(d->pool, m->plan.name, control_unload_done,
+		    cbarg);
+		break;
+	case IMSG_CTL_CANCEL:
+		if (!d->proxy_up) {
+			control_result(c, IMSG_CTL_ERROR,
+			    "agency-proxy is not running");
+			control_end(c);
+			break;
+		}
+		c->pending = 1;
+		proxy_cancel(d, m->plan.name, control_cancel_done, cbarg);
+		break;
+	case IMSG_CTL_RELOAD:
+		if (imsg_get_len(imsg) != 0)
+			return (-1);
+		if (agencyd_reload(d, c) == 0)
+			control_result(c, IMSG_CTL_OK,
+			    "configuration reloaded");
+		else
+			control_result(c, IMSG_CTL_ERROR,
+			    "configuration not changed");
+		control_end(c);
+		break;
+	case IMSG_CTL_VERBOSE:
+		if (imsg_get_data(imsg, &cv, sizeof(cv)) == -1 ||
+		    cv.verbose < 0 || cv.verbose > 3)
+			return (-1);
+		log_setverbose(cv.verbose);
+		log_info("log level set to %s", cv.verbose > 1 ?
+		    "verbose" : "brief");
+		control_result(c, IMSG_CTL_OK, "log %s",
+		    cv.verbose > 1 ? "verbose" : "brief");
+		control_end(c);
+		break;
+	case IMSG_CTL_LOGS:
+		control_logs(d, c, m);
+		break;
+	case IMSG_CTL_PLAN:
+		control_plan(d, c, m);
+		break;
+	default:
+		return (-1);
+	}
+	return (0);
+}
+
+/*
+ * Take the requests read so far, one at a time: the next only once the
+ * answer to the last is written out and none is owed.  May drop c.
+ */
+static void
+control_process(struct ctl_conn *c)
+{
+	struct agencyd	*d = env;
+	struct imsg	 imsg;
+	ssize_t		 n;
+	uint32_t	 type;
+
+	c->processing = 1;
+	while (!c->doomed && !c->pending && c->iev.ibuf.w.queued == 0) {
 		if ((n = imsg_get(&c->iev.ibuf, &imsg)) == -1) {
-			log_warnx("control: malformed message; dropping the "
-			    "client");
+			log_warnx("control: client %u sent a malformed "
+			    "message; dropping the client", c->id);
 			control_drop(c);
 			return;
 		}
 		if (n == 0)
 			break;
 		type = imsg_get_type(&imsg);
-
-		if (c->restricted && type != IMSG_STATUS_REQ) {
-			control_result(c, IMSG_CTL_ERROR, "permission denied: "
-			    "this socket allows status only");
-			control_end(c);
+		if (control_request(d, c, &imsg) == -1) {
+			log_warnx("control: invalid message (type %u); "
+			    "dropping the client", type);
 			imsg_free(&imsg);
-			continue;
-		}
-
-		m = NULL;
-		switch (type) {
-		case IMSG_CTL_LOAD:
-		case IMSG_CTL_UNLOAD:
-		case IMSG_CTL_CANCEL:
-		case IMSG_CTL_LOGS:
-		case IMSG_CTL_PLAN:
-			if (imsg_get_data(&imsg, &cm, sizeof(cm)) == -1 ||
-			    !PROTO_STROK(cm.model))
-				goto bad;
-			if ((m = model_find(d, cm.model)) == NULL) {
-				control_unknown(d, c, cm.model);
-				imsg_free(&imsg);
-				continue;
-			}
-			break;
-		default:
-			break;
-		}
-
-		switch (type) {
-		case IMSG_STATUS_REQ:
-			if (imsg_get_len(&imsg) != sizeof(struct proto_reqid))
-				goto bad;
-			control_status(d, c);
-			break;
-		case IMSG_CTL_LOAD:
-			if (d->stopping) {
-				control_result(c, IMSG_CTL_ERROR,
-				    "agencyd is shutting down");
-				control_end(c);
-				break;
-			}
-			if (!cm.wait) {
-				(void)pool_load(d->pool, m->plan.name, NULL,
-				    NULL);
-				control_result(c, IMSG_CTL_OK, "loading");
-				control_end(c);
-			} else
-				(void)pool_load(d->pool, m->plan.name,
-				    control_load_done, cbarg);
-			break;
-		case IMSG_CTL_UNLOAD:
-			(void)pool_unload(d->pool, m->plan.name,
-			    control_unload_done, cbarg);
-			break;
-		case IMSG_CTL_CANCEL:
-			if (!d->proxy_up) {
-				control_result(c, IMSG_CTL_ERROR,
-				    "agency-proxy is not running");
-				control_end(c);
-				break;
-			}
-			memset(&pc, 0, sizeof(pc));
-			pc.reqid = c->id;
-			(void)strlcpy(pc.model, m->plan.name, sizeof(pc.model));
-			proxy_compose(d, IMSG_CANCEL, &pc, sizeof(pc));
-			c->cancel_pending = 1;
-			break;
-		case IMSG_CTL_RELOAD:
-			if (imsg_get_len(&imsg) != 0)
-				goto bad;
-			if (agencyd_reload(d, c) == 0)
-				control_result(c, IMSG_CTL_OK,
-				    "configuration reloaded");
-			else
-				control_result(c, IMSG_CTL_ERROR,
-				    "configuration not changed");
-			control_end(c);
-			break;
-		case IMSG_CTL_VERBOSE:
-			if (imsg_get_data(&imsg, &cv, sizeof(cv)) == -1 ||
-			    cv.verbose < 0 || cv.verbose > 3)
-				goto bad;
-			log_setverbose(cv.verbose);
-			log_info("log level set to %s", cv.verbose > 1 ?
-			    "verbose" : "brief");
-			control_result(c, IMSG_CTL_OK, "log %s",
-			    cv.verbose > 1 ? "verbose" : "brief");
-			control_end(c);
-			break;
-		case IMSG_CTL_LOGS:
-			control_logs(d, c, m);
-			break;
-		case IMSG_CTL_PLAN:
-			control_plan(d, c, m);
-			break;
-		default:
-			goto bad;
+			control_drop(c);
+			return;
 		}
 		imsg_free(&imsg);
-		continue;
- bad:
-		log_warnx("control: invalid message (type %u); dropping the "
-		    "client", type);
-		imsg_free(&imsg);
-		control_drop(c);
-		return;
 	}
-	imsgev_add(&c->iev);
+	c->processing = 0;
+	control_events(c, 0);
+}
+
+static void
+control_dispatch(int fd, short event, void *arg)
+{
+	struct ctl_conn	*c = arg;
+	struct imsgbuf	*ibuf = &c->iev.ibuf;
+	ssize_t		 n;
+	size_t		 before;
+
+	(void)fd;
+	if (c->doomed)
+		return;
+	/* (EV_READ only comes unpaused; a full buffer waits its turn.) */
+	if ((event & EV_READ) && !c->iev.rpaused) {
+		if ((n = imsg_read(ibuf)) == -1 && errno != EAGAIN &&
+		    errno != ENOBUFS) {
+			if (errno == EBADMSG)
+				log_warnx("control: client %u sent file "
+				    "descriptors; dropping it", c->id);
+			else
+				log_warn("control: client %u: read", c->id);
+			control_drop(c);
+			return;
+		}
+		if (n == 0) {
+			control_drop(c);
+			return;
+		}
+	}
+	if (event & EV_WRITE) {
+		before = ibuf->w.qbytes;
+		switch (imsg_write(ibuf)) {
+		case -1:
+			log_warn("control: client %u: write", c->id);
+			/* FALLTHROUGH */
+		case 0:
+			control_drop(c);
+			return;
+		default:
+			break;
+		}
+		if (ibuf->w.qbytes < before)
+			control_events(c, 1);
+	}
+	control_process(c);
 }

@@ -105,46 +105,56 @@ model_env(const char *muser, const struct model_conf *mc, const char *port,
 	    &mc->rt->env, &mc->env, envp, err, errlen));
 }
 
-/* "llama-server for /srv/models/x.gguf": how messages name a process. */
+/*
+ * "model qwen2.5-7b": how messages, errors and status name a model and
+ * its process.  The name, never the program or the upstream: two models
+ * on one file differ, and the name is what an operator asks for.
+ */
 static void
-model_label(struct model *m)
+model_label(const struct model_conf *mc, char *label, size_t len)
 {
-	char	**argv = NULL, err[SPAWN_ERR_MAX], *base;
-
-	if (spawn_argv(m->mc->rt->command, "0", m->mc->upstream, m->mc->name,
-	    &argv, err, sizeof(err)) == -1 || argv[0] == NULL) {
-		(void)snprintf(m->plan.label, sizeof(m->plan.label), "%s",
-		    m->mc->name);
-	} else {
-		base = basename(argv[0]);
-		if (snprintf(m->plan.label, sizeof(m->plan.label),
-		    "%s for %.*s", base, (int)(sizeof(m->plan.label) / 2),
-		    m->mc->upstream) < 0)
-			m->plan.label[0] = '\0';
-	}
-	spawn_argv_free(argv);
+	(void)snprintf(label, len, "model %s", mc->name);
 }
 
-/* The pool's plan of a model from its configuration. */
+/*
+ * What the model's server is sent as the body's "model", by its
+ * runtime's send model: its name, its upstream, or "" for the client's
+ * own (the proxy then leaves the field alone).
+ */
+static const char *
+model_sent(const struct model_conf *mc)
+{
+	switch (mc->rt->send_model) {
+	case SEND_UPSTREAM:
+		return (mc->upstream);
+	case SEND_UNCHANGED:
+		return ("");
+	case SEND_NAME:
+	default:
+		return (mc->name);
+	}
+}
+
+/*
+ * The pool's plan of a model from its configuration.  Its upstream is
+ * the model name the upstream server is sent (model_sent): the pool only
+ * carries it, to the grants of the process that the plan started.
+ */
 int
 model_plan(struct model *m, struct model_conf *mc, struct pool_plan *plan)
 {
-	struct model	 tmp;
 	char		 home[PATH_MAX], err[SPAWN_ERR_MAX], **envp;
 	const char	*user;
 
 	memset(plan, 0, sizeof(*plan));
 	if (strlcpy(plan->name, mc->name, sizeof(plan->name)) >=
 	    sizeof(plan->name) ||
-	    strlcpy(plan->upstream, mc->upstream, sizeof(plan->upstream)) >=
+	    strlcpy(plan->upstream, model_sent(mc), sizeof(plan->upstream)) >=
 	    sizeof(plan->upstream)) {
 		errno = ENAMETOOLONG;
 		return (-1);
 	}
-	tmp.mc = mc;
-	tmp.plan = *plan;
-	model_label(&tmp);
-	(void)strlcpy(plan->label, tmp.plan.label, sizeof(plan->label));
+	model_label(mc, plan->label, sizeof(plan->label));
 	plan->lazy = mc->lazy;
 	/* Sized with what the model process will have: its user's home,
 	 * its runtime's and its own env, never ours. */
@@ -330,8 +340,9 @@ op_spawn(void *ctx, const struct pool_plan *plan, uint64_t spawnid,
 	m->addr_in_use = 0;
 	if ((pid = spawn_start(&req, &m->sp, err, sizeof(err))) != -1) {
 		m->sp_open = 1;
-		log_info("%s: started, pid %d, port %u", plan->label,
-		    (int)pid, port);
+		/* The program, once: the label names only the model. */
+		log_info("%s: started %s, pid %d, port %u", plan->label,
+		    basename(argv[0]), (int)pid, port);
 		log_debug("%s: its reaper is pid %d", plan->label,
 		    (int)m->sp.reaper);
 	}
@@ -551,8 +562,13 @@ op_refused(void *ctx, uint64_t reqid, int reason, int retry_after,
 static void
 op_changed(void *ctx, const struct pool_plan *plan)
 {
+	struct agencyd	*d = ctx;
+
 	(void)plan;
-	notify_status(ctx);
+	notify_status(d);
+	/* A model moved by a reload may have left its old port. */
+	if (!d->reloading)
+		(void)models_ports_check(d, NULL, 0);
 }
 
 /* Stop the model's process and start it again, on the pool's queue. */
@@ -573,4 +589,66 @@ models_fill_status(struct agencyd *d, struct proto_status *st)
 	if ((m = model_find(d, st->model)) != NULL && m->mc != NULL)
 		(void)strlcpy(st->runtime, m->mc->rt->name,
 		    sizeof(st->runtime));
+}
+
+/*
+ * The ports agency-proxy must be able to reach now: the configured range
+ * and the port of each model process outside it, where a reload that
+ * changed the range left it until the model is moved.
+ */
+void
+models_proxy_ports(struct agencyd *d, struct proto_ports *pp)
+{
+	struct proto_status	 st;
+	size_t			 i, n;
+
+	ports_init(pp, d->conf->port_lo, d->conf->port_hi);
+	n = pool_count(d->pool);
+	for (i = 0; i < n; i++)
+		if (pool_status(d->pool, i, &st) == 0 && st.pid > 0 &&
+		    st.port != 0)
+			ports_add(pp, st.port);
+}
+
+/*
+ * agency-proxy's sandbox follows the ports it must reach.  Fewer: it is
+ * told, and narrows its Landlock rules.  More, a reload's new range,
+ * which Landlock cannot add: it is restarted, and proxy_start gives the
+ * new one what it needs then.  What was done is logged, or with msg
+ * (a reload's) left there for the caller to say.  Returns 0 (nothing),
+ * PORTS_NARROWED or PORTS_RESTART.
+ */
+int
+models_ports_check(struct agencyd *d, char *msg, size_t msglen)
+{
+	struct proto_ports	 need;
+	char			 now[128], was[128], line[PROTO_MSG_MAX];
+	int			 rv;
+
+	if (d->proxy_pid <= 0 || d->stopping)
+		return (0);
+	models_proxy_ports(d, &need);
+	if (ports_within(&need, &d->proxy_ports) &&
+	    ports_within(&d->proxy_ports, &need))
+		return (0);
+	ports_format(&need, now, sizeof(now));
+	ports_format(&d->proxy_ports, was, sizeof(was));
+	if (!ports_within(&need, &d->proxy_ports)) {
+		(void)snprintf(line, sizeof(line), "model ports %s, beyond "
+		    "the %s agency-proxy may reach: restarting it", now, was);
+		(void)kill(d->proxy_pid, SIGTERM);
+		rv = PORTS_RESTART;
+	} else {
+		(void)snprintf(line, sizeof(line), "agency-proxy may reach "
+		    "model ports %s, no longer %s", now, was);
+		proxy_compose(d, IMSG_PORTS, &need, sizeof(need));
+		rv = PORTS_NARROWED;
+	}
+	/* After a restart, what its successor gets: no second one. */
+	d->proxy_ports = need;
+	if (msg != NULL)
+		(void)strlcpy(msg, line, msglen);
+	else
+		log_info("%s", line);
+	return (rv);
 }

@@ -171,12 +171,13 @@ static size_t			 nnotes;
 %token	CONNECTIONS DEFAULT EMBEDDING ENV FAIRNESS GET HEADER IDLE IMAGE
 %token	INCLUDE KIND LAZY LISTEN LOAD MAX MEMORY MODEL MOVE NAME NEVER
 %token	NO ON OVERCOMMIT PART PORT PORTS POST QUEUE READY REFUSE REQUEST
-%token	REQUESTS RESERVE RESTRICTED ROUTE RUNTIME SERVER SOCKET SPEECH
-%token	STOPS STREAM TIMEOUT TO TOKENS UPSTREAM USER VISION WINDOW YES
+%token	REQUESTS RESERVE RESTRICTED ROUTE RUNTIME SEND SERVER SOCKET
+%token	SPEECH STOPS STREAM TIMEOUT TO TOKENS UNCHANGED UPSTREAM USER
+%token	VISION WINDOW YES
 %token	ERROR
 %token	<v.string>	STRING
 %token	<v.number>	NUMBER
-%type	<v.number>	size duration yesno kind stops
+%type	<v.number>	size duration yesno kind stops sendmodel
 %type	<v.string>	macroval
 /* Strings that error recovery throws away. */
 %destructor	{ (void)msg; free($$); } <v.string>
@@ -447,6 +448,7 @@ rtopt		: COMMAND STRING		{
 		}
 		| KIND kind			{ rt->kind = $2; }
 		| STOPS ON CLOSE stops		{ rt->stops = $4; }
+		| SEND MODEL sendmodel		{ rt->send_model = $3; }
 		| ENV STRING			{
 			if (check_env($2) == 0)
 				(void)addstr(&rt->env, $2, AGENCY_ENV_MAX,
@@ -517,6 +519,11 @@ kind		: CHAT				{ $$ = KIND_CHAT; }
 stops		: ALWAYS			{ $$ = STOPS_ALWAYS; }
 		| NEVER				{ $$ = STOPS_NEVER; }
 		| STREAM			{ $$ = STOPS_STREAM; }
+		;
+
+sendmodel	: NAME				{ $$ = SEND_NAME; }
+		| UPSTREAM			{ $$ = SEND_UPSTREAM; }
+		| UNCHANGED			{ $$ = SEND_UNCHANGED; }
 		;
 
 model		: MODEL STRING			{
@@ -794,6 +801,7 @@ lookup(const char *s)
 		{ "restricted",		RESTRICTED },
 		{ "route",		ROUTE },
 		{ "runtime",		RUNTIME },
+		{ "send",		SEND },
 		{ "server",		SERVER },
 		{ "socket",		SOCKET },
 		{ "speech",		SPEECH },
@@ -802,6 +810,7 @@ lookup(const char *s)
 		{ "timeout",		TIMEOUT },
 		{ "to",			TO },
 		{ "tokens",		TOKENS },
+		{ "unchanged",		UNCHANGED },
 		{ "upstream",		UPSTREAM },
 		{ "user",		USER },
 		{ "vision",		VISION },
@@ -1591,6 +1600,7 @@ runtime_start(char *name)
 	(void)strlcpy(rt->ready_path, "/health", sizeof(rt->ready_path));
 	rt->kind = KIND_CHAT;
 	rt->stops = STOPS_ALWAYS;
+	rt->send_model = SEND_NAME;
 	rt->line = yylval.lineno;
 	rt_command = 0;
 	(void)here(&rt_pos);

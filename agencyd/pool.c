@@ -945,6 +945,11 @@ op_drop_unwanted(struct pool *p, struct pool_op *op)
 	if (pm->load_op == op)
 		pm->load_op = NULL;
 	op_free(p, op);
+	/* It stopped a model to make room, then waited: not loading now,
+	 * or its need would keep other loads waiting for nothing. */
+	if (pm->state == STATE_LOADING && pm->pid == 0 &&
+	    running_op(p, pm) == NULL)
+		set_state(pm, STATE_STOPPED, NULL);
 	p->recheck = 1;
 	p->rerun = 1;
 }
@@ -1848,11 +1853,17 @@ static int
 room_wait(struct pool *p, struct pool_op *op)
 {
 	struct pool_model	*pm = op->pm;
+	struct pool_waiter	*w;
 	char			 why[PROTO_MSG_MAX];
 
 	if (op->phase != PH_WAITMEM) {
 		op->phase = PH_WAITMEM;
 		op->wait_since = now(p);
+		/* After an eviction its requests wait in the queue again,
+		 * timed from when they came. */
+		TAILQ_FOREACH(w, &p->waiters, entry)
+			if (w->op == op)
+				waiter_queue(p, w);
 		blockers(p, pm, why, sizeof(why));
 		plog(p, LOG_INFO, "%s: waiting for memory held by %s",
 		    pm->plan.label, why[0] != '\0' ? why : "busy models");
@@ -2543,7 +2554,7 @@ pool_acquire(struct pool *p, const char *model, uint64_t reqid,
 	queue_run(p);
 }
 
-void
+int
 pool_withdraw(struct pool *p, uint64_t reqid, uint32_t owner)
 {
 	struct pool_waiter	*w;
@@ -2556,9 +2567,10 @@ pool_withdraw(struct pool *p, uint64_t reqid, uint32_t owner)
 			if (op != NULL)
 				op_drop_unwanted(p, op);
 			queue_run(p);
-			return;
+			return (1);
 		}
 	}
+	return (0);
 }
 
 int

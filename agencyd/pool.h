@@ -195,8 +195,10 @@ void		 pool_acquire(struct pool *, const char *, uint64_t reqid,
 		    uint32_t owner);
 /* The client of a waiting request left: it is never granted or refused,
  * and its place in the queue is free.  A load in progress goes on; a
- * load that has not started and that nobody else waits for is dropped. */
-void		 pool_withdraw(struct pool *, uint64_t reqid, uint32_t owner);
+ * load that has not started and that nobody else waits for is dropped.
+ * 1 when it was waiting, 0 when owner has no such request (already
+ * answered). */
+int		 pool_withdraw(struct pool *, uint64_t reqid, uint32_t owner);
 /* Release a hold; -1 (nothing changed) when owner holds no such hold,
  * which includes a second release of the same hold. */
 int		 pool_release(struct pool *, uint64_t holdid, uint32_t owner);

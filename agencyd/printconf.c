@@ -99,6 +99,11 @@ print_runtime(FILE *fp, const struct runtime_conf *rt)
 		[STOPS_NEVER] = "never",
 		[STOPS_STREAM] = "stream",
 	};
+	static const char	*sends[] = {
+		[SEND_NAME] = "name",
+		[SEND_UPSTREAM] = "upstream",
+		[SEND_UNCHANGED] = "unchanged",
+	};
 	const struct rule_move	*mv;
 
 	fprintf(fp, "runtime ");
@@ -114,6 +119,7 @@ print_runtime(FILE *fp, const struct runtime_conf *rt)
 	}
 	fprintf(fp, "\n\tkind %s\n", kinds[rt->kind]);
 	fprintf(fp, "\tstops on close %s\n", stops[rt->stops]);
+	fprintf(fp, "\tsend model %s\n", sends[rt->send_model]);
 	if (rt->max_tokens != 0)
 		fprintf(fp, "\tmax tokens %" PRId64 "\n", rt->max_tokens);
 	print_strlist(fp, "env", &rt->env);

@@ -8,8 +8,17 @@
  * strings that end inside their arrays, holds the proxy really holds.
  * A message that fails any of these kills the proxy, which is started
  * again; its holds are released, the model processes keep running.
+ *
+ * Nor can a proxy make agencyd grow: it sends no fds, holds no more
+ * requests than it has fds for connections, is answered a few status
+ * requests at a time (the next wait until those answers are out), may
+ * report only cancels agencyd sent it, and is killed when it stops
+ * reading what agencyd sends it (PROXY_STALL_MS, PROXY_QUEUE_MAX).  Its
+ * log lines, and the answers to probes it relays, reach the log escaped
+ * (vis(3)), at the priorities the proxy uses.
  */
 #include <sys/types.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 
@@ -24,21 +33,58 @@
 #include <string.h>
 #include <syslog.h>
 #include <unistd.h>
+#define LIBBSD_OPENBSD_VIS	/* strnvis(dst, src, size, flag) */
+#include <vis.h>
 
 #include "agencyd.h"
-#include "control.h"
 #include "log.h"
 #include "proto.h"
 
 #define PROXY_QUICK_DEATH	1000	/* ms: a proxy that dies this young */
 #define PROXY_RESPAWN_WAIT	1000	/* ms: waits this long to restart */
 #define PROXY_READS_MAX		4	/* reads of a full buffer a turn */
+#define PROXY_ENV_MAX		8	/* variables of the proxy's environment */
+/* The top bit tells agencyd's cancel ids from those the proxy chose. */
+#define PROXY_CANCEL_OURS	(1ULL << 63)
+
+/* One cancel sent to the proxy, until it reports it done. */
+struct pcancel {
+	TAILQ_ENTRY(pcancel)	 entry;
+	uint64_t		 id;
+	char			 model[AGENCY_NAME_MAX];
+	proxy_cancel_cb		 cb;	/* NULL: the proxy asked for it */
+	void			*arg;
+};
+TAILQ_HEAD(pcancels, pcancel);
+
+/* What the current proxy has outstanding, and how the link is doing. */
+static struct {
+	int			 init;
+	struct pcancels		 cancels;
+	uint64_t		 cancel_next;
+	uint64_t		 holds;		/* asked, or granted */
+	uint64_t		 asked;		/* cancels it asked for */
+	uint64_t		 fdmax;		/* its fds: bounds both */
+	unsigned int		 status;	/* answers since it last read */
+	int			 rpaused;	/* status waits for the queue */
+	int			 doomed;	/* killed at the next turn */
+	const char		*why;
+	struct event		 stall;
+	struct event		 doom;
+} plink;
 
 static void	proxy_dispatch(int, short, void *);
 static void	proxy_hostile(struct agencyd *, const char *, uint32_t);
+static void	proxy_kill(struct agencyd *);
+static void	proxy_drop(struct agencyd *);
+static void	proxy_doom(struct agencyd *, const char *);
 static void	proxy_restart_cb(int, short, void *);
 static void	proxy_restart_later(struct agencyd *);
 static void	proxy_status(struct agencyd *, struct imsg *);
+static void	proxy_stall_cb(int, short, void *);
+static void	proxy_doom_cb(int, short, void *);
+static void	proxy_cancels_end(void);
+static int	proxy_write(struct agencyd *);
 
 int
 listeners_bind(struct agency_conf *conf)
@@ -82,16 +128,114 @@ listeners_bind(struct agency_conf *conf)
 	return (0);
 }
 
+/*
+ * The proxy's environment: nothing of agencyd's (secrets of the operator,
+ * HF_TOKEN, LD_PRELOAD...), only what it is told here, and in a build
+ * with sanitizers the options of their reports.
+ */
+static void
+proxy_env(char *envp[PROXY_ENV_MAX])
+{
+	static char	 changelist[] = "EVENT_EPOLL_USE_CHANGELIST=1";
+	size_t		 n = 0;
+#ifdef __SANITIZE_ADDRESS__
+	extern char	**environ;
+	static const char *keep[] = { "ASAN_OPTIONS=", "LSAN_OPTIONS=",
+			    "UBSAN_OPTIONS=" };
+	size_t		 i, k;
+#endif
+
+	/*
+	 * libevent's epoll changelist folds the enable/disable pairs evhttp
+	 * makes around every read and write into one epoll_ctl a loop
+	 * turn, or none (bench/: a third of the proxy's system calls).
+	 * The proxy dups no fds, the one case the changelist gets wrong.
+	 */
+	envp[n++] = changelist;
+#ifdef __SANITIZE_ADDRESS__
+	for (i = 0; environ[i] != NULL && n < PROXY_ENV_MAX - 1; i++)
+		for (k = 0; k < sizeof(keep) / sizeof(keep[0]); k++)
+			if (strncmp(environ[i], keep[k],
+			    strlen(keep[k])) == 0)
+				envp[n++] = environ[i];
+#endif
+	envp[n] = NULL;
+}
+
+/*
+ * The bound of the proxy's holds, and of the cancels it may ask for: each
+ * is a request, and each request keeps a connection (a client's, or a
+ * model's while its answer drains), so never more than the proxy has fds.
+ * It raises its limit to the hard one it inherits from us.
+ */
+static uint64_t
+proxy_fdmax(void)
+{
+	struct rlimit	 rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == -1 || rl.rlim_max == RLIM_INFINITY ||
+	    rl.rlim_max > MAX_CONNECTIONS)
+		return (MAX_CONNECTIONS);
+	return (rl.rlim_max);
+}
+
+/*
+ * agencyd's end of a new proxy's channel: the bounds start again, fds are
+ * refused, and the configuration is queued.  -1 (and nothing open) when
+ * that fails.
+ */
+int
+proxy_link_open(struct agencyd *d, int fd)
+{
+	if (!plink.init) {
+		TAILQ_INIT(&plink.cancels);
+		evtimer_set(&plink.stall, proxy_stall_cb, d);
+		evtimer_set(&plink.doom, proxy_doom_cb, d);
+		plink.cancel_next = 1;
+		plink.init = 1;
+	}
+	proxy_cancels_end();
+	plink.holds = plink.asked = 0;
+	plink.status = 0;
+	plink.rpaused = 0;
+	plink.doomed = 0;
+	plink.why = NULL;
+	plink.fdmax = proxy_fdmax();
+	evtimer_del(&plink.stall);
+	evtimer_del(&plink.doom);
+
+	d->proxy_gen++;
+	d->proxy_ready = 0;
+	d->proxy_pid = 0;
+	imsgev_init(&d->proxy_iev, fd, proxy_dispatch, d);
+	imsg_refuse_fds(&d->proxy_iev.ibuf);
+	d->proxy_up = 1;
+	if (proxy_send_config(d) == -1) {
+		imsgev_clear(&d->proxy_iev);
+		close(fd);
+		d->proxy_up = 0;
+		return (-1);
+	}
+	imsgev_add(&d->proxy_iev);
+	return (0);
+}
+
+/*
+ * Everything that can fail is done before the fork: once there is a
+ * child, it has its configuration queued, and only its exec can fail
+ * (then it exits 127 and is started again as any proxy that died).
+ */
 int
 proxy_start(struct agencyd *d)
 {
 	int		 sp[2];
 	pid_t		 pid;
-	char		*argv[10];
+	char		*argv[10 + 2 * PROTO_PORT_RANGES], *envp[PROXY_ENV_MAX];
 	int		 argc = 0;
+	uint32_t	 i;
 	static char	 a0[] = "agency-proxy", ad[] = "-d", av[] = "-v";
 	static char	 avv[] = "-vv", au[] = "-u", ap[] = "-p";
-	static char	 ports[16];
+	static char	 ports[PROTO_PORT_RANGES][16];
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) == -1) {
 		log_warn("%s: socketpair", __func__);
@@ -106,19 +250,32 @@ proxy_start(struct agencyd *d)
 		argv[argc++] = au;
 		argv[argc++] = d->conf->user;
 	}
-	/* Its sandbox allows connect to these ports alone, for good. */
-	(void)snprintf(ports, sizeof(ports), "%u:%u",
-	    (unsigned int)d->conf->port_lo, (unsigned int)d->conf->port_hi);
-	argv[argc++] = ap;
-	argv[argc++] = ports;
+	/* Its sandbox allows connect to these ports alone, for good: the
+	 * range, and the ports of models a reload has yet to move. */
+	models_proxy_ports(d, &d->proxy_ports);
+	for (i = 0; i < d->proxy_ports.n; i++) {
+		(void)snprintf(ports[i], sizeof(ports[i]), "%u:%u",
+		    (unsigned int)d->proxy_ports.r[i].lo,
+		    (unsigned int)d->proxy_ports.r[i].hi);
+		argv[argc++] = ap;
+		argv[argc++] = ports[i];
+	}
 	argv[argc] = NULL;
+	proxy_env(envp);
+
+	if (proxy_link_open(d, sp[0]) == -1) {
+		close(sp[1]);
+		return (-1);
+	}
 
 	log_flush();	/* not twice: the child must not inherit lines */
 	switch ((pid = fork())) {
 	case -1:
 		log_warn("%s: fork", __func__);
+		imsgev_clear(&d->proxy_iev);
 		close(sp[0]);
 		close(sp[1]);
+		d->proxy_up = 0;
 		return (-1);
 	case 0:
 		/* Its own session: a terminal's ^C is agencyd's to handle. */
@@ -128,15 +285,7 @@ proxy_start(struct agencyd *d)
 		closefrom(4);
 		signal(SIGPIPE, SIG_DFL);
 		signal(SIGCHLD, SIG_DFL);
-		/*
-		 * libevent's epoll changelist folds the enable/disable
-		 * pairs evhttp makes around every read and write into one
-		 * epoll_ctl a loop turn, or none (bench/: a third of the
-		 * proxy's system calls).  The proxy dups no fds, the one
-		 * case the changelist gets wrong.
-		 */
-		(void)setenv("EVENT_EPOLL_USE_CHANGELIST", "1", 1);
-		execv(d->proxy_path, argv);
+		execve(d->proxy_path, argv, envp);
 		dprintf(STDERR_FILENO, "agencyd: exec %s: %s\n",
 		    d->proxy_path, strerror(errno));
 		_exit(127);
@@ -145,16 +294,8 @@ proxy_start(struct agencyd *d)
 	}
 	close(sp[1]);
 	d->proxy_pid = pid;
-	d->proxy_gen++;
-	d->proxy_ready = 0;
 	d->proxy_started = mono_ms();
-	imsgev_init(&d->proxy_iev, sp[0], proxy_dispatch, d);
-	d->proxy_up = 1;
 	log_debug("%s: agency-proxy started, pid %d", __func__, (int)pid);
-
-	if (proxy_send_config(d) == -1)
-		return (-1);
-	imsgev_add(&d->proxy_iev);
 	return (0);
 }
 
@@ -278,6 +419,57 @@ proxy_send_config(struct agencyd *d)
 	return (-1);
 }
 
+/* No progress writing to the proxy for this long: it stopped reading. */
+static void
+proxy_stall_arm(void)
+{
+	struct timeval	 tv;
+
+	tv.tv_sec = PROXY_STALL_MS / 1000;
+	tv.tv_usec = (PROXY_STALL_MS % 1000) * 1000;
+	evtimer_del(&plink.stall);
+	evtimer_add(&plink.stall, &tv);
+}
+
+static void
+proxy_stall_cb(int fd, short ev, void *arg)
+{
+	struct agencyd	*d = arg;
+
+	(void)fd;
+	(void)ev;
+	if (d->proxy_up && d->proxy_iev.ibuf.w.queued > 0) {
+		log_warnx("agency-proxy read nothing it was sent for %d ms: "
+		    "killing it", PROXY_STALL_MS);
+		proxy_kill(d);
+	}
+}
+
+/* Kill the proxy at the next turn of the loop, from wherever this is. */
+static void
+proxy_doom(struct agencyd *d, const char *why)
+{
+	struct timeval	 tv = { 0, 0 };
+
+	(void)d;
+	if (plink.doomed)
+		return;
+	plink.doomed = 1;
+	plink.why = why;
+	evtimer_add(&plink.doom, &tv);
+}
+
+static void
+proxy_doom_cb(int fd, short ev, void *arg)
+{
+	struct agencyd	*d = arg;
+
+	(void)fd;
+	(void)ev;
+	if (d->proxy_up && plink.doomed)
+		proxy_hostile(d, plink.why, 0);
+}
+
 void
 proxy_compose(struct agencyd *d, uint32_t type, const void *data, size_t len)
 {
@@ -292,15 +484,67 @@ void
 proxy_composev(struct agencyd *d, uint32_t type, const struct iovec *iov,
     int iovcnt)
 {
-	if (!d->proxy_up)
+	struct imsgbuf	*ibuf = &d->proxy_iev.ibuf;
+
+	if (!d->proxy_up || plink.doomed)
 		return;
-	if (imsg_composev(&d->proxy_iev.ibuf, type, 0, 0, -1, iov,
-	    iovcnt) == -1) {
+	/* A refusal answers a hold request; a grant makes it a hold. */
+	if (type == IMSG_HOLD_REFUSE && plink.holds > 0)
+		plink.holds--;
+	if (ibuf->w.qbytes > PROXY_QUEUE_MAX) {
+		/* Maybe within a pool callback: killed at the next turn. */
+		proxy_doom(d, "left too much of what it was sent unread");
+		return;
+	}
+	if (imsg_composev(ibuf, type, 0, 0, -1, iov, iovcnt) == -1) {
 		log_warn("%s: type %u", __func__, type);
 		return;
 	}
+	if (!evtimer_pending(&plink.stall, NULL))
+		proxy_stall_arm();
 	if (!d->proxy_batch)
 		imsgev_add(&d->proxy_iev);
+}
+
+/* Send the proxy a cancel of model's requests; cb hears how many ended,
+ * or that the proxy went away first (ok 0). */
+void
+proxy_cancel(struct agencyd *d, const char *model, proxy_cancel_cb cb,
+    void *arg)
+{
+	struct proto_cancel	 c;
+	struct pcancel		*pc;
+
+	if (!d->proxy_up || (pc = calloc(1, sizeof(*pc))) == NULL) {
+		cb(arg, 0, 0);
+		return;
+	}
+	pc->id = PROXY_CANCEL_OURS | plink.cancel_next++;
+	(void)strlcpy(pc->model, model, sizeof(pc->model));
+	pc->cb = cb;
+	pc->arg = arg;
+	TAILQ_INSERT_TAIL(&plink.cancels, pc, entry);
+	memset(&c, 0, sizeof(c));
+	c.reqid = pc->id;
+	(void)strlcpy(c.model, model, sizeof(c.model));
+	proxy_compose(d, IMSG_CANCEL, &c, sizeof(c));
+}
+
+/* The cancels in flight end with their proxy. */
+static void
+proxy_cancels_end(void)
+{
+	struct pcancels	 gone;
+	struct pcancel	*pc;
+
+	TAILQ_INIT(&gone);
+	TAILQ_CONCAT(&gone, &plink.cancels, entry);
+	while ((pc = TAILQ_FIRST(&gone)) != NULL) {
+		TAILQ_REMOVE(&gone, pc, entry);
+		if (pc->cb != NULL)
+			pc->cb(pc->arg, 0, 0);
+		free(pc);
+	}
 }
 
 void
@@ -319,7 +563,12 @@ proxy_drop(struct agencyd *d)
 	close(d->proxy_iev.ibuf.fd);
 	d->proxy_up = 0;
 	d->proxy_ready = 0;
-	control_proxy_gone(d);
+	evtimer_del(&plink.stall);
+	evtimer_del(&plink.doom);
+	plink.doomed = 0;
+	plink.holds = plink.asked = 0;
+	/* Nobody will answer the cancels it was sent. */
+	proxy_cancels_end();
 	/* Its holds end with it; waiting requests go with their clients. */
 	pool_release_owner(d->pool, d->proxy_gen);
 }
@@ -327,7 +576,17 @@ proxy_drop(struct agencyd *d)
 static void
 proxy_hostile(struct agencyd *d, const char *why, uint32_t type)
 {
-	log_warnx("agency-proxy sent %s (type %u): killing it", why, type);
+	if (type != 0)
+		log_warnx("agency-proxy %s (type %u): killing it", why, type);
+	else
+		log_warnx("agency-proxy %s: killing it", why);
+	proxy_kill(d);
+}
+
+/* SIGKILL: SIGCHLD then starts a new one. */
+static void
+proxy_kill(struct agencyd *d)
+{
 	if (d->proxy_pid > 0)
 		(void)kill(d->proxy_pid, SIGKILL);
 	proxy_drop(d);
@@ -413,9 +672,10 @@ proxy_status(struct agencyd *d, struct imsg *imsg)
 	size_t			i, n;
 
 	if (imsg_get_data(imsg, &r, sizeof(r)) == -1) {
-		proxy_hostile(d, "a bad status request", IMSG_STATUS_REQ);
+		proxy_hostile(d, "sent a bad status request", IMSG_STATUS_REQ);
 		return;
 	}
+	plink.status++;
 	n = pool_count(d->pool);
 	for (i = 0; i < n; i++) {
 		if (pool_status(d->pool, i, &st) == -1)
@@ -427,47 +687,173 @@ proxy_status(struct agencyd *d, struct imsg *imsg)
 	proxy_compose(d, IMSG_STATUS_END, &r, sizeof(r));
 }
 
-/* The proxy ended requests of a model; a runtime that generates on
- * after a close is restarted, or it would go on working for nobody. */
-static void
+/*
+ * The admin route's cancel: the proxy asks, agencyd sends it the cancel
+ * (with the proxy's own id), and the proxy reports it done as any other.
+ * -1 when the proxy was killed.
+ */
+static int
+proxy_cancel_asked(struct agencyd *d, struct imsg *imsg)
+{
+	struct proto_cancel	 c;
+	struct pcancel		*pc;
+
+	if (imsg_get_data(imsg, &c, sizeof(c)) == -1 ||
+	    !PROTO_STROK(c.model) || c.reqid == 0 ||
+	    (c.reqid & PROXY_CANCEL_OURS)) {
+		proxy_hostile(d, "sent a bad cancel request", IMSG_CANCEL);
+		return (-1);
+	}
+	TAILQ_FOREACH(pc, &plink.cancels, entry)
+		if (pc->id == c.reqid)
+			break;
+	if (pc != NULL || plink.asked >= plink.fdmax) {
+		proxy_hostile(d, pc != NULL ? "sent a cancel request it already "
+		    "made" : "asked for more cancels than it has connections",
+		    IMSG_CANCEL);
+		return (-1);
+	}
+	if ((pc = calloc(1, sizeof(*pc))) == NULL) {
+		log_warn("%s", __func__);
+		return (0);	/* its client waits for its timeout */
+	}
+	pc->id = c.reqid;
+	(void)strlcpy(pc->model, c.model, sizeof(pc->model));
+	TAILQ_INSERT_TAIL(&plink.cancels, pc, entry);
+	plink.asked++;
+	c.cancelled = 0;
+	proxy_compose(d, IMSG_CANCEL, &c, sizeof(c));
+	return (0);
+}
+
+/*
+ * The proxy ended requests of a model, as it was sent to: a runtime that
+ * generates on after a close is restarted, or it would go on working for
+ * nobody.  A report of a cancel never sent is hostile: it would restart
+ * models at the proxy's word.  -1 when the proxy was killed.
+ */
+static int
 proxy_cancelled(struct agencyd *d, struct imsg *imsg)
 {
 	struct proto_cancel	 c;
+	struct pcancel		*pc;
 	struct model		*m;
 
-	if (imsg_get_data(imsg, &c, sizeof(c)) == -1 || !PROTO_STROK(c.model)) {
-		proxy_hostile(d, "a bad cancel report", IMSG_CANCEL_DONE);
-		return;
+	if (imsg_get_data(imsg, &c, sizeof(c)) == -1 ||
+	    !PROTO_STROK(c.model)) {
+		proxy_hostile(d, "sent a bad cancel report", IMSG_CANCEL_DONE);
+		return (-1);
 	}
-	control_cancel_done(d, &c);
-	if (c.cancelled == 0 || (m = model_find(d, c.model)) == NULL)
-		return;
-	if (m->mc->rt->stops != STOPS_ALWAYS)
+	TAILQ_FOREACH(pc, &plink.cancels, entry)
+		if (pc->id == c.reqid && strcmp(pc->model, c.model) == 0)
+			break;
+	if (pc == NULL) {
+		proxy_hostile(d, "reported a cancel it was not sent",
+		    IMSG_CANCEL_DONE);
+		return (-1);
+	}
+	TAILQ_REMOVE(&plink.cancels, pc, entry);
+	if (pc->cb == NULL && plink.asked > 0)
+		plink.asked--;
+	if (c.cancelled > 0 && (m = model_find(d, c.model)) != NULL &&
+	    m->mc != NULL && m->mc->rt->stops != STOPS_ALWAYS)
 		models_restart(d, m);
+	if (pc->cb != NULL)
+		pc->cb(pc->arg, 1, c.cancelled);
+	free(pc);
+	return (0);
+}
+
+/*
+ * A line for the log from the proxy, or from a model through it: every
+ * byte that is not printable ASCII, and the backslash, as a C-style or
+ * octal escape (vis(3)), so that no line it sends can hold a newline
+ * (a forged line) or a terminal's escape sequence.  dst has room for
+ * 4 * strlen(src) + 1.
+ */
+const char *
+proxy_clean(char *dst, size_t size, const char *src)
+{
+	const unsigned char	*p;
+	size_t			 len;
+
+	/* The access-log lines need no escape: keep them without a copy. */
+	for (p = (const unsigned char *)src; *p != '\0'; p++)
+		if (*p < 0x20 || *p > 0x7e || *p == '\\')
+			break;
+	if (*p == '\0' || size == 0)
+		return (*p == '\0' ? src : "");
+	/*
+	 * As many bytes as are sure to fit, each at most 4 escaped: libbsd's
+	 * strnvis writes its NUL past a full buffer.
+	 */
+	if ((len = strlen(src)) > (size - 1) / 4)
+		len = (size - 1) / 4;
+	(void)strvisx(dst, src, len, VIS_OCTAL | VIS_CSTYLE | VIS_TAB |
+	    VIS_NL);
+	return (dst);
+}
+
+/*
+ * The priorities a proxy logs at (fatal's LOG_CRIT, warnings' LOG_ERR,
+ * LOG_INFO, LOG_DEBUG): anything more urgent, which syslog may put on
+ * every terminal, is LOG_CRIT; anything else, a facility's bits say, is
+ * LOG_INFO.
+ */
+int
+proxy_log_priority(uint32_t pri)
+{
+	if (pri < LOG_CRIT)
+		return (LOG_CRIT);
+	if (pri > LOG_DEBUG)
+		return (LOG_INFO);
+	return ((int)pri);
 }
 
 /*
  * The access-log line of a request, or another line the proxy logs.
- * The priority is clamped, the line logged without a copy.
  */
 static int
 proxy_log(struct imsg *imsg)
 {
 	const char	*line;
-	uint32_t	 pri = imsg_get_id(imsg);
+	char		 buf[4 * PROTO_LOGLINE_MAX + 1];
+	int		 pri = proxy_log_priority(imsg_get_id(imsg));
 
 	if ((line = proto_logline(imsg->data, imsg_get_len(imsg))) == NULL)
 		return (-1);
-	if (pri > LOG_DEBUG)
-		pri = LOG_INFO;
 	if (pri != LOG_DEBUG || log_getverbose() > 1)
-		log_str(pri, "proxy: ", line);
+		log_str(pri, "proxy: ", proxy_clean(buf, sizeof(buf), line));
 	return (0);
 }
 
 /*
  * Every whole message read so far; -1 when the proxy was dropped.
  */
+/*
+ * Whether the next message is a status request to leave unread: a few
+ * answers are still on their way out.  Written now if they can be.
+ */
+static int
+proxy_status_wait(struct agencyd *d)
+{
+	struct imsg_hdr	 hdr;
+
+	if (d->proxy_iev.ibuf.w.queued == 0)
+		plink.status = 0;
+	if (plink.status < PROXY_STATUS_MAX ||
+	    imsg_peek(&d->proxy_iev.ibuf, &hdr) <= 0 ||
+	    hdr.type != IMSG_STATUS_REQ)
+		return (0);
+	if (proxy_write(d) == -1)
+		return (1);
+	if (d->proxy_iev.ibuf.w.queued == 0) {
+		plink.status = 0;
+		return (0);
+	}
+	return (1);
+}
+
 static int
 proxy_messages(struct agencyd *d)
 {
@@ -477,12 +863,21 @@ proxy_messages(struct agencyd *d)
 	struct proto_holdid		 hid;
 	struct proto_probe_result	 res;
 	struct probe			*pr;
+	char				 body[4 * sizeof(res.body)];
 	ssize_t				 n;
 	uint32_t			 type;
 
 	for (;;) {
+		if (proxy_status_wait(d)) {
+			/* Read no more until the answers are out. */
+			if (d->proxy_up) {
+				plink.rpaused = 1;
+				imsgev_pause(&d->proxy_iev, 1);
+			}
+			return (d->proxy_up ? 0 : -1);
+		}
 		if ((n = imsg_get(&d->proxy_iev.ibuf, &imsg)) == -1) {
-			proxy_hostile(d, "a malformed message", 0);
+			proxy_hostile(d, "sent a malformed message", 0);
 			return (-1);
 		}
 		if (n == 0)
@@ -493,12 +888,21 @@ proxy_messages(struct agencyd *d)
 			if (imsg_get_data(&imsg, &hr, sizeof(hr)) == -1 ||
 			    !PROTO_STROK(hr.model) || hr.reqid == 0)
 				goto bad;
+			if (plink.holds >= plink.fdmax) {
+				imsg_free(&imsg);
+				proxy_hostile(d, "asked for more holds than "
+				    "it has connections", type);
+				return (-1);
+			}
+			plink.holds++;	/* before: a refusal may come at once */
 			pool_acquire(d->pool, hr.model, hr.reqid, d->proxy_gen);
 			break;
 		case IMSG_HOLD_WITHDRAW:
 			if (imsg_get_data(&imsg, &rq, sizeof(rq)) == -1)
 				goto bad;
-			pool_withdraw(d->pool, rq.reqid, d->proxy_gen);
+			if (pool_withdraw(d->pool, rq.reqid,
+			    d->proxy_gen) == 1 && plink.holds > 0)
+				plink.holds--;
 			break;
 		case IMSG_HOLD_RELEASE:
 			if (imsg_get_data(&imsg, &hid, sizeof(hid)) == -1)
@@ -506,10 +910,12 @@ proxy_messages(struct agencyd *d)
 			if (pool_release(d->pool, hid.holdid,
 			    d->proxy_gen) == -1) {
 				imsg_free(&imsg);
-				proxy_hostile(d, "a release of a hold it does "
-				    "not have", type);
+				proxy_hostile(d, "sent a release of a hold it "
+				    "does not have", type);
 				return (-1);
 			}
+			if (plink.holds > 0)
+				plink.holds--;
 			break;
 		case IMSG_PROBE_RESULT:
 			if (imsg_get_data(&imsg, &res, sizeof(res)) == -1 ||
@@ -522,14 +928,25 @@ proxy_messages(struct agencyd *d)
 				break;	/* cancelled meanwhile */
 			TAILQ_REMOVE(&d->probes, pr, entry);
 			free(pr);
+			/* what a model answered: into the log and status */
 			pool_probe_result(d->pool, res.loadid, res.ok,
-			    res.status, res.body);
+			    res.status, proxy_clean(body, sizeof(body),
+			    res.body));
 			break;
 		case IMSG_STATUS_REQ:
 			proxy_status(d, &imsg);
 			break;
+		case IMSG_CANCEL:
+			if (proxy_cancel_asked(d, &imsg) == -1) {
+				imsg_free(&imsg);
+				return (-1);
+			}
+			break;
 		case IMSG_CANCEL_DONE:
-			proxy_cancelled(d, &imsg);
+			if (proxy_cancelled(d, &imsg) == -1) {
+				imsg_free(&imsg);
+				return (-1);
+			}
 			break;
 		case IMSG_LOG:
 			if (proxy_log(&imsg) == -1)
@@ -553,7 +970,7 @@ proxy_messages(struct agencyd *d)
 		continue;
  bad:
 		imsg_free(&imsg);
-		proxy_hostile(d, "an invalid message", type);
+		proxy_hostile(d, "sent an invalid message", type);
 		return (-1);
 	}
 	return (0);
@@ -567,9 +984,9 @@ static int
 proxy_write(struct agencyd *d)
 {
 	struct imsgbuf	*ibuf = &d->proxy_iev.ibuf;
-	uint32_t	 queued;
+	size_t		 before = ibuf->w.qbytes, queued;
 
-	while ((queued = ibuf->w.queued) > 0) {
+	while ((queued = ibuf->w.qbytes) > 0) {
 		switch (imsg_write(ibuf)) {
 		case -1:
 			log_warn("%s: write", __func__);
@@ -583,9 +1000,14 @@ proxy_write(struct agencyd *d)
 			break;
 		}
 		/* Blocked, or a message half out: EV_WRITE does the rest. */
-		if (ibuf->w.queued == queued)
+		if (ibuf->w.qbytes == queued)
 			break;
 	}
+	if (ibuf->w.queued == 0) {
+		evtimer_del(&plink.stall);
+		plink.status = 0;
+	} else if (ibuf->w.qbytes < before)
+		proxy_stall_arm();	/* it reads, if slowly */
 	return (0);
 }
 
@@ -607,12 +1029,22 @@ proxy_dispatch(int fd, short event, void *arg)
 	(void)fd;
 	if ((event & EV_WRITE) && proxy_write(d) == -1)
 		return;
+	if (plink.rpaused && ibuf->w.queued == 0) {
+		/* the status answers are out: take what waited */
+		plink.rpaused = 0;
+		imsgev_pause(&d->proxy_iev, 0);
+	}
 	d->proxy_batch = 1;
 	do {
 		d->now_cached = 0;
 		full = 0;
-		if (event & EV_READ) {
-			if ((n = imsg_read(ibuf)) == -1 && errno != EAGAIN) {
+		if ((event & EV_READ) && !plink.rpaused) {
+			if ((n = imsg_read(ibuf)) == -1 && errno == EBADMSG) {
+				d->proxy_batch = 0;
+				proxy_hostile(d, "sent file descriptors", 0);
+				return;
+			}
+			if (n == -1 && errno != EAGAIN) {
 				log_warn("%s: read", __func__);
 				n = 0;
 			}
@@ -629,9 +1061,15 @@ proxy_dispatch(int fd, short event, void *arg)
 			d->proxy_batch = 0;
 			return;
 		}
-	} while (full && ++reads < PROXY_READS_MAX);
+	} while (full && !plink.rpaused && ++reads < PROXY_READS_MAX);
 	d->proxy_batch = 0;
 	if (proxy_write(d) == -1)
 		return;
 	imsgev_add(&d->proxy_iev);
+	if (plink.rpaused && ibuf->w.queued == 0) {
+		/* out already: the next turn takes what waited */
+		plink.rpaused = 0;
+		imsgev_pause(&d->proxy_iev, 0);
+		event_active(&d->proxy_iev.ev, EV_READ, 1);
+	}
 }

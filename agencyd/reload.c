@@ -24,6 +24,8 @@
 
 static struct ctl_conn	*reload_client;
 
+static int	 reload(struct agencyd *, struct ctl_conn *);
+
 /* Parse errors go to the log, and to the client that asked. */
 static void
 reload_observe(int pri, const char *line)
@@ -60,7 +62,8 @@ model_changed(const struct model_conf *a, const struct model_conf *b)
 	    ra->ready_method != rb->ready_method ||
 	    strcmp(ra->ready_path, rb->ready_path) != 0 ||
 	    strcmp(ra->ready_body, rb->ready_body) != 0 ||
-	    ra->kind != rb->kind || !strlist_equal(&ra->env, &rb->env))
+	    ra->kind != rb->kind || ra->send_model != rb->send_model ||
+	    !strlist_equal(&ra->env, &rb->env))
 		return (1);
 	return (0);
 }
@@ -169,27 +172,73 @@ reload_settings(struct agencyd *d, struct agency_conf *nconf,
 	if (strcmp(o->model_user, nconf->model_user) != 0)
 		control_info(c, "the model user applies to processes started "
 		    "from now on");
-	/* The proxy's sandbox allows connects to the model ports it was
-	 * started with, and can only be narrowed: a new range needs a new
-	 * proxy (requests in progress through it fail). */
-	if ((o->port_lo != nconf->port_lo || o->port_hi != nconf->port_hi) &&
-	    d->proxy_pid > 0) {
-		control_info(c, "model ports changed: restarting agency-proxy");
-		(void)kill(d->proxy_pid, SIGTERM);
-	}
+	/* New ports go to new loads; reload_move moves the models outside
+	 * them, models_ports_check fits the proxy's sandbox to both. */
 	agencyd_pool_settings(nconf, &ps);
 	pool_set_settings(d->pool, &ps);
 }
 
+/*
+ * Models whose process listens outside the new model ports: restarted
+ * once idle, on a port of the new range (a replace with the same plan,
+ * on the pool's queue: requests in progress keep the old process, new
+ * ones wait for the new one).  Removed models are left to stop.  Until
+ * a model has moved agency-proxy may still reach its old port
+ * (models_proxy_ports).  Returns how many will move.
+ */
+static int
+reload_move(struct agencyd *d, struct agency_conf *nconf,
+    struct ctl_conn *c)
+{
+	struct proto_status	 st;
+	struct pool_plan	 plan;
+	const struct pool_plan	*pp;
+	size_t			 i, n;
+	int			 nmoved = 0;
+
+	n = pool_count(d->pool);
+	for (i = 0; i < n; i++) {
+		if (pool_status(d->pool, i, &st) == -1 || st.pid <= 0 ||
+		    st.port == 0 || (st.port >= nconf->port_lo &&
+		    st.port <= nconf->port_hi))
+			continue;
+		/* NULL once removed: it stops once idle anyway. */
+		if ((pp = pool_plan(d->pool, st.model)) == NULL)
+			continue;
+		plan = *pp;
+		if (pool_replace(d->pool, &plan) == -1) {
+			log_warnx("%s: cannot move %s", __func__, st.model);
+			continue;
+		}
+		control_info(c, "model %s: on port %u, outside the new ports; "
+		    "moved once idle", st.model, st.port);
+		nmoved++;
+	}
+	return (nmoved);
+}
+
 int
 agencyd_reload(struct agencyd *d, struct ctl_conn *c)
+{
+	int	 rv;
+
+	d->reloading = 1;
+	rv = reload(d, c);
+	d->reloading = 0;
+	return (rv);
+}
+
+static int
+reload(struct agencyd *d, struct ctl_conn *c)
 {
 	struct agency_conf	*nconf, *oconf;
 	struct model_conf	*mc;
 	struct model		*m, *next;
 	struct pool_plan	 plan;
 	struct model_head	 added;
+	char			 msg[PROTO_MSG_MAX];
 	int			 nchanged = 0, nadded = 0, nremoved = 0;
+	int			 nmoved;
 
 	if (d->stopping) {
 		control_info(c, "agencyd is stopping");
@@ -255,6 +304,8 @@ agencyd_reload(struct agencyd *d, struct ctl_conn *c)
 		m->mc = mc;
 	}
 
+	nmoved = reload_move(d, nconf, c);
+
 	/* The new ones, in config order after the kept ones. */
 	while ((m = TAILQ_FIRST(&added)) != NULL) {
 		TAILQ_REMOVE(&added, m, entry);
@@ -275,9 +326,17 @@ agencyd_reload(struct agencyd *d, struct ctl_conn *c)
 	oconf = d->conf;
 	d->conf = nconf;
 	config_free(oconf);
+	/* A restart ends the requests in progress through the proxy. */
+	if (models_ports_check(d, msg, sizeof(msg)) != 0)
+		control_info(c, "%s", msg);
 	(void)proxy_send_config(d);
-	control_info(c, "reloaded %s: %d added, %d changed, %d removed",
-	    d->conffile, nadded, nchanged, nremoved);
+	if (nmoved > 0)
+		control_info(c, "reloaded %s: %d added, %d changed, "
+		    "%d removed, %d moved", d->conffile, nadded, nchanged,
+		    nremoved, nmoved);
+	else
+		control_info(c, "reloaded %s: %d added, %d changed, "
+		    "%d removed", d->conffile, nadded, nchanged, nremoved);
 	/* An added lazy model changes no state, only the count. */
 	notify_status(d);
 	return (0);

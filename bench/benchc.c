@@ -21,6 +21,17 @@
  *   benchc first PORT BODY
  *	One POST; prints "status N sent_ns T first_byte_ns T done_ns T".
  *
+ *   benchc loop PORT SECONDS CONNS PAUSE_MS BODY MODEL...
+ *	CONNS clients on each MODEL, each sending BODY (its "@M@" the
+ *	model) to /v1/chat/completions one request after another
+ *	(Connection: close) for SECONDS; a client whose request was
+ *	refused waits PAUSE_MS before its next.  Prints, a line a model,
+ *	"model M ok N refused N unfinished N p50_ms X p99_ms X max_ms X"
+ *	(the times of the answers that succeeded, from the connect to
+ *	the end), then "refusal M STATUS CODE N" for each kind of
+ *	refusal (CODE the error's code, "-" for none).  Requests still
+ *	open at the end are cut and counted unfinished.
+ *
  * Everything is bounded by a deadline; only 127.0.0.1.
  */
 #include <sys/types.h>
@@ -32,6 +43,7 @@
 #include <netinet/tcp.h>
 #include <arpa/inet.h>
 
+#include <ctype.h>
 #include <err.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -44,6 +56,9 @@
 
 #define BUFSZ		65536
 #define CARRY		64
+#define LOOP_MODELS	8
+#define LOOP_KINDS	16
+#define LOOP_ANSWER	8192		/* kept of each answer, for its code */
 
 struct conn {
 	int		 fd;
@@ -58,6 +73,14 @@ struct conn {
 	size_t		 carrylen;
 	char		 head[512];	/* start of the answer */
 	size_t		 headlen;
+	/* loop */
+	int		 model;
+	const char	*rq;		/* its request, else req */
+	size_t		 rqlen;
+	long long	 start_ns;
+	long long	 resume_ns;	/* pausing until then; 0: not */
+	char		*ans;
+	size_t		 anslen;
 };
 
 static struct sockaddr_in	 sin;
@@ -193,7 +216,8 @@ usage(void)
 {
 	fprintf(stderr, "usage: benchc stream PORT CONNS ROUNDS SECONDS BODY\n"
 	    "       benchc idle PORT CONNS SECONDS\n"
-	    "       benchc first PORT BODY\n");
+	    "       benchc first PORT BODY\n"
+	    "       benchc loop PORT SECONDS CONNS PAUSE_MS BODY MODEL...\n");
 	return (2);
 }
 
@@ -224,13 +248,29 @@ send_req(struct conn *c)
 {
 	ssize_t	 n;
 
-	while (c->sent < reqlen) {
-		n = write(c->fd, req + c->sent, reqlen - c->sent);
+	const char	*r = c->rq != NULL ? c->rq : req;
+	size_t		 len = c->rq != NULL ? c->rqlen : reqlen;
+
+	while (c->sent < len) {
+		n = write(c->fd, r + c->sent, len - c->sent);
 		if (n == -1)
 			return (errno == EAGAIN || errno == ENOTCONN ? 0 : -1);
 		c->sent += n;
 	}
 	return (1);
+}
+
+/* Switch c's epoll interest to reading: its request is out. */
+static void
+want_read(struct conn *c)
+{
+	struct epoll_event	 ev;
+
+	c->state = 1;
+	memset(&ev, 0, sizeof(ev));
+	ev.events = EPOLLIN;
+	ev.data.ptr = c;
+	(void)epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev);
 }
 
 static int
@@ -263,16 +303,8 @@ run_stream(int nconn, int rounds, int secs, const char *body)
 			if (c->state == 0) {
 				if ((r = send_req(c)) == -1)
 					goto fail;
-				if (r == 1) {
-					struct epoll_event ev;
-
-					c->state = 1;
-					memset(&ev, 0, sizeof(ev));
-					ev.events = EPOLLIN;
-					ev.data.ptr = c;
-					(void)epoll_ctl(ep, EPOLL_CTL_MOD,
-					    c->fd, &ev);
-				}
+				if (r == 1)
+					want_read(c);
 				continue;
 			}
 			for (;;) {
@@ -376,16 +408,8 @@ idle_phase(struct conn *cs, int nconn, long long deadline, int *okp)
 			if (c->state == 0) {
 				if ((r = send_req(c)) == -1)
 					goto bad;
-				if (r == 1) {
-					struct epoll_event ev;
-
-					c->state = 1;
-					memset(&ev, 0, sizeof(ev));
-					ev.events = EPOLLIN;
-					ev.data.ptr = c;
-					(void)epoll_ctl(ep, EPOLL_CTL_MOD,
-					    c->fd, &ev);
-				}
+				if (r == 1)
+					want_read(c);
 				continue;
 			}
 			k = read(c->fd, buf, sizeof(buf));
@@ -476,6 +500,225 @@ run_first(const char *body)
 	return (c.status == 200 ? 0 : 1);
 }
 
+/*
+ * loop: clients on several models at once, counting what each answer
+ * was.
+ */
+struct loop_model {
+	const char	*name;
+	char		*rq;
+	size_t		 rqlen;
+	unsigned long	 ok, refused, unfinished;
+	long long	*lat;		/* ns, of the answers that succeeded */
+	size_t		 nlat, maxlat;
+};
+
+struct loop_kind {
+	int		 model;
+	int		 status;
+	char		 code[48];
+	unsigned long	 n;
+};
+
+static struct loop_model	 lms[LOOP_MODELS];
+static struct loop_kind		 kinds[LOOP_MODELS * LOOP_KINDS];
+static size_t			 nkinds;
+
+static void
+loop_refused(int model, int status, const char *code)
+{
+	size_t	 i;
+
+	lms[model].refused++;
+	for (i = 0; i < nkinds; i++)
+		if (kinds[i].model == model && kinds[i].status == status &&
+		    strcmp(kinds[i].code, code) == 0) {
+			kinds[i].n++;
+			return;
+		}
+	if (nkinds == sizeof(kinds) / sizeof(kinds[0]))
+		errx(1, "too many kinds of refusal");
+	kinds[nkinds].model = model;
+	kinds[nkinds].status = status;
+	strlcpy(kinds[nkinds].code, code, sizeof(kinds[nkinds].code));
+	kinds[nkinds++].n = 1;
+}
+
+/* The error's "code" of an answer, "-" without one. */
+static void
+answer_code(const char *ans, char *code, size_t len)
+{
+	const char	*p;
+	size_t		 n = 0;
+
+	strlcpy(code, "-", len);
+	if ((p = strstr(ans, "\r\n\r\n")) == NULL ||
+	    (p = strstr(p, "\"code\"")) == NULL)
+		return;
+	p += 6;
+	while (*p == ' ' || *p == ':' || *p == '"')
+		p++;
+	while (n + 1 < len && (isalnum((unsigned char)p[n]) || p[n] == '_'))
+		n++;
+	if (n > 0) {
+		memcpy(code, p, n);
+		code[n] = '\0';
+	}
+}
+
+/* An answer is over (EOF): count it; 1 when it succeeded. */
+static int
+loop_judge(struct conn *c, long long t)
+{
+	struct loop_model	*m = &lms[c->model];
+	char			 code[48];
+	int			 status = 0;
+
+	c->ans[c->anslen] = '\0';
+	if (strncmp(c->ans, "HTTP/1.", 7) == 0 && c->anslen >= 12)
+		status = atoi(c->ans + 9);
+	if (status == 200) {
+		m->ok++;
+		if (m->nlat == m->maxlat) {
+			m->maxlat = m->maxlat ? m->maxlat * 2 : 1024;
+			if ((m->lat = reallocarray(m->lat, m->maxlat,
+			    sizeof(*m->lat))) == NULL)
+				err(1, NULL);
+		}
+		m->lat[m->nlat++] = t - c->start_ns;
+		return (1);
+	}
+	answer_code(c->ans, code, sizeof(code));
+	loop_refused(c->model, status, status == 0 ? "no-answer" : code);
+	return (0);
+}
+
+static void
+loop_open(struct conn *c)
+{
+	c->resume_ns = 0;
+	c->anslen = 0;
+	c->start_ns = now_ns();
+	if (open_conn(c) == -1) {
+		loop_refused(c->model, 0, "connect");
+		c->resume_ns = now_ns() + 100000000LL;
+	}
+}
+
+static int
+run_loop(int secs, int nconn, int pause_ms, const char *body, int nmodels,
+    char **names)
+{
+	struct epoll_event	*evs;
+	struct conn		*cs, *c;
+	struct loop_model	*m;
+	long long		 deadline = now_ns() + secs * 1000000000LL, t;
+	int			 i, n, r, total = nconn * nmodels;
+	size_t			 k;
+	ssize_t			 got;
+	char			*b, *at;
+
+	if (nmodels > LOOP_MODELS || nconn < 1)
+		return (usage());
+	for (i = 0; i < nmodels; i++) {
+		m = &lms[i];
+		m->name = names[i];
+		/* the body with every @M@ the model's name */
+		if ((b = strdup(body)) == NULL)
+			err(1, NULL);
+		while ((at = strstr(b, "@M@")) != NULL) {
+			char	*nb;
+
+			*at = '\0';
+			if (asprintf(&nb, "%s%s%s", b, m->name, at + 3) == -1)
+				err(1, NULL);
+			free(b);
+			b = nb;
+		}
+		make_post(b, 1);
+		free(b);
+		m->rq = req;
+		m->rqlen = reqlen;
+	}
+	if ((cs = calloc(total, sizeof(*cs))) == NULL ||
+	    (evs = calloc(total, sizeof(*evs))) == NULL)
+		err(1, NULL);
+	for (i = 0; i < total; i++) {
+		c = &cs[i];
+		c->fd = -1;
+		c->model = i / nconn;
+		c->rq = lms[c->model].rq;
+		c->rqlen = lms[c->model].rqlen;
+		if ((c->ans = malloc(LOOP_ANSWER + 1)) == NULL)
+			err(1, NULL);
+		loop_open(c);
+	}
+	while ((t = now_ns()) < deadline) {
+		for (i = 0; i < total; i++)
+			if (cs[i].fd == -1 && cs[i].resume_ns <= t)
+				loop_open(&cs[i]);
+		n = epoll_wait(ep, evs, total, 10);
+		for (i = 0; i < n; i++) {
+			c = evs[i].data.ptr;
+			if (c->fd == -1)
+				continue;
+			if (c->state == 0) {
+				if ((r = send_req(c)) == 1)
+					want_read(c);
+				else if (r == -1) {
+					close_conn(c);
+					loop_refused(c->model, 0, "no-answer");
+					c->resume_ns = now_ns() +
+					    pause_ms * 1000000LL;
+				}
+				continue;
+			}
+			for (;;) {
+				char	 sink[BUFSZ];
+				size_t	 room = LOOP_ANSWER - c->anslen;
+
+				got = read(c->fd, room > 0 ? c->ans +
+				    c->anslen : sink, room > 0 ? room :
+				    sizeof(sink));
+				if (got <= 0)
+					break;
+				if (room > 0)
+					c->anslen += got;
+			}
+			if (got == -1 && errno == EAGAIN)
+				continue;
+			/* EOF or error: the answer is over */
+			close_conn(c);
+			c->resume_ns = loop_judge(c, now_ns()) ? 0 :
+			    now_ns() + pause_ms * 1000000LL;
+		}
+	}
+	for (i = 0; i < total; i++) {
+		if (cs[i].fd == -1)
+			continue;
+		close_conn(&cs[i]);
+		lms[cs[i].model].unfinished++;
+	}
+	for (i = 0; i < nmodels; i++) {
+		m = &lms[i];
+		qsort(m->lat, m->nlat, sizeof(*m->lat), cmp_ll);
+		printf("model %s ok %lu refused %lu unfinished %lu", m->name,
+		    m->ok, m->refused, m->unfinished);
+		if (m->nlat > 0)
+			printf(" p50_ms %.1f p99_ms %.1f max_ms %.1f",
+			    m->lat[m->nlat / 2] / 1e6,
+			    m->lat[(m->nlat * 99) / 100] / 1e6,
+			    m->lat[m->nlat - 1] / 1e6);
+		else
+			printf(" p50_ms - p99_ms - max_ms -");
+		printf("\n");
+	}
+	for (k = 0; k < nkinds; k++)
+		printf("refusal %s %d %s %lu\n", lms[kinds[k].model].name,
+		    kinds[k].status, kinds[k].code, kinds[k].n);
+	return (0);
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -498,5 +741,8 @@ main(int argc, char *argv[])
 		return (run_idle(atoi(argv[3]), atoi(argv[4])));
 	if (strcmp(argv[1], "first") == 0 && argc == 4)
 		return (run_first(argv[3]));
+	if (strcmp(argv[1], "loop") == 0 && argc >= 8)
+		return (run_loop(atoi(argv[3]), atoi(argv[4]), atoi(argv[5]),
+		    argv[6], argc - 7, argv + 7));
 	return (usage());
 }

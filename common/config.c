@@ -10,6 +10,7 @@
 #include <sys/queue.h>
 #include <sys/un.h>
 
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,13 +56,16 @@ config_new(void)
 }
 
 /*
- * The control socket when none is configured: the system one for root,
- * the user's runtime directory otherwise (user mode).
+ * The control socket when none is configured: the system one for root;
+ * in user mode one in a directory only the user may enter, the runtime
+ * directory or else ~/.agency (never /tmp, where another user could be
+ * first to take the name).
  */
 int
 config_default_socket(char *buf, size_t len)
 {
 	struct sockaddr_un	 sun;
+	struct passwd		*pw;
 	const char		*dir;
 	int			 n;
 
@@ -69,9 +73,13 @@ config_default_socket(char *buf, size_t len)
 		n = snprintf(buf, len, "%s", AGENCY_SOCKET);
 	else if ((dir = getenv("XDG_RUNTIME_DIR")) != NULL && dir[0] == '/')
 		n = snprintf(buf, len, "%s/agency.sock", dir);
+	else if (((dir = getenv("HOME")) != NULL && dir[0] == '/') ||
+	    ((pw = getpwuid(getuid())) != NULL &&
+	    (dir = pw->pw_dir) != NULL && dir[0] == '/'))
+		n = snprintf(buf, len, "%s%s%s/agency.sock", dir,
+		    dir[strlen(dir) - 1] == '/' ? "" : "/", AGENCY_USER_DIR);
 	else
-		n = snprintf(buf, len, "/tmp/agency-%lu.sock",
-		    (unsigned long)getuid());
+		return (-1);
 	if (n < 0 || (size_t)n >= len || (size_t)n >= sizeof(sun.sun_path))
 		return (-1);
 	return (0);

@@ -26,6 +26,7 @@
 
 #define AGENCY_CONF		"/etc/agency.conf"
 #define AGENCY_SOCKET		"/run/agency.sock"
+#define AGENCY_USER_DIR		".agency"	/* in ~, user mode's socket */
 #define AGENCY_USER		"_agency"
 #define AGENCY_MODEL_USER	"_agencym"
 
@@ -56,6 +57,13 @@ enum stops_on_close {
 	STOPS_ALWAYS,
 	STOPS_NEVER,
 	STOPS_STREAM,		/* only when the body has "stream": true */
+};
+
+/* What a runtime's server is sent as the body's "model". */
+enum send_model {
+	SEND_NAME,		/* the model's name (%m) */
+	SEND_UPSTREAM,		/* its upstream (%u) */
+	SEND_UNCHANGED,		/* what the client sent, or nothing */
 };
 
 enum ready_method {
@@ -95,6 +103,7 @@ struct runtime_conf {
 	char			 ready_body[AGENCY_BODY_MAX];
 	enum model_kind		 kind;
 	enum stops_on_close	 stops;
+	enum send_model		 send_model;
 	int64_t			 max_tokens;	/* 0: no cap */
 	struct strlist		 env;		/* K=V */
 	struct strlist		 routes;	/* empty: the kind's routes */
@@ -164,7 +173,8 @@ struct runtime_conf	*config_find_runtime(struct agency_conf *,
 int			 strlist_add(struct strlist *, const char *);
 void			 strlist_clear(struct strlist *);
 int			 strlist_contains(const struct strlist *, const char *);
-/* The control socket when none is configured; -1 if it does not fit. */
+/* The control socket when none is configured; -1 if it does not fit
+ * (or, in user mode, no home directory is known). */
 int			 config_default_socket(char *, size_t);
 
 #endif /* AGENCY_CONFIG_H */

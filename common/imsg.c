@@ -53,9 +53,17 @@ imsg_init(struct imsgbuf *ibuf, int fd)
 	ibuf->rlen = 0;
 	TAILQ_INIT(&ibuf->w.bufs);
 	ibuf->w.queued = 0;
+	ibuf->w.qbytes = 0;
 	ibuf->w.fd = fd;
 	ibuf->fd = fd;
 	ibuf->pid = getpid();
+	ibuf->nofds = 0;
+}
+
+void
+imsg_refuse_fds(struct imsgbuf *ibuf)
+{
+	ibuf->nofds = 1;
 }
 
 static int
@@ -120,14 +128,29 @@ imsg_read(struct imsgbuf *ibuf)
 	iov.iov_len = sizeof(ibuf->rbuf) - ibuf->rlen;
 	msg.msg_iov = &iov;
 	msg.msg_iovlen = 1;
-	msg.msg_control = cmsgbuf.buf;
-	msg.msg_controllen = sizeof(cmsgbuf.buf);
+	/*
+	 * With no room for control data the kernel installs none of the
+	 * fds that came: it closes them and says MSG_CTRUNC.  They never
+	 * take a slot of our fd table, however many a peer sends.
+	 */
+	if (!ibuf->nofds) {
+		msg.msg_control = cmsgbuf.buf;
+		msg.msg_controllen = sizeof(cmsgbuf.buf);
+	}
 
 	do {
 		n = recvmsg(ibuf->fd, &msg, MSG_CMSG_CLOEXEC);
 	} while (n == -1 && errno == EINTR);
 	if (n == -1)
 		return (-1);
+	if (ibuf->nofds) {
+		if (msg.msg_flags & MSG_CTRUNC) {
+			errno = EBADMSG;
+			return (-1);
+		}
+		ibuf->rlen += n;
+		return (n);
+	}
 
 	for (cmsg = CMSG_FIRSTHDR(&msg); cmsg != NULL;
 	    cmsg = CMSG_NXTHDR(&msg, cmsg)) {
@@ -160,34 +183,50 @@ imsg_read(struct imsgbuf *ibuf)
 }
 
 ssize_t
+imsg_peek(struct imsgbuf *ibuf, struct imsg_hdr *hdr)
+{
+	size_t	 avail = ibuf->rlen - ibuf->roff;
+
+	if (avail < IMSG_HEADER_SIZE)
+		return (0);
+	memcpy(hdr, ibuf->rbuf + ibuf->roff, sizeof(*hdr));
+	if (hdr->len < IMSG_HEADER_SIZE || hdr->len > MAX_IMSGSIZE ||
+	    (hdr->flags & ~IMSGF_HASFD) != 0) {
+		errno = EBADMSG;
+		return (-1);
+	}
+	if (avail < hdr->len)
+		return (0);
+	return (hdr->len);
+}
+
+size_t
+imsg_partial(const struct imsgbuf *ibuf)
+{
+	return (ibuf->rlen - ibuf->roff);
+}
+
+ssize_t
 imsg_get(struct imsgbuf *ibuf, struct imsg *imsg)
 {
 	struct imsg_hdr	 hdr;
 	struct imsg_fd	*ifd;
 	size_t		 avail, datalen;
+	ssize_t		 n;
 	void		*data = NULL;
 
 	avail = ibuf->rlen - ibuf->roff;
-	if (avail < IMSG_HEADER_SIZE) {
-		/*
-		 * An fd arrives with its message's first byte, so one queued
-		 * while no message is even begun belongs to none.
-		 */
-		if (avail == 0 && !TAILQ_EMPTY(&ibuf->fds)) {
-			imsg_close_fds(ibuf);
-			errno = EBADMSG;
-			return (-1);
-		}
-		return (0);
-	}
-	memcpy(&hdr, ibuf->rbuf + ibuf->roff, sizeof(hdr));
-	if (hdr.len < IMSG_HEADER_SIZE || hdr.len > MAX_IMSGSIZE ||
-	    (hdr.flags & ~IMSGF_HASFD) != 0) {
+	/*
+	 * An fd arrives with its message's first byte, so one queued while
+	 * no message is even begun belongs to none.
+	 */
+	if (avail == 0 && !TAILQ_EMPTY(&ibuf->fds)) {
+		imsg_close_fds(ibuf);
 		errno = EBADMSG;
 		return (-1);
 	}
-	if (avail < hdr.len)
-		return (0);
+	if ((n = imsg_peek(ibuf, &hdr)) <= 0)
+		return (n);
 	if ((hdr.flags & IMSGF_HASFD) && TAILQ_EMPTY(&ibuf->fds)) {
 		errno = EBADMSG;
 		return (-1);
@@ -279,6 +318,7 @@ imsg_composev(struct imsgbuf *ibuf, uint32_t type, uint32_t peerid,
 
 	TAILQ_INSERT_TAIL(&ibuf->w.bufs, buf, entry);
 	ibuf->w.queued++;
+	ibuf->w.qbytes += len;
 	return (1);
 }
 
@@ -364,6 +404,7 @@ msgbuf_write(struct msgbuf *w)
 		fdbuf->fd = -1;
 	}
 	left = n;
+	w->qbytes -= n;
 	for (buf = TAILQ_FIRST(&w->bufs); buf != NULL && left > 0;
 	    buf = next) {
 		next = TAILQ_NEXT(buf, entry);
@@ -446,6 +487,7 @@ msgbuf_clear(struct msgbuf *w)
 		ibuf_free(buf);
 	}
 	w->queued = 0;
+	w->qbytes = 0;
 }
 
 void
@@ -525,6 +567,7 @@ imsgev_init(struct imsgev *iev, int fd, void (*handler)(int, short, void *),
 	iev->handler = handler;
 	iev->data = data;
 	iev->events = EV_READ;
+	iev->rpaused = 0;
 	if ((flags = fcntl(fd, F_GETFL)) == -1 ||
 	    fcntl(fd, F_SETFL, flags | O_NONBLOCK) == -1)
 		fatal("%s: fcntl", __func__);
@@ -539,7 +582,7 @@ imsgev_init(struct imsgev *iev, int fd, void (*handler)(int, short, void *),
 void
 imsgev_add(struct imsgev *iev)
 {
-	short	 events = EV_READ;
+	short	 events = iev->rpaused ? 0 : EV_READ;
 
 	if (iev->ibuf.w.queued > 0)
 		events |= EV_WRITE;
@@ -548,10 +591,19 @@ imsgev_add(struct imsgev *iev)
 		return;
 	event_del(&iev->ev);
 	iev->events = events;
+	if (events == 0)
+		return;		/* nothing to wait for until unpaused */
 	event_set(&iev->ev, iev->ibuf.fd, events | EV_PERSIST, iev->handler,
 	    iev->data);
 	if (event_add(&iev->ev, NULL) == -1)
 		fatalx("%s: event_add", __func__);
+}
+
+void
+imsgev_pause(struct imsgev *iev, int on)
+{
+	iev->rpaused = on;
+	imsgev_add(iev);
 }
 
 void

@@ -16,6 +16,11 @@
  * flagged message without a queued fd, an fd no message claims, or an
  * unknown flag is a broken peer: imsg_get fails with EBADMSG.
  *
+ * A channel that must carry no fds at all (a control socket: its clients
+ * are not trusted) says so with imsg_refuse_fds: fds that come anyway are
+ * never installed (the kernel drops them) and imsg_read fails with
+ * EBADMSG.
+ *
  * imsg_init leaves the socket's mode alone: on a blocking socket
  * imsg_read and imsg_write block.  imsgev_init makes it non-blocking.
  */
@@ -54,7 +59,8 @@ struct ibuf {
 
 struct msgbuf {
 	TAILQ_HEAD(, ibuf)	 bufs;
-	uint32_t		 queued;
+	uint32_t		 queued;	/* messages */
+	size_t			 qbytes;	/* bytes not yet written */
 	int			 fd;
 };
 
@@ -72,6 +78,7 @@ struct imsgbuf {
 	struct msgbuf		 w;
 	int			 fd;
 	pid_t			 pid;
+	int			 nofds;		/* imsg_refuse_fds */
 };
 
 struct imsg {
@@ -81,12 +88,17 @@ struct imsg {
 };
 
 void	 imsg_init(struct imsgbuf *, int);
+void	 imsg_refuse_fds(struct imsgbuf *);
 /* -1 with errno (EAGAIN when nothing to read yet, ENOBUFS when the read
  * buffer is full because imsg_get was not called), 0 at EOF, else bytes */
 ssize_t	 imsg_read(struct imsgbuf *);
 /* -1 with EBADMSG for a broken peer (bad length, flags or fds: drop it),
  * 0 when no whole message is buffered yet, else the message's len */
 ssize_t	 imsg_get(struct imsgbuf *, struct imsg *);
+/* As imsg_get, but only the header, and the message stays for imsg_get */
+ssize_t	 imsg_peek(struct imsgbuf *, struct imsg_hdr *);
+/* Bytes of a message begun and not yet all read (0: none begun). */
+size_t	 imsg_partial(const struct imsgbuf *);
 /* 1 when queued, -1 with errno (ERANGE when over MAX_IMSGSIZE).  A pid
  * of 0 sends our own (getpid() at imsg_init).
  * The fd (or -1) is the buffer's on success and closed once sent; on
@@ -131,11 +143,15 @@ struct imsgev {
 	struct event		 ev;
 	void			*data;
 	short			 events;
+	int			 rpaused;	/* imsgev_pause */
 };
 
 void	 imsgev_init(struct imsgev *, int, void (*)(int, short, void *),
 	    void *);
 void	 imsgev_add(struct imsgev *);		/* (re)arm for the queue */
+/* 1: stop asking for EV_READ (a peer that must first read what it was
+ * sent: backpressure), 0: ask again.  Takes effect at once. */
+void	 imsgev_pause(struct imsgev *, int);
 void	 imsgev_clear(struct imsgev *);		/* del event, free queues */
 int	 imsgev_compose(struct imsgev *, uint32_t, uint32_t, pid_t, int,
 	    const void *, size_t);

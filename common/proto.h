@@ -71,9 +71,16 @@ enum imsg_type {
 	IMSG_STATUS_MODEL,	/* struct proto_status, one a model */
 	IMSG_STATUS_END,	/* struct proto_reqid */
 
-	/* ending the requests in progress of one model */
+	/*
+	 * ending the requests in progress of one model: agencyd sends the
+	 * proxy IMSG_CANCEL, the proxy answers IMSG_CANCEL_DONE with the
+	 * same reqid and model and the count.  The proxy asks for one (its
+	 * admin route) with IMSG_CANCEL and its own reqid, which agencyd
+	 * sends back as the cancel; agencyd's own reqids have the top bit
+	 * set.  A report of a cancel agencyd did not send is hostile.
+	 */
 	IMSG_CANCEL,		/* either way: struct proto_cancel */
-	IMSG_CANCEL_DONE,	/* either way: struct proto_cancel */
+	IMSG_CANCEL_DONE,	/* proxy -> parent: struct proto_cancel */
 
 	IMSG_LOG,		/* proxy -> parent: the line, its NUL the
 				 * last byte and its only one, at most
@@ -104,6 +111,9 @@ enum imsg_type {
 	/* agency-ctl -> agencyd: struct proto_ctl_model; the answer is
 	 * IMSG_CTL_INFO lines, IMSG_CTL_OK with the verdict, IMSG_CTL_END */
 	IMSG_CTL_PLAN,
+	/* parent -> proxy: struct proto_ports, the model ports it may
+	 * connect to from now on, fewer than before (see proto_ports) */
+	IMSG_PORTS,
 
 	IMSG_MAXTYPE
 };
@@ -215,7 +225,9 @@ struct proto_hold_grant {
 };
 
 /* IMSG_HOLD_GRANTV: this, then upstream and label, each with its NUL,
- * each shorter than AGENCY_PATH_MAX. */
+ * each shorter than AGENCY_PATH_MAX.  The upstream is what the model
+ * server is sent as the body's "model" (the runtime's send model); ""
+ * leaves the client's. */
 struct proto_grant_head {
 	uint64_t	reqid;
 	uint64_t	holdid;
@@ -420,6 +432,40 @@ proto_state_name_or(int32_t state)
 	const char	*s = proto_state_name(state);
 
 	return (s != NULL ? s : "unknown");
+}
+
+/*
+ * The model ports agency-proxy may connect to, as ranges: the configured
+ * range, and during a reload that moved it, the port of each model
+ * process still outside it.  It gets them on its command line (-p lo:hi,
+ * once a range) and, when they shrink, in IMSG_PORTS: Landlock can only
+ * narrow what a process may do, so more ports need a new proxy.
+ */
+#define PROTO_PORT_RANGES	16
+
+struct proto_port_range {
+	uint16_t	lo;
+	uint16_t	hi;
+};
+
+struct proto_ports {
+	uint32_t		n;
+	struct proto_port_range	r[PROTO_PORT_RANGES];
+};
+
+/* Whether an IMSG_PORTS payload is 1 to PROTO_PORT_RANGES ranges, each
+ * within 1..65535 and not empty. */
+static inline int
+proto_ports_ok(const struct proto_ports *p)
+{
+	uint32_t	i;
+
+	if (p->n < 1 || p->n > PROTO_PORT_RANGES)
+		return (0);
+	for (i = 0; i < p->n; i++)
+		if (p->r[i].lo == 0 || p->r[i].lo > p->r[i].hi)
+			return (0);
+	return (1);
 }
 
 #endif /* AGENCY_PROTO_H */

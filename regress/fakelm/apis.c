@@ -227,7 +227,7 @@ message_object(struct gen *g, const char *text)
 	json_object_object_add(obj, "id", jstr(g->id));
 	json_object_object_add(obj, "type", jstr("message"));
 	json_object_object_add(obj, "role", jstr("assistant"));
-	json_object_object_add(obj, "model", jstr(conf.model));
+	json_object_object_add(obj, "model", jstr(answer_model(g->model)));
 	content = json_object_new_array();
 	if (text != NULL) {
 		block = json_object_new_object();
@@ -539,7 +539,7 @@ response_object(struct gen *g, const char *text)
 		    jstr("max_output_tokens"));
 	}
 	json_object_object_add(obj, "incomplete_details", why);
-	json_object_object_add(obj, "model", jstr(conf.model));
+	json_object_object_add(obj, "model", jstr(answer_model(g->model)));
 	output = json_object_new_array();
 	if (text != NULL)
 		json_object_array_add(output, output_item(g, text));
@@ -871,7 +871,7 @@ rerank(struct evhttp_request *req, const char *path)
 		goto done;
 	}
 	obj = json_object_new_object();
-	json_object_object_add(obj, "model", jstr(conf.model));
+	json_object_object_add(obj, "model", jstr(answer_model(model)));
 	json_object_object_add(obj, "object", jstr("list"));
 	r = json_object_new_object();
 	json_object_object_add(r, "prompt_tokens", json_object_new_int64(words));

@@ -69,7 +69,9 @@ enum {
 	OPT_STALL,
 	OPT_STAMP,
 	OPT_MAX_BODY,
-	OPT_ANTHROPIC_STRICT
+	OPT_ANTHROPIC_STRICT,
+	OPT_ANY_MODEL,
+	OPT_LOG_REQUESTS
 };
 
 static const struct option longopts[] = {
@@ -95,6 +97,9 @@ static const struct option longopts[] = {
 	{ "max-body",		required_argument,	NULL, OPT_MAX_BODY },
 	{ "anthropic-strict",	no_argument,		NULL,
 	    OPT_ANTHROPIC_STRICT },
+	{ "any-model",		no_argument,		NULL, OPT_ANY_MODEL },
+	{ "log-requests",	no_argument,		NULL,
+	    OPT_LOG_REQUESTS },
 	{ "help",		no_argument,		NULL, 'h' },
 	{ NULL,			0,			NULL, 0 }
 };
@@ -111,8 +116,8 @@ usage(FILE *fp, int code)
 "       [--bind-early] [--rss SIZE] [--fail-load] [--ready-status N]\n"
 "       [--token-ms N] [--stops-on-close always|never|stream]\n"
 "       [--crash-after-ms N] [--crash-mid-stream K] [--ignore-term]\n"
-"       [--slow-exit-ms N] [--stall] [--stamp] [--max-body SIZE]\n"
-"       [--anthropic-strict]\n"
+"       [--slow-exit-ms N] [--stall] [--stamp] [--any-model]\n"
+"       [--log-requests] [--max-body SIZE] [--anthropic-strict]\n"
 "\n"
 "An OpenAI-compatible stand-in model server for tests and benchmarks.\n"
 "\n"
@@ -146,6 +151,11 @@ usage(FILE *fp, int code)
 "  --max-body SIZE    the largest request body taken (default 16M)\n"
 "  --anthropic-strict answer 400 to an Anthropic request without an\n"
 "                     anthropic-version header, as the Anthropic API does\n"
+"  --any-model        serve whatever model a request names, and answer\n"
+"                     with that name (--model when it names none), as a\n"
+"                     server that takes the request's model does\n"
+"  --log-requests     log a line for each request as it arrives, as\n"
+"                     llama-server does, besides the line of its answer\n"
 "  -h, --help         print this text and exit\n"
 "\n"
 "Routes: GET /health, GET /v1/models, POST /v1/chat/completions,\n"
@@ -474,6 +484,12 @@ main(int argc, char *argv[])
 			break;
 		case OPT_ANTHROPIC_STRICT:
 			conf.anthropic_strict = 1;
+			break;
+		case OPT_ANY_MODEL:
+			conf.any_model = 1;
+			break;
+		case OPT_LOG_REQUESTS:
+			conf.log_requests = 1;
 			break;
 		case 'h':
 			usage(stdout, 0);

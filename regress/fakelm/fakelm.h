@@ -45,6 +45,8 @@ struct fakelm_conf {
 	int			 stamp;
 	int			 anthropic_strict;
 	long long		 max_body;
+	int			 any_model;
+	int			 log_requests;
 	enum stops_on_close	 stops_on_close;
 };
 
@@ -138,6 +140,7 @@ void	reply_error(struct evhttp_request *, int, const char *, const char *,
 struct json_object *parse_body(struct evhttp_request *, const char *);
 int	check_model(struct evhttp_request *, const char *, struct json_object *,
 	    const char **);
+const char *answer_model(const char *);
 long long count_words(const char *);
 void	content_text(struct json_object *, struct evbuffer *);
 struct gen *gen_new(struct evhttp_request *, const char *, const char *);

@@ -41,6 +41,7 @@ static unsigned long long	 seq;
 static struct json_tokener	*tok;
 
 static void	handle(struct evhttp_request *, void *);
+static void	log_received(struct evhttp_request *, const char *);
 static const char *reason(int);
 static void	health(struct evhttp_request *, const char *);
 static void	models(struct evhttp_request *, const char *);
@@ -152,6 +153,20 @@ log_request(const char *method, const char *path, const char *model,
 		    model == NULL ? "-" : model, status, tokens, closed);
 }
 
+/* --log-requests: a request as it arrives, before any answer. */
+static void
+log_received(struct evhttp_request *req, const char *path)
+{
+	struct evhttp_connection	*evcon;
+	char				*host = NULL;
+	ev_uint16_t			 port = 0;
+
+	if ((evcon = evhttp_request_get_connection(req)) != NULL)
+		evhttp_connection_get_peer(evcon, &host, &port);
+	complain("fakelm: request: %s %s %s", http_method_name(req), path,
+	    host != NULL ? host : "-");
+}
+
 static const char *
 reason(int code)
 {
@@ -246,6 +261,8 @@ handle(struct evhttp_request *req, void *arg)
 		path = evhttp_uri_get_path(uri);
 	if (path == NULL || *path == '\0')
 		path = "/";
+	if (conf.log_requests)
+		log_received(req, path);
 
 	if (strcmp(path, "/health") == 0) {
 		health(req, path);
@@ -369,7 +386,7 @@ check_model(struct evhttp_request *req, const char *path,
 		return (-1);
 	}
 	name = json_object_get_string(m);
-	if (strcmp(name, conf.model) != 0) {
+	if (!conf.any_model && strcmp(name, conf.model) != 0) {
 		reply_error(req, 404, path, name, "invalid_request_error",
 		    "The model '%s' does not exist; this server serves '%s'",
 		    name, conf.model);
@@ -377,6 +394,13 @@ check_model(struct evhttp_request *req, const char *path,
 	}
 	*modelp = name;
 	return (0);
+}
+
+/* The model an answer names: with --any-model, the one it was sent. */
+const char *
+answer_model(const char *sent)
+{
+	return (conf.any_model && sent != NULL ? sent : conf.model);
 }
 
 long long
@@ -476,7 +500,7 @@ embeddings(struct evhttp_request *req, const char *path)
 	json_object_object_add(obj, "object", json_object_new_string("list"));
 	json_object_object_add(obj, "data", data);
 	json_object_object_add(obj, "model",
-	    json_object_new_string(conf.model));
+	    json_object_new_string(answer_model(model)));
 	json_object_object_add(obj, "usage", usage_object(ptok, -1));
 	reply_json(req, 200, obj, path, model, 0);
  done:
@@ -1123,7 +1147,7 @@ gen_object(struct gen *g, int chunk)
 	json_object_object_add(obj, "created",
 	    json_object_new_int64(g->created));
 	json_object_object_add(obj, "model",
-	    json_object_new_string(conf.model));
+	    json_object_new_string(answer_model(g->model)));
 	choices = json_object_new_array();
 	choice = json_object_new_object();
 	json_object_object_add(choice, "index", json_object_new_int(0));

@@ -305,7 +305,7 @@ upload(struct evhttp_request *req, const char *path)
 	obj = json_object_new_object();
 	json_object_object_add(obj, "text", json_object_new_string(text));
 	json_object_object_add(obj, "model", json_object_new_string(
-	    conf.model));
+	    answer_model(f.model)));
 	json_object_object_add(obj, "size", json_object_new_int64(
 	    (int64_t)len));
 	json_object_object_add(obj, "cksum", json_object_new_string(

@@ -10,8 +10,13 @@
  * with imsg_compose and sent with imsg_write.  The reader reads and
  * takes messages until an error or EOF, as the daemons do.
  *
+ * An input of odd length is read as a control socket reads: fds
+ * refused (imsg_refuse_fds).
+ *
  * Invariants: no crash, no leak, and every fd closed afterwards (the
- * process has as many fds open as before the run).
+ * process has as many fds open as before the run); a reader that
+ * refuses fds never holds one, not even for a moment; the writer's count
+ * of bytes queued is what its queue holds.
  *
  * Input: a sequence of operations, each an opcode byte and its bytes:
  *   0  raw chunk: a length byte, then that many bytes (fewer at the end)
@@ -52,6 +57,7 @@ struct input {
 };
 
 static int	base_fds;
+static int	nofds;		/* the reader refuses fds */
 
 static int
 count_fds(void)
@@ -148,6 +154,17 @@ take(struct input *in, size_t want, const uint8_t **p)
 	return (want);
 }
 
+static size_t
+queued_bytes(struct imsgbuf *ibuf)
+{
+	struct ibuf	*buf;
+	size_t		 n = 0;
+
+	TAILQ_FOREACH(buf, &ibuf->w.bufs, entry)
+		n += buf->wpos - buf->rpos;
+	return (n);
+}
+
 /* Check a message as a careful reader would, then let it go. */
 static void
 use(struct imsg *imsg, ssize_t n)
@@ -174,6 +191,8 @@ use(struct imsg *imsg, ssize_t n)
 	    memchr(str, '\0', sizeof(str)) == NULL)
 		abort();
 	if (imsg->fd != -1) {
+		if (nofds)
+			abort();
 		/* A passed fd is a real, open one. */
 		if (fstat(imsg->fd, &st) == -1)
 			abort();
@@ -197,6 +216,8 @@ drain(struct imsgbuf *r)
 
 	for (;;) {
 		n = imsg_read(r);
+		if (nofds && !TAILQ_EMPTY(&r->fds))
+			abort();
 		if (n == 0)
 			return (-1);		/* EOF */
 		if (n == -1) {
@@ -269,6 +290,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		err(1, "socketpair/pipe");
 	imsg_init(&r, sp[0]);
 	imsg_init(&w, sp[1]);
+	if ((nofds = size & 1))
+		imsg_refuse_fds(&r);
 
 	while (!done && (op = byte(&in)) != -1) {
 		switch (op % 5) {
@@ -327,10 +350,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 						close(fd);
 				}
 			}
+			if (w.w.qbytes != queued_bytes(&w))
+				abort();
 			/* Write what the socket takes; the rest waits. */
 			while (w.w.queued > 0) {
 				if (imsg_write(&w) != 1)
 					break;
+				if (w.w.qbytes != queued_bytes(&w))
+					abort();
 				if (w.w.queued > 0 && drain(&r) == -1) {
 					done = 1;
 					break;

@@ -19,7 +19,9 @@
  *
  * Invariants, after every step:
  * - the requests in progress the pool reports add up to the holds the
- *   proxy was granted and has not released;
+ *   proxy was granted and has not released, and the link counts those
+ *   and the requests waiting, never more than the proxy's fds (the
+ *   harness runs with 128);
  * - only a request the current proxy asked for and did not withdraw is
  *   granted or refused, and only once; hold ids are never reused;
  * - a release of a hold the proxy has keeps it; a release of one it has
@@ -28,6 +30,12 @@
  * - what agencyd writes to the proxy is well framed, and every grant
  *   (IMSG_HOLD_GRANTV) parses as the proxy parses it and carries a hold
  *   id the pool granted;
+ * - a cancel report keeps the proxy only for a cancel agencyd sent it;
+ *   fds from the proxy, or from a control client, drop the sender and
+ *   are closed at once (the other end of the pipe sent sees EOF);
+ * - the link pauses reading for status answers only while some are
+ *   queued (no pause that nothing would end), and no control client
+ *   has more queued than its bound;
  * - no crash, no leak (LSan, at the end of each input).
  *
  * Input: a config byte (bit 0: model b is not lazy; bit 1: spawns are
@@ -35,7 +43,9 @@
  * (see step()).  FUZZ_WRITE_SEEDS=DIR writes seed sequences and exits.
  */
 #include <sys/types.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 
@@ -178,8 +188,10 @@ TAILQ_HEAD(fspawns, fspawn);
 
 #define MAXPROCS	64
 #define MAXHOLDS	256
-#define MAXREQS		256
+#define MAXREQS		1024	/* a burst of 510 over those waiting */
 #define MAXCONNS	3
+#define MAXCANCELS	64
+#define NOFILE		128	/* the proxy's fds: its bound of holds */
 
 static struct {
 	struct agencyd		 d;
@@ -206,6 +218,8 @@ static struct {
 	size_t			 nseen;
 	uint64_t		 reqs[MAXREQS];	/* asked, not answered */
 	size_t			 nreqs;
+	struct proto_cancel	 cancels[MAXCANCELS];	/* sent to it */
+	size_t			 ncancels;
 	int			 in_dispatch;
 
 	struct {
@@ -453,6 +467,14 @@ drain_proxy(void)
 		return;
 	while ((n = imsg_read(&w.pib)) > 0) {
 		while ((n = imsg_get(&w.pib, &imsg)) > 0) {
+			if (imsg_get_type(&imsg) == IMSG_CANCEL) {
+				CHECK(imsg_get_len(&imsg) ==
+				    sizeof(struct proto_cancel));
+				if (w.ncancels < MAXCANCELS)
+					memcpy(&w.cancels[w.ncancels++],
+					    imsg.data,
+					    sizeof(struct proto_cancel));
+			}
 			if (imsg_get_type(&imsg) == IMSG_HOLD_GRANTV) {
 				CHECK(proto_grantv(imsg.data,
 				    imsg_get_len(&imsg), &g) == 0);
@@ -479,17 +501,14 @@ proxy_fake_start(void)
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
 	    0, sp) == -1)
 		err(1, "socketpair");
-	d->proxy_pid = 0;	/* no process: proxy_hostile kills nobody */
-	d->proxy_gen++;
-	d->proxy_ready = 0;
+	/* no process (proxy_hostile kills nobody), as proxy_start has it */
+	if (proxy_link_open(d, sp[0]) == -1)
+		errx(1, "proxy_link_open");
+	CHECK(plink.fdmax == NOFILE);
 	d->proxy_started = mono_ms();
-	imsgev_init(&d->proxy_iev, sp[0], proxy_dispatch, d);
-	d->proxy_up = 1;
 	w.pfd = sp[1];
 	imsg_init(&w.pib, w.pfd);
-	if (proxy_send_config(d) == -1)
-		errx(1, "proxy_send_config");
-	imsgev_add(&d->proxy_iev);
+	w.ncancels = 0;
 	TAILQ_FOREACH(pr, &d->probes, entry)
 		proxy_send_probe(d, &pr->p);
 }
@@ -500,6 +519,7 @@ proxy_gone(void)
 	/* What the proxy was granted went with it. */
 	w.nholds = 0;
 	w.nreqs = 0;
+	w.ncancels = 0;
 	if (w.pfd != -1) {
 		imsg_clear(&w.pib);
 		close(w.pfd);
@@ -522,12 +542,35 @@ proxy_io(void)
 	drain_proxy();
 }
 
+/*
+ * Until agencyd has taken all it was sent: answers are read, so a link
+ * paused for status answers goes on (a bounded number of turns: one
+ * that never does would be a bug).
+ */
+static void
+proxy_io_all(void)
+{
+	int	n, unread;
+
+	for (n = 0; w.d.proxy_up; n++) {
+		CHECK(n < 10000);
+		proxy_io();
+		if (w.d.proxy_up && !plink.rpaused &&
+		    ioctl(w.d.proxy_iev.ibuf.fd, FIONREAD, &unread) == 0 &&
+		    unread == 0)
+			break;
+	}
+}
+
 static void
 check(void)
 {
 	struct proto_status	st;
+	struct imsg_hdr		hdr;
+	struct ctl_conn		*c;
 	size_t			i, n;
 	uint64_t		sum = 0;
+	int			unread;
 
 	n = pool_count(w.d.pool);
 	for (i = 0; i < n; i++) {
@@ -543,7 +586,24 @@ check(void)
 	CHECK(sum == w.nholds);
 	if (!w.d.proxy_up)
 		CHECK(w.nholds == 0 && w.nreqs == 0);
+	else {
+		/* what it was sent all taken: it counts what the pool has */
+		if (!plink.rpaused && imsg_peek(&w.d.proxy_iev.ibuf,
+		    &hdr) == 0 && ioctl(w.d.proxy_iev.ibuf.fd, FIONREAD,
+		    &unread) == 0 && unread == 0) {
+			if (verbose && plink.holds != w.nholds + w.nreqs)
+				fprintf(stderr, "link holds %llu, harness "
+				    "%zu + %zu\n", (unsigned long long)
+				    plink.holds, w.nholds, w.nreqs);
+			CHECK(plink.holds == w.nholds + w.nreqs);
+		}
+		CHECK(plink.holds <= plink.fdmax);
+		/* a pause only while answers wait to go out */
+		CHECK(!plink.rpaused || w.d.proxy_iev.ibuf.w.queued > 0);
+	}
 	CHECK(pool_status(w.d.pool, n, &st) == -1);
+	TAILQ_FOREACH(c, &ctl_conns, entry)
+		CHECK(c->iev.ibuf.w.qbytes <= CONTROL_QUEUE_BYTES);
 }
 
 /* --- the input --- */
@@ -635,10 +695,69 @@ frame(int fd, uint32_t type, const void *data, size_t len, uint32_t hlen,
 	CHECK(n == (ssize_t)(sizeof(hdr) + len));
 }
 
+/*
+ * Write a message's first byte with an fd (the write end of a new pipe)
+ * and the rest after it; returns the read end, to see the fd closed.
+ */
+static int
+frame_fd(int fd, uint32_t type, const void *data, size_t len)
+{
+	struct msghdr	 msg;
+	struct iovec	 iov;
+	struct cmsghdr	*cmsg;
+	union {
+		struct cmsghdr	hdr;
+		char		buf[CMSG_SPACE(sizeof(int))];
+	} cmsgbuf;
+	struct imsg_hdr	 hdr;
+	unsigned char	 buf[MAX_IMSGSIZE + sizeof(hdr)];
+	int		 p[2];
+
+	if (len > MAX_IMSGSIZE - sizeof(hdr))
+		len = MAX_IMSGSIZE - sizeof(hdr);
+	memset(&hdr, 0, sizeof(hdr));
+	hdr.type = type;
+	hdr.len = sizeof(hdr) + len;
+	hdr.flags = IMSGF_HASFD;
+	memcpy(buf, &hdr, sizeof(hdr));
+	if (len > 0)
+		memcpy(buf + sizeof(hdr), data, len);
+	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) == -1)
+		err(1, "pipe");
+	memset(&msg, 0, sizeof(msg));
+	memset(&cmsgbuf, 0, sizeof(cmsgbuf));
+	iov.iov_base = buf;
+	iov.iov_len = 1;
+	msg.msg_iov = &iov;
+	msg.msg_iovlen = 1;
+	msg.msg_control = cmsgbuf.buf;
+	msg.msg_controllen = sizeof(cmsgbuf.buf);
+	cmsg = CMSG_FIRSTHDR(&msg);
+	cmsg->cmsg_len = CMSG_LEN(sizeof(int));
+	cmsg->cmsg_level = SOL_SOCKET;
+	cmsg->cmsg_type = SCM_RIGHTS;
+	memcpy(CMSG_DATA(cmsg), &p[1], sizeof(int));
+	CHECK(sendmsg(fd, &msg, 0) == 1);
+	CHECK(write(fd, buf + 1, sizeof(hdr) + len - 1) ==
+	    (ssize_t)(sizeof(hdr) + len - 1));
+	close(p[1]);
+	return (p[0]);
+}
+
+/* The fd frame_fd sent is closed: its pipe's reader sees EOF. */
+static void
+check_fd_closed(int rfd)
+{
+	char	c;
+
+	CHECK(read(rfd, &c, 1) == 0);
+	close(rfd);
+}
+
 static const uint32_t	proxy_types[] = { IMSG_HOLD_REQ, IMSG_HOLD_WITHDRAW,
 			    IMSG_HOLD_RELEASE, IMSG_PROBE_RESULT,
 			    IMSG_STATUS_REQ, IMSG_CANCEL_DONE, IMSG_LOG,
-			    IMSG_PROXY_READY };
+			    IMSG_PROXY_READY, IMSG_CANCEL };
 #define NPROXY_TYPES	(sizeof(proxy_types) / sizeof(proxy_types[0]))
 
 static const uint32_t	ctl_types[] = { IMSG_STATUS_REQ, IMSG_CTL_LOAD,
@@ -717,11 +836,26 @@ payload(struct input *in, uint32_t type, void *buf, size_t size,
 		memcpy(buf, &res, len = sizeof(res));
 		break;
 	case IMSG_CANCEL_DONE:
+		/* mostly one agencyd sent; else a forgery */
 		memset(&pc, 0, sizeof(pc));
 		c = u8(in);
-		pc.reqid = c < MAXCONNS ? w.conns[c].id : c;
-		name(in, pc.model, sizeof(pc.model));
+		if (c < 0xc0 && w.ncancels > 0) {
+			pc = w.cancels[c % w.ncancels];
+			if (c & 0x40)
+				name(in, pc.model, sizeof(pc.model));
+		} else {
+			pc.reqid = c & 0x80 ? (1ULL << 63) | (c & 7) : c;
+			name(in, pc.model, sizeof(pc.model));
+		}
 		pc.cancelled = u8(in) % 3;
+		memcpy(buf, &pc, len = sizeof(pc));
+		break;
+	case IMSG_CANCEL:
+		/* the admin route asks: its own id, maybe one in use */
+		memset(&pc, 0, sizeof(pc));
+		c = u8(in);
+		pc.reqid = c & 0x80 ? (1ULL << 63) | c : c % 4;
+		name(in, pc.model, sizeof(pc.model));
 		memcpy(buf, &pc, len = sizeof(pc));
 		break;
 	case IMSG_LOG:
@@ -764,7 +898,7 @@ step_proxy(struct input *in)
 	uint32_t		 type;
 	uint64_t		 relid = 0;
 	size_t			 len, i;
-	int			 release, held = 0;
+	int			 release, held = 0, rfd, sent = -1;
 
 	if (c >= 0xf0)
 		type = u8(in);		/* anything, known or not */
@@ -774,6 +908,35 @@ step_proxy(struct input *in)
 	    &release, &relid);
 	if (!w.d.proxy_up)
 		return;
+	if (c >= 0xe8 && c < 0xf0) {
+		/* with an fd: never taken, the proxy dropped (once what
+		 * waited before it was read) */
+		rfd = frame_fd(w.pfd, type, buf, len);
+		proxy_io_all();
+		CHECK(!w.d.proxy_up);
+		check_fd_closed(rfd);
+		return;
+	}
+	/* What agencyd sent is read first: the cancels among it. */
+	proxy_io_all();
+	for (i = 0; i < 8 && w.d.proxy_up &&
+	    w.d.proxy_iev.ibuf.w.queued > 0; i++)
+		proxy_io();
+	if (!w.d.proxy_up)
+		return;
+	if (type == IMSG_CANCEL_DONE && len == sizeof(struct proto_cancel) &&
+	    w.d.proxy_iev.ibuf.w.queued == 0) {
+		struct proto_cancel	pc;
+
+		memcpy(&pc, buf, sizeof(pc));
+		for (i = 0; i < w.ncancels; i++)
+			if (w.cancels[i].reqid == pc.reqid &&
+			    strcmp(w.cancels[i].model, pc.model) == 0)
+				break;
+		sent = PROTO_STROK(pc.model) && i < w.ncancels;
+		if (sent)	/* reported once */
+			w.cancels[i] = w.cancels[--w.ncancels];
+	}
 	for (i = 0; release && i < w.nholds; i++)
 		if (w.holds[i] == relid)
 			held = 1;
@@ -797,9 +960,11 @@ step_proxy(struct input *in)
 	if (verbose)
 		fprintf(stderr, "proxy sends type %u len %zu\n", type, len);
 	frame(w.pfd, type, buf, len, len + IMSG_HEADER_SIZE, 0);
-	proxy_io();
+	proxy_io_all();
 	if (verbose && !w.d.proxy_up)
 		fprintf(stderr, "proxy dropped\n");
+	if (sent == 0)
+		CHECK(!w.d.proxy_up);	/* a forged report */
 	if (release && len == sizeof(struct proto_holdid) &&
 	    type == IMSG_HOLD_RELEASE) {
 		if (held) {
@@ -827,16 +992,9 @@ conn_new(int restricted, int *fdp)
 	    0, sp) == -1)
 		err(1, "socketpair");
 	/* as control_accept makes one */
-	if ((c = calloc(1, sizeof(*c))) == NULL)
+	if ((c = control_conn_new(restricted ? &ctl_restricted : &ctl_main,
+	    sp[0])) == NULL)
 		err(1, NULL);
-	c->id = ctl_nextid++;
-	if (ctl_nextid == 0)
-		ctl_nextid = 1;
-	c->restricted = restricted;
-	imsgev_init(&c->iev, sp[0], control_dispatch, c);
-	imsgev_add(&c->iev);
-	TAILQ_INSERT_TAIL(&ctl_conns, c, entry);
-	ctl_nconns++;
 	*fdp = sp[1];
 	return (c);
 }
@@ -849,7 +1007,7 @@ step_ctl(struct input *in)
 	uint32_t		 type;
 	uint64_t		 relid;
 	size_t			 len;
-	int			 release, fd;
+	int			 release, fd, rfd, paused;
 
 	if (c >= 0xf0)
 		type = u8(in);
@@ -862,6 +1020,28 @@ step_ctl(struct input *in)
 		w.conns[k].id = w.conns[k].c->id;
 	}
 	fd = w.conns[k].fd;
+	if (c >= 0xe8 && c < 0xf0) {
+		/* with an fd: dropped when read (at once, unless it waits
+		 * for an answer to be read first), the fd never taken */
+		rfd = frame_fd(fd, type, buf, len);
+		paused = w.conns[k].c->iev.rpaused;
+		control_dispatch(w.conns[k].c->iev.ibuf.fd,
+		    EV_READ | EV_WRITE, w.conns[k].c);
+		if (!paused && control_byid(w.conns[k].id) != NULL)
+			control_dispatch(w.conns[k].c->iev.ibuf.fd, EV_READ,
+			    w.conns[k].c);
+		if (control_byid(w.conns[k].id) == NULL) {
+			close(fd);
+			check_fd_closed(rfd);
+			w.conns[k].c = NULL;
+			w.conns[k].fd = -1;
+		} else {
+			CHECK(paused || w.conns[k].c->iev.rpaused);
+			close(rfd);
+		}
+		proxy_io();
+		return;
+	}
 	frame(fd, type, buf, len, len + IMSG_HEADER_SIZE, 0);
 	control_dispatch(w.conns[k].c->iev.ibuf.fd, EV_READ | EV_WRITE,
 	    w.conns[k].c);
@@ -879,16 +1059,91 @@ step_ctl(struct input *in)
 static void
 step_close_ctl(struct input *in)
 {
-	unsigned int	k = u8(in) % MAXCONNS;
+	unsigned int	 k = u8(in) % MAXCONNS, i;
+	struct ctl_conn	*c;
 
 	if (w.conns[k].c == NULL)
 		return;
 	close(w.conns[k].fd);
-	control_dispatch(w.conns[k].c->iev.ibuf.fd, EV_READ,
-	    w.conns[k].c);
-	CHECK(control_byid(w.conns[k].id) == NULL);	/* EOF drops it */
+	/*
+	 * EOF drops it, once what it sent before is taken and answered
+	 * (an answer that cannot be written drops it too); one whose
+	 * answer comes later goes when it comes (or at the end).
+	 */
+	for (i = 0; i < 8 && (c = control_byid(w.conns[k].id)) != NULL &&
+	    !c->pending; i++)
+		control_dispatch(c->iev.ibuf.fd, EV_READ | EV_WRITE, c);
+	CHECK((c = control_byid(w.conns[k].id)) == NULL || c->pending);
 	w.conns[k].c = NULL;
 	w.conns[k].fd = -1;
+}
+
+/*
+ * Many hold or status requests in one write, taken as agencyd takes
+ * them while the socket is full: over the bound of holds the proxy is
+ * dropped; status answers go a few at a time, the rest waiting while
+ * what was answered is not read (read at once, c & 4, or every fourth
+ * turn).  Whatever it pauses for, agencyd must get through all of it
+ * once the proxy reads (else it would wait for nothing).
+ */
+static void
+step_burst(struct input *in)
+{
+	struct proto_hold_req	 hr;
+	struct proto_reqid	 rq;
+	struct imsg_hdr		 hdr;
+	static unsigned char	 buf[510 * (sizeof(hdr) + sizeof(hr))];
+	unsigned int		 c = u8(in), n = u8(in) * 2, i, rounds = 0;
+	size_t			 len = 0, off = 0;
+	ssize_t			 k;
+
+	if (!w.d.proxy_up)
+		return;
+	for (i = 0; i < n; i++) {
+		memset(&hdr, 0, sizeof(hdr));
+		hdr.pid = 4242;
+		if (c & 1) {
+			memset(&rq, 0, sizeof(rq));
+			rq.reqid = i + 1;
+			hdr.type = IMSG_STATUS_REQ;
+			hdr.len = sizeof(hdr) + sizeof(rq);
+			memcpy(buf + len, &hdr, sizeof(hdr));
+			memcpy(buf + len + sizeof(hdr), &rq, sizeof(rq));
+		} else {
+			memset(&hr, 0, sizeof(hr));
+			hr.reqid = 1000 + i;
+			(void)strlcpy(hr.model, c & 2 ? "b" : "a",
+			    sizeof(hr.model));
+			hdr.type = IMSG_HOLD_REQ;
+			hdr.len = sizeof(hdr) + sizeof(hr);
+			memcpy(buf + len, &hdr, sizeof(hdr));
+			memcpy(buf + len + sizeof(hdr), &hr, sizeof(hr));
+			if (w.nreqs < MAXREQS)
+				w.reqs[w.nreqs++] = hr.reqid;
+		}
+		len += hdr.len;
+	}
+	while (off < len && w.d.proxy_up) {
+		if ((k = write(w.pfd, buf + off, len - off)) > 0) {
+			off += k;
+			continue;
+		}
+		CHECK(k == -1 && errno == EAGAIN);
+		/* full: agencyd reads; its answers are read (c & 4), or
+		 * left a few turns first */
+		CHECK(++rounds < 10000);
+		w.in_dispatch = 1;
+		proxy_dispatch(w.d.proxy_iev.ibuf.fd, EV_READ | EV_WRITE,
+		    &w.d);
+		w.in_dispatch = 0;
+		if (!w.d.proxy_up)
+			proxy_gone();
+		else if ((c & 4) || rounds % 4 == 0)
+			drain_proxy();
+		check();
+	}
+	/* and all of it taken before the next step */
+	proxy_io_all();
 }
 
 static void
@@ -962,7 +1217,8 @@ step(struct input *in)
 	unsigned int	op = u8(in);
 
 	if (verbose)
-		fprintf(stderr, "step %u\n", op % 12);
+		fprintf(stderr, "step %u (%u)\n", op % 12, in->left > 0 ?
+		    *in->p : 0);
 	switch (op % 12) {
 	case 0:
 	case 1:
@@ -985,7 +1241,7 @@ step(struct input *in)
 		/* the proxy closes its end: agencyd sees EOF */
 		if (w.d.proxy_up) {
 			shutdown(w.pfd, SHUT_WR);
-			proxy_io();
+			proxy_io_all();
 			CHECK(!w.d.proxy_up);
 		}
 		break;
@@ -1007,7 +1263,7 @@ step(struct input *in)
 			else
 				frame(w.pfd, IMSG_LOG, NULL, 0, lens[op & 3],
 				    0);
-			proxy_io();
+			proxy_io_all();
 			CHECK(!w.d.proxy_up);
 		}
 		break;
@@ -1021,7 +1277,9 @@ step(struct input *in)
 		break;
 	case 11:
 		op = u8(in);
-		if (op & 1)
+		if ((op & 0x18) == 0x18)
+			step_burst(in);
+		else if (op & 1)
 			step_close_ctl(in);
 		else if (op & 2)
 			bind_fails = !bind_fails;
@@ -1132,6 +1390,7 @@ static void write_seeds(const char *);
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
+	struct rlimit	 rl;
 	const char	*seeds;
 
 	(void)argc;
@@ -1140,6 +1399,9 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 		write_seeds(seeds);
 	verbose = getenv("FUZZ_VERBOSE") != NULL;
 	signal(SIGPIPE, SIG_IGN);
+	rl.rlim_cur = rl.rlim_max = NOFILE;
+	if (setrlimit(RLIMIT_NOFILE, &rl) == -1)
+		err(1, "setrlimit");
 	log_init(1, LOG_DAEMON);
 	log_sethook(log_drop);
 	if (event_init() == NULL)
@@ -1236,6 +1498,10 @@ seed(const char *dir, int *n, const uint8_t *s, size_t len)
 #define CND	5
 #define LOG	6
 #define RDY	7
+#define CNL	8	/* IMSG_CANCEL: the proxy asks */
+#define WITHFD	0xe8	/* a type index byte: the message comes with an fd */
+#define BURST	0x18	/* MISC: a burst; then kind (bit 0 status, bit 2
+			 * read at once) and half the count */
 
 static void
 write_seeds(const char *dir)
@@ -1294,5 +1560,21 @@ write_seeds(const char *dir)
 	    P, PRB, 0, 0, 1, 0, P, REQ, 0, 2, 2);
 	SEED(3, P, REQ, 0, 1, 0, P, PRB, 0, 0, 1, 0, P, LOG, 0, 6, 4,
 	    'h', 'e', 'l', 'o', MISC, 2, P, REQ, 0, 2, 1, TK, 0x82);
+	/* bursts: status answered a few at a time, unread a while; holds
+	 * of a ready model over the proxy's fds */
+	SEED(0, MISC, BURST, 1, 200, P, STA, 0, 1, MISC, BURST, 5, 100);
+	SEED(0, P, REQ, 0, 1, 0, SP, 0, P, PRB, 0, 0, 1, 0,
+	    MISC, BURST, 4, 100, NEWP, MISC, BURST, 0, 30, P, REL, 0, 0);
+	/* the admin route's cancel, reported; then reported again, and a
+	 * report of a cancel never sent */
+	SEED(0, P, REQ, 0, 1, 0, SP, 0, P, PRB, 0, 0, 1, 0,
+	    P, CNL, 0, 1, 0, P, CND, 0, 0, 1, P, CND, 0, 0, 1, NEWP,
+	    P, CND, 0, 0xc1, 0, 1);
+	SEED(1, SP, 0, P, PRB, 0, 0, 1, 0, C, 0, 3, 0, 1, 0, P, CNL, 0, 1, 1,
+	    P, CND, 0, 0, 1, P, CND, 0, 1, 2, EOFP, NEWP, C, 0, 3, 0, 1, 0);
+	/* fds: from a control client, from the proxy */
+	SEED(0, C, 0, WITHFD, 0, 0, C, 2, WITHFD + 1, 0, 0, 0, C, 1, 0, 0, 0,
+	    C, 1, WITHFD, 0, 0);
+	SEED(0, P, WITHFD + 4, 0, 1, NEWP, P, REQ, 0, 1, 0, P, WITHFD, 0, 1, 0);
 	exit(0);
 }

@@ -3,10 +3,12 @@
  * SPDX-License-Identifier: ISC (see the file LICENSE)
  */
 /*
- * BADPROXY_MODE=mode badproxy: stands in for agency-proxy (agencyd -P) and misbehaves
- * on the socketpair, so a test can see agencyd treat it as hostile.  It
- * appends its pid to ./badproxy.starts, reads the configuration up to
- * IMSG_CONF_END, sends what MODE says, then waits for agencyd to act.
+ * badproxy: stands in for agency-proxy (agencyd -P) and misbehaves on
+ * the socketpair, so a test can see agencyd treat it as hostile.  The
+ * mode is the first line of ./badproxy.mode (agencyd gives the proxy no
+ * environment of its own).  It appends its pid to ./badproxy.starts,
+ * reads the configuration up to IMSG_CONF_END, sends what the mode says,
+ * then waits for agencyd to act.
  *
  *   release   a release of a hold it was never granted
  *   short     a hold request one byte short
@@ -37,14 +39,17 @@ main(int argc, char *argv[])
 	FILE			*f;
 	ssize_t			 n;
 	int			 done = 0, i;
-	const char		*mode;
+	char			 mode[64] = "release";
 
-	/* agencyd gives the proxy's options; the mode comes by env. */
+	/* agencyd gives the proxy's options; the mode comes by file. */
 	(void)argc;
 	(void)argv;
-	mode = getenv("BADPROXY_MODE");
-	if (mode == NULL)
-		mode = "release";
+	if ((f = fopen("badproxy.mode", "r")) != NULL) {
+		if (fgets(mode, sizeof(mode), f) == NULL)
+			(void)strlcpy(mode, "release", sizeof(mode));
+		mode[strcspn(mode, "\n")] = '\0';
+		fclose(f);
+	}
 	if ((f = fopen("badproxy.starts", "a")) != NULL) {
 		fprintf(f, "%d\n", (int)getpid());
 		fclose(f);

@@ -1331,19 +1331,20 @@ ATF_TC_BODY(metrics_text, tc)
 ATF_TC(cancel);
 ATF_TC_HEAD(cancel, tc)
 {
-	atf_tc_set_md_var(tc, "descr", "cancel ends a streaming request and "
-	    "a waiting one, answers the count, releases the hold");
+	atf_tc_set_md_var(tc, "descr", "cancel (the admin route's sent by "
+	    "the parent it asks) ends a streaming request and a waiting one, "
+	    "answers the count, releases the hold");
 	atf_tc_set_md_var(tc, "timeout", "30");
 }
 ATF_TC_BODY(cancel, tc)
 {
 	struct harness		 h;
 	struct proto_hold_req	 hr, hr2;
-	struct proto_cancel	 pc;
+	struct proto_cancel	 pc, pc2;
 	struct proto_reqid	 pr;
 	struct pollfd		 pfd;
 	char			 buf[4096], *r;
-	int			 fd, fd2;
+	int			 fd, fd2, fd3;
 	int64_t			 end;
 	ssize_t			 n;
 
@@ -1369,14 +1370,20 @@ ATF_TC_BODY(cancel, tc)
 	    "application/json", "{\"model\":\"a\"}");
 	h_wait(&h, IMSG_HOLD_REQ, &hr2, sizeof(hr2));
 
-	r = request(&h, "POST", "/v1/agency/cancel", NULL,
+	/* the proxy asks the parent, which sends the cancel back */
+	fd3 = cl_send(&h, "POST", "/v1/agency/cancel", NULL,
 	    "application/json", "{\"model\":\"a\"}");
+	h_wait(&h, IMSG_CANCEL, &pc, sizeof(pc));
+	ATF_CHECK(pc.reqid != 0);
+	ATF_CHECK_STREQ(pc.model, "alpha");
+	h_send(&h, IMSG_CANCEL, -1, &pc, sizeof(pc));
+	h_wait(&h, IMSG_CANCEL_DONE, &pc2, sizeof(pc2));
+	ATF_CHECK_EQ(pc2.reqid, pc.reqid);
+	ATF_CHECK_STREQ(pc2.model, "alpha");
+	ATF_CHECK_EQ(pc2.cancelled, 2);
+	r = cl_read(&h, fd3);
 	ATF_CHECK_EQ(status_of(r), 200);
 	CHECK_HAS(r, "{\"cancelled\":2}");
-	h_wait(&h, IMSG_CANCEL_DONE, &pc, sizeof(pc));
-	ATF_CHECK_EQ(pc.reqid, 0);
-	ATF_CHECK_STREQ(pc.model, "alpha");
-	ATF_CHECK_EQ(pc.cancelled, 2);
 	h_wait(&h, IMSG_HOLD_WITHDRAW, &pr, sizeof(pr));
 	ATF_CHECK_EQ(pr.reqid, hr2.reqid);
 	released_once(&h, 41);

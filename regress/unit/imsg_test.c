@@ -869,6 +869,183 @@ ATF_TC_BODY(imsgev_write_events, tc)
 	close(sv[0]);
 }
 
+/* The fds a process has open. */
+static int
+count_fds(void)
+{
+	int	 fd, n = 0;
+
+	for (fd = 0; fd < 1024; fd++)
+		if (fcntl(fd, F_GETFD) != -1)
+			n++;
+	return (n);
+}
+
+ATF_TC_WITHOUT_HEAD(refuse_fds);
+ATF_TC_BODY(refuse_fds, tc)
+{
+	struct imsgbuf	 r;
+	struct imsg	 imsg;
+	int		 sv[2], p[2], before, i;
+
+	mkpair(sv);
+	mkpipe(p);
+	imsg_init(&r, sv[1]);
+	imsg_refuse_fds(&r);
+
+	/* Without fds the channel works as any other. */
+	send_hdr(sv[0], 7, IMSG_HEADER_SIZE, 0, -1);
+	ATF_REQUIRE(imsg_read(&r) > 0);
+	ATF_REQUIRE(imsg_get(&r, &imsg) > 0);
+	ATF_CHECK_EQ(imsg_get_type(&imsg), 7);
+	imsg_free(&imsg);
+
+	/*
+	 * The start of a message with fds, a few times: the read fails and
+	 * none of them was ever ours.
+	 */
+	before = count_fds();
+	for (i = 0; i < 4; i++)
+		send_raw(sv[0], "x", 1, p[1]);
+	close(p[1]);
+	errno = 0;
+	ATF_CHECK_EQ(imsg_read(&r), -1);
+	ATF_CHECK_EQ(errno, EBADMSG);
+	ATF_CHECK_EQ(count_fds(), before - 1);
+	ATF_CHECK(TAILQ_EMPTY(&r.fds));
+	/* What is left in the socket goes with it: every writer is closed. */
+	close(sv[0]);
+	close(sv[1]);
+	ATF_CHECK_EQ(pipe_eof(p[0]), 0);
+	close(p[0]);
+	imsg_clear(&r);
+
+	/* A message that says it has an fd, without one: broken peer. */
+	mkpair(sv);
+	imsg_init(&r, sv[1]);
+	imsg_refuse_fds(&r);
+	send_hdr(sv[0], 1, IMSG_HEADER_SIZE, IMSGF_HASFD, -1);
+	ATF_REQUIRE(imsg_read(&r) > 0);
+	errno = 0;
+	ATF_CHECK_EQ(imsg_get(&r, &imsg), -1);
+	ATF_CHECK_EQ(errno, EBADMSG);
+	imsg_clear(&r);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+ATF_TC_WITHOUT_HEAD(queue_bytes_peek_partial);
+ATF_TC_BODY(queue_bytes_peek_partial, tc)
+{
+	struct imsgbuf	 w, r;
+	struct imsg	 imsg;
+	struct imsg_hdr	 hdr;
+	unsigned char	 data[1000];
+	int		 sv[2];
+
+	mkpair(sv);
+	imsg_init(&w, sv[0]);
+	imsg_init(&r, sv[1]);
+	fill(data, sizeof(data), 3);
+
+	/* What is queued, in messages and in bytes. */
+	ATF_CHECK_EQ(w.w.qbytes, 0);
+	ATF_REQUIRE(imsg_compose(&w, 1, 0, 0, -1, data, 100) == 1);
+	ATF_REQUIRE(imsg_compose(&w, 2, 0, 0, -1, data, sizeof(data)) == 1);
+	ATF_CHECK_EQ(w.w.queued, 2);
+	ATF_CHECK_EQ(w.w.qbytes, 2 * IMSG_HEADER_SIZE + 100 + sizeof(data));
+	ATF_CHECK_EQ(w.w.qbytes, queued_bytes(&w));
+	ATF_REQUIRE_EQ(imsg_flush(&w), 0);
+	ATF_CHECK_EQ(w.w.qbytes, 0);
+	ATF_REQUIRE(imsg_compose(&w, 3, 0, 0, -1, data, 10) == 1);
+	imsg_clear(&w);
+	ATF_CHECK_EQ(w.w.qbytes, 0);
+
+	/* Peek tells the next whole message and leaves it. */
+	ATF_CHECK_EQ(imsg_partial(&r), 0);
+	ATF_CHECK_EQ(imsg_peek(&r, &hdr), 0);
+	get_msg(&r, &imsg);
+	ATF_CHECK_EQ(imsg_get_type(&imsg), 1);
+	imsg_free(&imsg);
+	while (imsg_peek(&r, &hdr) == 0)
+		ATF_REQUIRE(imsg_read(&r) > 0);
+	ATF_CHECK_EQ(hdr.type, 2);
+	ATF_CHECK_EQ(imsg_peek(&r, &hdr), (ssize_t)(IMSG_HEADER_SIZE +
+	    sizeof(data)));
+	ATF_REQUIRE(imsg_get(&r, &imsg) > 0);
+	ATF_CHECK_EQ(imsg_get_type(&imsg), 2);
+	imsg_free(&imsg);
+	ATF_CHECK_EQ(imsg_partial(&r), 0);
+
+	/* Half a header, then half a payload: begun, not whole. */
+	send_raw(sv[0], "abcde", 5, -1);
+	ATF_REQUIRE(imsg_read(&r) == 5);
+	ATF_CHECK_EQ(imsg_partial(&r), 5);
+	ATF_CHECK_EQ(imsg_peek(&r, &hdr), 0);
+	imsg_clear(&r);
+	send_hdr(sv[0], 4, IMSG_HEADER_SIZE + 8, 0, -1);
+	send_raw(sv[0], "1234", 4, -1);
+	while (imsg_partial(&r) < IMSG_HEADER_SIZE + 4)
+		ATF_REQUIRE(imsg_read(&r) > 0);
+	ATF_CHECK_EQ(imsg_peek(&r, &hdr), 0);
+	ATF_CHECK_EQ(imsg_get(&r, &imsg), 0);
+	/* A bad header is bad to peek at too. */
+	imsg_clear(&r);
+	send_hdr(sv[0], 4, 3, 0, -1);
+	ATF_REQUIRE(imsg_read(&r) > 0);
+	errno = 0;
+	ATF_CHECK_EQ(imsg_peek(&r, &hdr), -1);
+	ATF_CHECK_EQ(errno, EBADMSG);
+	imsg_clear(&r);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+ATF_TC_WITHOUT_HEAD(imsgev_pause_read);
+ATF_TC_BODY(imsgev_pause_read, tc)
+{
+	struct evtest	 t;
+	struct imsgbuf	 peer;
+	int		 sv[2], i;
+
+	event_init();
+	mkpair(sv);
+	memset(&t, 0, sizeof(t));
+	imsgev_init(&t.iev, sv[0], ev_handler, &t);
+	imsg_init(&peer, sv[1]);
+	imsgev_add(&t.iev);
+
+	/* Paused and nothing queued: no event at all; what comes waits. */
+	imsgev_pause(&t.iev, 1);
+	ATF_CHECK_EQ(t.iev.events, 0);
+	ATF_CHECK(!event_pending(&t.iev.ev, EV_READ | EV_WRITE, NULL));
+	ATF_REQUIRE(imsg_compose(&peer, 10, 0, 0, -1, NULL, 0) != -1);
+	ATF_REQUIRE_EQ(imsg_flush(&peer), 0);
+	for (i = 0; i < 10; i++)
+		event_loop(EVLOOP_NONBLOCK);
+	ATF_CHECK_EQ(t.calls, 0);
+
+	/* Paused with something queued: write events only. */
+	ATF_REQUIRE(imsgev_compose(&t.iev, 9, 0, 0, -1, "x", 1) != -1);
+	ATF_CHECK_EQ(t.iev.events, EV_WRITE);
+	ATF_CHECK(!event_pending(&t.iev.ev, EV_READ, NULL));
+	for (i = 0; i < 100 && t.iev.ibuf.w.queued > 0; i++)
+		event_loop(EVLOOP_NONBLOCK);
+	ATF_CHECK_EQ(t.iev.ibuf.w.queued, 0);
+	ATF_CHECK_EQ(t.got, 0);
+
+	/* Again: what waited is read. */
+	imsgev_pause(&t.iev, 0);
+	ATF_CHECK_EQ(t.iev.events, EV_READ);
+	for (i = 0; i < 100 && t.got < 1; i++)
+		event_loop(EVLOOP_NONBLOCK);
+	ATF_CHECK_EQ(t.got, 1);
+	imsgev_clear(&t.iev);
+	imsg_clear(&peer);
+	close(sv[0]);
+	close(sv[1]);
+}
+
 ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, roundtrip_many);
@@ -887,5 +1064,8 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, read_buffer_full);
 	ATF_TP_ADD_TC(tp, hostile_fds);
 	ATF_TP_ADD_TC(tp, imsgev_write_events);
+	ATF_TP_ADD_TC(tp, refuse_fds);
+	ATF_TP_ADD_TC(tp, queue_bytes_peek_partial);
+	ATF_TP_ADD_TC(tp, imsgev_pause_read);
 	return (atf_no_error());
 }

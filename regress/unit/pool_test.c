@@ -3220,6 +3220,91 @@ ATF_TC_BODY(cancel_while_queued, tc)
 	pool_free(F.p);
 }
 
+/*
+ * The scene of the next two: lazy models a and b of 1 G and big of 1.5 G
+ * in a 2 G budget, big's queue timeout tmo; a (process 100) and b
+ * (process 200) are ready and idle, a used first.  Request 2 for big
+ * stops a; request 1 for b comes while a exits; then big waits for b's
+ * memory.
+ */
+static void
+big_waits_after_evicting(int64_t tmo)
+{
+	struct proto_status	 st;
+
+	setup_sched(2 * GIB, WINDOW, 0);
+	qmodel("a", 1, GIB, TMO, 0, 0);
+	qmodel("b", 1, GIB, TMO, 0, 0);
+	qmodel("big", 1, 3 * GIB / 2, tmo, 0, 0);
+	bring_up("a", 100);
+	advance(100);
+	bring_up("b", 200);
+	advance(100);
+	pool_acquire(F.p, "big", 2, 8);
+	ATF_REQUIRE_EQ(killed_with(100, SIGTERM), 1);
+	ATF_REQUIRE_EQ(killed_with(200, SIGTERM), 0);
+	ATF_REQUIRE_EQ(state("big"), STATE_LOADING);
+	hold("b", 1, 7);
+	signalled(100, SIGTERM);
+	ATF_REQUIRE_EQ(F.nspawns, 2);
+	status("big", &st);
+	ATF_REQUIRE_EQ(st.waiting, WAIT_MEMORY);
+	ATF_REQUIRE_EQ(F.nrefusals, 0);
+}
+
+/* A load dropped by its requests leaving, after it stopped a model to
+ * make room, leaves its model stopped: not loading, which would hold
+ * memory by need that nothing takes. */
+ATF_TC_WITHOUT_HEAD(dropped_load_not_loading);
+ATF_TC_BODY(dropped_load_not_loading, tc)
+{
+	struct proto_status	 st;
+
+	big_waits_after_evicting(TMO);
+	pool_withdraw(F.p, 2, 8);
+	ATF_REQUIRE(logged(LOG_INFO, "server for big: nobody waits for its "
+	    "load any more"));
+	status("big", &st);
+	ATF_REQUIRE_EQ(st.state, STATE_STOPPED);
+	ATF_REQUIRE_EQ(st.waiting, WAIT_NONE);
+	ATF_REQUIRE_EQ(st.queued, 0);
+	/* a fits next to b: it loads at once, waiting for nobody. */
+	pool_acquire(F.p, "a", 3, 7);
+	ATF_REQUIRE_EQ(F.nspawns, 3);
+	ATF_REQUIRE_STREQ(F.spawns[2].name, "a");
+	status("a", &st);
+	ATF_REQUIRE_EQ(st.waiting, WAIT_NONE);
+	spawned(2, 101);
+	probed_last();
+	ATF_REQUIRE(granted(3) != -1);
+	ATF_REQUIRE_EQ(F.nrefusals, 0);
+	pool_free(F.p);
+}
+
+/* A request whose load stopped a model and then waits for a busy one is
+ * still in the queue: its queue timeout ends the wait, and the load. */
+ATF_TC_WITHOUT_HEAD(queue_timeout_after_eviction);
+ATF_TC_BODY(queue_timeout_after_eviction, tc)
+{
+	ssize_t	 r;
+
+	big_waits_after_evicting(5000);
+	advance(4800);
+	ATF_REQUIRE_EQ(F.nrefusals, 0);
+	advance(200);
+	ATF_REQUIRE((r = refused(2)) != -1);
+	ATF_REQUIRE_EQ(F.refusals[r].reason, REFUSE_QUEUE_TIMEOUT);
+	ATF_REQUIRE(strstr(F.refusals[r].msg, "its load waited for memory "
+	    "held by b (busy)") != NULL);
+	ATF_REQUIRE_EQ(state("big"), STATE_STOPPED);
+	/* b drains: nothing is stopped or loaded for nobody. */
+	release(1);
+	advance(WINDOW);
+	ATF_REQUIRE_EQ(killed_with(200, SIGTERM), 0);
+	ATF_REQUIRE_EQ(F.nspawns, 2);
+	pool_free(F.p);
+}
+
 /* Unload, remove and stop all refuse the requests queued for what they
  * touch, each with its reason. */
 ATF_TC_WITHOUT_HEAD(unload_remove_stop_while_queued);
@@ -3530,6 +3615,8 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, batching_linger);
 	ATF_TP_ADD_TC(tp, two_clients_no_starvation);
 	ATF_TP_ADD_TC(tp, cancel_while_queued);
+	ATF_TP_ADD_TC(tp, dropped_load_not_loading);
+	ATF_TP_ADD_TC(tp, queue_timeout_after_eviction);
 	ATF_TP_ADD_TC(tp, unload_remove_stop_while_queued);
 	ATF_TP_ADD_TC(tp, parallel_loads);
 	ATF_TP_ADD_TC(tp, explain_verdicts);

@@ -388,6 +388,46 @@ ATF_TC_BODY(rewrite_cap, tc)
 	pconf_free(c);
 }
 
+/*
+ * A runtime whose send model is unchanged: the grant's upstream is "",
+ * and the client's "model" (or its absence) goes on as it came, while
+ * the cap still applies; rules_rewrite_needed says the same of a scan.
+ */
+ATF_TC_WITHOUT_HEAD(rewrite_unchanged);
+ATF_TC_BODY(rewrite_unchanged, tc)
+{
+	struct rscan	 rs;
+	json_object	*o;
+
+	o = parse("{\"model\":\"alias\",\"max_tokens\":16}");
+	ATF_CHECK_EQ(rules_rewrite(o, "", 256, KIND_CHAT), 0);
+	ATF_CHECK_STREQ(str(o), "{\"model\":\"alias\",\"max_tokens\":16}");
+	ATF_CHECK_EQ(rules_rewrite(o, "", 8, KIND_CHAT), 1);
+	ATF_CHECK_STREQ(str(o), "{\"model\":\"alias\",\"max_tokens\":8}");
+	json_object_put(o);
+	/* no model: none is added */
+	o = parse("{\"max_tokens\":16}");
+	ATF_CHECK_EQ(rules_rewrite(o, "", 0, KIND_CHAT), 0);
+	ATF_CHECK_STREQ(str(o), "{\"max_tokens\":16}");
+	json_object_put(o);
+	/* the model's name, as the default send model gives it */
+	o = parse("{\"model\":\"alias\"}");
+	ATF_CHECK_EQ(rules_rewrite(o, "qwen", 0, KIND_CHAT), 1);
+	ATF_CHECK_STREQ(str(o), "{\"model\":\"qwen\"}");
+	json_object_put(o);
+
+	memset(&rs, 0, sizeof(rs));
+	rs.max_tokens = rs.max_completion_tokens = -1;
+	ATF_CHECK_EQ(rules_rewrite_needed(&rs, "", 0, KIND_CHAT), 0);
+	ATF_CHECK_EQ(rules_rewrite_needed(&rs, "qwen", 0, KIND_CHAT), 1);
+	rs.has_model = 1;
+	(void)strlcpy(rs.model, "alias", sizeof(rs.model));
+	ATF_CHECK_EQ(rules_rewrite_needed(&rs, "", 0, KIND_CHAT), 0);
+	ATF_CHECK_EQ(rules_rewrite_needed(&rs, "", 8, KIND_CHAT), 1);
+	ATF_CHECK_EQ(rules_rewrite_needed(&rs, "alias", 0, KIND_CHAT), 0);
+	ATF_CHECK_EQ(rules_rewrite_needed(&rs, "qwen", 0, KIND_CHAT), 1);
+}
+
 /* What the rewrite reports, and when a body's bytes may go on as is. */
 ATF_TC_WITHOUT_HEAD(plain);
 ATF_TC_BODY(plain, tc)
@@ -840,6 +880,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, moves);
 	ATF_TP_ADD_TC(tp, refuse);
 	ATF_TP_ADD_TC(tp, rewrite_cap);
+	ATF_TP_ADD_TC(tp, rewrite_unchanged);
 	ATF_TP_ADD_TC(tp, stops);
 	ATF_TP_ADD_TC(tp, plain);
 	ATF_TP_ADD_TC(tp, scan);
