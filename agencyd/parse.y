@@ -170,10 +170,10 @@ static size_t			 nnotes;
 %token	ALIAS ALWAYS ANY BODY BUDGET BUFFER CHAT CLOSE COMMAND
 %token	CONNECTIONS DEFAULT EMBEDDING ENV FAIRNESS GET HEADER IDLE IMAGE
 %token	INCLUDE KIND LAZY LISTEN LOAD MAX MEMORY MODEL MOVE NAME NEVER
-%token	NO ON OVERCOMMIT PART PORT PORTS POST QUEUE READY REFUSE REQUEST
-%token	REQUESTS RESERVE RESTRICTED ROUTE RUNTIME SEND SERVER SOCKET
-%token	SPEECH STOPS STREAM TIMEOUT TO TOKENS UNCHANGED UPSTREAM USER
-%token	VISION WINDOW YES
+%token	NO ON OVERCOMMIT PART PASSTHROUGH PORT PORTS POST QUEUE READY
+%token	REFUSE REQUEST REQUESTS RERANK RESERVE RESTRICTED ROUTE RUNTIME
+%token	SEND SERVER SOCKET SPEECH STOPS STREAM TIMEOUT TO TOKENS
+%token	TRANSCRIPTION UNCHANGED UPSTREAM USER VISION WINDOW YES
 %token	ERROR
 %token	<v.string>	STRING
 %token	<v.number>	NUMBER
@@ -448,6 +448,7 @@ rtopt		: COMMAND STRING		{
 		}
 		| KIND kind			{ rt->kind = $2; }
 		| STOPS ON CLOSE stops		{ rt->stops = $4; }
+		| PASSTHROUGH yesno		{ rt->passthrough = $2; }
 		| SEND MODEL sendmodel		{ rt->send_model = $3; }
 		| ENV STRING			{
 			if (check_env($2) == 0)
@@ -514,6 +515,8 @@ kind		: CHAT				{ $$ = KIND_CHAT; }
 		| SPEECH			{ $$ = KIND_SPEECH; }
 		| IMAGE				{ $$ = KIND_IMAGE; }
 		| VISION			{ $$ = KIND_VISION; }
+		| RERANK			{ $$ = KIND_RERANK; }
+		| TRANSCRIPTION			{ $$ = KIND_TRANSCRIPTION; }
 		;
 
 stops		: ALWAYS			{ $$ = STOPS_ALWAYS; }
@@ -789,6 +792,7 @@ lookup(const char *s)
 		{ "on",			ON },
 		{ "overcommit",		OVERCOMMIT },
 		{ "part",		PART },
+		{ "passthrough",	PASSTHROUGH },
 		{ "port",		PORT },
 		{ "ports",		PORTS },
 		{ "post",		POST },
@@ -797,6 +801,7 @@ lookup(const char *s)
 		{ "refuse",		REFUSE },
 		{ "request",		REQUEST },
 		{ "requests",		REQUESTS },
+		{ "rerank",		RERANK },
 		{ "reserve",		RESERVE },
 		{ "restricted",		RESTRICTED },
 		{ "route",		ROUTE },
@@ -810,6 +815,7 @@ lookup(const char *s)
 		{ "timeout",		TIMEOUT },
 		{ "to",			TO },
 		{ "tokens",		TOKENS },
+		{ "transcription",	TRANSCRIPTION },
 		{ "unchanged",		UNCHANGED },
 		{ "upstream",		UPSTREAM },
 		{ "user",		USER },

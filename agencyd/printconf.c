@@ -93,6 +93,8 @@ print_runtime(FILE *fp, const struct runtime_conf *rt)
 		[KIND_SPEECH] = "speech",
 		[KIND_IMAGE] = "image",
 		[KIND_VISION] = "vision",
+		[KIND_RERANK] = "rerank",
+		[KIND_TRANSCRIPTION] = "transcription",
 	};
 	static const char	*stops[] = {
 		[STOPS_ALWAYS] = "always",
@@ -122,6 +124,8 @@ print_runtime(FILE *fp, const struct runtime_conf *rt)
 	fprintf(fp, "\tsend model %s\n", sends[rt->send_model]);
 	if (rt->max_tokens != 0)
 		fprintf(fp, "\tmax tokens %" PRId64 "\n", rt->max_tokens);
+	if (rt->passthrough)
+		fprintf(fp, "\tpassthrough yes\n");
 	print_strlist(fp, "env", &rt->env);
 	print_strlist(fp, "route", &rt->routes);
 	print_strlist(fp, "part", &rt->parts);

@@ -380,6 +380,7 @@ proxy_send_config(struct agencyd *d)
 		pr.kind = rt->kind;
 		pr.stops = rt->stops;
 		pr.max_tokens = rt->max_tokens;
+		pr.passthrough = rt->passthrough;
 		if (imsg_compose(ibuf, IMSG_CONF_RUNTIME, 0, 0, -1, &pr,
 		    sizeof(pr)) == -1 ||
 		    compose_list(d, IMSG_CONF_ROUTE, &rt->routes) == -1 ||
