@@ -4,9 +4,12 @@
  */
 /*
  * The front door's client connections: accepted, read, parsed (h1.c),
- * handed one request at a time to http.c, written back, counted for the
- * metrics, capped, given deadlines, and kept from spinning when accept
- * runs out of file descriptors.
+ * handed one request at a time to the handler registered at start-up
+ * (conn_init: http.c's), written back, counted for the metrics, capped,
+ * given deadlines, and kept from spinning when accept runs out of file
+ * descriptors.  A request that cannot be read goes to the handler's
+ * refused with its status; what to answer is not known here.  News for
+ * a running request goes to the owner its handler set (conn_set_owner).
  *
  * Each connection has a read event that stays added for its whole life
  * (so a request costs no epoll_ctl) and a write event that is added only
@@ -48,6 +51,8 @@
  * CONN_LINGER_BYTES, so that input the client sent after the request
  * (a body refused unread) does not turn the close into a reset that
  * destroys the answer.
+ *
+ * Calls: h1.c, buf.c, state.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>
@@ -95,13 +100,9 @@ struct hconn {
 	enum conn_state		 state;
 	struct event		 rev;
 	struct event		 wev;
-	char			*in;		/* unfinished input */
-	size_t			 inlen;
-	size_t			 incap;
-	char			*out;		/* output the socket did not take */
-	size_t			 outoff;
-	size_t			 outlen;
-	size_t			 outcap;
+	struct buf		 in;		/* unfinished input */
+	struct buf		 out;		/* what the socket did not take */
+	size_t			 outoff;	/* of out, written */
 	int64_t			 since;		/* the state's deadline's start */
 	int64_t			 lastio;
 	int64_t			 held;		/* of the body budget */
@@ -135,6 +136,7 @@ static struct hconns	 conns = TAILQ_HEAD_INITIALIZER(conns);
 static struct hconns	 waiting = TAILQ_HEAD_INITIALIZER(waiting);
 static struct lsns	 lsns = TAILQ_HEAD_INITIALIZER(lsns);
 static struct conn_stats stats;
+static const struct conn_handler *handler;
 static struct event	*sweep_ev;
 static struct event	*resume_ev;
 static int64_t		 header_timeout;	/* ms; 0: none */
@@ -164,14 +166,15 @@ static void	 body_give(struct hconn *);
 
 /*
  * Before the sandbox: raise the fd limit to its hard limit, and take the
- * default cap from it.
+ * default cap from it.  h takes the requests.
  */
 void
-conn_init(void)
+conn_init(const struct conn_handler *h)
 {
 	struct rlimit	 rl;
 	rlim_t		 n = 1024, reserve;
 
+	handler = h;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
 		if (rl.rlim_cur < rl.rlim_max) {
 			rl.rlim_cur = rl.rlim_max;
@@ -380,31 +383,13 @@ body_give(struct hconn *c)
 static int
 in_reserve(struct hconn *c, size_t n, size_t limit)
 {
-	size_t	 cap;
-	char	*p;
-
-	if (c->inlen + n <= c->incap)
-		return (0);
-	if (c->inlen + n > limit)
-		return (-1);
-	cap = c->incap ? c->incap : 4096;
-	while (cap < c->inlen + n)
-		cap *= 2;
-	if (cap > limit)
-		cap = limit;
-	if ((p = realloc(c->in, cap)) == NULL)
-		return (-1);
-	c->in = p;
-	c->incap = cap;
-	return (0);
+	return (buf_reserve(&c->in, n, 4096, limit));
 }
 
 static void
 in_release(struct hconn *c)
 {
-	free(c->in);
-	c->in = NULL;
-	c->inlen = c->incap = 0;
+	buf_release(&c->in, 0);
 }
 
 /* The most input a connection may keep in its state. */
@@ -452,20 +437,20 @@ conn_readcb(evutil_socket_t fd, short ev, void *arg)
 		return;
 	}
 	/* Read: into the shared buffer when nothing is pending. */
-	if (c->inlen == 0 && (c->state == CS_HEADER)) {
+	if (c->in.len == 0 && (c->state == CS_HEADER)) {
 		dst = rbuf;
 		room = sizeof(rbuf);
 	} else {
 		room = c->state == CS_BODY ? CONN_READ : 4096;
 		if (in_reserve(c, room, in_limit(c)) == -1)
-			room = c->incap - c->inlen;
+			room = c->in.cap - c->in.len;
 		if (room == 0 && c->state == CS_BUSY) {
 			/* pipelined up to the limit: read on after it */
 			event_del(&c->rev);
 			c->paused = 1;
 			return;
 		}
-		dst = c->in + c->inlen;
+		dst = c->in.b + c->in.len;
 	}
 	/*
 	 * Full, reading a request: what is kept holds a whole request (its
@@ -506,19 +491,19 @@ conn_readcb(evutil_socket_t fd, short ev, void *arg)
 					conn_end(c);
 					return;
 				}
-				memcpy(c->in, rbuf + used, n - used);
-				c->inlen = n - used;
+				memcpy(c->in.b, rbuf + used, n - used);
+				c->in.len = n - used;
 			}
 			return;
 		}
-		c->inlen += n;
+		c->in.len += n;
 	}
 	if (c->state != CS_HEADER && c->state != CS_BODY)
 		return;
-	if (c->inlen == 0)
+	if (c->in.len == 0)
 		return;
 	c->inproc = 1;
-	used = conn_consume(c, c->in, c->inlen);
+	used = conn_consume(c, c->in.b, c->in.len);
 	c->inproc = 0;
 	if (c->dead) {
 		conn_free(c);
@@ -532,8 +517,8 @@ conn_readcb(evutil_socket_t fd, short ev, void *arg)
 	}
 	if (used > 0) {
 		/* state may have moved: CS_BODY keeps offsets from 0 */
-		memmove(c->in, c->in + used, c->inlen - used);
-		c->inlen -= used;
+		memmove(c->in.b, c->in.b + used, c->in.len - used);
+		c->in.len -= used;
 	} else if (room == 0 && (c->state == CS_HEADER ||
 	    c->state == CS_BODY)) {
 		/* full and nothing taken: cannot happen, but never spin */
@@ -541,47 +526,21 @@ conn_readcb(evutil_socket_t fd, short ev, void *arg)
 		conn_end(c);
 		return;
 	}
-	if (c->inlen == 0)
+	if (c->in.len == 0)
 		in_release(c);
 }
 
-/* Answer a request that cannot be read, then close. */
+/* Hand up a request that cannot be read, to be answered with status;
+ * the connection closes after the answer. */
 static void
 conn_refuse(struct hconn *c, int status)
 {
-	const char	*msg;
-
-	switch (status) {
-	case 408:
-		msg = "The request body did not arrive in time.";
-		break;
-	case 413:
-		msg = "The request body is too large.";
-		break;
-	case 431:
-		msg = "The request header is too large.";
-		break;
-	case 501:
-		msg = "That Transfer-Encoding is not supported.";
-		break;
-	case 503:
-		msg = "The front door holds as many request bodies as it "
-		    "may; try again.";
-		break;
-	case 505:
-		msg = "Only HTTP/1.0 and HTTP/1.1 are served here.";
-		break;
-	default:
-		status = 400;
-		msg = "The request is not valid HTTP/1.1.";
-		break;
-	}
 	c->state = CS_BUSY;
 	wait_leave(c);
 	c->req.minor = 1;
 	c->req.keepalive = 0;
 	c->req.head = 0;
-	http_refused(&c->req, status, msg);
+	handler->refused(&c->req, status);
 }
 
 /*
@@ -699,7 +658,7 @@ conn_consume(struct hconn *c, char *buf, size_t len)
 		c->req.head = m.methodlen == 4 &&
 		    memcmp(m.method, "HEAD", 4) == 0;
 		used += total;
-		http_request(&c->req, &m, body, datalen);
+		handler->request(&c->req, &m, body, datalen);
 		if (c->dead)
 			return (len);
 	}
@@ -714,13 +673,11 @@ int
 conn_write(struct hconn *c, const void *p, size_t len)
 {
 	ssize_t	 n = 0;
-	size_t	 cap;
-	char	*o;
 
 	if (c->dead || c->broken)
 		return (-1);
-	if (c->outlen == c->outoff) {
-		c->outoff = c->outlen = 0;
+	if (c->out.len == c->outoff) {
+		c->outoff = c->out.len = 0;
 		n = write(c->fd, p, len);
 		if (n == -1) {
 			if (errno != EAGAIN && errno != EINTR) {
@@ -735,28 +692,17 @@ conn_write(struct hconn *c, const void *p, size_t len)
 			return (0);
 	}
 	len -= n;
-	if (c->outlen + len > c->outcap) {
-		if (c->outoff > 0) {
-			memmove(c->out, c->out + c->outoff,
-			    c->outlen - c->outoff);
-			c->outlen -= c->outoff;
-			c->outoff = 0;
-		}
-		cap = c->outcap ? c->outcap : 4096;
-		while (cap < c->outlen + len)
-			cap *= 2;
-		if (cap > c->outcap) {
-			if ((o = realloc(c->out, cap)) == NULL) {
-				c->broken = 1;
-				event_active(&c->rev, EV_READ, 1);
-				return (-1);
-			}
-			c->out = o;
-			c->outcap = cap;
-		}
+	if (c->out.len + len > c->out.cap && c->outoff > 0) {
+		memmove(c->out.b, c->out.b + c->outoff,
+		    c->out.len - c->outoff);
+		c->out.len -= c->outoff;
+		c->outoff = 0;
 	}
-	memcpy(c->out + c->outlen, (const char *)p + n, len);
-	c->outlen += len;
+	if (buf_add(&c->out, (const char *)p + n, len, 4096) == -1) {
+		c->broken = 1;
+		event_active(&c->rev, EV_READ, 1);
+		return (-1);
+	}
 	event_add(&c->wev, NULL);
 	return (0);
 }
@@ -764,7 +710,7 @@ conn_write(struct hconn *c, const void *p, size_t len)
 size_t
 conn_queued(const struct hconn *c)
 {
-	return (c->outlen - c->outoff);
+	return (c->out.len - c->outoff);
 }
 
 static void
@@ -774,7 +720,7 @@ conn_writecb(evutil_socket_t fd, short ev, void *arg)
 	ssize_t		 n;
 
 	(void)ev;
-	n = write(fd, c->out + c->outoff, c->outlen - c->outoff);
+	n = write(fd, c->out.b + c->outoff, c->out.len - c->outoff);
 	if (n == -1) {
 		if (errno == EAGAIN || errno == EINTR)
 			return;
@@ -783,15 +729,11 @@ conn_writecb(evutil_socket_t fd, short ev, void *arg)
 	}
 	c->lastio = now_ms();
 	c->outoff += n;
-	if (c->outoff < c->outlen)
+	if (c->outoff < c->out.len)
 		return;
 	event_del(&c->wev);
-	c->outoff = c->outlen = 0;
-	if (c->outcap > 65536) {
-		free(c->out);
-		c->out = NULL;
-		c->outcap = 0;
-	}
+	c->outoff = 0;
+	buf_release(&c->out, 65536);
 	if (c->state == CS_CLOSING) {
 		conn_linger(c);
 		return;
@@ -826,7 +768,7 @@ conn_done(struct hconn *c, int keepalive)
 		/* what it sent after this is dropped; not while
 		 * conn_consume may still be reading it (conn_readcb
 		 * drops it then) */
-		if (c->inlen > 0 && !c->inproc)
+		if (c->in.len > 0 && !c->inproc)
 			in_release(c);
 		/* the answer is out: linger, from conn_readcb */
 		if (c->broken && c->inproc)
@@ -843,7 +785,7 @@ conn_done(struct hconn *c, int keepalive)
 		event_add(&c->rev, NULL);
 	}
 	/* what was pipelined meanwhile, unless conn_consume goes on */
-	if (c->inlen > 0 && !c->inproc)
+	if (c->in.len > 0 && !c->inproc)
 		event_active(&c->rev, EV_READ, 1);
 }
 
@@ -921,8 +863,8 @@ conn_free(struct hconn *c)
 	close(c->fd);
 	TAILQ_REMOVE(&conns, c, entry);
 	stats.open--;
-	free(c->in);
-	free(c->out);
+	buf_release(&c->in, 0);
+	buf_release(&c->out, 0);
 	free(c);
 }
 

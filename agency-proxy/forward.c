@@ -7,7 +7,8 @@
  * over a pooled keep-alive connection, stream the answer back as it comes,
  * and release the hold exactly once, whichever way the request ends.
  * Also the requests that wait on the parent's status (admin status,
- * metrics).
+ * metrics).  Started by http.c; the parent's answers come through
+ * dispatch.c (forward_grant, forward_refuse, forward_status_*).
  *
  * The upstream side is HTTP/1.1 of our own (h1.c parses the answers): a
  * request goes out in one write; an upstream connection keeps its read
@@ -21,6 +22,9 @@
  * A request lives in a struct preq.  Its client connection (conn.c)
  * tells it when the client goes (client_gone); from then on p->r is NULL
  * and the connection is never touched again.
+ *
+ * Calls: answer.c, metrics.c, conn.c, parent.c, rules.c, h1.c, buf.c,
+ * state.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>
@@ -157,8 +161,7 @@ static struct preqtree	 tree = RB_INITIALIZER(&tree);
 static struct preqs	 preqs = TAILQ_HEAD_INITIALIZER(preqs);
 static struct upconns	 idle = TAILQ_HEAD_INITIALIZER(idle);
 static char		 ubuf[UP_READ];
-static char		*obuf;		/* output being put together */
-static size_t		 olen, ocap;
+static struct buf	 ob;		/* output being put together */
 
 /* Not passed on, either way (RFC 9110 7.6.1), or set by us. */
 #define HOP(s)	{ s, sizeof(s) - 1 }
@@ -198,34 +201,14 @@ preq_cmp(struct preq *a, struct preq *b)
 static void
 o_reset(void)
 {
-	olen = 0;
-}
-
-static int
-o_room(size_t n)
-{
-	size_t	 cap;
-	char	*p;
-
-	if (olen + n <= ocap)
-		return (0);
-	cap = ocap ? ocap : 16384;
-	while (cap < olen + n)
-		cap *= 2;
-	if ((p = realloc(obuf, cap)) == NULL)
-		return (-1);
-	obuf = p;
-	ocap = cap;
-	return (0);
+	ob.len = 0;
 }
 
 static void
 o_add(const void *p, size_t n)
 {
-	if (o_room(n) == -1)
+	if (buf_add(&ob, p, n, 16384) == -1)
 		fatal("%s", __func__);
-	memcpy(obuf + olen, p, n);
-	olen += n;
 }
 
 static void
@@ -311,7 +294,7 @@ preq_end(struct preq *p)
 		p->r = NULL;
 	}
 	if (p->kind == PREQ_MODEL || p->status != 0)
-		http_log(p->method, p->path, p->model, p->status,
+		answer_log(p->method, p->path, p->model, p->status,
 		    now_ms() - p->t0, p->ptok, p->ctok);
 	if (p->kind == PREQ_MODEL)
 		metrics_request(p->model, p->status, p->ptok, p->ctok);
@@ -350,7 +333,7 @@ reply_error(struct preq *p, int status, const char *code, const char *msg)
 	if (r == NULL)
 		return;
 	p->r = NULL;
-	http_error(r, status, code, msg);
+	answer_error(r, status, code, msg);
 }
 
 /* The same, with a Retry-After of seconds. */
@@ -364,7 +347,7 @@ reply_error_retry(struct preq *p, int status, const char *code,
 	if (r == NULL)
 		return;
 	p->r = NULL;
-	http_error_retry(r, status, code, msg, retry_after);
+	answer_error_retry(r, status, code, msg, retry_after);
 }
 
 /* End the client's connection mid-answer. */
@@ -397,7 +380,7 @@ static void
 client_cancelled(struct preq *p)
 {
 	struct hreq	*r = p->r;
-	json_object	*obj, *err;
+	json_object	*obj;
 	const char	*js, *lead = "";
 	size_t		 n, len;
 
@@ -407,14 +390,8 @@ client_cancelled(struct preq *p)
 		client_close(p);
 		return;
 	}
-	obj = json_object_new_object();
-	err = json_object_new_object();
-	json_object_object_add(err, "message",
-	    json_object_new_string("The request was cancelled."));
-	json_object_object_add(err, "type",
-	    json_object_new_string(http_error_type(499)));
-	json_object_object_add(err, "code", json_object_new_string("cancelled"));
-	json_object_object_add(obj, "error", err);
+	obj = answer_error_object(499, "cancelled",
+	    "The request was cancelled.");
 	js = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN |
 	    JSON_C_TO_STRING_NOSLASHESCAPE);
 	/* after an event cut in its middle, end that one first */
@@ -438,7 +415,7 @@ client_cancelled(struct preq *p)
 		o_add("\r\n0\r\n\r\n", 7);
 	json_object_put(obj);
 	p->r = NULL;
-	(void)conn_write(r->conn, obuf, olen);
+	(void)conn_write(r->conn, ob.b, ob.len);
 	o_reset();
 	conn_done(r->conn, !p->close_out);
 }
@@ -549,7 +526,7 @@ forward_start(struct hreq *r, const struct pmodel *m, json_object *body,
 
 	if ((p = preq_new(r, PREQ_MODEL, path)) == NULL) {
 		json_object_put(body);
-		http_error(r, 500, "internal_error", "Out of memory.");
+		answer_error(r, 500, "internal_error", "Out of memory.");
 		return;
 	}
 	(void)strlcpy(p->uri, target, sizeof(p->uri));	/* http.c sized it */
@@ -869,7 +846,7 @@ upstream_forward(struct preq *p)
 	o_str("\r\n\r\n");
 	o_add(s, len);
 	timer_arm(p);
-	if (uc_send(uc, obuf, olen) == -1) {
+	if (uc_send(uc, ob.b, ob.len) == -1) {
 		upstream_fail(p, "connection failed");
 		return;
 	}
@@ -1039,8 +1016,8 @@ upstream_done(struct preq *p, int reusable)
 		if (p->chunked_out)
 			o_add("0\r\n\r\n", 5);
 		p->r = NULL;
-		if (olen > 0)
-			(void)conn_write(r->conn, obuf, olen);
+		if (ob.len > 0)
+			(void)conn_write(r->conn, ob.b, ob.len);
 		o_reset();
 		conn_done(r->conn, !p->close_out);
 	}
@@ -1064,8 +1041,8 @@ upstream_done(struct preq *p, int reusable)
 static void
 client_flush(struct preq *p)
 {
-	if (p->r != NULL && olen > 0) {
-		(void)conn_write(p->r->conn, obuf, olen);
+	if (p->r != NULL && ob.len > 0) {
+		(void)conn_write(p->r->conn, ob.b, ob.len);
 		if (conn_queued(p->r->conn) > CLIENT_QUEUE_MAX &&
 		    p->uc != NULL) {
 			event_del(&p->uc->rev);
@@ -1331,7 +1308,7 @@ forward_status(struct hreq *r)
 	struct preq		*p;
 
 	if ((p = preq_new(r, PREQ_STATUS, "/v1/agency/status")) == NULL) {
-		http_error(r, 500, "internal_error", "Out of memory.");
+		answer_error(r, 500, "internal_error", "Out of memory.");
 		return;
 	}
 	p->models = json_object_new_array();
@@ -1347,7 +1324,7 @@ forward_metrics(struct hreq *r)
 	struct preq		*p;
 
 	if ((p = preq_new(r, PREQ_METRICS, "/metrics")) == NULL) {
-		http_error(r, 500, "internal_error", "Out of memory.");
+		answer_error(r, 500, "internal_error", "Out of memory.");
 		return;
 	}
 	memset(&pr, 0, sizeof(pr));
@@ -1369,16 +1346,18 @@ metrics_model(struct preq *p, const struct proto_status *st)
 static void
 metrics_end(struct preq *p)
 {
-	struct evbuffer	*buf;
-	struct hreq	*r = p->r;
+	struct evbuffer		*buf;
+	struct hreq		*r = p->r;
+	struct conn_stats	 cs;
 
 	p->status = 200;
 	if (r != NULL) {
 		p->r = NULL;
 		if ((buf = evbuffer_new()) == NULL)
 			fatal("%s: evbuffer_new", __func__);
-		metrics_render(buf, p->sts, p->nsts);
-		http_reply(r, 200, "text/plain; version=0.0.4; charset=utf-8",
+		conn_get_stats(&cs);
+		metrics_render(buf, p->sts, p->nsts, &cs);
+		answer_reply(r, 200, "text/plain; version=0.0.4; charset=utf-8",
 		    (const char *)evbuffer_pullup(buf, -1),
 		    evbuffer_get_length(buf));
 		evbuffer_free(buf);
@@ -1463,7 +1442,7 @@ forward_status_end(uint64_t reqid)
 		obj = json_object_new_object();
 		json_object_object_add(obj, "models",
 		    json_object_get(p->models));
-		http_json(r, 200, obj);
+		answer_json(r, 200, obj);
 		json_object_put(obj);
 	}
 	preq_end(p);
@@ -1481,7 +1460,7 @@ forward_cancel_ask(struct hreq *r, const char *model)
 	struct preq		*p;
 
 	if ((p = preq_new(r, PREQ_CANCEL, "/v1/agency/cancel")) == NULL) {
-		http_error(r, 500, "internal_error", "Out of memory.");
+		answer_error(r, 500, "internal_error", "Out of memory.");
 		return;
 	}
 	(void)strlcpy(p->method, "POST", sizeof(p->method));
@@ -1509,7 +1488,7 @@ forward_cancel_answer(uint64_t reqid, const char *model, uint32_t n)
 		obj = json_object_new_object();
 		json_object_object_add(obj, "cancelled",
 		    json_object_new_int64(n));
-		http_json(r, 200, obj);
+		answer_json(r, 200, obj);
 		json_object_put(obj);
 	}
 	preq_end(p);

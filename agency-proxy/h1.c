@@ -52,6 +52,8 @@
  *    whole value is "100-continue" (RFC 9110 10.1.1: an HTTP/1.0
  *    client's expectation is ignored).
  * On an error m holds whatever was parsed before it.
+ *
+ * Calls no other file of agency-proxy (fuzz_h1 links it alone).
  */
 #include <sys/types.h>
 

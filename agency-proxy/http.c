@@ -3,8 +3,15 @@
  * SPDX-License-Identifier: ISC (see the file LICENSE)
  */
 /*
- * The HTTP front door: routes, admin guards, errors in the OpenAI shape,
- * the access log.  Model requests go on to forward.c.
+ * The HTTP front door: what to do with each request conn.c hands up (the
+ * handler http_init registers): the request target and method, the Host
+ * and Origin checks, routes, admin guards, the body's model and rules,
+ * decided before any effect (http_decide, pure, fuzzed); then health,
+ * the models list and cancel are answered here, status and metrics and
+ * model requests go on to forward.c.  The listeners of a configuration.
+ *
+ * Calls: forward.c, answer.c, metrics.c, conn.c, parent.c, rules.c,
+ * scan.c, h1.c, state.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>
@@ -15,7 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <event2/http.h>	/* EVHTTP_REQ_*, for http_decide */
@@ -26,6 +32,9 @@
 #include "log.h"
 #include "proxy.h"
 
+static void	 http_request(struct hreq *, const struct h1_msg *, char *,
+		    size_t);
+static void	 http_refused(struct hreq *, int);
 static void	 http_models(struct hreq *);
 static int	 admin_guard(const struct pconf *, const struct http_hdrs *,
 		    int, struct rerr *);
@@ -34,247 +43,27 @@ static void	 http_cancel(struct hreq *, struct pmodel *);
 static void	 decide_error(struct http_decision *, int, const char *,
 		    const char *);
 
-/*
- * Milliseconds of CLOCK_MONOTONIC, read once a loop turn: proxy.c's loop
- * calls now_reset before each turn, and a turn is far shorter than a
- * millisecond's worth of what is timed with it.
- */
-static int64_t	 now_cache = -1;
-
-int64_t
-now_ms(void)
-{
-	struct timespec	 ts;
-
-	if (now_cache >= 0)
-		return (now_cache);
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now_cache = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-	return (now_cache);
-}
-
-void
-now_reset(void)
-{
-	now_cache = -1;
-}
-
-const char *
-http_error_type(int status)
-{
-	if (status >= 500)
-		return ("server_error");
-	if (status == 403 || status == 401)
-		return ("permission_error");
-	if (status == 404)
-		return ("not_found_error");
-	if (status == 429)
-		return ("rate_limit_error");
-	return ("invalid_request_error");
-}
-
-static const char *
-reason(int status)
-{
-	switch (status) {
-	case 200:
-		return ("OK");
-	case 400:
-		return ("Bad Request");
-	case 403:
-		return ("Forbidden");
-	case 404:
-		return ("Not Found");
-	case 405:
-		return ("Method Not Allowed");
-	case 408:
-		return ("Request Timeout");
-	case 413:
-		return ("Payload Too Large");
-	case 414:
-		return ("URI Too Long");
-	case 415:
-		return ("Unsupported Media Type");
-	case 429:
-		return ("Too Many Requests");
-	case 431:
-		return ("Request Header Fields Too Large");
-	case 500:
-		return ("Internal Server Error");
-	case 501:
-		return ("Not Implemented");
-	case 505:
-		return ("HTTP Version Not Supported");
-	case 499:
-		return ("Client Closed Request");
-	case 502:
-		return ("Bad Gateway");
-	case 503:
-		return ("Service Unavailable");
-	case 504:
-		return ("Gateway Timeout");
-	default:
-		return (status < 400 ? "OK" : "Error");
-	}
-}
-
 int		 http_fastpath = 1;
 
-/* The answer's bytes are put together here, then written at once. */
-static char	*hbuf;
-static size_t	 hlen, hcap;
-
-static void
-h_add(const void *p, size_t n)
-{
-	size_t	 cap;
-	char	*b;
-
-	if (n == 0)
-		return;
-	if (hlen + n > hcap) {
-		cap = hcap ? hcap : 4096;
-		while (cap < hlen + n)
-			cap *= 2;
-		if ((b = realloc(hbuf, cap)) == NULL)
-			fatal("%s", __func__);
-		hbuf = b;
-		hcap = cap;
-	}
-	memcpy(hbuf + hlen, p, n);
-	hlen += n;
-}
-
-/* A whole answer, in two parts; then the connection reads on, or
- * closes.  xhdr: header lines of its own, each ending in CRLF, or "". */
-static void
-answer(struct hreq *r, int status, const char *ctype, const char *xhdr,
-    const char *a, size_t alen, const char *b, size_t blen)
-{
-	char	 head[512];
-	int	 n;
-
-	n = snprintf(head, sizeof(head), "HTTP/1.%d %d %s\r\n"
-	    "Content-Type: %s\r\nContent-Length: %zu\r\n%s%s\r\n",
-	    r->minor >= 1 ? 1 : 0, status, reason(status), ctype, alen + blen,
-	    xhdr, !r->keepalive ? "Connection: close\r\n" :
-	    r->minor == 0 ? "Connection: keep-alive\r\n" : "");
-	if (n < 0 || (size_t)n >= sizeof(head))
-		fatalx("%s: header too long", __func__);
-	hlen = 0;
-	h_add(head, n);
-	if (!r->head) {
-		h_add(a, alen);
-		h_add(b, blen);
-	}
-	(void)conn_write(r->conn, hbuf, hlen);
-	if (hcap > 65536) {
-		free(hbuf);
-		hbuf = NULL;
-		hcap = 0;
-	}
-	conn_done(r->conn, 1);
-}
-
-void
-http_reply(struct hreq *r, int status, const char *ctype, const char *body,
-    size_t len)
-{
-	answer(r, status, ctype, "", body, len, NULL, 0);
-}
-
-static void
-json_answer(struct hreq *r, int status, const char *xhdr, json_object *obj)
-{
-	const char	*s;
-
-	s = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN |
-	    JSON_C_TO_STRING_NOSLASHESCAPE);
-	answer(r, status, "application/json", xhdr, s, strlen(s), "\n", 1);
-}
-
-void
-http_json(struct hreq *r, int status, json_object *obj)
-{
-	json_answer(r, status, "", obj);
-}
-
-void
-http_error(struct hreq *r, int status, const char *code,
-    const char *message)
-{
-	http_error_retry(r, status, code, message, 0);
-}
-
-/* An error in the OpenAI shape with a Retry-After of seconds (0: none). */
-void
-http_error_retry(struct hreq *r, int status, const char *code,
-    const char *message, int retry_after)
-{
-	json_object	*obj, *err;
-	char		 xhdr[40] = "";
-
-	obj = json_object_new_object();
-	err = json_object_new_object();
-	json_object_object_add(err, "message",
-	    json_object_new_string(message));
-	json_object_object_add(err, "type",
-	    json_object_new_string(http_error_type(status)));
-	json_object_object_add(err, "code", json_object_new_string(code));
-	json_object_object_add(obj, "error", err);
-	if (retry_after > 0)
-		(void)snprintf(xhdr, sizeof(xhdr), "Retry-After: %d\r\n",
-		    retry_after);
-	json_answer(r, status, xhdr, obj);
-	json_object_put(obj);
-}
-
-void
-http_rerr(struct hreq *r, const struct rerr *e)
-{
-	http_error(r, e->status, e->code, e->message);
-}
-
 /* A request that could not be read (conn.c): answered, then closed. */
-void
-http_refused(struct hreq *r, int status, const char *message)
+static void
+http_refused(struct hreq *r, int status)
 {
-	static const char	*codes[][2] = {
-		{ "400", "invalid_request" }, { "408", "body_timeout" },
-		{ "413", "body_too_large" }, { "431", "header_too_large" },
-		{ "501", "not_implemented" }, { "503", "server_busy" },
-		{ "505", "version_not_supported" } };
-	const char		*code = "invalid_request";
-	char			 s[8];
-	size_t			 i;
-
-	(void)snprintf(s, sizeof(s), "%d", status);
-	for (i = 0; i < sizeof(codes) / sizeof(codes[0]); i++)
-		if (strcmp(codes[i][0], s) == 0)
-			code = codes[i][1];
-	r->keepalive = 0;
-	http_error(r, status, code, message);
-	http_log("-", "-", "-", status, 0, -1, -1);
+	status = answer_refused(r, status);
+	answer_log("-", "-", "-", status, 0, -1, -1);
 	metrics_unrouted(status);
 }
 
-void
-http_log(const char *method, const char *path, const char *model,
-    int status, int64_t ms, int64_t ptok, int64_t ctok)
-{
-	if (ptok >= 0 && ctok >= 0)
-		log_info("%s %s %s %d %lldms %lld->%lld tokens", method, path,
-		    model, status, (long long)ms, (long long)ptok,
-		    (long long)ctok);
-	else
-		log_info("%s %s %s %d %lldms", method, path, model, status,
-		    (long long)ms);
-}
+/* conn.c hands its requests here, and its refusals. */
+static const struct conn_handler http_handler = {
+	.request = http_request,
+	.refused = http_refused,
+};
 
 void
 http_init(void)
 {
-	conn_init();
+	conn_init(&http_handler);
 }
 
 /* New listeners first, then the old ones go; requests in progress stay. */
@@ -566,7 +355,7 @@ target_path(const char *t, size_t len, char *path, size_t psize,
 
 /* A complete request from conn.c: buf holds its body (len bytes),
  * which the request's handling may change. */
-void
+static void
 http_request(struct hreq *r, const struct h1_msg *m, char *body,
     size_t len)
 {
@@ -591,11 +380,11 @@ http_request(struct hreq *r, const struct h1_msg *m, char *body,
 	if (m->targetlen >= sizeof(target) ||
 	    target_path(m->target, m->targetlen, path, sizeof(path), target,
 	    sizeof(target), authority, sizeof(authority)) == -1) {
-		http_error(r, m->targetlen >= sizeof(target) ? 414 : 400,
+		answer_error(r, m->targetlen >= sizeof(target) ? 414 : 400,
 		    "invalid_request", m->targetlen >= sizeof(target) ?
 		    "The request target is too long." :
 		    "The request target is not a path.");
-		http_log(method, "-", "-", m->targetlen >= sizeof(target) ?
+		answer_log(method, "-", "-", m->targetlen >= sizeof(target) ?
 		    414 : 400, now_ms() - t0, -1, -1);
 		metrics_unrouted(m->targetlen >= sizeof(target) ? 414 : 400);
 		return;
@@ -606,9 +395,9 @@ http_request(struct hreq *r, const struct h1_msg *m, char *body,
 	 */
 	if (m->ncontent_length > 1) {
 		r->keepalive = 0;
-		http_error(r, 400, "invalid_request",
+		answer_error(r, 400, "invalid_request",
 		    "More than one Content-Length.");
-		http_log(method, path, "-", 400, now_ms() - t0, -1, -1);
+		answer_log(method, path, "-", 400, now_ms() - t0, -1, -1);
 		metrics_unrouted(400);
 		return;
 	}
@@ -626,13 +415,13 @@ http_request(struct hreq *r, const struct h1_msg *m, char *body,
 		obj = json_object_new_object();
 		json_object_object_add(obj, "status",
 		    json_object_new_string("ok"));
-		http_json(r, 200, obj);
+		answer_json(r, 200, obj);
 		json_object_put(obj);
-		http_log(method, path, "-", 200, now_ms() - t0, -1, -1);
+		answer_log(method, path, "-", 200, now_ms() - t0, -1, -1);
 		break;
 	case HTTP_MODELS:
 		http_models(r);
-		http_log(method, path, "-", 200, now_ms() - t0, -1, -1);
+		answer_log(method, path, "-", 200, now_ms() - t0, -1, -1);
 		break;
 	case HTTP_STATUS:
 		forward_status(r);
@@ -642,7 +431,7 @@ http_request(struct hreq *r, const struct h1_msg *m, char *body,
 		break;
 	case HTTP_CANCEL:
 		http_cancel(r, dc.model);
-		http_log(method, path, dc.model->name, 200, now_ms() - t0,
+		answer_log(method, path, dc.model->name, 200, now_ms() - t0,
 		    -1, -1);
 		break;
 	case HTTP_HOLD:
@@ -652,8 +441,8 @@ http_request(struct hreq *r, const struct h1_msg *m, char *body,
 		break;
 	case HTTP_ERROR:
 	default:
-		http_rerr(r, &dc.e);
-		http_log(method, path, "-", dc.e.status, now_ms() - t0,
+		answer_rerr(r, &dc.e);
+		answer_log(method, path, "-", dc.e.status, now_ms() - t0,
 		    -1, -1);
 		if (dc.model != NULL)
 			metrics_request(dc.model->name, dc.e.status, -1, -1);
@@ -691,7 +480,7 @@ http_models(struct hreq *r)
 		}
 	}
 	json_object_object_add(obj, "data", data);
-	http_json(r, 200, obj);
+	answer_json(r, 200, obj);
 	json_object_put(obj);
 }
 

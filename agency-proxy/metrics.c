@@ -6,11 +6,15 @@
  * GET /metrics in the Prometheus text exposition format (version 0.0.4).
  *
  * What the proxy sees it counts itself: requests by the status the client
- * got, tokens from the answers' usage, client connections (conn.c).
- * What the pool knows (state, holds, loads, failures, evictions, restarts,
- * load durations) comes from the status round trip to agencyd that
- * forward.c makes for each scrape.  The proxy's counters start at zero
- * when the proxy starts; agencyd's survive a proxy restart.
+ * got, tokens from the answers' usage (metrics_request and
+ * metrics_unrouted, from http.c and forward.c).  What the pool knows
+ * (state, holds, loads, failures, evictions, restarts, load durations)
+ * comes from the status round trip to agencyd that forward.c makes for
+ * each scrape, and the client connections' counts from conn.c, both
+ * handed to metrics_render.  The proxy's counters start at zero when the
+ * proxy starts; agencyd's survive a proxy restart.
+ *
+ * Calls no other file of agency-proxy.
  */
 #include <sys/types.h>
 #include <sys/queue.h>
@@ -222,13 +226,14 @@ render_histogram(struct evbuffer *b, const struct proto_status *st)
 	    cum);
 }
 
-/* The whole exposition, from our counters and the pool's status. */
+/* The whole exposition, from our counters, the pool's status and the
+ * client connections' counts. */
 void
-metrics_render(struct evbuffer *b, const struct proto_status *st, size_t n)
+metrics_render(struct evbuffer *b, const struct proto_status *st, size_t n,
+    const struct conn_stats *cs)
 {
 	static const int	 states[] = { STATE_STOPPED, STATE_LOADING,
 				    STATE_READY, STATE_FAILED, STATE_UNLOADED };
-	struct conn_stats	 cs;
 	char			 extra[32];
 	static const struct {
 		const char	*name;
@@ -280,36 +285,35 @@ metrics_render(struct evbuffer *b, const struct proto_status *st, size_t n)
 	for (i = 0; i < n; i++)
 		render_histogram(b, &st[i]);
 
-	conn_get_stats(&cs);
 	single(b, "agency_client_connections", "gauge", "Client connections "
-	    "open on the front door.", cs.open);
+	    "open on the front door.", cs->open);
 	single(b, "agency_client_connections_max", "gauge", "The cap on "
 	    "client connections; more are closed at once, or close the one "
-	    "that waited longest.", cs.max);
+	    "that waited longest.", cs->max);
 	single(b, "agency_client_connections_accepted_total", "counter",
-	    "Client connections accepted.", cs.accepted);
+	    "Client connections accepted.", cs->accepted);
 	single(b, "agency_client_connections_refused_total", "counter",
 	    "Client connections closed at once for being over the cap.",
-	    cs.refused);
+	    cs->refused);
 	single(b, "agency_client_connections_evicted_total", "counter",
 	    "Client connections closed at the cap to make room for a new "
-	    "one, having waited longest for a request.", cs.evicted);
+	    "one, having waited longest for a request.", cs->evicted);
 	single(b, "agency_client_connections_timed_out_total", "counter",
 	    "Client connections closed for not sending a request's header "
-	    "in time.", cs.timed_out);
+	    "in time.", cs->timed_out);
 	single(b, "agency_request_body_timeouts_total", "counter",
 	    "Requests refused (408) for not sending the whole body in time.",
-	    cs.body_timed_out);
+	    cs->body_timed_out);
 	single(b, "agency_request_body_bytes", "gauge", "Bytes of the body "
 	    "buffer taken by the requests being read or served.",
-	    cs.body_bytes);
+	    cs->body_bytes);
 	single(b, "agency_request_body_bytes_max", "gauge", "The body "
 	    "buffer: past it, requests with a body are refused (503).",
-	    cs.body_max);
+	    cs->body_max);
 	single(b, "agency_request_body_refused_total", "counter",
 	    "Requests refused (503) for want of room in the body buffer.",
-	    cs.body_refused);
+	    cs->body_refused);
 	single(b, "agency_accept_pauses_total", "counter", "Times the front "
 	    "door stopped accepting for a while, out of file descriptors.",
-	    cs.accept_pauses);
+	    cs->accept_pauses);
 }

@@ -4,6 +4,8 @@
  */
 /*
  * Dropping privileges, before the proxy reads anything from anyone.
+ *
+ * Calls no other file of agency-proxy.
  */
 #include <sys/types.h>
 #include <sys/prctl.h>

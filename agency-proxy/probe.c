@@ -6,7 +6,10 @@
  * Readiness probes for the parent: the answer of a model process is only
  * ever read here, in the unprivileged process.  Connection refused, a
  * timed out attempt and 503 (llama-server while it loads) are retried
- * with backoff; any other answer is the result.
+ * with backoff; any other answer is the result.  Started and cancelled
+ * by dispatch.c; the result goes back with parent_send.
+ *
+ * Calls: parent.c, state.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>

@@ -4,6 +4,12 @@
  */
 /*
  * agency-proxy: started by agencyd with its end of a socketpair on fd 3.
+ * main owns the start-up (options, privileges, sandbox) and the loop;
+ * it registers dispatch.c with the parent's channel and starts the
+ * HTTP layer, which registers itself with conn.c.  See README here for
+ * the files and a request's way through them.
+ *
+ * Calls: dispatch.c, http.c, parent.c, privsep.c, sandbox.c, state.c.
  */
 #include <sys/types.h>
 #include <sys/socket.h>
@@ -22,9 +28,6 @@
 #include "imsg.h"
 #include "log.h"
 #include "proxy.h"
-
-static struct proxy	 proxy;
-struct proxy		*px = &proxy;
 
 static __dead void
 usage(void)
@@ -120,7 +123,7 @@ main(int argc, char *argv[])
 
 	if ((px->base = event_init()) == NULL)
 		errx(1, "event_init");
-	parent_init(PROXY_FD);
+	parent_init(PROXY_FD, dispatch_imsg, dispatch_lost);
 	log_sethook(parent_loghook);
 
 	privsep_drop(user);

@@ -9,13 +9,15 @@
  * with its end of a socketpair on fd 3, drops privileges (privsep.c)
  * before it reads anything, confines itself (sandbox.c: Landlock, then
  * seccomp; each -p is a range of model ports it may connect to, and
- * IMSG_PORTS may narrow them later), then runs one
- * libevent loop: the parent's imsg channel
- * (parent.c), the HTTP server (http.c), its client connections (conn.c:
- * counted, capped, a header deadline), the forwarding of model requests
- * with holds (forward.c), GET /metrics (metrics.c) and the readiness
- * probes (probe.c).  The request rules are pure functions on json-c
- * objects (rules.c).
+ * IMSG_PORTS may narrow them later), then runs one libevent loop
+ * (proxy.c).
+ *
+ * Its files call one way, from proxy.c down to the pure ones
+ * (regress/layout/cycles_test holds them to it); what must reach back
+ * up goes through a handler registered at start-up (conn_init,
+ * parent_init).  README in this directory lists them in that order and
+ * draws a request's way through them; the prototypes below follow the
+ * same order, from the bottom up.
  *
  * Decisions the design leaves open, settled here:
  * - A runtime with no "routes" serves the routes of its kind:
@@ -65,6 +67,7 @@
 
 struct evbuffer;
 struct event_base;
+struct imsg;
 struct imsgev;
 struct h1_msg;
 struct hconn;
@@ -153,7 +156,21 @@ struct proxy {
 	uint64_t		 seq;		/* last request id */
 };
 
+/* state.c: what the whole process shares */
 extern struct proxy	*px;
+int64_t		 now_ms(void);
+void		 now_reset(void);
+
+/* buf.c: a growable buffer */
+struct buf {
+	char		*b;
+	size_t		 len;		/* bytes held */
+	size_t		 cap;
+};
+
+int		 buf_reserve(struct buf *, size_t, size_t, size_t);
+int		 buf_add(struct buf *, const void *, size_t, size_t);
+void		 buf_release(struct buf *, size_t);
 
 /* privsep.c */
 void		 privsep_drop(const char *);
@@ -163,14 +180,11 @@ int		 sandbox_apply(const struct proto_port_range *, size_t);
 int		 sandbox_narrow(const struct proto_port_range *, size_t);
 int		 sandbox_selftest(const char *, uint16_t, uint16_t);
 
-/* parent.c */
-void		 parent_init(int);
-void		 parent_send(uint32_t, const void *, size_t);
-void		 parent_flush(void);
-void		 parent_loghook(int, const char *);
+/* utf8.c */
+size_t		 utf8_seq(const unsigned char *, size_t);
+int		 utf8_valid(const unsigned char *, size_t);
 
-/* rules.c: pure functions, unit-tested */
-/* What rules_scan notes of a body for the fast path (scan.c). */
+/* scan.c: what rules_scan notes of a body for the fast path */
 #define RSCAN_TOP	64
 struct rscan {
 	char		 model[AGENCY_NAME_MAX];
@@ -183,10 +197,11 @@ struct rscan {
 	size_t		 ntop;
 };
 
-/* scan.c */
 int		 rules_scan(const char *, size_t, struct rscan *);
+int		 rules_plain(const char *, size_t);
 int		 rscan_has(const struct rscan *, const char *);
 
+/* rules.c: pure functions, unit-tested */
 struct pconf	*pconf_new(void);
 void		 pconf_free(struct pconf *);
 struct pruntime	*pconf_add_runtime(struct pconf *, const char *, int, int,
@@ -207,9 +222,7 @@ int		 rules_check_route(const struct pmodel *, const char *,
 		    struct rerr *);
 int		 rules_apply(const struct pruntime *, json_object *,
 		    struct rerr *, int *);
-int		 rules_plain(const char *, size_t);
 int		 rules_fast(const char *, size_t, struct rscan *);
-size_t		 utf8_seq(const unsigned char *, size_t);
 int		 rules_fast_ok(const struct pruntime *, const struct rscan *);
 int		 rules_pick_name(const struct pconf *, const char *,
 		    struct pmodel **, struct rerr *);
@@ -222,6 +235,91 @@ int		 rules_stops(const struct pruntime *, json_object *);
 json_object	*rules_parse(const char *, size_t, struct rerr *);
 void		 rerr_set(struct rerr *, int, const char *, const char *, ...)
 		    __attribute__((__format__ (printf, 4, 5)));
+
+/* parent.c: the channel to the parent */
+void		 parent_init(int, void (*)(struct imsg *), void (*)(void));
+void		 parent_send(uint32_t, const void *, size_t);
+void		 parent_flush(void);
+void		 parent_loghook(int, const char *);
+
+/* conn.c: the client connections */
+struct conn_stats {
+	uint64_t	 open;		/* now */
+	uint64_t	 max;		/* the cap in force */
+	uint64_t	 accepted;
+	uint64_t	 refused;	/* over the cap */
+	uint64_t	 evicted;	/* closed at the cap for a new one */
+	uint64_t	 timed_out;	/* no request header in time */
+	uint64_t	 body_timed_out;	/* no whole body in time */
+	uint64_t	 accept_pauses;	/* out of fds */
+	int64_t		 body_bytes;	/* of the body budget, taken */
+	int64_t		 body_max;	/* the budget */
+	uint64_t	 body_refused;	/* 503: over the budget */
+};
+
+/* Where conn.c hands its requests, registered at start-up (http.c). */
+struct conn_handler {
+	/* A complete request; body (len bytes) is the handler's to change
+	 * until it answers. */
+	void	(*request)(struct hreq *, const struct h1_msg *, char *,
+		    size_t);
+	/* A request that cannot be read, refused with status (408, 413,
+	 * 431, 501, 503, 505, or 400 for the rest): to be answered; the
+	 * connection closes after it. */
+	void	(*refused)(struct hreq *, int);
+};
+
+void		 conn_init(const struct conn_handler *);
+void		 conn_configure(const struct pconf *);
+void		*conn_listen(int);
+void		 conn_unlisten(void *);
+int		 conn_write(struct hconn *, const void *, size_t);
+size_t		 conn_queued(const struct hconn *);
+void		 conn_set_owner(struct hconn *, void (*)(void *),
+		    void (*)(void *), void *);
+void		 conn_done(struct hconn *, int);
+void		 conn_abort(struct hconn *);
+void		 conn_get_stats(struct conn_stats *);
+
+/* metrics.c */
+void		 metrics_request(const char *, int, int64_t, int64_t);
+void		 metrics_unrouted(int);
+void		 metrics_render(struct evbuffer *, const struct proto_status *,
+		    size_t, const struct conn_stats *);
+
+/* answer.c: the front door's own answers */
+void		 answer_reply(struct hreq *, int, const char *, const char *,
+		    size_t);
+void		 answer_json(struct hreq *, int, json_object *);
+json_object	*answer_error_object(int, const char *, const char *);
+void		 answer_error(struct hreq *, int, const char *, const char *);
+void		 answer_error_retry(struct hreq *, int, const char *,
+		    const char *, int);
+void		 answer_rerr(struct hreq *, const struct rerr *);
+int		 answer_refused(struct hreq *, int);
+const char	*answer_error_type(int);
+void		 answer_log(const char *, const char *, const char *, int,
+		    int64_t, int64_t, int64_t);
+
+/* probe.c */
+void		 probe_start(const struct proto_probe *);
+void		 probe_cancel(uint64_t);
+int		 probe_delay(int64_t, int, int *);
+
+/* forward.c */
+void		 forward_start(struct hreq *, const struct pmodel *,
+		    json_object *, const struct rscan *, const char *, size_t,
+		    const char *, const char *, const struct h1_msg *);
+void		 forward_status(struct hreq *);
+void		 forward_metrics(struct hreq *);
+void		 forward_grant(const struct proto_hold_grant *);
+void		 forward_refuse(const struct proto_hold_refuse *);
+void		 forward_status_model(const struct proto_status *);
+void		 forward_status_end(uint64_t);
+uint32_t	 forward_cancel(const char *);
+void		 forward_cancel_ask(struct hreq *, const char *);
+void		 forward_cancel_answer(uint64_t, const char *, uint32_t);
+void		 forward_shutdown(void);
 
 /* http.c: what to do with a request, decided before any effect */
 enum http_action {
@@ -266,73 +364,9 @@ int		 http_origin_ok(const struct pconf *, const char *,
 		    const char *);
 void		 http_init(void);
 void		 http_swap_listeners(struct pconf *, struct pconf *);
-void		 http_request(struct hreq *, const struct h1_msg *, char *,
-		    size_t);
-void		 http_reply(struct hreq *, int, const char *, const char *,
-		    size_t);
-void		 http_refused(struct hreq *, int, const char *);
-void		 http_error(struct hreq *, int, const char *, const char *);
-void		 http_error_retry(struct hreq *, int, const char *,
-		    const char *, int);
-void		 http_rerr(struct hreq *, const struct rerr *);
-void		 http_json(struct hreq *, int, json_object *);
-const char	*http_error_type(int);
-void		 http_log(const char *, const char *, const char *, int,
-		    int64_t, int64_t, int64_t);
-int64_t		 now_ms(void);
-void		 now_reset(void);
 
-/* forward.c */
-void		 forward_start(struct hreq *, const struct pmodel *,
-		    json_object *, const struct rscan *, const char *, size_t,
-		    const char *, const char *, const struct h1_msg *);
-void		 forward_status(struct hreq *);
-void		 forward_metrics(struct hreq *);
-void		 forward_grant(const struct proto_hold_grant *);
-void		 forward_refuse(const struct proto_hold_refuse *);
-void		 forward_status_model(const struct proto_status *);
-void		 forward_status_end(uint64_t);
-uint32_t	 forward_cancel(const char *);
-void		 forward_cancel_ask(struct hreq *, const char *);
-void		 forward_cancel_answer(uint64_t, const char *, uint32_t);
-void		 forward_shutdown(void);
-
-/* conn.c: the client connections */
-struct conn_stats {
-	uint64_t	 open;		/* now */
-	uint64_t	 max;		/* the cap in force */
-	uint64_t	 accepted;
-	uint64_t	 refused;	/* over the cap */
-	uint64_t	 evicted;	/* closed at the cap for a new one */
-	uint64_t	 timed_out;	/* no request header in time */
-	uint64_t	 body_timed_out;	/* no whole body in time */
-	uint64_t	 accept_pauses;	/* out of fds */
-	int64_t		 body_bytes;	/* of the body budget, taken */
-	int64_t		 body_max;	/* the budget */
-	uint64_t	 body_refused;	/* 503: over the budget */
-};
-
-void		 conn_init(void);
-void		 conn_configure(const struct pconf *);
-void		*conn_listen(int);
-void		 conn_unlisten(void *);
-int		 conn_write(struct hconn *, const void *, size_t);
-size_t		 conn_queued(const struct hconn *);
-void		 conn_set_owner(struct hconn *, void (*)(void *),
-		    void (*)(void *), void *);
-void		 conn_done(struct hconn *, int);
-void		 conn_abort(struct hconn *);
-void		 conn_get_stats(struct conn_stats *);
-
-/* metrics.c */
-void		 metrics_request(const char *, int, int64_t, int64_t);
-void		 metrics_unrouted(int);
-void		 metrics_render(struct evbuffer *, const struct proto_status *,
-		    size_t);
-
-/* probe.c */
-void		 probe_start(const struct proto_probe *);
-void		 probe_cancel(uint64_t);
-int		 probe_delay(int64_t, int, int *);
+/* dispatch.c: the parent's messages */
+void		 dispatch_imsg(struct imsg *);
+void		 dispatch_lost(void);
 
 #endif /* AGENCY_PROXY_H */

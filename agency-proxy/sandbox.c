@@ -9,6 +9,8 @@
  * signals and abstract unix sockets scoped to the process), then a
  * seccomp allowlist.  "agency-proxy -T" (sandbox_selftest) applies the
  * same code in child processes and tries what it must forbid.
+ *
+ * Calls: privsep.c (the self-test drops privileges as the proxy does).
  */
 #include <sys/types.h>
 #include <sys/ioctl.h>

@@ -19,6 +19,8 @@
  * most 15 digits.  Anything else is "no" (0), and the body takes the
  * json-c path, which gives every error.  The fuzzer holds the two paths
  * to the same decisions.
+ *
+ * Calls: utf8.c.
  */
 #include <sys/types.h>
 

@@ -43,6 +43,7 @@
  * (see step()).  FUZZ_WRITE_SEEDS=DIR writes seed sequences and exits.
  */
 #include <sys/types.h>
+#include <sys/stat.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -1408,6 +1409,9 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 		errx(1, "event_init");
 	if ((w.conf_fd = memfd_create("fuzz_parent_conf", 0)) == -1)
 		err(1, "memfd_create");
+	/* As root the parser reads only files no one else may write. */
+	if (fchmod(w.conf_fd, 0600) == -1)
+		err(1, "fchmod");
 	(void)snprintf(w.conf_path, sizeof(w.conf_path), "/proc/self/fd/%d",
 	    w.conf_fd);
 

@@ -46,10 +46,6 @@
 int	LLVMFuzzerInitialize(int *, char ***);
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
-/* agency-proxy's own, from proxy.c, which this does not link. */
-static struct proxy	 proxy;
-struct proxy		*px = &proxy;
-
 static struct pconf	*confs[8];	/* by the flags byte */
 static int		 verbose;	/* FUZZ_VERBOSE: print decisions */
 
@@ -415,7 +411,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    sizeof(dc.e.message)) == NULL || dc.body != NULL ||
 		    (dc.model != NULL && !served(c, dc.model)))
 			abort();
-		(void)http_error_type(dc.e.status);
+		(void)answer_error_type(dc.e.status);
 		break;
 	case HTTP_HEALTH:
 	case HTTP_MODELS:

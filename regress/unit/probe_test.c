@@ -15,10 +15,6 @@
 
 #include "proxy.h"
 
-/* probe.o brings the proxy's other files, which use its state. */
-static struct proxy	 proxy;
-struct proxy		*px = &proxy;
-
 /*
  * A load that takes load ms, whose server first answers (503) at first
  * ms (-1: never before it is ready): the attempts made until one comes

@@ -19,10 +19,6 @@
 
 #include "proxy.h"
 
-/* agency-proxy's own, from proxy.c, which this does not link. */
-static struct proxy	 proxy;
-struct proxy		*px = &proxy;
-
 static json_object *
 parse(const char *s)
 {

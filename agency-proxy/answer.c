@@ -1,0 +1,237 @@
+/*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
+ * The front door's own answers: whole answers put together and written
+ * to a client connection, JSON answers, errors in the OpenAI shape, the
+ * answers to requests that could not be read, the status line's reason
+ * phrases, and the access-log line.  http.c (routes) and forward.c
+ * (model requests) both answer through it.  The one table of statuses
+ * holds each status's reason phrase and, for the statuses conn.c refuses
+ * a request with, the error's code and message.
+ *
+ * Calls: conn.c (to write), buf.c.
+ */
+#include <sys/types.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "log.h"
+#include "proxy.h"
+
+/*
+ * Every status the front door answers with itself.  code and message:
+ * the error of a request refused unread (conn.c, through http.c's
+ * handler), NULL for a status that is never that.
+ */
+static const struct status {
+	int		 status;
+	const char	*reason;
+	const char	*code;
+	const char	*message;
+} statuses[] = {
+	{ 200, "OK", NULL, NULL },
+	{ 400, "Bad Request", "invalid_request",
+	    "The request is not valid HTTP/1.1." },
+	{ 403, "Forbidden", NULL, NULL },
+	{ 404, "Not Found", NULL, NULL },
+	{ 405, "Method Not Allowed", NULL, NULL },
+	{ 408, "Request Timeout", "body_timeout",
+	    "The request body did not arrive in time." },
+	{ 413, "Payload Too Large", "body_too_large",
+	    "The request body is too large." },
+	{ 414, "URI Too Long", NULL, NULL },
+	{ 415, "Unsupported Media Type", NULL, NULL },
+	{ 429, "Too Many Requests", NULL, NULL },
+	{ 431, "Request Header Fields Too Large", "header_too_large",
+	    "The request header is too large." },
+	{ 499, "Client Closed Request", NULL, NULL },
+	{ 500, "Internal Server Error", NULL, NULL },
+	{ 501, "Not Implemented", "not_implemented",
+	    "That Transfer-Encoding is not supported." },
+	{ 502, "Bad Gateway", NULL, NULL },
+	{ 503, "Service Unavailable", "server_busy",
+	    "The front door holds as many request bodies as it may; try "
+	    "again." },
+	{ 504, "Gateway Timeout", NULL, NULL },
+	{ 505, "HTTP Version Not Supported", "version_not_supported",
+	    "Only HTTP/1.0 and HTTP/1.1 are served here." },
+};
+
+static const struct status *
+status_find(int status)
+{
+	size_t	 i;
+
+	for (i = 0; i < sizeof(statuses) / sizeof(statuses[0]); i++)
+		if (statuses[i].status == status)
+			return (&statuses[i]);
+	return (NULL);
+}
+
+static const char *
+reason(int status)
+{
+	const struct status	*st;
+
+	if ((st = status_find(status)) != NULL)
+		return (st->reason);
+	return (status < 400 ? "OK" : "Error");
+}
+
+const char *
+answer_error_type(int status)
+{
+	if (status >= 500)
+		return ("server_error");
+	if (status == 403 || status == 401)
+		return ("permission_error");
+	if (status == 404)
+		return ("not_found_error");
+	if (status == 429)
+		return ("rate_limit_error");
+	return ("invalid_request_error");
+}
+
+/* The answer's bytes are put together here, then written at once. */
+static struct buf	 hb;
+
+static void
+h_add(const void *p, size_t n)
+{
+	if (buf_add(&hb, p, n, 4096) == -1)
+		fatal("%s", __func__);
+}
+
+/* A whole answer, in two parts; then the connection reads on, or
+ * closes.  xhdr: header lines of its own, each ending in CRLF, or "". */
+static void
+answer(struct hreq *r, int status, const char *ctype, const char *xhdr,
+    const char *a, size_t alen, const char *b, size_t blen)
+{
+	char	 head[512];
+	int	 n;
+
+	n = snprintf(head, sizeof(head), "HTTP/1.%d %d %s\r\n"
+	    "Content-Type: %s\r\nContent-Length: %zu\r\n%s%s\r\n",
+	    r->minor >= 1 ? 1 : 0, status, reason(status), ctype, alen + blen,
+	    xhdr, !r->keepalive ? "Connection: close\r\n" :
+	    r->minor == 0 ? "Connection: keep-alive\r\n" : "");
+	if (n < 0 || (size_t)n >= sizeof(head))
+		fatalx("%s: header too long", __func__);
+	hb.len = 0;
+	h_add(head, n);
+	if (!r->head) {
+		h_add(a, alen);
+		h_add(b, blen);
+	}
+	(void)conn_write(r->conn, hb.b, hb.len);
+	buf_release(&hb, 65536);
+	conn_done(r->conn, 1);
+}
+
+void
+answer_reply(struct hreq *r, int status, const char *ctype,
+    const char *body, size_t len)
+{
+	answer(r, status, ctype, "", body, len, NULL, 0);
+}
+
+static void
+json_answer(struct hreq *r, int status, const char *xhdr, json_object *obj)
+{
+	const char	*s;
+
+	s = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN |
+	    JSON_C_TO_STRING_NOSLASHESCAPE);
+	answer(r, status, "application/json", xhdr, s, strlen(s), "\n", 1);
+}
+
+void
+answer_json(struct hreq *r, int status, json_object *obj)
+{
+	json_answer(r, status, "", obj);
+}
+
+/* An error in the OpenAI shape, {"error":{"message","type","code"}}:
+ * the caller's to put. */
+json_object *
+answer_error_object(int status, const char *code, const char *message)
+{
+	json_object	*obj, *err;
+
+	obj = json_object_new_object();
+	err = json_object_new_object();
+	json_object_object_add(err, "message",
+	    json_object_new_string(message));
+	json_object_object_add(err, "type",
+	    json_object_new_string(answer_error_type(status)));
+	json_object_object_add(err, "code", json_object_new_string(code));
+	json_object_object_add(obj, "error", err);
+	return (obj);
+}
+
+void
+answer_error(struct hreq *r, int status, const char *code,
+    const char *message)
+{
+	answer_error_retry(r, status, code, message, 0);
+}
+
+/* An error in the OpenAI shape with a Retry-After of seconds (0: none). */
+void
+answer_error_retry(struct hreq *r, int status, const char *code,
+    const char *message, int retry_after)
+{
+	json_object	*obj;
+	char		 xhdr[40] = "";
+
+	obj = answer_error_object(status, code, message);
+	if (retry_after > 0)
+		(void)snprintf(xhdr, sizeof(xhdr), "Retry-After: %d\r\n",
+		    retry_after);
+	json_answer(r, status, xhdr, obj);
+	json_object_put(obj);
+}
+
+void
+answer_rerr(struct hreq *r, const struct rerr *e)
+{
+	answer_error(r, e->status, e->code, e->message);
+}
+
+/*
+ * A request that could not be read, refused with a status of the
+ * table's (any other is taken for 400), and the connection closed after
+ * it.  Returns the status answered.
+ */
+int
+answer_refused(struct hreq *r, int status)
+{
+	const struct status	*st;
+
+	if ((st = status_find(status)) == NULL || st->code == NULL)
+		st = status_find(400);
+	r->keepalive = 0;
+	answer_error(r, st->status, st->code, st->message);
+	return (st->status);
+}
+
+/* The access-log line of a request; tokens < 0: not reported. */
+void
+answer_log(const char *method, const char *path, const char *model,
+    int status, int64_t ms, int64_t ptok, int64_t ctok)
+{
+	if (ptok >= 0 && ctok >= 0)
+		log_info("%s %s %s %d %lldms %lld->%lld tokens", method, path,
+		    model, status, (long long)ms, (long long)ptok,
+		    (long long)ctok);
+	else
+		log_info("%s %s %s %d %lldms", method, path, model, status,
+		    (long long)ms);
+}

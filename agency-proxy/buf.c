@@ -1,0 +1,70 @@
+/*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
+ * A growable buffer of bytes, for what conn.c reads and writes,
+ * answer.c's answers and forward.c's output: its size doubles from the
+ * size its user starts it at, up to a limit.  Calls no other file of
+ * agency-proxy.
+ */
+#include <sys/types.h>
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proxy.h"
+
+/*
+ * Make room for n more bytes: the size doubles from first, and stops at
+ * limit (SIZE_MAX: none).  -1, the buffer as it was, when len + n is
+ * over limit or memory is short.
+ */
+int
+buf_reserve(struct buf *b, size_t n, size_t first, size_t limit)
+{
+	size_t	 cap;
+	char	*p;
+
+	if (b->len + n <= b->cap)
+		return (0);
+	if (b->len + n > limit)
+		return (-1);
+	cap = b->cap ? b->cap : first;
+	while (cap < b->len + n)
+		cap *= 2;
+	if (cap > limit)
+		cap = limit;
+	if ((p = realloc(b->b, cap)) == NULL)
+		return (-1);
+	b->b = p;
+	b->cap = cap;
+	return (0);
+}
+
+/* Add n bytes at the end, making room as buf_reserve does. */
+int
+buf_add(struct buf *b, const void *p, size_t n, size_t first)
+{
+	if (n == 0)
+		return (0);
+	if (buf_reserve(b, n, first, SIZE_MAX) == -1)
+		return (-1);
+	memcpy(b->b + b->len, p, n);
+	b->len += n;
+	return (0);
+}
+
+/* Let the memory go, when the buffer is bigger than keep bytes (0: in
+ * any case); it is empty after. */
+void
+buf_release(struct buf *b, size_t keep)
+{
+	b->len = 0;
+	if (b->cap <= keep && keep > 0)
+		return;
+	free(b->b);
+	b->b = NULL;
+	b->cap = 0;
+}

@@ -1,0 +1,302 @@
+/*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
+ * The parent's messages, at the top of the proxy: each one parent.c
+ * reads is checked here and handed down, the configuration built
+ * (rules.c's pconf) and put in force (http.c's listeners), holds and
+ * status to forward.c, probes to probe.c, cancels to forward.c.
+ * Anything malformed from the parent is fatal: the parent is trusted,
+ * so a bad message means a broken channel.  Nothing calls into this
+ * file but proxy.c, which registers it with parent.c.
+ *
+ * Calls: http.c, forward.c, probe.c, rules.c, sandbox.c, parent.c,
+ * state.c.
+ */
+#include <sys/types.h>
+#include <sys/queue.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "imsg.h"
+#include "log.h"
+#include "proxy.h"
+
+static void	 conf_imsg(struct imsg *, uint32_t);
+static void	 conf_end(void);
+
+static void
+getdata(struct imsg *imsg, void *data, size_t len)
+{
+	if (imsg_get_data(imsg, data, len) == -1)
+		fatalx("parent: message %u with a bad length %zu",
+		    imsg_get_type(imsg), imsg_get_len(imsg));
+}
+
+#define STROK(a, what) do {						\
+	if (!PROTO_STROK(a))						\
+		fatalx("parent: %s without a NUL", (what));		\
+} while (0)
+
+/* A message from the parent (parent.c hands each here). */
+void
+dispatch_imsg(struct imsg *imsg)
+{
+	struct proto_hold_grant		 grant;
+	struct proto_hold_refuse	 refuse;
+	struct proto_probe		 probe;
+	struct proto_loadid		 lid;
+	struct proto_status		 st;
+	struct proto_reqid		 rid;
+	struct proto_cancel		 cancel;
+	struct proto_ports		 ports;
+	uint32_t			 type = imsg_get_type(imsg);
+
+	switch (type) {
+	case IMSG_CONF_START:
+	case IMSG_CONF_LISTEN:
+	case IMSG_CONF_RUNTIME:
+	case IMSG_CONF_ROUTE:
+	case IMSG_CONF_PART:
+	case IMSG_CONF_REFUSE:
+	case IMSG_CONF_MOVE:
+	case IMSG_CONF_MODEL:
+	case IMSG_CONF_ALIAS:
+	case IMSG_CONF_NAME:
+	case IMSG_CONF_END:
+		conf_imsg(imsg, type);
+		break;
+	case IMSG_HOLD_GRANTV:
+		/* What agencyd sends: the same grant, its strings unpadded. */
+		if (proto_grantv(imsg->data, imsg_get_len(imsg), &grant) == -1)
+			fatalx("parent: a grant of %zu bytes that does not "
+			    "parse", imsg_get_len(imsg));
+		forward_grant(&grant);
+		break;
+	case IMSG_HOLD_REFUSE:
+		getdata(imsg, &refuse, sizeof(refuse));
+		STROK(refuse.message, "refusal message");
+		if (refuse.reason < REFUSE_NOT_LOADED ||
+		    refuse.reason > REFUSE_LAST)
+			fatalx("parent: refusal reason %d", refuse.reason);
+		if (refuse.retry_after < 0 ||
+		    refuse.retry_after > PROTO_RETRY_MAX)
+			fatalx("parent: retry after %d", refuse.retry_after);
+		forward_refuse(&refuse);
+		break;
+	case IMSG_PROBE:
+		getdata(imsg, &probe, sizeof(probe));
+		STROK(probe.path, "probe path");
+		STROK(probe.body, "probe body");
+		STROK(probe.label, "probe label");
+		if (probe.method != READY_GET && probe.method != READY_POST)
+			fatalx("parent: probe method %d", probe.method);
+		if (probe.port == 0 || probe.path[0] != '/')
+			fatalx("parent: probe of port %u path %s",
+			    probe.port, probe.path);
+		probe_start(&probe);
+		break;
+	case IMSG_PROBE_CANCEL:
+		getdata(imsg, &lid, sizeof(lid));
+		probe_cancel(lid.loadid);
+		break;
+	case IMSG_STATUS_MODEL:
+		getdata(imsg, &st, sizeof(st));
+		STROK(st.model, "status model");
+		STROK(st.runtime, "status runtime");
+		STROK(st.error, "status error");
+		forward_status_model(&st);
+		break;
+	case IMSG_STATUS_END:
+		getdata(imsg, &rid, sizeof(rid));
+		forward_status_end(rid.reqid);
+		break;
+	case IMSG_CANCEL:
+		getdata(imsg, &cancel, sizeof(cancel));
+		STROK(cancel.model, "cancel model");
+		cancel.cancelled = forward_cancel(cancel.model);
+		parent_send(IMSG_CANCEL_DONE, &cancel, sizeof(cancel));
+		/* the admin route's, when it asked for this one */
+		forward_cancel_answer(cancel.reqid, cancel.model,
+		    cancel.cancelled);
+		break;
+	case IMSG_PORTS:
+		getdata(imsg, &ports, sizeof(ports));
+		if (!proto_ports_ok(&ports))
+			fatalx("parent: model ports that are no ranges");
+		/* Fewer rights or none: agencyd starts a new proxy. */
+		if (sandbox_narrow(ports.r, ports.n) == -1)
+			fatalx("cannot narrow the sandbox to the new model "
+			    "ports");
+		log_debug("sandbox: connect only to the model ports of %u "
+		    "range%s from now on", ports.n, ports.n == 1 ? "" : "s");
+		break;
+	default:
+		fatalx("parent: unexpected message type %u", type);
+	}
+}
+
+static void
+conf_imsg(struct imsg *imsg, uint32_t type)
+{
+	struct proto_conf_global	 g;
+	struct proto_listen		 pl;
+	struct proto_runtime		 prt;
+	struct proto_model		 pm;
+	struct proto_move		 mv;
+	struct proto_str		 s;
+	struct plisten			*l;
+	struct pconf			*c = px->nconf;
+	int				 fd;
+
+	if (type != IMSG_CONF_START && c == NULL)
+		fatalx("parent: config message %u outside START..END", type);
+
+	switch (type) {
+	case IMSG_CONF_START:
+		if (c != NULL)
+			fatalx("parent: CONF_START twice");
+		getdata(imsg, &g, sizeof(g));
+		STROK(g.default_model, "default model");
+		if ((c = px->nconf = pconf_new()) == NULL)
+			fatal("%s: pconf_new", __func__);
+		if (g.max_body <= 0 || g.request_timeout <= 0)
+			fatalx("parent: max body %lld, request timeout %lld",
+			    (long long)g.max_body,
+			    (long long)g.request_timeout);
+		if (g.header_timeout < 0 || g.max_connections < 0)
+			fatalx("parent: header timeout %lld, max connections "
+			    "%lld", (long long)g.header_timeout,
+			    (long long)g.max_connections);
+		if (g.body_timeout <= 0 || g.body_buffer <= 0 ||
+		    (g.host_any != 0 && g.host_any != 1))
+			fatalx("parent: body timeout %lld, body buffer %lld, "
+			    "host any %d", (long long)g.body_timeout,
+			    (long long)g.body_buffer, g.host_any);
+		c->max_body = g.max_body;
+		c->request_timeout = g.request_timeout;
+		c->header_timeout = g.header_timeout;
+		c->max_connections = g.max_connections;
+		c->body_timeout = g.body_timeout;
+		c->body_buffer = g.body_buffer;
+		c->host_any = g.host_any;
+		c->port_lo = g.port_lo;
+		c->port_hi = g.port_hi;
+		(void)strlcpy(c->default_model, g.default_model,
+		    sizeof(c->default_model));
+		px->nrt = NULL;
+		px->nmodel = NULL;
+		break;
+	case IMSG_CONF_LISTEN:
+		getdata(imsg, &pl, sizeof(pl));
+		STROK(pl.host, "listen host");
+		if ((fd = imsg_get_fd(imsg)) == -1)
+			fatalx("parent: CONF_LISTEN without a socket");
+		if ((l = calloc(1, sizeof(*l))) == NULL)
+			fatal("%s: calloc", __func__);
+		l->fd = fd;
+		l->port = pl.port;
+		(void)strlcpy(l->host, pl.host, sizeof(l->host));
+		TAILQ_INSERT_TAIL(&c->listens, l, entry);
+		break;
+	case IMSG_CONF_RUNTIME:
+		getdata(imsg, &prt, sizeof(prt));
+		STROK(prt.name, "runtime name");
+		if (prt.kind < KIND_CHAT || prt.kind > KIND_VISION ||
+		    prt.stops < STOPS_ALWAYS || prt.stops > STOPS_STREAM ||
+		    prt.max_tokens < 0)
+			fatalx("parent: runtime %s: kind %d stops %d",
+			    prt.name, prt.kind, prt.stops);
+		if ((px->nrt = pconf_add_runtime(c, prt.name, prt.kind,
+		    prt.stops, prt.max_tokens)) == NULL)
+			fatal("%s: runtime %s", __func__, prt.name);
+		break;
+	case IMSG_CONF_ROUTE:
+	case IMSG_CONF_PART:
+	case IMSG_CONF_REFUSE:
+		getdata(imsg, &s, sizeof(s));
+		STROK(s.s, "runtime string");
+		if (px->nrt == NULL)
+			fatalx("parent: runtime rule %u before a runtime",
+			    type);
+		if (pstrs_add(type == IMSG_CONF_ROUTE ? &px->nrt->routes :
+		    type == IMSG_CONF_PART ? &px->nrt->parts :
+		    &px->nrt->refuse, s.s) == -1)
+			fatal("%s: pstrs_add", __func__);
+		break;
+	case IMSG_CONF_MOVE:
+		getdata(imsg, &mv, sizeof(mv));
+		STROK(mv.from, "move from");
+		STROK(mv.to, "move to");
+		if (px->nrt == NULL)
+			fatalx("parent: move before a runtime");
+		if (pruntime_add_move(px->nrt, mv.from, mv.to) == -1)
+			fatal("%s: pruntime_add_move", __func__);
+		break;
+	case IMSG_CONF_MODEL:
+		getdata(imsg, &pm, sizeof(pm));
+		STROK(pm.name, "model name");
+		STROK(pm.runtime, "model runtime");
+		STROK(pm.upstream, "model upstream");
+		STROK(pm.label, "model label");
+		if (pm.max_tokens < 0)
+			fatalx("parent: model %s: max tokens", pm.name);
+		if (pconf_find_model(c, pm.name) != NULL)
+			fatalx("parent: model %s twice", pm.name);
+		if ((px->nmodel = pconf_add_model(c, pm.name, pm.runtime,
+		    pm.upstream, pm.label, pm.max_tokens)) == NULL)
+			fatalx("parent: model %s: unknown runtime %s",
+			    pm.name, pm.runtime);
+		break;
+	case IMSG_CONF_ALIAS:
+		getdata(imsg, &s, sizeof(s));
+		STROK(s.s, "alias");
+		if (px->nmodel == NULL)
+			fatalx("parent: alias before a model");
+		if (pstrs_add(&px->nmodel->aliases, s.s) == -1)
+			fatal("%s: pstrs_add", __func__);
+		break;
+	case IMSG_CONF_NAME:
+		getdata(imsg, &s, sizeof(s));
+		STROK(s.s, "server name");
+		if (pstrs_add(&c->names, s.s) == -1)
+			fatal("%s: pstrs_add", __func__);
+		break;
+	case IMSG_CONF_END:
+		if (imsg_get_len(imsg) != 0)
+			fatalx("parent: CONF_END with a payload");
+		conf_end();
+		break;
+	default:
+		fatalx("parent: config message %u", type);
+	}
+}
+
+static void
+conf_end(void)
+{
+	struct pconf	*old = px->conf;
+
+	px->conf = px->nconf;
+	px->nconf = NULL;
+	px->nrt = NULL;
+	px->nmodel = NULL;
+	http_swap_listeners(old, px->conf);
+	pconf_free(old);
+	log_info("configuration: %zu models, %s", pconf_nmodels(px->conf),
+	    old == NULL ? "first" : "reloaded");
+	if (!px->ready) {
+		px->ready = 1;
+		parent_send(IMSG_PROXY_READY, NULL, 0);
+	}
+}
+
+/* The parent is gone: nothing can be released any more. */
+void
+dispatch_lost(void)
+{
+	forward_shutdown();
+}
