@@ -19,12 +19,17 @@
  * keeps its Content-Length; any other is sent chunked to an HTTP/1.1
  * client, and to an HTTP/1.0 client up to the close of its connection.
  *
+ * A form (multipart.c) goes as its bytes with its model's value spliced
+ * to the grant's name; a passed-through request (/upstream/MODEL/...)
+ * goes with its own method, target and body, and the answer's Location
+ * is put back under the prefix.
+ *
  * A request lives in a struct preq.  Its client connection (conn.c)
  * tells it when the client goes (client_gone); from then on p->r is NULL
  * and the connection is never touched again.
  *
- * Calls: answer.c, metrics.c, conn.c, parent.c, rules.c, h1.c, buf.c,
- * state.c.
+ * Calls: answer.c, metrics.c, conn.c, parent.c, rules.c, routes.c,
+ * multipart.c, h1.c, buf.c, state.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>
@@ -51,6 +56,7 @@
 #include "h1.h"
 #include "log.h"
 #include "proxy.h"
+#include "routes.h"
 
 /* libbsd's <sys/tree.h> marks its static functions so; glibc has none */
 #ifndef __unused
@@ -126,6 +132,14 @@ struct preq {
 	char			 bmodel[AGENCY_NAME_MAX];
 	int64_t			 max_tokens;
 	int64_t			 max_completion_tokens;
+	int			 family;	/* enum route_family: errors */
+	int			 form;		/* a multipart form, read into: */
+	struct mform		 mf;
+	char			 boundary[MULTIPART_BOUNDARY_MAX + 1];
+	char			 upstream[AGENCY_PATH_MAX];	/* granted */
+	int			 pass;		/* /upstream/MODEL/... */
+	int			 headreq;	/* HEAD: the answer has no body */
+	char			 prefix[AGENCY_PATH_MAX];	/* "/upstream/MODEL" */
 	int			 held;
 	uint64_t		 holdid;
 	uint16_t		 port;
@@ -333,7 +347,7 @@ reply_error(struct preq *p, int status, const char *code, const char *msg)
 	if (r == NULL)
 		return;
 	p->r = NULL;
-	answer_error(r, status, code, msg);
+	answer_error_as(r, p->family, status, code, msg, 0);
 }
 
 /* The same, with a Retry-After of seconds. */
@@ -347,7 +361,7 @@ reply_error_retry(struct preq *p, int status, const char *code,
 	if (r == NULL)
 		return;
 	p->r = NULL;
-	answer_error_retry(r, status, code, msg, retry_after);
+	answer_error_as(r, p->family, status, code, msg, retry_after);
 }
 
 /* End the client's connection mid-answer. */
@@ -372,16 +386,18 @@ ends_with(const char *s, size_t n, const char *t)
 }
 
 /*
- * A cancelled stream ends with an error event in the OpenAI shape and,
- * when chunked, the last chunk, so that the client can tell it from a
- * broken connection.  Any other answer begun can only be cut.
+ * A cancelled stream ends with an error event in the shape of its
+ * family (on Anthropic's routes, an event named "error", as Anthropic
+ * sends one) and, when chunked, the last chunk, so that the client can
+ * tell it from a broken connection.  Any other answer begun can only be
+ * cut.
  */
 static void
 client_cancelled(struct preq *p)
 {
 	struct hreq	*r = p->r;
 	json_object	*obj;
-	const char	*js, *lead = "";
+	const char	*js, *lead = "", *ev;
 	size_t		 n, len;
 
 	if (r == NULL)
@@ -390,7 +406,8 @@ client_cancelled(struct preq *p)
 		client_close(p);
 		return;
 	}
-	obj = answer_error_object(499, "cancelled",
+	ev = p->family == FAMILY_ANTHROPIC ? "event: error\n" : "";
+	obj = answer_error_object_as(p->family, 499, "cancelled",
 	    "The request was cancelled.");
 	js = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN |
 	    JSON_C_TO_STRING_NOSLASHESCAPE);
@@ -401,13 +418,14 @@ client_cancelled(struct preq *p)
 	else if (n > 0 && !ends_with(p->carry, n, "\n\n") &&
 	    !ends_with(p->carry, n, "\n\r\n"))
 		lead = "\n";
-	len = strlen(lead) + 6 + strlen(js) + 2;
+	len = strlen(lead) + strlen(ev) + 6 + strlen(js) + 2;
 	o_reset();
 	if (p->chunked_out) {
 		o_num(len, 16);
 		o_add("\r\n", 2);
 	}
 	o_str(lead);
+	o_str(ev);
 	o_str("data: ");
 	o_str(js);
 	o_add("\n\n", 2);
@@ -516,23 +534,62 @@ keep_headers(struct preq *p, const struct h1_msg *m)
 	return (0);
 }
 
-void
-forward_start(struct hreq *r, const struct pmodel *m, json_object *body,
-    const struct rscan *rs, const char *raw, size_t rawlen,
-    const char *path, const char *target, const struct h1_msg *hm)
+/* Ask for the hold of a request that is set up; 0, or -1 when it ended. */
+static int
+hold_ask(struct preq *p, const struct pmodel *m, const char *raw,
+    size_t rawlen, const struct h1_msg *hm)
 {
 	struct proto_hold_req	 hr;
+
+	p->state = ST_HOLD;
+	/* kept, to be sent as they are if the grant changes nothing */
+	if (raw != NULL && rawlen > 0 &&
+	    (p->raw = malloc(rawlen)) != NULL) {
+		memcpy(p->raw, raw, rawlen);
+		p->rawlen = rawlen;
+	}
+	if ((raw != NULL && rawlen > 0 && p->raw == NULL) ||
+	    keep_headers(p, hm) == -1) {
+		reply_error(p, 500, "internal_error", "Out of memory.");
+		preq_end(p);
+		return (-1);
+	}
+	memset(&hr, 0, sizeof(hr));
+	hr.reqid = p->reqid;
+	(void)strlcpy(hr.model, m->name, sizeof(hr.model));
+	parent_send(IMSG_HOLD_REQ, &hr, sizeof(hr));
+	return (0);
+}
+
+/*
+ * A model request: its body a tree the rules made (body), or bytes to
+ * send as they are (raw): a fast-path body (rs, the scan's notes) or a
+ * form (mf, read with boundary).
+ */
+void
+forward_start(struct hreq *r, const struct pmodel *m, json_object *body,
+    const struct rscan *rs, const struct mform *mf, const char *boundary,
+    const char *raw, size_t rawlen, const char *path, const char *target,
+    const struct h1_msg *hm)
+{
 	struct preq		*p;
 
 	if ((p = preq_new(r, PREQ_MODEL, path)) == NULL) {
 		json_object_put(body);
-		answer_error(r, 500, "internal_error", "Out of memory.");
+		answer_error_as(r, routes_find(path)->family, 500,
+		    "internal_error", "Out of memory.", 0);
 		return;
 	}
 	(void)strlcpy(p->uri, target, sizeof(p->uri));	/* http.c sized it */
 	(void)strlcpy(p->model, m->name, sizeof(p->model));
+	p->family = routes_find(path)->family;
 	p->json = body;
-	if (rs != NULL) {
+	if (mf != NULL) {
+		p->form = 1;
+		p->mf = *mf;
+		(void)strlcpy(p->boundary, boundary, sizeof(p->boundary));
+		p->stops = rules_stops_stream(m->rt, mf->stream);
+	} else if (rs != NULL) {
 		/* the fast path: the scan's notes stand in for the tree */
 		p->fast = 1;
 		p->has_model = rs->has_model;
@@ -544,27 +601,58 @@ forward_start(struct hreq *r, const struct pmodel *m, json_object *body,
 		p->stops = rules_stops(m->rt, body);
 	p->kindof = m->rt->kind;
 	p->cap = rules_cap(m);
-	p->state = ST_HOLD;
-	/* kept, to be sent as they are if the grant changes nothing */
-	if (raw != NULL && (p->raw = malloc(rawlen)) != NULL) {
-		memcpy(p->raw, raw, rawlen);
-		p->rawlen = rawlen;
-	}
-	if (p->fast && p->raw == NULL) {
-		reply_error(p, 500, "internal_error", "Out of memory.");
-		preq_end(p);
-		return;
-	}
-	if (keep_headers(p, hm) == -1) {
-		reply_error(p, 500, "internal_error", "Out of memory.");
-		preq_end(p);
-		return;
-	}
+	(void)hold_ask(p, m, raw, rawlen, hm);
+}
 
-	memset(&hr, 0, sizeof(hr));
-	hr.reqid = p->reqid;
-	(void)strlcpy(hr.model, m->name, sizeof(hr.model));
-	parent_send(IMSG_HOLD_REQ, &hr, sizeof(hr));
+/* Whether a passed-through body asks for a stream, if it is JSON. */
+static int
+pass_stream(const char *body, size_t len)
+{
+	struct rscan	 rs;
+	struct rerr	 e;
+	json_object	*obj, *v;
+	int		 stream;
+
+	if (len == 0)
+		return (0);
+	if (rules_fast(body, len, &rs))
+		return (rs.stream);
+	if ((obj = rules_parse(body, len, &e)) == NULL)
+		return (0);
+	stream = json_object_object_get_ex(obj, "stream", &v) &&
+	    json_object_is_type(v, json_type_boolean) &&
+	    json_object_get_boolean(v);
+	json_object_put(obj);
+	return (stream);
+}
+
+/*
+ * /upstream/MODEL/...: the method, the rest of the target and the body
+ * go to the model's server as they came, with a hold for the request's
+ * length.  prefixlen: of "/upstream/MODEL", at the start of path.
+ */
+void
+forward_pass(struct hreq *r, const struct pmodel *m, const char *method,
+    const char *rest, size_t prefixlen, const char *path, const char *body,
+    size_t len, const struct h1_msg *hm)
+{
+	struct preq	*p;
+
+	if ((p = preq_new(r, PREQ_MODEL, path)) == NULL) {
+		answer_error(r, 500, "internal_error", "Out of memory.");
+		return;
+	}
+	p->pass = 1;
+	(void)strlcpy(p->method, method, sizeof(p->method));
+	p->headreq = strcmp(method, "HEAD") == 0;
+	(void)strlcpy(p->uri, rest, sizeof(p->uri));
+	(void)snprintf(p->prefix, sizeof(p->prefix), "%.*s", (int)prefixlen,
+	    path);
+	(void)strlcpy(p->model, m->name, sizeof(p->model));
+	p->family = FAMILY_OPENAI;
+	p->stops = rules_stops_stream(m->rt, pass_stream(body, len));
+	p->kindof = m->rt->kind;
+	(void)hold_ask(p, m, body, len, hm);
 }
 
 /*
@@ -583,7 +671,7 @@ fast_rewrite(struct preq *p, const char *upstream)
 	(void)strlcpy(rs.model, p->bmodel, sizeof(rs.model));
 	rs.max_tokens = p->max_tokens;
 	rs.max_completion_tokens = p->max_completion_tokens;
-	if (!rules_rewrite_needed(&rs, upstream, p->cap, p->kindof))
+	if (!rules_rewrite_needed(&rs, upstream, p->cap, p->kindof, p->path))
 		return (1);
 	if ((p->json = rules_parse(p->raw, p->rawlen, &e)) == NULL) {
 		/* the scan took what json-c refuses: never, by the fuzzer */
@@ -615,10 +703,11 @@ forward_grant(const struct proto_hold_grant *g)
 	p->holdid = g->holdid;
 	p->port = g->port;
 	(void)strlcpy(p->label, g->label, sizeof(p->label));
+	(void)strlcpy(p->upstream, g->upstream, sizeof(p->upstream));
 	if (p->fast && !fast_rewrite(p, g->upstream))
 		return;
 	if (p->json != NULL &&
-	    rules_rewrite(p->json, g->upstream, p->cap, p->kindof)) {
+	    rules_rewrite(p->json, g->upstream, p->cap, p->kindof, p->path)) {
 		free(p->raw);
 		p->raw = NULL;
 	}
@@ -806,8 +895,10 @@ upstream_forward(struct preq *p)
 {
 	struct upconn	*uc;
 	const char	*s, *err = NULL;
-	size_t		 len;
+	size_t		 len, i, n;
 	char		 msg[PROTO_MSG_MAX];
+	char		 head[MULTIPART_BOUNDARY_MAX + AGENCY_PATH_MAX + 80];
+	struct mpiece	 v[MULTIPART_PIECES];
 
 	if ((uc = pool_get(p->port, &err)) == NULL) {
 		(void)snprintf(msg, sizeof(msg), "%.300s: %s (127.0.0.1:%u)",
@@ -824,29 +915,52 @@ upstream_forward(struct preq *p)
 	uc->keepalive = 0;
 	uc->left = -1;
 
-	if (p->raw != NULL) {
-		s = p->raw;
-		len = p->rawlen;
+	n = 1;
+	if (p->raw != NULL || p->json == NULL) {
+		v[0].p = p->raw != NULL ? p->raw : "";
+		v[0].len = p->rawlen;
 	} else {
-		s = json_object_to_json_string_ext(p->json,
+		v[0].p = json_object_to_json_string_ext(p->json,
 		    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-		len = strlen(s);
+		v[0].len = strlen(v[0].p);
 	}
+	/* a form's model, by the rule of a JSON body's: the grant's */
+	if (p->form && p->upstream[0] != '\0' && (!p->mf.has_model ||
+	    p->mf.model_len != strlen(p->upstream) ||
+	    memcmp(p->raw + p->mf.model_off, p->upstream,
+	    p->mf.model_len) != 0) &&
+	    (n = multipart_splice(p->raw, p->rawlen, &p->mf, p->boundary,
+	    p->upstream, head, sizeof(head), v)) == 0) {
+		reply_error(p, 500, "internal_error", "The model's upstream "
+		    "name cannot be a form's value.");
+		preq_end(p);
+		return;
+	}
+	for (len = 0, i = 0; i < n; i++)
+		len += v[i].len;
 	o_reset();
-	o_str("POST ");
+	o_str(p->method);
+	o_add(" ", 1);
 	o_str(p->uri);
 	o_str(" HTTP/1.1\r\nHost: 127.0.0.1:");
 	o_num(p->port, 10);
 	o_str("\r\n");
 	o_add(p->hdrs, p->hdrslen);
-	if (!p->has_ctype)
+	if (!p->has_ctype && !p->pass)
 		o_str("Content-Type: application/json\r\n");
-	o_str("Content-Length: ");
-	o_num(len, 10);
-	o_str("\r\n\r\n");
-	o_add(s, len);
+	/* passed through: a length where there is a body, or may be one */
+	if (!p->pass || len > 0 || strcmp(p->method, "POST") == 0 ||
+	    strcmp(p->method, "PUT") == 0 || strcmp(p->method, "PATCH") == 0) {
+		o_str("Content-Length: ");
+		o_num(len, 10);
+		o_str("\r\n");
+	}
+	o_str("\r\n");
+	for (i = 0; i < n; i++)
+		o_add(v[i].p, v[i].len);
+	s = ob.b;
 	timer_arm(p);
-	if (uc_send(uc, ob.b, ob.len) == -1) {
+	if (uc_send(uc, s, ob.len) == -1) {
 		upstream_fail(p, "connection failed");
 		return;
 	}
@@ -936,6 +1050,26 @@ upstream_fail(struct preq *p, const char *what)
 	preq_end(p);	/* frees the connection */
 }
 
+/*
+ * A passed-through answer's Location, under /upstream/MODEL: a path of
+ * the server's own (not "//host"), or an absolute URL of its address.
+ */
+static void
+pass_location(struct preq *p, const char *v, size_t len)
+{
+	char	 self[64];
+	int	 n;
+
+	n = snprintf(self, sizeof(self), "http://127.0.0.1:%u/", p->port);
+	if (n > 0 && (size_t)n <= len && strncasecmp(v, self, n) == 0) {
+		v += n - 1;
+		len -= n - 1;
+	}
+	if (len > 0 && v[0] == '/' && (len == 1 || v[1] != '/'))
+		o_str(p->prefix);
+	o_add(v, len);
+}
+
 /* The answer's header, for the client. */
 static void
 client_header(struct preq *p, const struct h1_msg *m, int nobody)
@@ -968,13 +1102,17 @@ client_header(struct preq *p, const struct h1_msg *m, int nobody)
 			continue;
 		o_add(h->name, h->namelen);
 		o_add(": ", 2);
-		o_add(h->value, h->valuelen);
+		if (p->pass && h->namelen == 8 &&
+		    strncasecmp(h->name, "Location", 8) == 0)
+			pass_location(p, h->value, h->valuelen);
+		else
+			o_add(h->value, h->valuelen);
 		o_add("\r\n", 2);
 	}
-	/* none for an answer that has no body (204, 304) */
+	/* none for an answer that has no body (204, 304), but a HEAD's */
 	if (p->chunked_out)
 		o_str("Transfer-Encoding: chunked\r\n");
-	else if (!nobody && m->content_length >= 0) {
+	else if ((!nobody || p->headreq) && m->content_length >= 0) {
 		o_str("Content-Length: ");
 		o_num(m->content_length, 10);
 		o_add("\r\n", 2);
@@ -1098,7 +1236,8 @@ upstream_bytes(struct preq *p, char *d, size_t len)
 			uc->hdone = 1;
 			if (p->r != NULL)	/* a client that left: 499 */
 				p->status = m.status;
-			nobody = m.status == 204 || m.status == 304;
+			nobody = m.status == 204 || m.status == 304 ||
+			    p->headreq;
 			uc->keepalive = m.keepalive;
 			if (nobody)
 				uc->left = 0;

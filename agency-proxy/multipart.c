@@ -34,6 +34,7 @@
  */
 #include <sys/types.h>
 
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -378,7 +379,7 @@ int
 multipart_scan(const char *body, size_t len, const char *b, size_t max,
     struct mform *f, const char **err)
 {
-	const char	*p = body, *end = body + len, *data, *next;
+	const char	*p, *end, *data, *next;
 	char		 delim[MULTIPART_BOUNDARY_MAX + 5];
 	struct phead	 h;
 	size_t		 blen = strlen(b), dlen;
@@ -396,11 +397,13 @@ multipart_scan(const char *body, size_t len, const char *b, size_t max,
 	memcpy(delim, "\r\n--", 4);
 	memcpy(delim + 4, b, blen);
 	dlen = blen + 4;
-	if (len < dlen - 2 || memcmp(p, delim + 2, dlen - 2) != 0) {
+	/* (an empty body may come as NULL: no pointer is made of it) */
+	if (len < dlen - 2 || memcmp(body, delim + 2, dlen - 2) != 0) {
 		*err = "The form does not start with its boundary.";
 		return (-400);
 	}
-	p += dlen - 2;
+	p = body + dlen - 2;
+	end = body + len;
 	for (;;) {
 		if (end - p >= 2 && memcmp(p, "--", 2) == 0) {
 			p = ows(p + 2, end);
@@ -440,4 +443,37 @@ multipart_scan(const char *body, size_t len, const char *b, size_t max,
 			return (-400);
 		p = next + dlen;
 	}
+}
+
+size_t
+multipart_splice(const char *body, size_t len, const struct mform *f,
+    const char *b, const char *model, char *head, size_t headsize,
+    struct mpiece *v)
+{
+	size_t	 i, n = strlen(model);
+	int	 k;
+
+	if (n == 0)
+		return (0);
+	for (i = 0; i < n; i++)
+		if ((unsigned char)model[i] < 0x20 || model[i] == 0x7f)
+			return (0);
+	if (f->has_model) {
+		v[0].p = body;
+		v[0].len = f->model_off;
+		v[1].p = model;
+		v[1].len = n;
+		v[2].p = body + f->model_off + f->model_len;
+		v[2].len = len - f->model_off - f->model_len;
+		return (3);
+	}
+	k = snprintf(head, headsize, "--%s\r\nContent-Disposition: "
+	    "form-data; name=\"model\"\r\n\r\n%s\r\n", b, model);
+	if (k < 0 || (size_t)k >= headsize)
+		return (0);
+	v[0].p = head;
+	v[0].len = (size_t)k;
+	v[1].p = body;
+	v[1].len = len;
+	return (2);
 }

@@ -7,8 +7,10 @@
  * boundary of a Content-Type, and one pass over a body that checks its
  * framing and finds the fields the front door reads (the model, and
  * whether it asks for a stream), with the byte range of the model's
- * value so that it can be replaced without copying the rest.  Pure
- * functions on memory: no allocation, no I/O.
+ * value; and the pieces of the body with another value there (or a
+ * model field put first), so that it is sent without copying the rest.
+ * Pure functions on memory: no allocation, no I/O.  Calls no other file
+ * of agency-proxy (fuzz_multipart links it alone).
  *
  * The reading is strict, so that no server behind the front door can
  * read a field this one did not (see multipart.c for each rule): CRLF
@@ -38,6 +40,14 @@ struct mform {
 	size_t	 nfiles;	/* parts with a filename */
 };
 
+/* A piece of a body to be sent: len bytes at p. */
+struct mpiece {
+	const char	*p;
+	size_t		 len;
+};
+
+#define MULTIPART_PIECES	3
+
 /* Whether a Content-Type's value is multipart/form-data. */
 int	multipart_is_form(const char *);
 
@@ -55,5 +65,16 @@ int	multipart_boundary(const char *, char *, size_t, const char **);
  */
 int	multipart_scan(const char *, size_t, const char *, size_t,
 	    struct mform *, const char **);
+
+/*
+ * A form read by multipart_scan (body, len bytes, boundary b, *f) with
+ * model as its model's value: the value replaced, or a model field put
+ * first in a form that has none, written into head (headsize bytes).
+ * The pieces go into v (MULTIPART_PIECES at most) and their count is
+ * returned; 0 when model cannot be a value (empty, a control character)
+ * or head is too small.
+ */
+size_t	multipart_splice(const char *, size_t, const struct mform *,
+	    const char *, const char *, char *, size_t, struct mpiece *);
 
 #endif /* AGENCY_MULTIPART_H */

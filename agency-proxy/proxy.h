@@ -20,18 +20,26 @@
  * same order, from the bottom up.
  *
  * Decisions the design leaves open, settled here:
- * - A runtime with no "routes" serves the routes of its kind:
- *     chat       /v1/chat/completions, /v1/completions
- *     embedding  /v1/embeddings
- *     speech     /v1/audio/speech
- *     image      /v1/images/generations
- *     vision     /v1/chat/completions
+ * - A runtime with no "routes" serves the routes of its kind (routes.c
+ *   lists them, as agency.conf(5) does): chat has OpenAI's chat and
+ *   completions, Anthropic's Messages and OpenAI's Responses.  Each
+ *   route has a family (OpenAI's or Anthropic's: the shape of the front
+ *   door's errors on it), a body (JSON, or a multipart form whose model
+ *   field is read and rewritten) and the fields the cap holds.
  * - A runtime with no "parts" allows the content-part types of its kind:
- *   "text" for every kind, and "image_url" as well for vision.  An
- *   image_url part must carry a data:image/ URL, whatever the list says.
- * - The max_tokens cap lowers max_tokens and max_completion_tokens when
- *   they are over it; a chat or vision request that has neither gets
- *   max_tokens set to the cap, so the operator's limit always holds.
+ *   "text" for every kind, and "image_url" as well for vision; an
+ *   Anthropic image block and a Responses input_image count as
+ *   "image_url".  An image must be inline (a data:image/ URL, a base64
+ *   source), whatever the list says; Anthropic's tool and thinking
+ *   blocks are not media and always pass.
+ * - The max_tokens cap lowers the route's fields when they are over it
+ *   (max_tokens and max_completion_tokens of chat, max_tokens of
+ *   Messages, max_output_tokens of Responses); a chat or vision request
+ *   that has none of them gets the first set to the cap, so the
+ *   operator's limit always holds.  Counting routes are not capped.
+ * - /upstream/MODEL/... (passthrough yes) goes to the model's server as
+ *   it came, any method, held like a model request; no rule reads it,
+ *   so it is kept to loopback Hosts as the admin routes are.
  * - A request counts for cancel from the moment it asked for a hold: a
  *   cancel ends waiting requests too (they are withdrawn).
  * - request_timeout bounds the wait for the upstream's header and then
@@ -51,6 +59,7 @@
 #include <json-c/json.h>
 
 #include "config.h"
+#include "multipart.h"
 #include "proto.h"
 
 /* A method of none of libevent's EVHTTP_REQ_* types, for http_decide */
@@ -96,6 +105,7 @@ struct pruntime {
 	int			 kind;		/* enum model_kind */
 	int			 stops;		/* enum stops_on_close */
 	int64_t			 max_tokens;	/* 0: no cap */
+	int			 passthrough;	/* /upstream/MODEL/... */
 	struct pstrs		 routes;
 	struct pstrs		 parts;
 	struct pstrs		 refuse;
@@ -109,6 +119,8 @@ struct pmodel {
 	char			 upstream[AGENCY_PATH_MAX];
 	char			 label[AGENCY_PATH_MAX];
 	int64_t			 max_tokens;	/* 0: the runtime's */
+	int64_t			 created;	/* s since the epoch: when the
+						 * proxy first served it */
 	struct pruntime		*rt;
 	struct pstrs		 aliases;
 };
@@ -210,6 +222,7 @@ struct pmodel	*pconf_add_model(struct pconf *, const char *, const char *,
 		    const char *, const char *, int64_t);
 struct pmodel	*pconf_find_model(const struct pconf *, const char *);
 size_t		 pconf_nmodels(const struct pconf *);
+void		 pconf_created(struct pconf *, const struct pconf *, int64_t);
 int		 pstrs_add(struct pstrs *, const char *);
 int		 pstrs_has(const struct pstrs *, const char *);
 void		 pstrs_clear(struct pstrs *);
@@ -220,17 +233,19 @@ int		 rules_pick_model(const struct pconf *, json_object *,
 int		 rules_route_allowed(const struct pruntime *, const char *);
 int		 rules_check_route(const struct pmodel *, const char *,
 		    struct rerr *);
-int		 rules_apply(const struct pruntime *, json_object *,
-		    struct rerr *, int *);
+int		 rules_apply(const struct pruntime *, const char *,
+		    json_object *, struct rerr *, int *);
 int		 rules_fast(const char *, size_t, struct rscan *);
-int		 rules_fast_ok(const struct pruntime *, const struct rscan *);
+int		 rules_fast_ok(const struct pruntime *, const char *,
+		    const struct rscan *);
 int		 rules_pick_name(const struct pconf *, const char *,
 		    struct pmodel **, struct rerr *);
 int		 rules_stops_stream(const struct pruntime *, int);
 int		 rules_rewrite_needed(const struct rscan *, const char *,
-		    int64_t, int);
+		    int64_t, int, const char *);
 int64_t		 rules_cap(const struct pmodel *);
-int		 rules_rewrite(json_object *, const char *, int64_t, int);
+int		 rules_rewrite(json_object *, const char *, int64_t, int,
+		    const char *);
 int		 rules_stops(const struct pruntime *, json_object *);
 json_object	*rules_parse(const char *, size_t, struct rerr *);
 void		 rerr_set(struct rerr *, int, const char *, const char *, ...)
@@ -292,10 +307,13 @@ void		 answer_reply(struct hreq *, int, const char *, const char *,
 		    size_t);
 void		 answer_json(struct hreq *, int, json_object *);
 json_object	*answer_error_object(int, const char *, const char *);
+json_object	*answer_error_object_as(int, int, const char *, const char *);
 void		 answer_error(struct hreq *, int, const char *, const char *);
 void		 answer_error_retry(struct hreq *, int, const char *,
 		    const char *, int);
-void		 answer_rerr(struct hreq *, const struct rerr *);
+void		 answer_error_as(struct hreq *, int, int, const char *,
+		    const char *, int);
+void		 answer_redirect(struct hreq *, int, const char *);
 int		 answer_refused(struct hreq *, int);
 const char	*answer_error_type(int);
 void		 answer_log(const char *, const char *, const char *, int,
@@ -308,8 +326,12 @@ int		 probe_delay(int64_t, int, int *);
 
 /* forward.c */
 void		 forward_start(struct hreq *, const struct pmodel *,
-		    json_object *, const struct rscan *, const char *, size_t,
-		    const char *, const char *, const struct h1_msg *);
+		    json_object *, const struct rscan *, const struct mform *,
+		    const char *, const char *, size_t, const char *,
+		    const char *, const struct h1_msg *);
+void		 forward_pass(struct hreq *, const struct pmodel *,
+		    const char *, const char *, size_t, const char *,
+		    const char *, size_t, const struct h1_msg *);
 void		 forward_status(struct hreq *);
 void		 forward_metrics(struct hreq *);
 void		 forward_grant(const struct proto_hold_grant *);
@@ -330,6 +352,8 @@ enum http_action {
 	HTTP_CANCEL,		/* admin cancel of model */
 	HTTP_HOLD,		/* ask for a hold on model for body */
 	HTTP_METRICS,		/* GET /metrics, guarded like admin */
+	HTTP_PASS,		/* /upstream/MODEL/...: to model as it is */
+	HTTP_REDIRECT,		/* /upstream/MODEL: to /upstream/MODEL/ */
 };
 
 struct http_decision {
@@ -345,6 +369,14 @@ struct http_decision {
 	int		 fast;		/* HTTP_HOLD: body is NULL, scan is
 					 * what the rules needed of it */
 	struct rscan	 scan;
+	int		 family;	/* enum route_family: the shape of
+					 * the errors */
+	int		 form;		/* HTTP_HOLD: body is NULL, a form
+					 * read into mf with boundary */
+	struct mform	 mf;
+	char		 boundary[MULTIPART_BOUNDARY_MAX + 1];
+	size_t		 prefix;	/* HTTP_PASS, HTTP_REDIRECT: the
+					 * length of "/upstream/MODEL" */
 };
 
 extern int	 http_fastpath;		/* 0: json-c for every body */

@@ -20,11 +20,20 @@
  *
  * Any other route reads as chat completions do (and as every route did
  * before this table).
+ *
+ * The kinds' routes, agency.conf(5)'s list: chat has OpenAI's chat and
+ * completions, Anthropic's Messages and OpenAI's Responses; vision the
+ * same but completions, which take no images; rerank the three paths
+ * llama-server answers on; transcription OpenAI's two audio forms and
+ * whisper.cpp's own /inference; image generations and edits.
+ *
+ * Calls no other file of agency-proxy.
  */
 #include <sys/types.h>
 
 #include <string.h>
 
+#include "config.h"
 #include "routes.h"
 
 static const struct route	 table[] = {
@@ -62,6 +71,38 @@ static const struct route	 table[] = {
 	    { NULL, NULL }, 0 },
 };
 
+static const char *const	 chat_routes[] = { "/v1/chat/completions",
+	"/v1/completions", "/v1/messages", "/v1/messages/count_tokens",
+	"/v1/responses", "/v1/responses/input_tokens", NULL };
+static const char *const	 vision_routes[] = { "/v1/chat/completions",
+	"/v1/messages", "/v1/messages/count_tokens", "/v1/responses",
+	"/v1/responses/input_tokens", NULL };
+static const char *const	 embedding_routes[] = { "/v1/embeddings",
+	NULL };
+static const char *const	 rerank_routes[] = { "/v1/rerank",
+	"/v1/reranking", "/rerank", NULL };
+static const char *const	 speech_routes[] = { "/v1/audio/speech",
+	NULL };
+static const char *const	 transcription_routes[] = {
+	"/v1/audio/transcriptions", "/v1/audio/translations", "/inference",
+	NULL };
+static const char *const	 image_routes[] = { "/v1/images/generations",
+	"/v1/images/edits", NULL };
+
+static const struct {
+	int			 kind;
+	const char		*name;
+	const char *const	*routes;
+} kinds[] = {
+	{ KIND_CHAT, "chat", chat_routes },
+	{ KIND_EMBEDDING, "embedding", embedding_routes },
+	{ KIND_SPEECH, "speech", speech_routes },
+	{ KIND_IMAGE, "image", image_routes },
+	{ KIND_VISION, "vision", vision_routes },
+	{ KIND_RERANK, "rerank", rerank_routes },
+	{ KIND_TRANSCRIPTION, "transcription", transcription_routes },
+};
+
 static const struct route	 other = {
 	NULL, FAMILY_OPENAI, BODY_JSON, PARTS_CHAT,
 	{ "max_tokens", "max_completion_tokens" }, 1
@@ -76,4 +117,26 @@ routes_find(const char *path)
 		if (strcmp(table[i].path, path) == 0)
 			return (&table[i]);
 	return (&other);
+}
+
+const char *const *
+routes_of_kind(int kind)
+{
+	size_t	 i;
+
+	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (kinds[i].kind == kind)
+			return (kinds[i].routes);
+	return (NULL);
+}
+
+const char *
+routes_kind_name(int kind)
+{
+	size_t	 i;
+
+	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (kinds[i].kind == kind)
+			return (kinds[i].name);
+	return (NULL);
 }

@@ -7,7 +7,8 @@
  * shapes its bodies and errors have, how its body is read, where its
  * content parts are, and which fields the max tokens cap holds.  A pure
  * table, looked up by path.  A route the table does not have (one an
- * operator lists with "routes") is read as chat completions are.
+ * operator lists with "routes") is read as chat completions are.  And
+ * the routes each kind of runtime serves by default.
  */
 #ifndef AGENCY_ROUTES_H
 #define AGENCY_ROUTES_H
@@ -49,5 +50,12 @@ struct route {
 
 /* The route of a path: from the table, or the one for other routes. */
 const struct route	*routes_find(const char *);
+
+/* The routes a runtime of a kind (enum model_kind) serves when it lists
+ * none, NULL-terminated; NULL for an unknown kind. */
+const char *const	*routes_of_kind(int);
+
+/* A kind's name, as agency.conf(5) writes it; NULL for an unknown one. */
+const char		*routes_kind_name(int);
 
 #endif /* AGENCY_ROUTES_H */

@@ -14,9 +14,10 @@
  * body is over max; on success the model's range is inside the body,
  * 1 to MULTIPART_MODEL_MAX bytes without a control character, there is
  * a part, and no more files than parts.  And the rewrite the front door
- * makes: the model's value replaced by another (shorter, and longer),
- * the body reads again as the same form with the new value at the
- * shifted range.
+ * makes (multipart_splice): the model's value replaced by another
+ * (shorter, and longer), or a model field put first in a form that has
+ * none, the body reads again as the same form, with that value at the
+ * range the pieces give it and one part more if it was put first.
  *
  * FUZZ_WRITE_SEEDS=DIR writes the seed corpus into DIR and exits.
  */
@@ -44,31 +45,38 @@ fail(const char *what)
 	abort();
 }
 
-/* body with the model's value replaced by m, scanned again. */
+/* body spliced with m as its model, scanned again. */
 static void
 check_rewrite(const char *body, size_t len, const char *b,
     const struct mform *f, const char *m)
 {
+	struct mpiece	 v[MULTIPART_PIECES];
 	struct mform	 g;
 	const char	*e = NULL;
-	size_t		 mlen = strlen(m), nlen;
-	char		*n;
+	char		 head[MULTIPART_BOUNDARY_MAX + 200], *n;
+	size_t		 mlen = strlen(m), nlen = 0, np, i, at;
 
-	nlen = len - f->model_len + mlen;
+	if ((np = multipart_splice(body, len, f, b, m, head, sizeof(head),
+	    v)) == 0)
+		fail("a model cannot be spliced in");
+	for (i = 0; i < np; i++)
+		nlen += v[i].len;
 	if ((n = malloc(nlen)) == NULL)
 		fail("out of memory");
-	memcpy(n, body, f->model_off);
-	memcpy(n + f->model_off, m, mlen);
-	memcpy(n + f->model_off + mlen, body + f->model_off + f->model_len,
-	    len - f->model_off - f->model_len);
+	for (nlen = 0, i = 0; i < np; i++) {
+		memcpy(n + nlen, v[i].p, v[i].len);
+		nlen += v[i].len;
+	}
 	if (multipart_scan(n, nlen, b, MAX, &g, &e) != 0) {
 		fprintf(stderr, "rewritten: %s\n", e);
 		fail("a rewritten form does not read");
 	}
-	if (!g.has_model || g.model_off != f->model_off ||
-	    g.model_len != mlen || memcmp(n + g.model_off, m, mlen) != 0)
+	/* where the value lands: in the place of the old, or first */
+	at = f->has_model ? f->model_off : v[0].len - mlen - 2;
+	if (!g.has_model || g.model_off != at || g.model_len != mlen ||
+	    memcmp(n + g.model_off, m, mlen) != 0)
 		fail("a rewritten form has another model");
-	if (g.nparts != f->nparts || g.nfiles != f->nfiles ||
+	if (g.nparts != f->nparts + !f->has_model || g.nfiles != f->nfiles ||
 	    g.stream != f->stream || g.has_stream != f->has_stream)
 		fail("a rewritten form has other parts");
 	free(n);
@@ -101,8 +109,10 @@ check_scan(const char *body, size_t len, const char *b)
 		fail("the counts of parts are wrong");
 	if (f.stream && !f.has_stream)
 		fail("a stream without its field");
-	if (!f.has_model)
+	if (!f.has_model) {
+		check_rewrite(body, len, b, &f, "whisper-large-v3");
 		return;
+	}
 	if (f.model_off > len || f.model_len > len - f.model_off ||
 	    f.model_len == 0 || f.model_len > MULTIPART_MODEL_MAX)
 		fail("the model's range is wrong");

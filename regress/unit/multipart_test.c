@@ -337,6 +337,8 @@ ATF_TC_BODY(bounds, tc)
 	    -413);
 	ATF_CHECK(e != NULL && strstr(e, "too large") != NULL);
 	ATF_CHECK_EQ(multipart_scan(S(ok), "", MAX, &f, &e), -400);
+	/* an empty body, which may come as NULL */
+	ATF_CHECK_EQ(multipart_scan(NULL, 0, "b", MAX, &f, &e), -400);
 	memset(b, 'b', sizeof(b) - 1);
 	b[sizeof(b) - 1] = '\0';
 	ATF_CHECK_EQ(multipart_scan(S(ok), b, MAX, &f, &e), -400);
@@ -352,6 +354,64 @@ ATF_TC_BODY(bounds, tc)
 	}
 }
 
+/* The pieces joined. */
+static char *
+join(const struct mpiece *v, size_t n, size_t *len)
+{
+	static char	 buf[4096];
+	size_t		 i;
+
+	*len = 0;
+	for (i = 0; i < n; i++) {
+		ATF_REQUIRE(*len + v[i].len < sizeof(buf));
+		memcpy(buf + *len, v[i].p, v[i].len);
+		*len += v[i].len;
+	}
+	buf[*len] = '\0';
+	return (buf);
+}
+
+ATF_TC_WITHOUT_HEAD(splice);
+ATF_TC_BODY(splice, tc)
+{
+	const char	 ok[] = FORM("alias");
+	const char	 none[] = "--b\r\n" CD "name=file; filename=a\r\n\r\n"
+			    "RIFF\r\n--b--\r\n";
+	struct mpiece	 v[MULTIPART_PIECES];
+	char		 head[256], *s;
+	size_t		 n, len;
+
+	/* the value replaced, the rest as it was */
+	ATF_REQUIRE_EQ(scan(S(ok)), 0);
+	n = multipart_splice(ok, sizeof(ok) - 1, &f, "b", "/srv/m.gguf",
+	    head, sizeof(head), v);
+	ATF_REQUIRE_EQ(n, 3);
+	s = join(v, n, &len);
+	ATF_CHECK_STREQ(s, FORM("/srv/m.gguf"));
+	ATF_CHECK(v[0].p == ok && v[2].p + v[2].len == ok + sizeof(ok) - 1);
+	/* a form without a model: one put first */
+	ATF_REQUIRE_EQ(scan(S(none)), 0);
+	n = multipart_splice(none, sizeof(none) - 1, &f, "b", "w", head,
+	    sizeof(head), v);
+	ATF_REQUIRE_EQ(n, 2);
+	s = join(v, n, &len);
+	ATF_CHECK_STREQ(s, "--b\r\nContent-Disposition: form-data; "
+	    "name=\"model\"\r\n\r\nw\r\n--b\r\n" CD "name=file; "
+	    "filename=a\r\n\r\nRIFF\r\n--b--\r\n");
+	ATF_REQUIRE_EQ(scan(s, len), 0);
+	ATF_CHECK_STREQ(model_of(s), "w");
+	ATF_CHECK_EQ(f.nparts, 2);
+	/* no value can hold a line end; nor fit a head too small */
+	ATF_REQUIRE_EQ(scan(S(ok)), 0);
+	ATF_CHECK_EQ(multipart_splice(ok, sizeof(ok) - 1, &f, "b", "a\r\nb",
+	    head, sizeof(head), v), 0);
+	ATF_CHECK_EQ(multipart_splice(ok, sizeof(ok) - 1, &f, "b", "",
+	    head, sizeof(head), v), 0);
+	ATF_REQUIRE_EQ(scan(S(none)), 0);
+	ATF_CHECK_EQ(multipart_splice(none, sizeof(none) - 1, &f, "b", "w",
+	    head, 20, v), 0);
+}
+
 ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, boundary);
@@ -362,5 +422,6 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, headers);
 	ATF_TP_ADD_TC(tp, model_refused);
 	ATF_TP_ADD_TC(tp, bounds);
+	ATF_TP_ADD_TC(tp, splice);
 	return (atf_no_error());
 }

@@ -19,6 +19,9 @@
 
 #include "proxy.h"
 
+/* the route most cases are about */
+#define CC	"/v1/chat/completions"
+
 static json_object *
 parse(const char *s)
 {
@@ -227,7 +230,7 @@ apply(struct pconf *c, const char *model, const char *body, struct rerr *e,
 	json_object	*o = parse(body);
 	int		 rv, changed;
 
-	rv = rules_apply(pconf_find_model(c, model)->rt, o, e, &changed);
+	rv = rules_apply(pconf_find_model(c, model)->rt, CC, o, e, &changed);
 	strlcpy(out, str(o), outsize);
 	json_object_put(o);
 	return (rv);
@@ -356,29 +359,29 @@ ATF_TC_BODY(rewrite_cap, tc)
 	ATF_CHECK_EQ(rules_cap(pconf_find_model(c, "bge")), 0);
 
 	o = parse("{\"model\":\"q\",\"max_tokens\":1000}");
-	rules_rewrite(o, "/m/q.gguf", 256, KIND_CHAT);
+	rules_rewrite(o, "/m/q.gguf", 256, KIND_CHAT, CC);
 	ATF_CHECK_STREQ(str(o), "{\"model\":\"\\/m\\/q.gguf\","
 	    "\"max_tokens\":256}");
 	json_object_put(o);
 
 	o = parse("{\"max_tokens\":10,\"max_completion_tokens\":999}");
-	rules_rewrite(o, "up", 256, KIND_CHAT);
+	rules_rewrite(o, "up", 256, KIND_CHAT, CC);
 	ATF_CHECK_STREQ(str(o), "{\"max_tokens\":10,"
 	    "\"max_completion_tokens\":256,\"model\":\"up\"}");
 	json_object_put(o);
 
 	/* absent: the cap is added for chat, not for embeddings */
 	o = parse("{}");
-	rules_rewrite(o, "up", 256, KIND_CHAT);
+	rules_rewrite(o, "up", 256, KIND_CHAT, CC);
 	ATF_CHECK_STREQ(str(o), "{\"model\":\"up\",\"max_tokens\":256}");
 	json_object_put(o);
 	o = parse("{}");
-	rules_rewrite(o, "up", 256, KIND_EMBEDDING);
+	rules_rewrite(o, "up", 256, KIND_EMBEDDING, CC);
 	ATF_CHECK_STREQ(str(o), "{\"model\":\"up\"}");
 	json_object_put(o);
 	/* no cap: untouched */
 	o = parse("{\"max_tokens\":100000}");
-	rules_rewrite(o, "up", 0, KIND_CHAT);
+	rules_rewrite(o, "up", 0, KIND_CHAT, CC);
 	ATF_CHECK_STREQ(str(o), "{\"max_tokens\":100000,\"model\":\"up\"}");
 	json_object_put(o);
 	pconf_free(c);
@@ -396,32 +399,32 @@ ATF_TC_BODY(rewrite_unchanged, tc)
 	json_object	*o;
 
 	o = parse("{\"model\":\"alias\",\"max_tokens\":16}");
-	ATF_CHECK_EQ(rules_rewrite(o, "", 256, KIND_CHAT), 0);
+	ATF_CHECK_EQ(rules_rewrite(o, "", 256, KIND_CHAT, CC), 0);
 	ATF_CHECK_STREQ(str(o), "{\"model\":\"alias\",\"max_tokens\":16}");
-	ATF_CHECK_EQ(rules_rewrite(o, "", 8, KIND_CHAT), 1);
+	ATF_CHECK_EQ(rules_rewrite(o, "", 8, KIND_CHAT, CC), 1);
 	ATF_CHECK_STREQ(str(o), "{\"model\":\"alias\",\"max_tokens\":8}");
 	json_object_put(o);
 	/* no model: none is added */
 	o = parse("{\"max_tokens\":16}");
-	ATF_CHECK_EQ(rules_rewrite(o, "", 0, KIND_CHAT), 0);
+	ATF_CHECK_EQ(rules_rewrite(o, "", 0, KIND_CHAT, CC), 0);
 	ATF_CHECK_STREQ(str(o), "{\"max_tokens\":16}");
 	json_object_put(o);
 	/* the model's name, as the default send model gives it */
 	o = parse("{\"model\":\"alias\"}");
-	ATF_CHECK_EQ(rules_rewrite(o, "qwen", 0, KIND_CHAT), 1);
+	ATF_CHECK_EQ(rules_rewrite(o, "qwen", 0, KIND_CHAT, CC), 1);
 	ATF_CHECK_STREQ(str(o), "{\"model\":\"qwen\"}");
 	json_object_put(o);
 
 	memset(&rs, 0, sizeof(rs));
 	rs.max_tokens = rs.max_completion_tokens = -1;
-	ATF_CHECK_EQ(rules_rewrite_needed(&rs, "", 0, KIND_CHAT), 0);
-	ATF_CHECK_EQ(rules_rewrite_needed(&rs, "qwen", 0, KIND_CHAT), 1);
+	ATF_CHECK_EQ(rules_rewrite_needed(&rs, "", 0, KIND_CHAT, CC), 0);
+	ATF_CHECK_EQ(rules_rewrite_needed(&rs, "qwen", 0, KIND_CHAT, CC), 1);
 	rs.has_model = 1;
 	(void)strlcpy(rs.model, "alias", sizeof(rs.model));
-	ATF_CHECK_EQ(rules_rewrite_needed(&rs, "", 0, KIND_CHAT), 0);
-	ATF_CHECK_EQ(rules_rewrite_needed(&rs, "", 8, KIND_CHAT), 1);
-	ATF_CHECK_EQ(rules_rewrite_needed(&rs, "alias", 0, KIND_CHAT), 0);
-	ATF_CHECK_EQ(rules_rewrite_needed(&rs, "qwen", 0, KIND_CHAT), 1);
+	ATF_CHECK_EQ(rules_rewrite_needed(&rs, "", 0, KIND_CHAT, CC), 0);
+	ATF_CHECK_EQ(rules_rewrite_needed(&rs, "", 8, KIND_CHAT, CC), 1);
+	ATF_CHECK_EQ(rules_rewrite_needed(&rs, "alias", 0, KIND_CHAT, CC), 0);
+	ATF_CHECK_EQ(rules_rewrite_needed(&rs, "qwen", 0, KIND_CHAT, CC), 1);
 }
 
 /* What the rewrite reports, and when a body's bytes may go on as is. */
@@ -465,14 +468,14 @@ ATF_TC_BODY(plain, tc)
 
 	/* the rewrite says whether it changed anything */
 	o = parse("{\"model\":\"up\",\"max_tokens\":16}");
-	ATF_CHECK_EQ(rules_rewrite(o, "up", 256, KIND_CHAT), 0);
-	ATF_CHECK_EQ(rules_rewrite(o, "up", 0, KIND_CHAT), 0);
-	ATF_CHECK_EQ(rules_rewrite(o, "up", 8, KIND_CHAT), 1);	/* capped */
-	ATF_CHECK_EQ(rules_rewrite(o, "other", 0, KIND_CHAT), 1);
+	ATF_CHECK_EQ(rules_rewrite(o, "up", 256, KIND_CHAT, CC), 0);
+	ATF_CHECK_EQ(rules_rewrite(o, "up", 0, KIND_CHAT, CC), 0);
+	ATF_CHECK_EQ(rules_rewrite(o, "up", 8, KIND_CHAT, CC), 1);	/* capped */
+	ATF_CHECK_EQ(rules_rewrite(o, "other", 0, KIND_CHAT, CC), 1);
 	json_object_put(o);
 	o = parse("{\"model\":\"up\"}");
-	ATF_CHECK_EQ(rules_rewrite(o, "up", 256, KIND_EMBEDDING), 0);
-	ATF_CHECK_EQ(rules_rewrite(o, "up", 256, KIND_CHAT), 1);	/* added */
+	ATF_CHECK_EQ(rules_rewrite(o, "up", 256, KIND_EMBEDDING, CC), 0);
+	ATF_CHECK_EQ(rules_rewrite(o, "up", 256, KIND_CHAT, CC), 1);	/* added */
 	json_object_put(o);
 }
 
@@ -548,15 +551,15 @@ ATF_TC_BODY(scan, tc)
 	/* the rewrite the notes call for */
 	ATF_REQUIRE(rules_fast("{\"model\":\"up\",\"max_tokens\":16}", 30,
 	    &rs));
-	ATF_CHECK(!rules_rewrite_needed(&rs, "up", 256, KIND_CHAT));
-	ATF_CHECK(rules_rewrite_needed(&rs, "up", 8, KIND_CHAT));
-	ATF_CHECK(rules_rewrite_needed(&rs, "other", 0, KIND_CHAT));
+	ATF_CHECK(!rules_rewrite_needed(&rs, "up", 256, KIND_CHAT, CC));
+	ATF_CHECK(rules_rewrite_needed(&rs, "up", 8, KIND_CHAT, CC));
+	ATF_CHECK(rules_rewrite_needed(&rs, "other", 0, KIND_CHAT, CC));
 	ATF_REQUIRE(rules_fast("{\"model\":\"up\"}", 14, &rs));
-	ATF_CHECK(rules_rewrite_needed(&rs, "up", 256, KIND_CHAT));
-	ATF_CHECK(!rules_rewrite_needed(&rs, "up", 256, KIND_EMBEDDING));
+	ATF_CHECK(rules_rewrite_needed(&rs, "up", 256, KIND_CHAT, CC));
+	ATF_CHECK(!rules_rewrite_needed(&rs, "up", 256, KIND_EMBEDDING, CC));
 	ATF_REQUIRE(rules_fast("{\"model\":null}", 14, &rs));
 	ATF_CHECK(!rs.has_model);
-	ATF_CHECK(rules_rewrite_needed(&rs, "up", 0, KIND_CHAT));
+	ATF_CHECK(rules_rewrite_needed(&rs, "up", 0, KIND_CHAT, CC));
 }
 
 /* One body's parse does not reach into the next one's. */
@@ -644,7 +647,7 @@ ATF_TC_BODY(fast_refuse, tc)
 	for (i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
 		b = refused[i];
 		ATF_REQUIRE_MSG(rules_fast(b, strlen(b), &rs), "%s", b);
-		ATF_CHECK_MSG(!rules_fast_ok(m->rt, &rs), "%s", b);
+		ATF_CHECK_MSG(!rules_fast_ok(m->rt, CC, &rs), "%s", b);
 		decide_chat(c, b, &dc);
 		ATF_CHECK_EQ_MSG(dc.action, HTTP_ERROR, "%s", b);
 		ATF_CHECK_EQ_MSG(dc.e.status, 400, "%s", b);
@@ -668,7 +671,7 @@ ATF_TC_BODY(fast_refuse, tc)
 	/* a move's source: not fast; moved, or refused when it conflicts */
 	b = "{\"model\":\"qwen\",\"max_completion_tokens\":9}";
 	ATF_REQUIRE(rules_fast(b, strlen(b), &rs));
-	ATF_CHECK(!rules_fast_ok(m->rt, &rs));
+	ATF_CHECK(!rules_fast_ok(m->rt, CC, &rs));
 	decide_chat(c, b, &dc);
 	ATF_CHECK_EQ(dc.action, HTTP_HOLD);
 	ATF_CHECK(!dc.fast && !dc.plain && dc.body != NULL);
@@ -703,7 +706,7 @@ ATF_TC_BODY(cap_by_kind, tc)
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		o = parse("{\"model\":\"up\"}");
-		ATF_CHECK_EQ_MSG(rules_rewrite(o, "up", 64, cases[i].kind),
+		ATF_CHECK_EQ_MSG(rules_rewrite(o, "up", 64, cases[i].kind, CC),
 		    strchr(cases[i].out, ',') != NULL, "kind %d", cases[i].kind);
 		ATF_CHECK_STREQ_MSG(str(o), cases[i].out, "kind %d",
 		    cases[i].kind);
