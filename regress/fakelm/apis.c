@@ -94,11 +94,39 @@ apis_error_type(int code)
 	}
 }
 
+/*
+ * GET /redirect?to=WHERE: 302 to WHERE, as a server's own page may
+ * redirect (for agency's passthrough, which must keep it under its
+ * prefix).
+ */
+static void
+redirect(struct evhttp_request *req, const char *path)
+{
+	const struct evhttp_uri	*uri = evhttp_request_get_evhttp_uri(req);
+	const char		*q = uri != NULL ? evhttp_uri_get_query(uri) :
+				    NULL;
+
+	if (q == NULL || strncmp(q, "to=", 3) != 0 || q[3] == '\0') {
+		reply_error(req, 400, path, NULL, "invalid_request_error",
+		    "/redirect wants ?to=WHERE");
+		return;
+	}
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Location",
+	    q + 3);
+	log_request(http_method_name(req), path, NULL, 302, 0, 0);
+	evhttp_send_reply(req, 302, "Found", NULL);
+}
+
 /* Answers a request for one of these routes and returns 1, else 0. */
 int
 apis_route(struct evhttp_request *req, const char *path)
 {
 	size_t	 i;
+
+	if (strcmp(path, "/redirect") == 0) {
+		redirect(req, path);
+		return (1);
+	}
 
 	for (i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
 		if (strcmp(path, routes[i].path) != 0)

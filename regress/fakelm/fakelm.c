@@ -168,6 +168,7 @@ usage(FILE *fp, int code)
 "at POST /v1/audio/transcriptions, /v1/audio/translations,\n"
 "/v1/images/edits and /inference, answered with the size and cksum(1)\n"
 "digest of the body and of each file, and the other fields' values.\n"
+"GET /redirect?to=WHERE answers 302 with Location: WHERE.\n"
 "\n"
 "A request with the header \"X-Fakelm-Answer: FRAMING SIZE [MS]\", on any\n"
 "route but /health, is answered 200 with SIZE bytes of text, framed by\n"
