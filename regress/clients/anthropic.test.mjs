@@ -101,7 +101,7 @@ test('messages.countTokens', async () => {
 	assert.deepEqual(r, { input_tokens: 5 });
 });
 
-test('an unknown model is a NotFoundError', async () => {
+test('an unknown model is a NotFoundError, in Anthropic\'s shape', async () => {
 	await assert.rejects(
 	    client.messages.create({ model: 'nosuch', max_tokens: 1,
 		messages: hello }),
@@ -110,8 +110,42 @@ test('an unknown model is a NotFoundError', async () => {
 		    `${e.constructor.name}: ${e.message}`);
 		assert.equal(e.status, 404);
 		assert.match(e.message, /nosuch/);
+		// the body as Anthropic's API writes an error
+		assert.equal(e.error.type, 'error');
+		assert.equal(e.error.error.type, 'not_found_error');
+		assert.match(e.error.error.message, /nosuch/);
 		return true;
 	    });
+});
+
+test('a refusal of the pool is an Anthropic overloaded_error', async () => {
+	// as in openai.test.mjs: slow busy, other does not fit
+	const ac = new AbortController();
+	const stream = await client.messages.create({
+		model: 'slow',
+		max_tokens: 300,
+		messages: hello,
+		stream: true,
+	}, { signal: ac.signal });
+	const it = stream[Symbol.asyncIterator]();
+	await it.next();
+	try {
+		await assert.rejects(
+		    client.messages.create({ model: 'other', max_tokens: 1,
+			messages: hello }),
+		    (e) => {
+			assert.ok(e instanceof Anthropic.InternalServerError,
+			    `${e.constructor.name}: ${e.message}`);
+			assert.equal(e.status, 503);
+			assert.equal(e.error.error.type, 'overloaded_error');
+			assert.match(e.error.error.message, /needs 600/);
+			return true;
+		    });
+	} finally {
+		ac.abort();
+	}
+	await waitFor(5000, async () => (await inProgress()) === 0,
+	    'requestsInProgress 0');
 });
 
 test('an abort mid-stream leaves no request in progress', async () => {

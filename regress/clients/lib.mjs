@@ -59,3 +59,20 @@ export async function waitFor(ms, cond, what) {
 		await new Promise((r) => setTimeout(r, 20));
 	}
 }
+
+// POSIX cksum(1) of bytes, "CRC LENGTH", as fakelm reports a digest.
+export function cksum(bytes) {
+	let crc = 0;
+	const step = (c) => {
+		crc ^= c << 24;
+		for (let i = 0; i < 8; i++)
+			crc = crc & 0x80000000 ? ((crc << 1) ^ 0x04c11db7) :
+			    crc << 1;
+		crc >>>= 0;
+	};
+	for (const b of bytes)
+		step(b);
+	for (let n = bytes.length; n > 0; n = Math.floor(n / 256))
+		step(n & 0xff);
+	return `${(~crc) >>> 0} ${bytes.length}`;
+}

@@ -11,14 +11,17 @@
 //   slow    chat, 100 ms a token, lazy, 600M, stops on close always
 //   other   chat, lazy, 600M: with "memory budget 1G", it does not fit
 //           while slow is busy, so its request is refused with 503.
+//   whisper-1 (alias whisper)  transcription: fakelm answers an upload
+//           with the size and digest of each file it got.
 //
 // The cases run one after another (node --test --test-concurrency=1, and
 // one file): the 503 case and the abort case watch the same pool.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import OpenAI from 'openai';
-import { BASE_URL, model, inProgress, waitFor } from './lib.mjs';
+import { randomBytes } from 'node:crypto';
+import OpenAI, { toFile } from 'openai';
+import { BASE_URL, cksum, model, inProgress, waitFor } from './lib.mjs';
 
 // No retries: a 503 must come back as it is, not be retried away.
 const client = new OpenAI({
@@ -398,4 +401,55 @@ test('an abort mid-Response leaves no request in progress', async () => {
 	await waitFor(3000, async () => (await inProgress()) === 0,
 	    'requestsInProgress 0 after the abort');
 	assert.equal((await model('slow')).state, 'ready');
+});
+
+// Audio uploads: multipart/form-data through the front door.
+
+test('audio.transcriptions.create: the file arrives intact', async () => {
+	for (const size of [0, 1, 70_000, 3 << 20]) {
+		const bytes = randomBytes(size);
+		const r = await client.audio.transcriptions.create({
+			// the alias: the model field goes on as the model's name
+			model: 'whisper',
+			file: await toFile(bytes, 'speech.wav',
+			    { type: 'audio/wav' }),
+			language: 'en',
+		});
+		assert.equal(typeof r.text, 'string');
+		assert.equal(r.files.length, 1, JSON.stringify(r));
+		assert.equal(r.files[0].filename, 'speech.wav');
+		assert.equal(r.files[0].size, size);
+		assert.equal(r.files[0].cksum, cksum(bytes));
+		assert.equal(r.fields.model, 'whisper-1');
+		assert.equal(r.fields.language, 'en');
+	}
+});
+
+test('audio.transcriptions.create as text, and translations', async () => {
+	const file = await toFile(Buffer.from('RIFF\r\n--x\r\n'), 'a.wav');
+	const t = await client.audio.transcriptions.create({
+		model: 'whisper-1',
+		file,
+		response_format: 'text',
+	});
+	assert.match(t, /^fakelm heard \d+ bytes in 1 files/);
+	const r = await client.audio.translations.create({
+		model: 'whisper-1',
+		file: await toFile(Buffer.from('x'), 'b.wav'),
+	});
+	assert.equal(r.files[0].size, 1);
+});
+
+test('audio.transcriptions.create for a chat model is a NotFoundError', async () => {
+	await assert.rejects(
+	    client.audio.transcriptions.create({
+		model: 'fast',
+		file: await toFile(Buffer.from('x'), 'a.wav'),
+	    }),
+	    (e) => {
+		assert.ok(e instanceof OpenAI.NotFoundError,
+		    `${e.constructor.name}: ${e.message}`);
+		assert.match(e.message, /does not serve \/v1\/audio\/transcriptions/);
+		return true;
+	    });
 });
