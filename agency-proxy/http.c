@@ -317,7 +317,7 @@ decide_form(const struct pconf *conf, const char *path,
 		return;
 	}
 	if ((r = multipart_scan(body, len, dc->boundary, (size_t)conf->max_body,
-	    &dc->mf, &err)) != 0) {
+	    hh->marks, &dc->mf, &err)) != 0) {
 		decide_error(dc, -r, r == -413 ? "body_too_large" :
 		    "invalid_form", err);
 		return;
@@ -554,6 +554,7 @@ http_request(struct hreq *r, const struct h1_msg *m, char *body,
 	    field(m, "Host", host, sizeof(host));
 	hh.origin = field(m, "Origin", origin, sizeof(origin));
 	hh.ctype = field(m, "Content-Type", ctype, sizeof(ctype));
+	hh.marks = NULL;
 	http_decide(px->conf, cmd, path, &hh, len > 0 ? body : NULL, len,
 	    &dc);
 	switch (dc.action) {

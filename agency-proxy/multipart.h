@@ -9,7 +9,8 @@
  * whether it asks for a stream), with the byte range of the model's
  * value; and the pieces of the body with another value there (or a
  * model field put first), so that it is sent without copying the rest.
- * Pure functions on memory: no allocation, no I/O.  Calls no other file
+ * Pure functions on memory, no I/O; only the marks below allocate (a
+ * body's list of them).  Calls no other file
  * of agency-proxy (fuzz_multipart links it alone).
  *
  * The reading is strict, so that no server behind the front door can
@@ -48,6 +49,35 @@ struct mpiece {
 
 #define MULTIPART_PIECES	3
 
+/*
+ * Where "\r\n--" is in a body, noted as it arrives (multipart_mark) while
+ * its bytes are still in the cache, so that the scan at its end need not
+ * read a file's bytes again: starts before done were looked at, and each
+ * found is in v, in order; over: more than MULTIPART_MARKS_MAX, not kept.
+ */
+#define MULTIPART_MARKS_MAX	4096
+struct mmarks {
+	size_t	*v;
+	size_t	 n;
+	size_t	 cap;
+	size_t	 done;
+	int	 over;
+};
+
+void	multipart_mark(struct mmarks *, const char *, size_t);
+void	multipart_marks_reset(struct mmarks *);
+void	multipart_marks_free(struct mmarks *);
+
+/*
+ * The first delimiter d (dlen bytes, "\r\n--" and a boundary) in
+ * [p, end), or NULL.  multipart_simd: the widest vectors it uses, 0
+ * SSE2, 1 AVX2, 2 AVX-512; -1 (at first) the CPU's widest; tests set
+ * it.  Without SSE2, memmem(3).
+ */
+extern int	 multipart_simd;
+const char	*multipart_find(const char *, const char *, const char *,
+		    size_t);
+
 /* Whether a Content-Type's value is multipart/form-data. */
 int	multipart_is_form(const char *);
 
@@ -59,12 +89,14 @@ int	multipart_is_form(const char *);
 int	multipart_boundary(const char *, char *, size_t, const char **);
 
 /*
- * Read body (len bytes, at most max) as a form with boundary b into *f.
- * Returns 0, or a negated HTTP status for the client with a message in
- * *err: -413 when len is over max, -400 when the form is malformed.
+ * Read body (len bytes, at most max) as a form with boundary b into *f;
+ * with marks (or NULL) that cover it, its delimiters are looked for only
+ * there.  Returns 0, or a negated HTTP status for the client with a
+ * message in *err: -413 when len is over max, -400 when the form is
+ * malformed.
  */
 int	multipart_scan(const char *, size_t, const char *, size_t,
-	    struct mform *, const char **);
+	    const struct mmarks *, struct mform *, const char **);
 
 /*
  * A form read by multipart_scan (body, len bytes, boundary b, *f) with

@@ -386,6 +386,7 @@ struct http_hdrs {
 	const char	*host;
 	const char	*origin;
 	const char	*ctype;
+	const struct mmarks *marks;	/* a form's, as it came: or NULL */
 };
 
 void		 http_decide(const struct pconf *, int, const char *,

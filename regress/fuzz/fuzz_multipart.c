@@ -19,6 +19,11 @@
  * none, the body reads again as the same form, with that value at the
  * range the pieces give it and one part more if it was put first.
  *
+ * The delimiter search (multipart_find, SSE2, AVX2 and AVX-512 where
+ * the CPU has them) finds what memmem(3) finds; and marks taken as the
+ * body arrives, in pieces the input's first byte sizes, give the same
+ * scan as no marks.
+ *
  * FUZZ_WRITE_SEEDS=DIR writes the seed corpus into DIR and exits.
  */
 #include <sys/types.h>
@@ -67,7 +72,7 @@ check_rewrite(const char *body, size_t len, const char *b,
 		memcpy(n + nlen, v[i].p, v[i].len);
 		nlen += v[i].len;
 	}
-	if (multipart_scan(n, nlen, b, MAX, &g, &e) != 0) {
+	if (multipart_scan(n, nlen, b, MAX, NULL, &g, &e) != 0) {
 		fprintf(stderr, "rewritten: %s\n", e);
 		fail("a rewritten form does not read");
 	}
@@ -82,6 +87,57 @@ check_rewrite(const char *body, size_t len, const char *b,
 	free(n);
 }
 
+/*
+ * multipart_find against memmem, at each width the CPU has, from the
+ * first 130 starts of body (every alignment of the widest step) and
+ * every 61st after.
+ */
+static void
+check_find(const char *body, size_t len, const char *b)
+{
+	char		 d[MULTIPART_BOUNDARY_MAX + 5];
+	size_t		 dlen = strlen(b) + 4, i;
+	int		 w, widths = 1;
+
+#ifdef __SSE2__
+	widths = __builtin_cpu_supports("avx512bw") ? 3 :
+	    __builtin_cpu_supports("avx2") ? 2 : 1;
+#endif
+	memcpy(d, "\r\n--", 4);
+	memcpy(d + 4, b, dlen - 4);
+	for (w = 0; w < widths; w++) {
+		multipart_simd = w;
+		for (i = 0; i <= len; i += i < 130 ? 1 : 61)
+			if (multipart_find(body + i, body + len, d, dlen) !=
+			    memmem(body + i, len - i, d, dlen))
+				fail("multipart_find and memmem disagree");
+	}
+	multipart_simd = -1;
+}
+
+/* The scan with marks taken in pieces of step bytes is the scan. */
+static void
+check_marks(const char *body, size_t len, const char *b, size_t step)
+{
+	struct mmarks	 mk;
+	struct mform	 f, g;
+	const char	*e1 = NULL, *e2 = NULL;
+	size_t		 have;
+	int		 r1, r2;
+
+	memset(&mk, 0, sizeof(mk));
+	for (have = 0; have < len; ) {
+		have = have + step < len ? have + step : len;
+		multipart_mark(&mk, body, have);
+	}
+	r1 = multipart_scan(body, len, b, MAX, NULL, &f, &e1);
+	r2 = multipart_scan(body, len, b, MAX, &mk, &g, &e2);
+	if (r1 != r2 || (r1 == 0 && memcmp(&f, &g, sizeof(f)) != 0) ||
+	    (r1 != 0 && strcmp(e1, e2) != 0))
+		fail("marks change the scan");
+	multipart_marks_free(&mk);
+}
+
 static void
 check_scan(const char *body, size_t len, const char *b)
 {
@@ -90,7 +146,7 @@ check_scan(const char *body, size_t len, const char *b)
 	size_t		 i;
 	int		 r;
 
-	r = multipart_scan(body, len, b, MAX, &f, &e);
+	r = multipart_scan(body, len, b, MAX, NULL, &f, &e);
 	if (r != 0 && r != -400 && r != -413)
 		fail("an unknown result");
 	if (r != 0 && (e == NULL || e[0] == '\0'))
@@ -99,12 +155,12 @@ check_scan(const char *body, size_t len, const char *b)
 		fail("413 and the length disagree");
 	if (len > 0) {
 		e = NULL;
-		if (multipart_scan(body, len, b, len - 1, &f, &e) != -413)
+		if (multipart_scan(body, len, b, len - 1, NULL, &f, &e) != -413)
 			fail("a body over max is not 413");
 	}
 	if (r != 0)
 		return;
-	r = multipart_scan(body, len, b, MAX, &f, &e);
+	r = multipart_scan(body, len, b, MAX, NULL, &f, &e);
 	if (f.nparts == 0 || f.nfiles > f.nparts)
 		fail("the counts of parts are wrong");
 	if (f.stream && !f.has_stream)
@@ -223,6 +279,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fail("out of memory");
 	memcpy(body, data, size);
 	check_scan(body, size, b);
+	if (size > 0) {
+		check_find(body, size, b);
+		check_marks(body, size, b,
+		    1 + (unsigned char)body[0] % 61);
+	}
 	free(body);
 	return (0);
 }

@@ -412,6 +412,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	c = confs[byte(&in) & 7];
 	hh.host = host;
 	hh.ctype = ctype;
+	hh.marks = NULL;
 	hh.origin = origin;
 
 	/* The body in a buffer of its own size, as evbuffer_pullup

@@ -5,7 +5,8 @@
 /*
  * multipart/form-data (multipart.c): the boundary of a Content-Type, and
  * the scan of a body: its framing, the model's byte range, the stream
- * field, each refusal with its message.
+ * field, each refusal with its message; the delimiter search at each
+ * width against memmem(3), and marks taken as a body comes in.
  */
 #include <sys/types.h>
 
@@ -36,7 +37,7 @@ static int
 scan(const char *s, size_t len)
 {
 	err = NULL;
-	return (multipart_scan(s, len, "b", MAX, &f, &err));
+	return (multipart_scan(s, len, "b", MAX, NULL, &f, &err));
 }
 
 /* s is refused 400 with a message that has want in it. */
@@ -296,7 +297,7 @@ ATF_TC_BODY(headers, tc)
 	memcpy(big, "--b\r\nX-Long: ", 13);
 	memcpy(big + n - 16, "\r\n\r\nx\r\n--b--\r\n", 15);
 	err = NULL;
-	r = multipart_scan(big, n - 1, "b", MAX, &f, &err);
+	r = multipart_scan(big, n - 1, "b", MAX, NULL, &f, &err);
 	ATF_CHECK_EQ(r, -400);
 	ATF_CHECK(err != NULL && strstr(err, "too long") != NULL);
 	free(big);
@@ -332,23 +333,24 @@ ATF_TC_BODY(bounds, tc)
 	char		 b[MULTIPART_BOUNDARY_MAX + 2];
 	size_t		 i;
 
-	ATF_CHECK_EQ(multipart_scan(S(ok), "b", sizeof(ok) - 1, &f, &e), 0);
-	ATF_CHECK_EQ(multipart_scan(S(ok), "b", sizeof(ok) - 2, &f, &e),
+	ATF_CHECK_EQ(multipart_scan(S(ok), "b", sizeof(ok) - 1, NULL, &f, &e),
+	    0);
+	ATF_CHECK_EQ(multipart_scan(S(ok), "b", sizeof(ok) - 2, NULL, &f, &e),
 	    -413);
 	ATF_CHECK(e != NULL && strstr(e, "too large") != NULL);
-	ATF_CHECK_EQ(multipart_scan(S(ok), "", MAX, &f, &e), -400);
+	ATF_CHECK_EQ(multipart_scan(S(ok), "", MAX, NULL, &f, &e), -400);
 	/* an empty body, which may come as NULL */
-	ATF_CHECK_EQ(multipart_scan(NULL, 0, "b", MAX, &f, &e), -400);
+	ATF_CHECK_EQ(multipart_scan(NULL, 0, "b", MAX, NULL, &f, &e), -400);
 	memset(b, 'b', sizeof(b) - 1);
 	b[sizeof(b) - 1] = '\0';
-	ATF_CHECK_EQ(multipart_scan(S(ok), b, MAX, &f, &e), -400);
+	ATF_CHECK_EQ(multipart_scan(S(ok), b, MAX, NULL, &f, &e), -400);
 	/* every cut of a good form is refused, never read past */
 	for (i = 0; i < sizeof(ok) - 3; i++) {
 		char	*cut = malloc(i + 1);
 
 		ATF_REQUIRE(cut != NULL);
 		memcpy(cut, ok, i);
-		ATF_CHECK_EQ_MSG(multipart_scan(cut, i, "b", MAX, &f, &e),
+		ATF_CHECK_EQ_MSG(multipart_scan(cut, i, "b", MAX, NULL, &f, &e),
 		    -400, "cut at %zu", i);
 		free(cut);
 	}
@@ -412,6 +414,138 @@ ATF_TC_BODY(splice, tc)
 	    head, 20, v), 0);
 }
 
+/* The widths of multipart_find this CPU runs: 0 SSE2, 1 AVX2, 2 AVX-512. */
+static int
+widths(void)
+{
+#ifdef __SSE2__
+	return (__builtin_cpu_supports("avx512bw") ? 3 :
+	    __builtin_cpu_supports("avx2") ? 2 : 1);
+#else
+	return (1);
+#endif
+}
+
+ATF_TC_WITHOUT_HEAD(find);
+ATF_TC_BODY(find, tc)
+{
+	/* bytes that make candidates (a CR, a dash three on) often */
+	const char	 abc[] = "\r\n-bx";
+	const char	 d[] = "\r\n--bb";
+	char		*body;
+	const char	*got, *want;
+	size_t		 len = 1000, i, j, k;
+	int		 w, bad;
+
+	ATF_REQUIRE((body = malloc(len)) != NULL);
+	srandom(18);
+	for (w = 0; w < widths(); w++) {
+		multipart_simd = w;
+		for (k = 0; k < 20; k++) {
+			for (i = 0; i < len; i++)
+				body[i] = abc[random() % 5];
+			/* every start, and ends from each of its last bytes */
+			for (bad = 0, i = 0; i < len && !bad; i++)
+				for (j = len - 140; j <= len && !bad; j += 7) {
+					if (j < i)
+						continue;
+					got = multipart_find(body + i, body + j,
+					    d, sizeof(d) - 1);
+					want = memmem(body + i, j - i, d,
+					    sizeof(d) - 1);
+					ATF_CHECK_MSG(got == want, "width %d "
+					    "[%zu, %zu): %td, want %td", w, i,
+					    j, got ? got - body : -1,
+					    want ? want - body : -1);
+					bad = got != want;
+				}
+		}
+		/* one alone, at each place: found where it ends the range,
+		 * not when the range ends a byte short of it */
+		memset(body, 'x', len);
+		for (i = 0; i + 6 <= len; i++) {
+			memcpy(body + i, d, 6);
+			ATF_CHECK_MSG(multipart_find(body, body + i + 6, d,
+			    sizeof(d) - 1) == body + i, "width %d at %zu", w,
+			    i);
+			ATF_CHECK_MSG(multipart_find(body, body + i + 5, d,
+			    sizeof(d) - 1) == NULL, "width %d at %zu", w, i);
+			ATF_CHECK_MSG(multipart_find(body, body + len, d,
+			    sizeof(d) - 1) == body + i, "width %d at %zu", w,
+			    i);
+			memset(body + i, 'x', 6);
+		}
+	}
+	multipart_simd = -1;
+	free(body);
+}
+
+/* Marks of s taken step bytes at a time. */
+static void
+mark(struct mmarks *mk, const char *s, size_t len, size_t step)
+{
+	size_t	 have;
+
+	multipart_marks_reset(mk);
+	for (have = 0; have < len; ) {
+		have = have + step < len ? have + step : len;
+		multipart_mark(mk, s, have);
+	}
+}
+
+ATF_TC_WITHOUT_HEAD(marks);
+ATF_TC_BODY(marks, tc)
+{
+	const char	 ok[] = FORM("m");
+	const char	 in[] = "--b\r\n" CD "name=f; filename=a\r\n\r\n"
+			    "x\r\n--b-x\r\n--b--\r\n";
+	struct mmarks	 mk;
+	struct mform	 g;
+	char		*big;
+	size_t		 step, i, n;
+
+	memset(&mk, 0, sizeof(mk));
+	ATF_REQUIRE_EQ(scan(S(ok)), 0);
+	g = f;
+	for (step = 1; step < sizeof(ok); step++) {
+		mark(&mk, S(ok), step);
+		ATF_CHECK_EQ_MSG(multipart_scan(S(ok), "b", MAX, &mk, &f,
+		    &err), 0, "step %zu", step);
+		ATF_CHECK_MSG(memcmp(&f, &g, sizeof(f)) == 0, "step %zu",
+		    step);
+	}
+	/* the CRLF "--" marks: those of ok, the data's own among them */
+	mark(&mk, S(ok), 1);
+	for (n = 0, i = 0; i + 4 <= sizeof(ok) - 1; i++)
+		n += memcmp(ok + i, "\r\n--", 4) == 0;
+	ATF_CHECK_EQ(mk.n, n);
+	/* a delimiter in the data, found by its mark */
+	mark(&mk, S(in), 3);
+	ATF_CHECK_EQ(multipart_scan(S(in), "b", MAX, &mk, &f, &err), -400);
+	ATF_CHECK(err != NULL && strstr(err, "boundary is inside") != NULL);
+	/* marks that do not cover the body (taken of less) are not used */
+	mark(&mk, S(ok), 1);
+	mk.done = 10;
+	mk.n = 0;
+	ATF_CHECK_EQ(multipart_scan(S(ok), "b", MAX, &mk, &f, &err), 0);
+	ATF_CHECK(memcmp(&f, &g, sizeof(f)) == 0);
+	/* too many: not kept, and the scan looks for itself */
+	n = (MULTIPART_MARKS_MAX + 1) * 4 + sizeof(ok);
+	ATF_REQUIRE((big = malloc(n)) != NULL);
+	i = strstr(ok, "RIFF") - ok;
+	memcpy(big, ok, i);
+	for (step = 0; step <= MULTIPART_MARKS_MAX; step++)
+		memcpy(big + i + step * 4, "\r\n--", 4);
+	memcpy(big + i + step * 4, ok + i, sizeof(ok) - 1 - i);
+	n = i + step * 4 + sizeof(ok) - 1 - i;
+	mark(&mk, big, n, 4096);
+	ATF_CHECK(mk.over);
+	ATF_CHECK_EQ(multipart_scan(big, n, "b", MAX, &mk, &f, &err), 0);
+	ATF_CHECK_STREQ(model_of(big), "m");
+	multipart_marks_free(&mk);
+	free(big);
+}
+
 ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, boundary);
@@ -423,5 +557,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, model_refused);
 	ATF_TP_ADD_TC(tp, bounds);
 	ATF_TP_ADD_TC(tp, splice);
+	ATF_TP_ADD_TC(tp, find);
+	ATF_TP_ADD_TC(tp, marks);
 	return (atf_no_error());
 }
