@@ -52,7 +52,11 @@
  * (a body refused unread) does not turn the close into a reset that
  * destroys the answer.
  *
- * Calls: h1.c, buf.c, state.c.
+ * A form's body (multipart/form-data, of known length) has the places of
+ * its possible delimiters noted as it arrives (multipart.c's marks),
+ * while its bytes are in the cache, for the scan at its end.
+ *
+ * Calls: h1.c, buf.c, multipart.c, state.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>
@@ -113,6 +117,8 @@ struct hconn {
 	struct h1_chunked	 ch;
 	size_t			 rawpos;	/* chunked: next raw byte */
 	size_t			 bodylen;	/* chunked: decoded so far */
+	int			 form;		/* a form of known length: */
+	struct mmarks		 marks;		/* its body's marks so far */
 	/* the running request */
 	struct hreq		 req;
 	void			(*gone)(void *);
@@ -157,6 +163,8 @@ static void	 accept_errorcb(struct evconnlistener *, void *);
 static size_t	 conn_consume(struct hconn *, char *, size_t);
 static void	 conn_end(struct hconn *);
 static void	 conn_free(struct hconn *);
+static void	 form_start(struct hconn *, const struct h1_msg *);
+static void	 form_mark(struct hconn *);
 static void	 conn_linger(struct hconn *);
 static void	 conn_refuse(struct hconn *, int);
 static void	 wait_enter(struct hconn *);
@@ -442,6 +450,14 @@ conn_readcb(evutil_socket_t fd, short ev, void *arg)
 		room = sizeof(rbuf);
 	} else {
 		room = c->state == CS_BODY ? CONN_READ : 4096;
+		/*
+		 * A body of known length: room for all of it at once, and
+		 * no read past it, so that its buffer ends with it and can
+		 * be handed over whole (conn_keep_body).
+		 */
+		if (c->state == CS_BODY && c->clen >= 0 &&
+		    c->hdrlen + (size_t)c->clen > c->in.len)
+			room = c->hdrlen + (size_t)c->clen - c->in.len;
 		if (in_reserve(c, room, in_limit(c)) == -1)
 			room = c->in.cap - c->in.len;
 		if (room == 0 && c->state == CS_BUSY) {
@@ -493,10 +509,12 @@ conn_readcb(evutil_socket_t fd, short ev, void *arg)
 				}
 				memcpy(c->in.b, rbuf + used, n - used);
 				c->in.len = n - used;
+				form_mark(c);
 			}
 			return;
 		}
 		c->in.len += n;
+		form_mark(c);
 	}
 	if (c->state != CS_HEADER && c->state != CS_BODY)
 		return;
@@ -515,7 +533,9 @@ conn_readcb(evutil_socket_t fd, short ev, void *arg)
 			conn_linger(c);
 		return;
 	}
-	if (used > 0) {
+	if (used > 0 && c->in.b == NULL) {
+		/* conn_keep_body took the input, which held one request */
+	} else if (used > 0) {
 		/* state may have moved: CS_BODY keeps offsets from 0 */
 		memmove(c->in.b, c->in.b + used, c->in.len - used);
 		c->in.len -= used;
@@ -541,6 +561,47 @@ conn_refuse(struct hconn *c, int status)
 	c->req.keepalive = 0;
 	c->req.head = 0;
 	handler->refused(&c->req, status);
+}
+
+/* A body about to be read: whether it is a form to mark as it comes. */
+static void
+form_start(struct hconn *c, const struct h1_msg *m)
+{
+	const struct h1_header	*h;
+	char			 ct[64];
+
+	multipart_marks_reset(&c->marks);
+	c->form = 0;
+	if (c->clen <= 0 || (h = h1_find(m, "Content-Type")) == NULL ||
+	    h->valuelen >= sizeof(ct))
+		return;
+	memcpy(ct, h->value, h->valuelen);
+	ct[h->valuelen] = '\0';
+	c->form = multipart_is_form(ct);
+}
+
+/* The body bytes in c->in so far, marked if it is a form. */
+static void
+form_mark(struct hconn *c)
+{
+	size_t	 have;
+
+	if (c->state != CS_BODY || !c->form || c->in.len <= c->hdrlen)
+		return;
+	have = c->in.len - c->hdrlen;
+	if (have > (size_t)c->clen)
+		have = c->clen;
+	multipart_mark(&c->marks, c->in.b + c->hdrlen, have);
+}
+
+/* The marks of the body of the request being handed up; NULL if there
+ * are none that cover it. */
+const struct mmarks *
+conn_body_marks(struct hconn *c)
+{
+	if (!c->form || c->marks.over)
+		return (NULL);
+	return (&c->marks);
 }
 
 /*
@@ -593,6 +654,7 @@ conn_consume(struct hconn *c, char *buf, size_t len)
 			c->state = CS_BODY;
 			c->since = now_ms();
 			wait_enter(c);
+			form_start(c, &m);
 			if (m.expect_continue && m.minor == 1) {
 				/* only when the body is not all here */
 				total = c->clen >= 0 ?
@@ -663,6 +725,37 @@ conn_consume(struct hconn *c, char *buf, size_t len)
 			return (len);
 	}
 	return (used);
+}
+
+/*
+ * The body of the request being handed up (body, len bytes), for its
+ * handler to keep past its return: the connection's input buffer itself
+ * when the body is in it and the request ends it, so that a large body
+ * is never copied; otherwise a copy.  *base is what to free(3) after;
+ * NULL when memory is short.
+ */
+char *
+conn_keep_body(struct hconn *c, const char *body, size_t len, char **base)
+{
+	const char	*start, *end;
+
+	*base = NULL;
+	if (c->in.b != NULL && body >= c->in.b &&
+	    body + len <= c->in.b + c->in.len) {
+		start = body - c->hdrlen;
+		end = start + (c->clen >= 0 ? c->hdrlen + (size_t)c->clen :
+		    c->rawpos);
+		if (start == c->in.b && end == c->in.b + c->in.len) {
+			*base = c->in.b;
+			c->in.b = NULL;
+			c->in.len = c->in.cap = 0;
+			return (*base + (body - start));
+		}
+	}
+	if ((*base = malloc(len > 0 ? len : 1)) == NULL)
+		return (NULL);
+	memcpy(*base, body, len);
+	return (*base);
 }
 
 /*
@@ -865,6 +958,7 @@ conn_free(struct hconn *c)
 	stats.open--;
 	buf_release(&c->in, 0);
 	buf_release(&c->out, 0);
+	multipart_marks_free(&c->marks);
 	free(c);
 }
 

@@ -35,6 +35,7 @@
 #include <sys/queue.h>
 #include <sys/socket.h>
 #include <sys/tree.h>
+#include <sys/uio.h>
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -92,9 +93,12 @@ struct upconn {
 	int			 reused;	/* served an answer before */
 	int			 paused;	/* rev deleted: client is slow */
 	int			 inidle;	/* on the idle list */
-	char			*out;		/* the request's unwritten part */
-	size_t			 outoff;
-	size_t			 outlen;
+	/* the request's unwritten part: its header's rest (a copy, out),
+	 * then its body's pieces (the request's own, not copied) */
+	char			*out;
+	struct iovec		 iov[1 + MULTIPART_PIECES];
+	int			 niov;
+	int			 iovi;		/* the next to write */
 	char			*in;		/* an answer's partial header */
 	size_t			 inlen;
 	/* the answer being read */
@@ -127,6 +131,7 @@ struct preq {
 	json_object		*json;		/* NULL: fast */
 	char			*raw;		/* the body's bytes, if plain */
 	size_t			 rawlen;
+	char			*rawbase;	/* what raw is in, to free */
 	int			 fast;		/* no tree: what scan noted */
 	int			 has_model;
 	char			 bmodel[AGENCY_NAME_MAX];
@@ -137,6 +142,9 @@ struct preq {
 	struct mform		 mf;
 	char			 boundary[MULTIPART_BOUNDARY_MAX + 1];
 	char			 upstream[AGENCY_PATH_MAX];	/* granted */
+	/* a model field put first in a form that has none */
+	char			 formhead[MULTIPART_BOUNDARY_MAX +
+				    AGENCY_PATH_MAX + 80];
 	int			 pass;		/* /upstream/MODEL/... */
 	int			 headreq;	/* HEAD: the answer has no body */
 	char			 prefix[AGENCY_PATH_MAX];	/* "/upstream/MODEL" */
@@ -201,6 +209,7 @@ static void		 upstream_fail(struct preq *, const char *);
 static void		 upstream_readcb(evutil_socket_t, short, void *);
 static void		 upstream_writecb(evutil_socket_t, short, void *);
 static void		 uc_free(struct upconn *);
+static int		 uc_pending(const struct upconn *);
 static void		 timer_arm(struct preq *);
 static void		 timer_cb(evutil_socket_t, short, void *);
 static void		 usage_scan(struct preq *, const char *, size_t);
@@ -316,7 +325,7 @@ preq_end(struct preq *p)
 	TAILQ_REMOVE(&preqs, p, entry);
 	evtimer_del(&p->timer);
 	json_object_put(p->json);
-	free(p->raw);
+	free(p->rawbase);
 	json_object_put(p->models);
 	if (p->hdrs != p->hbuf)
 		free(p->hdrs);
@@ -468,11 +477,14 @@ client_gone(void *arg)
 		log_debug("request %llu: client left, draining %s",
 		    (unsigned long long)p->reqid, p->label);
 		p->state = ST_DRAIN;
-		/* nothing is sent again now: the body is not kept */
-		free(p->raw);
-		p->raw = NULL;
-		json_object_put(p->json);
-		p->json = NULL;
+		/* nothing is sent again now: the body is not kept, once
+		 * what the model still reads of it is out */
+		if (p->uc == NULL || !uc_pending(p->uc)) {
+			free(p->rawbase);
+			p->raw = p->rawbase = NULL;
+			json_object_put(p->json);
+			p->json = NULL;
+		}
 		if (p->uc != NULL && p->uc->paused) {
 			p->uc->paused = 0;
 			event_add(&p->uc->rev, NULL);
@@ -542,12 +554,11 @@ hold_ask(struct preq *p, const struct pmodel *m, const char *raw,
 	struct proto_hold_req	 hr;
 
 	p->state = ST_HOLD;
-	/* kept, to be sent as they are if the grant changes nothing */
-	if (raw != NULL && rawlen > 0 &&
-	    (p->raw = malloc(rawlen)) != NULL) {
-		memcpy(p->raw, raw, rawlen);
+	/* kept, to be sent as they are if the grant changes nothing:
+	 * the connection's buffer itself when it can be had */
+	if (raw != NULL && rawlen > 0 && (p->raw = conn_keep_body(p->r->conn,
+	    raw, rawlen, &p->rawbase)) != NULL)
 		p->rawlen = rawlen;
-	}
 	if ((raw != NULL && rawlen > 0 && p->raw == NULL) ||
 	    keep_headers(p, hm) == -1) {
 		reply_error(p, 500, "internal_error", "Out of memory.");
@@ -708,8 +719,8 @@ forward_grant(const struct proto_hold_grant *g)
 		return;
 	if (p->json != NULL &&
 	    rules_rewrite(p->json, g->upstream, p->cap, p->kindof, p->path)) {
-		free(p->raw);
-		p->raw = NULL;
+		free(p->rawbase);
+		p->raw = p->rawbase = NULL;
 	}
 	p->state = ST_FORWARD;
 	upstream_forward(p);
@@ -864,27 +875,52 @@ uc_free(struct upconn *uc)
 	free(uc);
 }
 
-/* Write what the socket takes of the request; keep the rest. */
+/* Whether a request is still going out on uc. */
 static int
-uc_send(struct upconn *uc, const char *d, size_t len)
+uc_pending(const struct upconn *uc)
 {
-	ssize_t	 n = 0;
+	return (uc->iovi < uc->niov);
+}
+
+/*
+ * Write what the socket takes of the request, v[0] its header (in the
+ * shared output buffer) and the rest its body's pieces; keep the rest:
+ * the header's in a copy, the body's pieces as they are, the request's
+ * to keep until it ends.
+ */
+static int
+uc_sendv(struct upconn *uc, const struct iovec *v, int n)
+{
+	ssize_t	 w = 0;
+	size_t	 left;
+	char	*base;
+	int	 i;
 
 	if (!uc->connecting) {
-		if ((n = write(uc->fd, d, len)) == -1) {
+		if ((w = writev(uc->fd, v, n)) == -1) {
 			if (errno != EAGAIN && errno != EINTR)
 				return (-1);
-			n = 0;
+			w = 0;
 		}
-		if ((size_t)n == len)
-			return (0);
 	}
-	free(uc->out);
-	if ((uc->out = malloc(len - n)) == NULL)
-		return (-1);
-	memcpy(uc->out, d + n, len - n);
-	uc->outoff = 0;
-	uc->outlen = len - n;
+	for (i = 0; i < n && (size_t)w >= v[i].iov_len; i++)
+		w -= v[i].iov_len;
+	uc->niov = uc->iovi = 0;
+	if (i == n)
+		return (0);
+	for (; i < n; i++, w = 0) {
+		base = (char *)v[i].iov_base + w;
+		left = v[i].iov_len - w;
+		if (i == 0) {
+			free(uc->out);
+			if ((uc->out = malloc(left)) == NULL)
+				return (-1);
+			memcpy(uc->out, base, left);
+			base = uc->out;
+		}
+		uc->iov[uc->niov].iov_base = base;
+		uc->iov[uc->niov++].iov_len = left;
+	}
 	if (!uc->connecting)
 		event_add(&uc->wev, NULL);
 	return (0);
@@ -894,11 +930,11 @@ static void
 upstream_forward(struct preq *p)
 {
 	struct upconn	*uc;
-	const char	*s, *err = NULL;
+	const char	*err = NULL;
 	size_t		 len, i, n;
 	char		 msg[PROTO_MSG_MAX];
-	char		 head[MULTIPART_BOUNDARY_MAX + AGENCY_PATH_MAX + 80];
 	struct mpiece	 v[MULTIPART_PIECES];
+	struct iovec	 iov[1 + MULTIPART_PIECES];
 
 	if ((uc = pool_get(p->port, &err)) == NULL) {
 		(void)snprintf(msg, sizeof(msg), "%.300s: %s (127.0.0.1:%u)",
@@ -930,7 +966,7 @@ upstream_forward(struct preq *p)
 	    memcmp(p->raw + p->mf.model_off, p->upstream,
 	    p->mf.model_len) != 0) &&
 	    (n = multipart_splice(p->raw, p->rawlen, &p->mf, p->boundary,
-	    p->upstream, head, sizeof(head), v)) == 0) {
+	    p->upstream, p->formhead, sizeof(p->formhead), v)) == 0) {
 		reply_error(p, 500, "internal_error", "The model's upstream "
 		    "name cannot be a form's value.");
 		preq_end(p);
@@ -956,11 +992,15 @@ upstream_forward(struct preq *p)
 		o_str("\r\n");
 	}
 	o_str("\r\n");
-	for (i = 0; i < n; i++)
-		o_add(v[i].p, v[i].len);
-	s = ob.b;
+	/* the header, then the body from where it is: one writev */
+	iov[0].iov_base = ob.b;
+	iov[0].iov_len = ob.len;
+	for (i = 0; i < n; i++) {
+		iov[i + 1].iov_base = (void *)(uintptr_t)v[i].p;
+		iov[i + 1].iov_len = v[i].len;
+	}
 	timer_arm(p);
-	if (uc_send(uc, s, ob.len) == -1) {
+	if (uc_sendv(uc, iov, (int)n + 1) == -1) {
 		upstream_fail(p, "connection failed");
 		return;
 	}
@@ -993,8 +1033,8 @@ upstream_writecb(evutil_socket_t fd, short ev, void *arg)
 			return;
 		}
 	}
-	if (uc->outoff < uc->outlen) {
-		n = write(fd, uc->out + uc->outoff, uc->outlen - uc->outoff);
+	while (uc_pending(uc)) {
+		n = writev(fd, uc->iov + uc->iovi, uc->niov - uc->iovi);
 		if (n == -1) {
 			if (errno == EAGAIN || errno == EINTR)
 				return;
@@ -1004,13 +1044,21 @@ upstream_writecb(evutil_socket_t fd, short ev, void *arg)
 				uc_free(uc);
 			return;
 		}
-		uc->outoff += n;
-		if (uc->outoff < uc->outlen)
-			return;
+		for (; n > 0 && uc_pending(uc); uc->iovi++) {
+			if ((size_t)n < uc->iov[uc->iovi].iov_len) {
+				uc->iov[uc->iovi].iov_base =
+				    (char *)uc->iov[uc->iovi].iov_base + n;
+				uc->iov[uc->iovi].iov_len -= n;
+				break;
+			}
+			n -= uc->iov[uc->iovi].iov_len;
+		}
+		if (uc_pending(uc))
+			return;		/* the socket is full: wait */
 	}
 	free(uc->out);
 	uc->out = NULL;
-	uc->outoff = uc->outlen = 0;
+	uc->niov = uc->iovi = 0;
 	event_del(&uc->wev);
 }
 
@@ -1163,7 +1211,7 @@ upstream_done(struct preq *p, int reusable)
 	/* not one whose request is still going out, or whose answer came
 	 * before all of it: what is left would start the next request */
 	if (reusable && uc->keepalive && !uc->paused && !uc->connecting &&
-	    uc->outoff == uc->outlen) {
+	    !uc_pending(uc)) {
 		free(uc->in);
 		uc->in = NULL;
 		uc->inlen = 0;

@@ -554,7 +554,7 @@ http_request(struct hreq *r, const struct h1_msg *m, char *body,
 	    field(m, "Host", host, sizeof(host));
 	hh.origin = field(m, "Origin", origin, sizeof(origin));
 	hh.ctype = field(m, "Content-Type", ctype, sizeof(ctype));
-	hh.marks = NULL;
+	hh.marks = conn_body_marks(r->conn);
 	http_decide(px->conf, cmd, path, &hh, len > 0 ? body : NULL, len,
 	    &dc);
 	switch (dc.action) {

@@ -289,6 +289,8 @@ void		 conn_configure(const struct pconf *);
 void		*conn_listen(int);
 void		 conn_unlisten(void *);
 int		 conn_write(struct hconn *, const void *, size_t);
+char		*conn_keep_body(struct hconn *, const char *, size_t, char **);
+const struct mmarks *conn_body_marks(struct hconn *);
 size_t		 conn_queued(const struct hconn *);
 void		 conn_set_owner(struct hconn *, void (*)(void *),
 		    void (*)(void *), void *);
