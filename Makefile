@@ -111,11 +111,11 @@ regress/tools/%: regress/tools/%.c regress/tools/*.h $(COMMON_LIB)
 
 # Unit tests link the libraries; the linker takes only what they use.
 regress/unit/%_test: regress/unit/%_test.o $(AGENCYD_LIB) $(PROXY_LIB) \
-    $(COMMON_LIB)
+    $(CTL_LIB) $(COMMON_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(shell pkg-config --libs atf-c)
 regress/unit/%_test.o: regress/unit/%_test.c agencyd/*.h agency-proxy/*.h \
-    common/*.h
-	$(CC) $(CFLAGS) -Iagencyd -Iagency-proxy \
+    agency-ctl/*.h common/*.h
+	$(CC) $(CFLAGS) -Iagencyd -Iagency-proxy -Iagency-ctl \
 	    $(shell pkg-config --cflags atf-c) -c -o $@ $<
 
 agencyd/%.o: agencyd/%.c agencyd/*.h common/*.h

@@ -8,7 +8,12 @@
  * One request a connection.  The answer is read to its end marker
  * (IMSG_CTL_END, or IMSG_STATUS_END for status); every message in it is
  * checked for its exact size and NUL-terminated strings, and anything
- * else is reported as a broken answer rather than trusted.
+ * else is reported as a broken answer rather than trusted.  "logs -f"
+ * has no end: it prints each line agencyd sends until it is interrupted
+ * or agencyd closes.
+ *
+ * The exit status says what went wrong (ctl.h, CTL_EXIT_*): the command
+ * line, no agencyd to answer, a refusal, or a model that failed.
  */
 #include <sys/types.h>
 #include <sys/ioctl.h>
@@ -18,6 +23,7 @@
 
 #include <err.h>
 #include <errno.h>
+#include <grp.h>
 #include <json.h>
 #include <poll.h>
 #include <signal.h>
@@ -33,6 +39,7 @@
 #include "imsg.h"
 #include "log.h"
 #include "proto.h"
+#include "version.h"
 
 #define PROGRESS_MS	100	/* how often the load timer is redrawn */
 
@@ -50,25 +57,28 @@ enum ctl_action {
 struct ctl_cmd {
 	const char	*name;
 	enum ctl_action	 action;
-	int		 nargs;		/* operands after the command */
+	const char	*opts;		/* its options (getopt), -j with them */
+	int		 minargs;	/* operands after the command */
+	int		 maxargs;
 };
 
 static const struct ctl_cmd ctl_cmds[] = {
-	{ "cancel",	CTL_CANCEL,	1 },
-	{ "load",	CTL_LOAD,	1 },
-	{ "log",	CTL_LOG,	1 },
-	{ "logs",	CTL_LOGS,	1 },
-	{ "plan",	CTL_PLAN,	1 },
-	{ "reload",	CTL_RELOAD,	0 },
-	{ "status",	CTL_STATUS,	0 },
-	{ "unload",	CTL_UNLOAD,	1 },
+	{ "cancel",	CTL_CANCEL,	"j",	1, 1 },
+	{ "load",	CTL_LOAD,	"jn",	1, 1 },
+	{ "log",	CTL_LOG,	"j",	1, 1 },
+	{ "logs",	CTL_LOGS,	"fj",	1, 1 },
+	{ "plan",	CTL_PLAN,	"j",	1, 1 },
+	{ "reload",	CTL_RELOAD,	"j",	0, 0 },
+	{ "status",	CTL_STATUS,	"j",	0, 1 },
+	{ "unload",	CTL_UNLOAD,	"j",	1, 1 },
 };
 
 struct ctl {
 	const struct ctl_cmd	*cmd;
-	const char		*model;
+	const char		*model;		/* as given: a name or alias */
 	int			 json;
 	int			 wait;		/* load: until ready */
+	int			 follow;	/* logs -f */
 	int			 verbose;	/* log: 2 verbose, 1 brief */
 
 	struct imsgbuf		 ibuf;
@@ -77,7 +87,7 @@ struct ctl {
 						 * logs -j */
 	char			 result[PROTO_MSG_MAX];
 	int			 ok;		/* IMSG_CTL_OK came */
-	int			 failed;	/* IMSG_CTL_ERROR came */
+	int			 failed;	/* an error came: its status */
 
 	int			 progress;	/* drawing the load timer */
 	int			 drawn;		/* a timer line is on screen */
@@ -86,13 +96,21 @@ struct ctl {
 
 __dead static void	usage(int);
 static const struct ctl_cmd *ctl_lookup(const char *);
+static void		ctl_args(struct ctl *, int, char **);
 static int		ctl_connect(const char *);
+static int		ctl_connect_default(const char *);
 static void		ctl_request(struct ctl *);
 static int		ctl_dispatch(struct ctl *, struct imsg *);
+static void		ctl_follow_line(struct ctl *, const char *);
 __dead static void	ctl_done(struct ctl *);
+__dead static void	ctl_refused(struct ctl *);
 static void		lines_add(struct ctl *, const char *);
 static void		lines_print(struct ctl *, FILE *);
 static void		lines_json(struct ctl *, const char *);
+static void		json_print(json_object *, int);
+static void		result_json(struct ctl *, const char *,
+			    json_object *);
+static void		out_flush(void);
 static void		progress_draw(struct ctl *);
 static void		progress_clear(struct ctl *);
 __dead static void	broken(struct ctl *, const char *);
@@ -103,18 +121,19 @@ usage(int help)
 	extern char	*__progname;
 	FILE		*fp = help ? stdout : stderr;
 
-	fprintf(fp, "usage: %s [-hj] [-s socket] command [argument]\n",
+	fprintf(fp, "usage: %s [-hjV] [-s socket] command [argument]\n",
 	    __progname);
 	fprintf(fp, "commands:\n"
-	    "\tstatus\n"
+	    "\tstatus [model]\n"
 	    "\tload [-n] model\n"
 	    "\tunload model\n"
 	    "\tcancel model\n"
 	    "\treload\n"
 	    "\tlog verbose | brief\n"
-	    "\tlogs model\n"
-	    "\tplan model\n");
-	exit(help ? 0 : 1);
+	    "\tlogs [-f] model\n"
+	    "\tplan model\n"
+	    "each command also takes -j after it\n");
+	exit(help ? CTL_EXIT_OK : CTL_EXIT_USAGE);
 }
 
 static int64_t
@@ -123,7 +142,7 @@ now_ms(clockid_t clock)
 	struct timespec	ts;
 
 	if (clock_gettime(clock, &ts) == -1)
-		err(1, "clock_gettime");
+		err(CTL_EXIT_ERROR, "clock_gettime");
 	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
 }
 
@@ -143,7 +162,7 @@ main(int argc, char *argv[])
 {
 	struct ctl	 ctl;
 	struct imsg	 imsg;
-	struct pollfd	 pfd;
+	struct pollfd	 pfd[2];
 	char		 defsock[AGENCY_PATH_MAX];
 	const char	*sockpath = NULL;
 	ssize_t		 n;
@@ -153,7 +172,7 @@ main(int argc, char *argv[])
 	ctl.wait = 1;
 
 	/* "+": options end at the command, which may have its own. */
-	while ((ch = getopt(argc, argv, "+hjs:")) != -1) {
+	while ((ch = getopt(argc, argv, "+hjs:V")) != -1) {
 		switch (ch) {
 		case 'h':
 			usage(1);
@@ -163,6 +182,10 @@ main(int argc, char *argv[])
 		case 's':
 			sockpath = optarg;
 			break;
+		case 'V':
+			printf("agency-ctl %s\n", AGENCY_VERSION);
+			out_flush();
+			exit(CTL_EXIT_OK);
 		default:
 			usage(0);
 		}
@@ -175,71 +198,27 @@ main(int argc, char *argv[])
 		warnx("unknown command: %s", argv[0]);
 		usage(0);
 	}
+	ctl_args(&ctl, argc, argv);
 
-	if (ctl.cmd->action == CTL_LOAD) {
-		optreset = 1;
-		optind = 1;
-		opterr = 0;
-		while ((ch = getopt(argc, argv, "+n")) != -1) {
-			switch (ch) {
-			case 'n':
-				ctl.wait = 0;
-				break;
-			default:
-				warnx("load: unknown option -%c", optopt);
-				usage(0);
-			}
-		}
-		argc -= optind;
-		argv += optind;
-	} else {
-		argc--;
-		argv++;
-	}
-	if (argc != ctl.cmd->nargs)
-		usage(0);
-
-	switch (ctl.cmd->action) {
-	case CTL_LOG:
-		if (strcmp(argv[0], "verbose") == 0)
-			ctl.verbose = 2;
-		else if (strcmp(argv[0], "brief") == 0)
-			ctl.verbose = 1;
-		else {
-			warnx("log takes verbose or brief, not %s", argv[0]);
-			usage(0);
-		}
-		break;
-	case CTL_LOAD:
-	case CTL_UNLOAD:
-	case CTL_CANCEL:
-	case CTL_LOGS:
-	case CTL_PLAN:
-		ctl.model = argv[0];
-		if (ctl.model[0] == '\0' ||
-		    strlen(ctl.model) >= AGENCY_NAME_MAX)
-			errx(1, "invalid model name: %s", ctl.model);
-		break;
-	default:
-		break;
-	}
+	/*
+	 * Output closed early ("agency-ctl logs m | head"): the end, with
+	 * no message, as for any filter.  The socket is written with
+	 * MSG_NOSIGNAL: its closing is reported, not a silent death.
+	 */
+	if (signal(SIGPIPE, SIG_DFL) == SIG_ERR)
+		err(CTL_EXIT_ERROR, "signal");
 
 	if (sockpath == NULL) {
 		if (config_default_socket(defsock, sizeof(defsock)) == -1)
-			errx(1, "the default control socket path is too "
-			    "long; use -s");
-		sockpath = defsock;
-	}
-
-	/* A closed socket is an error to report, not a silent death. */
-	if (signal(SIGPIPE, SIG_IGN) == SIG_ERR)
-		err(1, "signal");
-
-	fd = ctl_connect(sockpath);
+			errx(CTL_EXIT_UNREACHABLE, "the default control socket "
+			    "path is too long; use -s");
+		fd = ctl_connect_default(defsock);
+	} else
+		fd = ctl_connect(sockpath);
 	imsg_init(&ctl.ibuf, fd);
 	ctl_request(&ctl);
 	if (imsg_flush(&ctl.ibuf) == -1)
-		err(1, "write to %s", sockpath);
+		err(CTL_EXIT_UNREACHABLE, "cannot send the command to agencyd");
 
 	if (ctl.cmd->action == CTL_LOAD && ctl.wait &&
 	    isatty(STDOUT_FILENO) && isatty(STDERR_FILENO)) {
@@ -248,30 +227,37 @@ main(int argc, char *argv[])
 	}
 
 	while (!done) {
-		pfd.fd = fd;
-		pfd.events = POLLIN;
-		pfd.revents = 0;
+		pfd[0].fd = fd;
+		pfd[0].events = POLLIN;
+		pfd[0].revents = 0;
+		/* A follower ends once its reader has, new lines or not. */
+		pfd[1].fd = STDOUT_FILENO;
+		pfd[1].events = 0;
+		pfd[1].revents = 0;
 		timeout = ctl.progress ? PROGRESS_MS : -1;
 		if (ctl.progress)
 			progress_draw(&ctl);
-		if ((n = poll(&pfd, 1, timeout)) == -1) {
+		if ((n = poll(pfd, ctl.follow ? 2 : 1, timeout)) == -1) {
 			if (errno == EINTR)
 				continue;
 			progress_clear(&ctl);
-			err(1, "poll");
+			err(CTL_EXIT_ERROR, "poll");
 		}
-		if (n == 0)
+		if (pfd[1].revents & (POLLERR | POLLHUP))
+			exit(CTL_EXIT_OK);
+		if (n == 0 || pfd[0].revents == 0)
 			continue;
 
 		if ((n = imsg_read(&ctl.ibuf)) == -1) {
 			if (errno == EAGAIN || errno == EINTR)
 				continue;
 			progress_clear(&ctl);
-			err(1, "read from %s", sockpath);
+			err(CTL_EXIT_UNREACHABLE, "cannot read agencyd's answer");
 		}
 		if (n == 0)
-			broken(&ctl, "agencyd closed the connection before "
-			    "answering");
+			broken(&ctl, ctl.follow ? "agencyd closed the "
+			    "connection" : "agencyd closed the connection "
+			    "before answering");
 
 		while (!done) {
 			if ((n = imsg_get(&ctl.ibuf, &imsg)) == -1)
@@ -284,6 +270,72 @@ main(int argc, char *argv[])
 	}
 	close(fd);
 	ctl_done(&ctl);
+}
+
+/*
+ * The command's own options and its operands, after it: each command
+ * takes -j there too, and the options may come after the operands.
+ */
+static void
+ctl_args(struct ctl *ctl, int argc, char **argv)
+{
+	const struct ctl_cmd	*cmd = ctl->cmd;
+	int			 ch, nargs;
+
+	optreset = 1;
+	optind = 1;
+	opterr = 0;
+	while ((ch = getopt(argc, argv, cmd->opts)) != -1) {
+		switch (ch) {
+		case 'f':
+			ctl->follow = 1;
+			break;
+		case 'j':
+			ctl->json = 1;
+			break;
+		case 'n':
+			ctl->wait = 0;
+			break;
+		default:
+			warnx("%s: unknown option -%c", cmd->name, optopt);
+			usage(0);
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	nargs = argc;
+	if (nargs < cmd->minargs || nargs > cmd->maxargs)
+		usage(0);
+
+	switch (cmd->action) {
+	case CTL_LOG:
+		if (strcmp(argv[0], "verbose") == 0)
+			ctl->verbose = 2;
+		else if (strcmp(argv[0], "brief") == 0)
+			ctl->verbose = 1;
+		else {
+			warnx("log takes verbose or brief, not %s", argv[0]);
+			usage(0);
+		}
+		break;
+	case CTL_STATUS:
+		if (nargs == 0)
+			break;
+		/* FALLTHROUGH */
+	case CTL_LOAD:
+	case CTL_UNLOAD:
+	case CTL_CANCEL:
+	case CTL_LOGS:
+	case CTL_PLAN:
+		ctl->model = argv[0];
+		if (ctl->model[0] == '\0' ||
+		    strlen(ctl->model) >= AGENCY_NAME_MAX)
+			errx(CTL_EXIT_USAGE, "invalid model name: %s",
+			    ctl->model);
+		break;
+	default:
+		break;
+	}
 }
 
 /*
@@ -300,41 +352,147 @@ ctl_owner_ok(uid_t uid)
 	return (uid == 0 || uid == getuid() || getuid() == 0);
 }
 
+/* Connected to path: 0 and *fdp, or the errno of the connect. */
 static int
-ctl_connect(const char *path)
+ctl_try(const char *path, int *fdp)
 {
 	struct sockaddr_un	sun;
 	struct stat		st;
 	struct ucred		cred;
 	socklen_t		len = sizeof(cred);
-	int			fd;
+	int			fd, e;
 
 	memset(&sun, 0, sizeof(sun));
 	sun.sun_family = AF_UNIX;
 	if (strlcpy(sun.sun_path, path, sizeof(sun.sun_path)) >=
 	    sizeof(sun.sun_path))
-		errx(1, "socket path too long: %s", path);
+		return (ENAMETOOLONG);
 	if (stat(path, &st) == 0 && !ctl_owner_ok(st.st_uid))
-		errx(1, "%s belongs to uid %u, not to root or you: not "
-		    "talking to it", path, (unsigned int)st.st_uid);
+		errx(CTL_EXIT_UNREACHABLE, "%s belongs to uid %u, not to root "
+		    "or you: not talking to it", path, (unsigned int)st.st_uid);
 	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
-		err(1, "socket");
+		err(CTL_EXIT_ERROR, "socket");
 	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
-		switch (errno) {
-		case ENOENT:
-		case ECONNREFUSED:
-			errx(1, "cannot connect to %s: %s (is agencyd "
-			    "running?)", path, strerror(errno));
-		default:
-			errx(1, "cannot connect to %s: %s", path,
-			    strerror(errno));
-		}
+		e = errno;
+		close(fd);
+		return (e);
 	}
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == -1)
-		err(1, "%s: SO_PEERCRED", path);
+		err(CTL_EXIT_UNREACHABLE, "%s: SO_PEERCRED", path);
 	if (!ctl_owner_ok(cred.uid))
-		errx(1, "%s is served by uid %u, not by root or you: not "
-		    "talking to it", path, (unsigned int)cred.uid);
+		errx(CTL_EXIT_UNREACHABLE, "%s is served by uid %u, not by root "
+		    "or you: not talking to it", path, (unsigned int)cred.uid);
+	*fdp = fd;
+	return (0);
+}
+
+/*
+ * The restricted socket an operator puts beside a control socket, as
+ * agency.conf(5)'s example does: "/run/agency.sock" has
+ * "/run/agency-status.sock".
+ */
+static void
+ctl_rpath(const char *path, char *buf, size_t len)
+{
+	size_t	n = strlen(path);
+
+	if (n > 5 && strcmp(path + n - 5, ".sock") == 0)
+		(void)snprintf(buf, len, "%.*s-status.sock", (int)(n - 5),
+		    path);
+	else
+		(void)snprintf(buf, len, "%s-status", path);
+}
+
+/* Who may use path, and the way in for status: the restricted socket. */
+static void
+ctl_denied(const char *path, char *buf, size_t len)
+{
+	char		 rpath[AGENCY_PATH_MAX], grp[32];
+	struct stat	 st;
+	struct group	*gr;
+
+	ctl_rpath(path, rpath, sizeof(rpath));
+	if (stat(rpath, &st) == 0 && S_ISSOCK(st.st_mode)) {
+		(void)snprintf(buf, len, "any user may ask for the status on "
+		    "its restricted socket: agency-ctl -s %s status", rpath);
+		return;
+	}
+	if (stat(path, &st) == 0 && (gr = getgrgid(st.st_gid)) != NULL)
+		(void)snprintf(grp, sizeof(grp), "group %s", gr->gr_name);
+	else
+		(void)snprintf(grp, sizeof(grp), "its group");
+	(void)snprintf(buf, len, "only root and the members of %s may use it; "
+	    "a restricted socket, such as socket \"%s\" restricted in "
+	    "agency.conf, lets any user ask for the status", grp, rpath);
+}
+
+/*
+ * No agencyd to talk to on path (error e).  own: the user's own socket,
+ * which did not exist, when path is the system's tried instead.
+ */
+__dead static void
+ctl_unreachable(const char *path, int e, const char *own)
+{
+	char	 why[3 * AGENCY_PATH_MAX], where[3 * AGENCY_PATH_MAX];
+
+	if (e == ENAMETOOLONG)
+		errx(CTL_EXIT_UNREACHABLE, "socket path too long: %s", path);
+	switch (e) {
+	case ENOENT:
+	case ECONNREFUSED:
+		(void)snprintf(why, sizeof(why), "(is agencyd running?)");
+		break;
+	case EACCES:
+	case EPERM:
+		ctl_denied(path, why, sizeof(why));
+		break;
+	default:
+		why[0] = '\0';
+		break;
+	}
+	if (own != NULL)
+		(void)snprintf(where, sizeof(where), "no agencyd of yours "
+		    "answers on %s (%s), and the system's on %s", own,
+		    strerror(ENOENT), path);
+	else
+		(void)snprintf(where, sizeof(where), "cannot connect to %s",
+		    path);
+	if (why[0] == '\0')
+		errx(CTL_EXIT_UNREACHABLE, "%s: %s", where, strerror(e));
+	if (why[0] == '(')
+		errx(CTL_EXIT_UNREACHABLE, "%s: %s %s", where, strerror(e),
+		    why);
+	errx(CTL_EXIT_UNREACHABLE, "%s: %s; %s", where, strerror(e), why);
+}
+
+static int
+ctl_connect(const char *path)
+{
+	int	fd, e;
+
+	if ((e = ctl_try(path, &fd)) != 0)
+		ctl_unreachable(path, e, NULL);
+	return (fd);
+}
+
+/*
+ * The default socket, own.  A user's own agencyd has its socket in the
+ * user's directory; when there is none but the system's socket is
+ * there, that is the agencyd meant, and it is used.
+ */
+static int
+ctl_connect_default(const char *own)
+{
+	struct stat	st;
+	int		fd, e;
+
+	if ((e = ctl_try(own, &fd)) == 0)
+		return (fd);
+	if (e != ENOENT || getuid() == 0 || strcmp(own, AGENCY_SOCKET) == 0 ||
+	    stat(AGENCY_SOCKET, &st) == -1)
+		ctl_unreachable(own, e, NULL);
+	if ((e = ctl_try(AGENCY_SOCKET, &fd)) != 0)
+		ctl_unreachable(AGENCY_SOCKET, e, own);
 	return (fd);
 }
 
@@ -353,6 +511,11 @@ ctl_request(struct ctl *ctl)
 
 	switch (ctl->cmd->action) {
 	case CTL_STATUS:
+		if (ctl->model != NULL) {
+			rv = imsg_compose(&ctl->ibuf, IMSG_CTL_STATUS, 0, 0,
+			    -1, &cm, sizeof(cm));
+			break;
+		}
 		memset(&r, 0, sizeof(r));
 		rv = imsg_compose(&ctl->ibuf, IMSG_STATUS_REQ, 0, 0, -1, &r,
 		    sizeof(r));
@@ -371,6 +534,8 @@ ctl_request(struct ctl *ctl)
 			type = IMSG_CTL_CANCEL;
 		else if (ctl->cmd->action == CTL_PLAN)
 			type = IMSG_CTL_PLAN;
+		else if (ctl->follow)
+			type = IMSG_CTL_FOLLOW;
 		else
 			type = IMSG_CTL_LOGS;
 		rv = imsg_compose(&ctl->ibuf, type, 0, 0, -1, &cm,
@@ -387,10 +552,10 @@ ctl_request(struct ctl *ctl)
 		    &cv, sizeof(cv));
 		break;
 	default:
-		errx(1, "%s: unknown action", __func__);
+		errx(CTL_EXIT_ERROR, "%s: unknown action", __func__);
 	}
 	if (rv == -1)
-		err(1, "imsg_compose");
+		err(CTL_EXIT_ERROR, "imsg_compose");
 }
 
 /* Take one message of the answer; 1 when the answer is complete. */
@@ -398,12 +563,15 @@ static int
 ctl_dispatch(struct ctl *ctl, struct imsg *imsg)
 {
 	struct proto_status	 st;
+	struct proto_alias	 al;
+	struct proto_memory	 pm;
 	struct proto_reqid	 r;
 	struct proto_ctl_result	 res;
 	struct proto_log	 lg;
 	enum ctl_action		 action = ctl->cmd->action;
+	uint32_t		 type = imsg_get_type(imsg);
 
-	switch (imsg_get_type(imsg)) {
+	switch (type) {
 	case IMSG_STATUS_MODEL:
 		if (action != CTL_STATUS)
 			broken(ctl, "unexpected message from agencyd");
@@ -411,9 +579,25 @@ ctl_dispatch(struct ctl *ctl, struct imsg *imsg)
 			broken(ctl, "malformed status from agencyd");
 		if (status_add(&ctl->status, &st) == -1) {
 			if (errno == ENOMEM)
-				err(1, "status");
+				err(CTL_EXIT_ERROR, "status");
 			broken(ctl, "malformed status from agencyd");
 		}
+		return (0);
+	case IMSG_STATUS_ALIAS:
+		if (action != CTL_STATUS ||
+		    imsg_get_data(imsg, &al, sizeof(al)) == -1)
+			broken(ctl, "malformed status from agencyd");
+		if (status_add_alias(&ctl->status, &al) == -1) {
+			if (errno == ENOMEM)
+				err(CTL_EXIT_ERROR, "status");
+			broken(ctl, "malformed status from agencyd");
+		}
+		return (0);
+	case IMSG_STATUS_MEMORY:
+		if (action != CTL_STATUS ||
+		    imsg_get_data(imsg, &pm, sizeof(pm)) == -1 ||
+		    status_set_memory(&ctl->status, &pm) == -1)
+			broken(ctl, "malformed status from agencyd");
 		return (0);
 	case IMSG_STATUS_END:
 		if (action != CTL_STATUS ||
@@ -423,11 +607,12 @@ ctl_dispatch(struct ctl *ctl, struct imsg *imsg)
 		return (1);
 	case IMSG_CTL_OK:
 	case IMSG_CTL_ERROR:
+	case IMSG_CTL_FAILED:
 	case IMSG_CTL_INFO:
 		if (imsg_get_data(imsg, &res, sizeof(res)) == -1 ||
 		    !PROTO_STROK(res.message))
 			broken(ctl, "malformed answer from agencyd");
-		if (imsg_get_type(imsg) == IMSG_CTL_INFO) {
+		if (type == IMSG_CTL_INFO) {
 			if (action != CTL_RELOAD && action != CTL_PLAN)
 				broken(ctl, "unexpected message from agencyd");
 			lines_add(ctl, res.message);
@@ -436,10 +621,14 @@ ctl_dispatch(struct ctl *ctl, struct imsg *imsg)
 		if (ctl->ok || ctl->failed)
 			broken(ctl, "agencyd answered twice");
 		(void)strlcpy(ctl->result, res.message, sizeof(ctl->result));
-		if (imsg_get_type(imsg) == IMSG_CTL_OK)
+		if (type == IMSG_CTL_OK)
 			ctl->ok = 1;
+		else if (type == IMSG_CTL_FAILED && action == CTL_LOAD)
+			ctl->failed = CTL_EXIT_FAILED;
+		else if (type == IMSG_CTL_FAILED)
+			broken(ctl, "unexpected message from agencyd");
 		else
-			ctl->failed = 1;
+			ctl->failed = CTL_EXIT_REFUSED;
 		/* An error may answer status, on a socket that refuses it. */
 		return (0);
 	case IMSG_CTL_LOGLINE:
@@ -447,7 +636,9 @@ ctl_dispatch(struct ctl *ctl, struct imsg *imsg)
 		    imsg_get_data(imsg, &lg, sizeof(lg)) == -1 ||
 		    !PROTO_STROK(lg.line))
 			broken(ctl, "malformed log line from agencyd");
-		if (ctl->json)
+		if (ctl->follow)
+			ctl_follow_line(ctl, lg.line);
+		else if (ctl->json)
 			lines_add(ctl, lg.line);
 		else
 			show_text(stdout, lg.line);
@@ -461,24 +652,52 @@ ctl_dispatch(struct ctl *ctl, struct imsg *imsg)
 	}
 }
 
+/* logs -f: each line as it comes (a JSON object a line with -j). */
+static void
+ctl_follow_line(struct ctl *ctl, const char *line)
+{
+	json_object	*o;
+
+	if (!ctl->json) {
+		show_text(stdout, line);
+		out_flush();
+		return;
+	}
+	if ((o = json_object_new_object()) == NULL)
+		err(CTL_EXIT_ERROR, "%s", __func__);
+	json_object_object_add(o, "model", json_object_new_string(ctl->model));
+	json_object_object_add(o, "line", json_object_new_string(line));
+	json_print(o, 0);
+	out_flush();
+}
+
+/*
+ * The output is written, or agency-ctl ends: quietly when the reader
+ * went away (as with SIGPIPE, should it be ignored), else with an error.
+ */
+static void
+out_flush(void)
+{
+	if (fflush(stdout) != EOF && !ferror(stdout))
+		return;
+	if (errno == EPIPE)
+		exit(CTL_EXIT_OK);
+	err(CTL_EXIT_ERROR, "stdout");
+}
+
 /* The whole answer is in: print the outcome and exit. */
 __dead static void
 ctl_done(struct ctl *ctl)
 {
 	struct winsize	 ws;
-	char		 msg[PROTO_MSG_MAX];
 	const char	*errstr;
 	long long	 count;
 	size_t		 width;
 
 	progress_clear(ctl);
 
-	if (ctl->failed) {
-		/* What a failed reload said are its parse errors. */
-		lines_print(ctl, stderr);
-		show_clean(msg, ctl->result, sizeof(msg));
-		errx(1, "%s", msg);
-	}
+	if (ctl->failed)
+		ctl_refused(ctl);
 
 	switch (ctl->cmd->action) {
 	case CTL_STATUS:
@@ -486,19 +705,27 @@ ctl_done(struct ctl *ctl)
 			broken(ctl, "agencyd ended the status early");
 		if (ctl->json) {
 			if (show_status_json(stdout, &ctl->status) == -1)
-				errx(1, "cannot write the status as JSON");
-		} else {
-			width = 80;
-			if (isatty(STDOUT_FILENO) &&
-			    ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 &&
-			    ws.ws_col > 0)
-				width = ws.ws_col;
+				errx(CTL_EXIT_ERROR, "cannot write the status "
+				    "as JSON");
+			status_clear(&ctl->status);
+			break;
+		}
+		width = 80;
+		if (isatty(STDOUT_FILENO) &&
+		    ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 &&
+		    ws.ws_col > 0)
+			width = ws.ws_col;
+		if (ctl->model != NULL)
+			show_model(stdout, &ctl->status,
+			    now_ms(CLOCK_REALTIME), width);
+		else
 			show_status(stdout, &ctl->status,
 			    now_ms(CLOCK_REALTIME), width);
-		}
 		status_clear(&ctl->status);
 		break;
 	case CTL_LOGS:
+		if (ctl->follow)
+			broken(ctl, "agencyd ended the lines");
 		if (ctl->json)
 			lines_json(ctl, NULL);
 		break;
@@ -509,7 +736,8 @@ ctl_done(struct ctl *ctl)
 		if (errstr != NULL)
 			broken(ctl, "agencyd answered cancel with no count");
 		if (ctl->json)
-			printf("{ \"cancelled\": %lld }\n", count);
+			result_json(ctl, "cancelled",
+			    json_object_new_int64(count));
 		else
 			printf("%s: cancelled %lld request%s\n", ctl->model,
 			    count, count == 1 ? "" : "s");
@@ -518,6 +746,11 @@ ctl_done(struct ctl *ctl)
 	case CTL_UNLOAD:
 		if (!ctl->ok)
 			broken(ctl, "agencyd answered without a result");
+		if (ctl->json) {
+			result_json(ctl, "result",
+			    json_object_new_string(ctl->result));
+			break;
+		}
 		printf("%s: ", ctl->model);
 		show_text(stdout, ctl->result);
 		break;
@@ -530,19 +763,76 @@ ctl_done(struct ctl *ctl)
 			lines_print(ctl, stdout);
 		break;
 	case CTL_RELOAD:
-		lines_print(ctl, stdout);
-		/* FALLTHROUGH */
 	case CTL_LOG:
 		if (!ctl->ok)
 			broken(ctl, "agencyd answered without a result");
+		if (ctl->json) {
+			result_json(ctl, "result",
+			    json_object_new_string(ctl->result));
+			break;
+		}
+		lines_print(ctl, stdout);
 		show_text(stdout, ctl->result);
 		break;
 	default:
 		break;
 	}
-	if (fflush(stdout) == EOF || ferror(stdout))
-		err(1, "stdout");
-	exit(0);
+	out_flush();
+	exit(CTL_EXIT_OK);
+}
+
+/*
+ * agencyd said no, or the model failed: the reason on stderr (after
+ * what a failed reload said, its parse errors), and with -j also as
+ * {"error": ...} on stdout; the exit status tells which.
+ */
+__dead static void
+ctl_refused(struct ctl *ctl)
+{
+	char	msg[PROTO_MSG_MAX];
+
+	if (ctl->json)
+		result_json(ctl, "error", json_object_new_string(ctl->result));
+	else
+		lines_print(ctl, stderr);
+	out_flush();
+	show_clean(msg, ctl->result, sizeof(msg));
+	errx(ctl->failed, "%s", msg);
+}
+
+/* {"model": ... (when one was named), key: value, "lines": [...] (when
+ * agencyd sent any)} */
+static void
+result_json(struct ctl *ctl, const char *key, json_object *value)
+{
+	json_object	*o;
+
+	if ((o = json_object_new_object()) == NULL)
+		err(CTL_EXIT_ERROR, "%s", ctl->cmd->name);
+	if (ctl->model != NULL)
+		json_object_object_add(o, "model",
+		    json_object_new_string(ctl->model));
+	json_object_object_add(o, key, value);
+	if (ctl->lines != NULL) {
+		json_object_object_add(o, "lines", ctl->lines);
+		ctl->lines = NULL;
+	}
+	json_print(o, 1);
+}
+
+/* Print and free o, pretty or on one line. */
+static void
+json_print(json_object *o, int pretty)
+{
+	const char	*s;
+	int		 flags = JSON_C_TO_STRING_NOSLASHESCAPE;
+
+	if (pretty)
+		flags |= JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED;
+	if ((s = json_object_to_json_string_ext(o, flags)) == NULL)
+		errx(CTL_EXIT_ERROR, "cannot write JSON");
+	printf("%s\n", s);
+	json_object_put(o);
 }
 
 /* Keep a line of the answer for the end: reload's changes, logs -j. */
@@ -551,12 +841,12 @@ lines_add(struct ctl *ctl, const char *line)
 {
 	if (ctl->lines == NULL &&
 	    (ctl->lines = json_object_new_array()) == NULL)
-		err(1, "%s", __func__);
+		err(CTL_EXIT_ERROR, "%s", __func__);
 	if (json_object_array_length(ctl->lines) >= CTL_LINES_MAX)
 		broken(ctl, "too many lines from agencyd");
 	if (json_object_array_add(ctl->lines,
 	    json_object_new_string(line)) == -1)
-		err(1, "%s", __func__);
+		err(CTL_EXIT_ERROR, "%s", __func__);
 }
 
 /* {"model": ..., "action": action (unless NULL), "lines": [...]} */
@@ -564,12 +854,11 @@ static void
 lines_json(struct ctl *ctl, const char *action)
 {
 	json_object	*o;
-	const char	*s;
 
 	if ((o = json_object_new_object()) == NULL ||
 	    (ctl->lines == NULL && (ctl->lines =
 	    json_object_new_array()) == NULL))
-		err(1, "%s", ctl->cmd->name);
+		err(CTL_EXIT_ERROR, "%s", ctl->cmd->name);
 	json_object_object_add(o, "model",
 	    json_object_new_string(ctl->model));
 	if (action != NULL)
@@ -577,11 +866,7 @@ lines_json(struct ctl *ctl, const char *action)
 		    json_object_new_string(action));
 	json_object_object_add(o, "lines", ctl->lines);
 	ctl->lines = NULL;
-	if ((s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
-	    JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE)) == NULL)
-		errx(1, "cannot write the %s as JSON", ctl->cmd->name);
-	printf("%s\n", s);
-	json_object_put(o);
+	json_print(o, 1);
 }
 
 static void
@@ -623,9 +908,12 @@ progress_clear(struct ctl *ctl)
 	ctl->drawn = 0;
 }
 
+/* agencyd went away, or answered what it must not: not to be trusted. */
 __dead static void
 broken(struct ctl *ctl, const char *msg)
 {
 	progress_clear(ctl);
-	errx(1, "%s", msg);
+	if (ctl->follow)
+		out_flush();
+	errx(CTL_EXIT_UNREACHABLE, "%s", msg);
 }

@@ -21,13 +21,14 @@
 enum {
 	COL_MODEL,
 	COL_STATE,
+	COL_LAZY,
 	COL_REQS,
 	COL_QUEUED,
 	COL_USED,
+	COL_IDLE,
 	COL_PID,
 	COL_PORT,
 	COL_NEED,
-	COL_FROM,
 	COL_NCOLS
 };
 
@@ -35,8 +36,8 @@ enum {
 #define COL_GAP		2
 
 static const char	*col_names[COL_NCOLS] = {
-	"MODEL", "STATE", "REQS", "QUEUED", "LAST USED", "PID", "PORT", "NEED",
-	"FROM"
+	"MODEL", "STATE", "LAZY", "REQS", "QUEUED", "LAST USED", "IDLE STOP",
+	"PID", "PORT", "NEED"
 };
 
 /* Whether a status record from agencyd can be shown as it is. */
@@ -51,6 +52,8 @@ status_valid(const struct proto_status *st)
 		return (0);
 	if (st->pid < 0 || st->need < 0 ||
 	    proto_need_from_name(st->need_from) == NULL)
+		return (0);
+	if (st->idle_timeout < 0 || st->idle_stop_at < -1)
 		return (0);
 	return (1);
 }
@@ -81,12 +84,61 @@ status_add(struct ctl_status *s, const struct proto_status *st)
 	return (0);
 }
 
+/*
+ * Append an alias of the last model added; -1 with EBADMSG when it
+ * names another model or is empty, ENOMEM, or E2BIG.
+ */
+int
+status_add_alias(struct ctl_status *s, const struct proto_alias *al)
+{
+	struct proto_alias	*p;
+	size_t			 size;
+
+	if (!PROTO_STROK(al->model) || !PROTO_STROK(al->alias) ||
+	    al->alias[0] == '\0' || s->n == 0 ||
+	    strcmp(al->model, s->models[s->n - 1].model) != 0) {
+		errno = EBADMSG;
+		return (-1);
+	}
+	if (s->naliases >= CTL_ALIASES_MAX) {
+		errno = E2BIG;
+		return (-1);
+	}
+	if (s->naliases == s->asize) {
+		size = s->asize == 0 ? 16 : s->asize * 2;
+		if ((p = reallocarray(s->aliases, size, sizeof(*p))) == NULL)
+			return (-1);
+		s->aliases = p;
+		s->asize = size;
+	}
+	s->aliases[s->naliases++] = *al;
+	return (0);
+}
+
+/* The memory figures, once; -1 with EBADMSG for a second or bad one. */
+int
+status_set_memory(struct ctl_status *s, const struct proto_memory *pm)
+{
+	if (s->has_memory || pm->in_use < 0 || pm->budget < 0 ||
+	    pm->available < -1 || pm->total < -1 || pm->reserve < -1) {
+		errno = EBADMSG;
+		return (-1);
+	}
+	s->memory = *pm;
+	s->has_memory = 1;
+	return (0);
+}
+
 void
 status_clear(struct ctl_status *s)
 {
 	free(s->models);
+	free(s->aliases);
 	s->models = NULL;
+	s->aliases = NULL;
 	s->n = s->size = 0;
+	s->naliases = s->asize = 0;
+	s->has_memory = 0;
 }
 
 /* Bytes in binary units: "512B", "1.5K", "6.0G", "40G"; "-" for none. */
@@ -115,6 +167,16 @@ fmt_size(char *buf, size_t len, int64_t bytes)
 		(void)snprintf(buf, len, "%.0f%c", v, units[i]);
 }
 
+/* As fmt_size, but "0" for none: an amount, not a field left empty. */
+static void
+fmt_amount(char *buf, size_t len, int64_t bytes)
+{
+	if (bytes > 0)
+		fmt_size(buf, len, bytes);
+	else
+		(void)snprintf(buf, len, "0");
+}
+
 /* How long ago a time in ms since the epoch was: "3m ago"; "never". */
 void
 fmt_ago(char *buf, size_t len, int64_t now, int64_t then)
@@ -134,6 +196,90 @@ fmt_ago(char *buf, size_t len, int64_t now, int64_t then)
 		(void)snprintf(buf, len, "%lldh ago", (long long)(s / 3600));
 	else
 		(void)snprintf(buf, len, "%lldd ago", (long long)(s / 86400));
+}
+
+/* A duration in ms, its two largest units: "45s", "15m", "1m30s", "2h5m",
+ * "3d"; "0s" for none. */
+void
+fmt_span(char *buf, size_t len, int64_t ms)
+{
+	static const struct {
+		int64_t		 s;
+		char		 unit;
+	} units[] = { { 86400, 'd' }, { 3600, 'h' }, { 60, 'm' }, { 1, 's' } };
+	int64_t		 sec = ms > 0 ? ms / 1000 : 0, rest;
+	size_t		 i;
+
+	for (i = 0; i + 1 < sizeof(units) / sizeof(units[0]); i++)
+		if (sec >= units[i].s)
+			break;
+	rest = (sec % units[i].s) / (i + 1 < sizeof(units) /
+	    sizeof(units[0]) ? units[i + 1].s : 1);
+	if (rest > 0 && units[i].s > 1)
+		(void)snprintf(buf, len, "%lld%c%lld%c",
+		    (long long)(sec / units[i].s), units[i].unit,
+		    (long long)rest, units[i + 1].unit);
+	else
+		(void)snprintf(buf, len, "%lld%c",
+		    (long long)(sec / units[i].s), units[i].unit);
+}
+
+/* When the idle timeout stops the model: "in 14m30s", "now", or "-"
+ * when it is not counting (busy, not ready, not lazy, none set). */
+void
+fmt_idle_stop(char *buf, size_t len, int64_t now,
+    const struct proto_status *st)
+{
+	char	span[32];
+
+	if (st->idle_stop_at < 0) {
+		(void)snprintf(buf, len, "-");
+		return;
+	}
+	if (st->idle_stop_at <= now) {
+		(void)snprintf(buf, len, "now");
+		return;
+	}
+	fmt_span(span, sizeof(span), st->idle_stop_at - now);
+	(void)snprintf(buf, len, "in %s", span);
+}
+
+/*
+ * "memory: 13G in use, budget 24G (11G left); 30G available, 2.0G
+ * reserved": the need of the loaded models, the budget when there is
+ * one, and what the fit test reads.
+ */
+void
+fmt_memory(char *buf, size_t len, const struct proto_memory *pm)
+{
+	char	used[32], budget[32], left[32], avail[32], reserve[32];
+	char	part[128];
+
+	fmt_amount(used, sizeof(used), pm->in_use);
+	if (pm->budget > 0) {
+		fmt_size(budget, sizeof(budget), pm->budget);
+		if (pm->in_use <= pm->budget) {
+			fmt_amount(left, sizeof(left),
+			    pm->budget - pm->in_use);
+			(void)snprintf(part, sizeof(part), "budget %s (%s "
+			    "left)", budget, left);
+		} else {
+			fmt_amount(left, sizeof(left),
+			    pm->in_use - pm->budget);
+			(void)snprintf(part, sizeof(part), "budget %s (%s "
+			    "over)", budget, left);
+		}
+	} else
+		(void)snprintf(part, sizeof(part), "no budget");
+	if (pm->available < 0) {
+		(void)snprintf(buf, len, "memory: %s in use, %s; available "
+		    "memory unknown", used, part);
+		return;
+	}
+	fmt_amount(avail, sizeof(avail), pm->available);
+	fmt_amount(reserve, sizeof(reserve), pm->reserve);
+	(void)snprintf(buf, len, "memory: %s in use, %s; %s available, %s "
+	    "reserved", used, part, avail, reserve);
 }
 
 /* A copy safe to put on a terminal: control characters become '?'. */
@@ -176,6 +322,8 @@ row_cells(const struct proto_status *st, int64_t now,
 	show_clean(cells[COL_MODEL], st->model, CELL_MAX);
 	(void)snprintf(cells[COL_STATE], CELL_MAX, "%s",
 	    proto_state_name(st->state));
+	(void)snprintf(cells[COL_LAZY], CELL_MAX, "%s", st->lazy ? "yes" :
+	    "no");
 	if (st->max_requests > 0)
 		(void)snprintf(cells[COL_REQS], CELL_MAX, "%u/%u",
 		    st->in_progress, st->max_requests);
@@ -192,6 +340,7 @@ row_cells(const struct proto_status *st, int64_t now,
 		    (long long)(st->oldest_wait > 0 ?
 		    st->oldest_wait / 1000 : 0));
 	fmt_ago(cells[COL_USED], CELL_MAX, now, st->last_used);
+	fmt_idle_stop(cells[COL_IDLE], CELL_MAX, now, st);
 	if (st->pid > 0)
 		(void)snprintf(cells[COL_PID], CELL_MAX, "%d", st->pid);
 	else
@@ -201,20 +350,17 @@ row_cells(const struct proto_status *st, int64_t now,
 	else
 		(void)snprintf(cells[COL_PORT], CELL_MAX, "-");
 	fmt_size(cells[COL_NEED], CELL_MAX, st->need);
-	(void)snprintf(cells[COL_FROM], CELL_MAX, "%s",
-	    proto_need_from_name(st->need_from));
 }
 
 /*
- * An error under its model's row, whole: "    error: " and the text,
+ * Text under its head, whole ("    error: " and a model's error, say):
  * wrapped at spaces to width columns (a word longer than a line is
- * split), each further line indented as far.
+ * split), each further line indented as far as the head.
  */
 static void
-show_error(FILE *fp, const char *err, size_t width)
+show_wrapped(FILE *fp, const char *head, const char *err, size_t width)
 {
-	static const char	 head[] = "    error: ";
-	size_t			 indent = sizeof(head) - 1, room, n, brk;
+	size_t	 indent = strlen(head), room, n, brk;
 
 	room = width > indent + CTL_ERROR_MIN ? width - indent :
 	    CTL_ERROR_MIN;
@@ -242,15 +388,35 @@ show_error(FILE *fp, const char *err, size_t width)
 	}
 }
 
+/* The aliases of a model, "a, b", made safe; "" when it has none. */
+static void
+model_aliases(const struct ctl_status *s, const char *model, char *buf,
+    size_t len)
+{
+	char	 one[AGENCY_NAME_MAX];
+	size_t	 i;
+
+	buf[0] = '\0';
+	for (i = 0; i < s->naliases; i++) {
+		if (strcmp(s->aliases[i].model, model) != 0)
+			continue;
+		show_clean(one, s->aliases[i].alias, sizeof(one));
+		if (buf[0] != '\0')
+			(void)strlcat(buf, ", ", len);
+		(void)strlcat(buf, one, len);
+	}
+}
+
 /*
- * The table, one model a line, in agencyd's order; a model's error, if
- * it has one, follows on lines of its own, whole (see show_error).
+ * The table, one model a line, in agencyd's order; a model's aliases
+ * and its error, if it has them, follow on lines of their own, whole
+ * (see show_wrapped); the memory figures end it.
  */
 void
 show_status(FILE *fp, const struct ctl_status *s, int64_t now, size_t width)
 {
 	char	 cells[COL_NCOLS][CELL_MAX];
-	char	 err[PROTO_MSG_MAX];
+	char	 err[PROTO_MSG_MAX], line[PROTO_MSG_MAX];
 	size_t	 w[COL_NCOLS], i, c;
 
 	for (c = 0; c < COL_NCOLS; c++)
@@ -271,12 +437,98 @@ show_status(FILE *fp, const struct ctl_status *s, int64_t now, size_t width)
 		for (c = 0; c + 1 < COL_NCOLS; c++)
 			fprintf(fp, "%-*s", (int)(w[c] + COL_GAP), cells[c]);
 		fprintf(fp, "%s\n", cells[c]);
+		model_aliases(s, s->models[i].model, line, sizeof(line));
+		if (line[0] != '\0')
+			show_wrapped(fp, "    aliases: ", line, width);
 		show_clean(err, s->models[i].error, sizeof(err));
 		if (err[0] != '\0')
-			show_error(fp, err, width);
+			show_wrapped(fp, "    error: ", err, width);
+	}
+	if (s->has_memory) {
+		fmt_memory(line, sizeof(line), &s->memory);
+		show_wrapped(fp, "", line, width);
 	}
 }
 
+/*
+ * One model, a field a line ("status MODEL"): what the table has, and
+ * where its need came from, its counts and its idle timeout.
+ */
+void
+show_model(FILE *fp, const struct ctl_status *s, int64_t now, size_t width)
+{
+	const struct proto_status	*st;
+	char				 a[PROTO_MSG_MAX], b[64], c[64];
+	char				 line[PROTO_MSG_MAX];
+	size_t				 i;
+
+	for (i = 0; i < s->n; i++) {
+		st = &s->models[i];
+		if (i > 0)
+			fputc('\n', fp);
+		show_clean(a, st->model, sizeof(a));
+		fprintf(fp, "model:      %s\n", a);
+		model_aliases(s, st->model, a, sizeof(a));
+		if (a[0] != '\0')
+			show_wrapped(fp, "aliases:    ", a, width);
+		show_clean(a, st->runtime, sizeof(a));
+		fprintf(fp, "runtime:    %s\n", a);
+		fprintf(fp, "state:      %s\n", proto_state_name(st->state));
+		if (!st->lazy)
+			fprintf(fp, "lazy:       no: loaded at start, never "
+			    "stopped to make room\n");
+		else if (st->idle_timeout <= 0)
+			fprintf(fp, "lazy:       yes, no idle timeout\n");
+		else {
+			fmt_span(b, sizeof(b), st->idle_timeout);
+			fmt_idle_stop(c, sizeof(c), now, st);
+			if (st->idle_stop_at >= 0)
+				fprintf(fp, "lazy:       yes, idle timeout %s: "
+				    "stops %s unless used\n", b, c);
+			else
+				fprintf(fp, "lazy:       yes, idle timeout %s\n",
+				    b);
+		}
+		if (st->max_requests > 0)
+			fprintf(fp, "requests:   %u in progress (at most %u), "
+			    "%llu in all\n", st->in_progress, st->max_requests,
+			    (unsigned long long)st->requests);
+		else
+			fprintf(fp, "requests:   %u in progress, %llu in all\n",
+			    st->in_progress, (unsigned long long)st->requests);
+		if (st->queued > 0) {
+			fmt_span(b, sizeof(b), st->oldest_wait);
+			fprintf(fp, "queued:     %u%s%s, the oldest for %s\n",
+			    st->queued, st->waiting != WAIT_NONE ?
+			    " waiting for " : "", st->waiting != WAIT_NONE ?
+			    proto_wait_name(st->waiting) : "", b);
+		}
+		fmt_ago(a, sizeof(a), now, st->last_used);
+		fprintf(fp, "last used:  %s\n", a);
+		fmt_ago(a, sizeof(a), now, st->loaded_at);
+		fprintf(fp, "loaded:     %s (loads %llu, failed %llu, "
+		    "restarts %llu, evictions %llu)\n", a,
+		    (unsigned long long)st->loads,
+		    (unsigned long long)st->load_failures,
+		    (unsigned long long)st->restarts,
+		    (unsigned long long)st->evictions);
+		if (st->pid > 0)
+			fprintf(fp, "process:    pid %d, port %u\n", st->pid,
+			    st->port);
+		fmt_size(a, sizeof(a), st->need);
+		fprintf(fp, "need:       %s (%s)\n", a,
+		    proto_need_from_name(st->need_from));
+		show_clean(a, st->error, sizeof(a));
+		if (a[0] != '\0')
+			show_wrapped(fp, "error:      ", a, width);
+	}
+	if (s->has_memory) {
+		fmt_memory(line, sizeof(line), &s->memory);
+		show_wrapped(fp, "", line, width);
+	}
+}
+
+/* A time or an amount, or null when it is negative (none, unknown). */
 static json_object *
 ms_or_null(int64_t ms)
 {
@@ -291,9 +543,9 @@ int
 show_status_json(FILE *fp, const struct ctl_status *s)
 {
 	const struct proto_status	*st;
-	json_object			*top, *arr, *o;
+	json_object			*top, *arr, *o, *al;
 	const char			*out;
-	size_t				 i;
+	size_t				 i, k;
 	int				 rv = 0;
 
 	if ((top = json_object_new_object()) == NULL ||
@@ -304,10 +556,17 @@ show_status_json(FILE *fp, const struct ctl_status *s)
 	json_object_object_add(top, "models", arr);
 	for (i = 0; i < s->n; i++) {
 		st = &s->models[i];
-		if ((o = json_object_new_object()) == NULL) {
+		if ((o = json_object_new_object()) == NULL ||
+		    (al = json_object_new_array()) == NULL) {
+			json_object_put(o);
 			json_object_put(top);
 			return (-1);
 		}
+		for (k = 0; k < s->naliases; k++)
+			if (strcmp(s->aliases[k].model, st->model) == 0)
+				json_object_array_add(al,
+				    json_object_new_string(
+				    s->aliases[k].alias));
 		json_object_object_add(o, "model",
 		    json_object_new_string(st->model));
 		json_object_object_add(o, "runtime",
@@ -352,11 +611,34 @@ show_status_json(FILE *fp, const struct ctl_status *s)
 		json_object_object_add(o, "maxRequests",
 		    st->max_requests > 0 ?
 		    json_object_new_int64(st->max_requests) : NULL);
+		json_object_object_add(o, "aliases", al);
+		json_object_object_add(o, "idleTimeoutMs",
+		    st->idle_timeout > 0 ?
+		    json_object_new_int64(st->idle_timeout) : NULL);
+		json_object_object_add(o, "idleStopAt",
+		    ms_or_null(st->idle_stop_at));
 		if (json_object_array_add(arr, o) == -1) {
 			json_object_put(o);
 			json_object_put(top);
 			return (-1);
 		}
+	}
+	if (s->has_memory) {
+		if ((o = json_object_new_object()) == NULL) {
+			json_object_put(top);
+			return (-1);
+		}
+		json_object_object_add(o, "inUse",
+		    json_object_new_int64(s->memory.in_use));
+		json_object_object_add(o, "budget", s->memory.budget > 0 ?
+		    json_object_new_int64(s->memory.budget) : NULL);
+		json_object_object_add(o, "available",
+		    ms_or_null(s->memory.available));
+		json_object_object_add(o, "total",
+		    ms_or_null(s->memory.total));
+		json_object_object_add(o, "reserve",
+		    ms_or_null(s->memory.reserve));
+		json_object_object_add(top, "memory", o);
 	}
 	out = json_object_to_json_string_ext(top, JSON_C_TO_STRING_PRETTY |
 	    JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE);

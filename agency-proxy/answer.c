@@ -299,11 +299,40 @@ void
 answer_log(const char *method, const char *path, const char *model,
     int status, int64_t ms, int64_t ptok, int64_t ctok)
 {
+	answer_log_end(method, path, model, status, ms, ptok, ctok, END_DONE);
+}
+
+/*
+ * The same, for a request that may have ended otherwise than its answer
+ * (enum req_end): "POST /v1/chat/completions qwen 499 812ms (client
+ * left)".
+ */
+void
+answer_log_end(const char *method, const char *path, const char *model,
+    int status, int64_t ms, int64_t ptok, int64_t ctok, int end)
+{
+	char		 tokens[64];
+	const char	*how;
+
+	switch (end) {
+	case END_CLIENT_LEFT:
+		how = " (client left)";
+		break;
+	case END_CANCELLED:
+		how = " (cancelled)";
+		break;
+	case END_CUT:
+		how = " (cut mid-answer)";
+		break;
+	case END_DONE:
+	default:
+		how = "";
+		break;
+	}
+	tokens[0] = '\0';
 	if (ptok >= 0 && ctok >= 0)
-		log_info("%s %s %s %d %lldms %lld->%lld tokens", method, path,
-		    model, status, (long long)ms, (long long)ptok,
-		    (long long)ctok);
-	else
-		log_info("%s %s %s %d %lldms", method, path, model, status,
-		    (long long)ms);
+		(void)snprintf(tokens, sizeof(tokens), " %lld->%lld tokens",
+		    (long long)ptok, (long long)ctok);
+	log_info("%s %s %s %d %lldms%s%s", method, path, model, status,
+	    (long long)ms, tokens, how);
 }

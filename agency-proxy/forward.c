@@ -163,6 +163,7 @@ struct preq {
 	int			 close_out;	/* the client's end marks it */
 	int			 sse;		/* text/event-stream */
 	int			 status;
+	int			 end;		/* enum req_end: the first */
 	int64_t			 ptok;
 	int64_t			 ctok;
 	char			 carry[128];
@@ -203,6 +204,7 @@ static struct preq	*preq_new(struct hreq *, enum preq_kind,
 static void		 preq_end(struct preq *);
 static void		 release(struct preq *);
 static void		 client_gone(void *);
+static void		 ended(struct preq *, int);
 static void		 client_drained(void *);
 static void		 upstream_forward(struct preq *);
 static void		 upstream_fail(struct preq *, const char *);
@@ -302,6 +304,15 @@ preq_find(uint64_t reqid)
 	return (RB_FIND(preqtree, &tree, &key));
 }
 
+/* How p ended, unless an earlier cause did (a client that left first
+ * stays one that left, whatever becomes of the draining answer). */
+static void
+ended(struct preq *p, int end)
+{
+	if (p->end == END_DONE)
+		p->end = end;
+}
+
 /* The end of every request: release, log, free. */
 static void
 preq_end(struct preq *p)
@@ -316,11 +327,15 @@ preq_end(struct preq *p)
 		conn_abort(p->r->conn);
 		p->r = NULL;
 	}
+	/* However far the answer went, its client never had it whole. */
+	if (p->end == END_CLIENT_LEFT || p->end == END_CANCELLED)
+		p->status = 499;
 	if (p->kind == PREQ_MODEL || p->status != 0)
-		answer_log(p->method, p->path, p->model, p->status,
-		    now_ms() - p->t0, p->ptok, p->ctok);
+		answer_log_end(p->method, p->path, p->model, p->status,
+		    now_ms() - p->t0, p->ptok, p->ctok, p->end);
 	if (p->kind == PREQ_MODEL)
-		metrics_request(p->model, p->status, p->ptok, p->ctok);
+		metrics_request_end(p->model, p->status, p->end, p->ptok,
+		    p->ctok);
 	RB_REMOVE(preqtree, &tree, p);
 	TAILQ_REMOVE(&preqs, p, entry);
 	evtimer_del(&p->timer);
@@ -455,8 +470,8 @@ client_gone(void *arg)
 	struct proto_reqid	 pr;
 
 	p->r = NULL;
-	if (p->status == 0 || !p->replied)
-		p->status = 499;
+	p->status = 499;
+	ended(p, END_CLIENT_LEFT);
 
 	switch (p->kind != PREQ_MODEL ? ST_HOLD : p->state) {
 	case ST_HOLD:
@@ -1090,6 +1105,7 @@ upstream_fail(struct preq *p, const char *what)
 	    p->port);
 	log_warnx("request %llu: %s", (unsigned long long)p->reqid, msg);
 	if (p->replied) {
+		ended(p, END_CUT);
 		client_close(p);
 	} else {
 		reply_error(p, 502, "upstream_error", msg);
@@ -1423,9 +1439,10 @@ timer_cb(evutil_socket_t fd, short ev, void *arg)
 	(void)ev;
 	log_warnx("request %llu: %s did not answer in time",
 	    (unsigned long long)p->reqid, p->label);
-	if (p->replied)
+	if (p->replied) {
+		ended(p, END_CUT);
 		client_close(p);
-	else {
+	} else {
 		(void)snprintf(msg, sizeof(msg), "%.300s: no answer in time",
 		    p->label);
 		reply_error(p, 504, "timeout", msg);
@@ -1698,6 +1715,7 @@ forward_cancel(const char *model)
 			pr.reqid = p->reqid;
 			parent_send(IMSG_HOLD_WITHDRAW, &pr, sizeof(pr));
 		}
+		ended(p, END_CANCELLED);
 		if (p->replied)
 			client_cancelled(p);
 		else

@@ -5,9 +5,10 @@
 /*
  * GET /metrics in the Prometheus text exposition format (version 0.0.4).
  *
- * What the proxy sees it counts itself: requests by the status the client
- * got, tokens from the answers' usage (metrics_request and
- * metrics_unrouted, from http.c and forward.c).  What the pool knows
+ * What the proxy sees it counts itself: requests by how they ended (the
+ * status class the client got; or 499, cancelled, cut: enum req_end),
+ * tokens from the answers' usage (metrics_request and metrics_unrouted,
+ * from http.c and forward.c).  What the pool knows
  * (state, holds, loads, failures, evictions, restarts, load durations)
  * comes from the status round trip to agencyd that forward.c makes for
  * each scrape, and the client connections' counts from conn.c, both
@@ -31,20 +32,22 @@
 #include "log.h"
 #include "proxy.h"
 
-/* The status classes counted; the first four are always shown. */
+/* The classes counted; the first six are always shown. */
 enum mclass {
 	MC_2XX,
 	MC_4XX,
 	MC_5XX,
-	MC_499,
+	MC_499,		/* the client left */
+	MC_CANCELLED,
+	MC_CUT,		/* the answer began, and was cut */
 	MC_1XX,
 	MC_3XX,
 	MC_N
 };
 
 static const char	*class_names[MC_N] = { "2xx", "4xx", "5xx", "499",
-			    "1xx", "3xx" };
-#define MC_SHOWN	4
+			    "cancelled", "cut", "1xx", "3xx" };
+#define MC_SHOWN	6
 
 struct mcount {
 	TAILQ_ENTRY(mcount)	 entry;
@@ -59,8 +62,19 @@ static struct mcounts	 mcounts = TAILQ_HEAD_INITIALIZER(mcounts);
 static uint64_t		 unrouted[MC_N];
 
 static enum mclass
-classify(int status)
+classify(int status, int end)
 {
+	switch (end) {
+	case END_CLIENT_LEFT:
+		return (MC_499);
+	case END_CANCELLED:
+		return (MC_CANCELLED);
+	case END_CUT:
+		return (MC_CUT);
+	case END_DONE:
+	default:
+		break;
+	}
 	if (status == 499)
 		return (MC_499);
 	if (status >= 100 && status < 200)
@@ -93,11 +107,19 @@ mcount_get(const char *model)
 void
 metrics_request(const char *model, int status, int64_t ptok, int64_t ctok)
 {
+	metrics_request_end(model, status, END_DONE, ptok, ctok);
+}
+
+/* The same, for a request that may have ended otherwise (enum req_end). */
+void
+metrics_request_end(const char *model, int status, int end, int64_t ptok,
+    int64_t ctok)
+{
 	struct mcount	*m;
 
 	if ((m = mcount_get(model)) == NULL)
 		return;
-	m->codes[classify(status)]++;
+	m->codes[classify(status, end)]++;
 	if (ptok > 0)
 		m->ptok += ptok;
 	if (ctok > 0)
@@ -108,7 +130,7 @@ metrics_request(const char *model, int status, int64_t ptok, int64_t ctok)
 void
 metrics_unrouted(int status)
 {
-	unrouted[classify(status)]++;
+	unrouted[classify(status, END_DONE)]++;
 }
 
 /* A label value: backslash, double quote and newline escaped. */
@@ -163,8 +185,9 @@ render_requests(struct evbuffer *b)
 	int		 c;
 
 	family(b, "agency_requests_total", "counter", "Model requests by "
-	    "the status class the client got (499: the client left or "
-	    "the request was cancelled).");
+	    "how they ended: the status class the client got; 499 the "
+	    "client left first, cancelled, or cut (the answer began and "
+	    "was cut).");
 	TAILQ_FOREACH(m, &mcounts, entry)
 		for (c = 0; c < MC_N; c++) {
 			if (c >= MC_SHOWN && m->codes[c] == 0)

@@ -28,13 +28,14 @@
 #include "imsg.h"
 #include "log.h"
 #include "proxy.h"
+#include "version.h"
 
 static __dead void
 usage(void)
 {
 	extern char	*__progname;
 
-	fprintf(stderr, "usage: %s [-dTv] [-p lo:hi ...] [-u user]\n",
+	fprintf(stderr, "usage: %s [-dTVv] [-p lo:hi ...] [-u user]\n",
 	    __progname);
 	exit(1);
 }
@@ -71,7 +72,7 @@ main(int argc, char *argv[])
 	size_t			 nports = 0;
 	int			 ch, debug = 0, selftest = 0, verbose = 0;
 
-	while ((ch = getopt(argc, argv, "dp:Tu:v")) != -1) {
+	while ((ch = getopt(argc, argv, "dp:Tu:Vv")) != -1) {
 		switch (ch) {
 		case 'd':
 			debug = 1;
@@ -90,6 +91,9 @@ main(int argc, char *argv[])
 		case 'u':
 			user = optarg;
 			break;
+		case 'V':
+			printf("agency-proxy %s\n", AGENCY_VERSION);
+			exit(0);
 		case 'v':
 			verbose++;
 			break;

@@ -298,8 +298,23 @@ void		 conn_done(struct hconn *, int);
 void		 conn_abort(struct hconn *);
 void		 conn_get_stats(struct conn_stats *);
 
+/*
+ * How a model request ended, when not as its answer ended: what the
+ * access log says after the status, and what /metrics counts it as.
+ */
+enum req_end {
+	END_DONE,		/* answered whole, or refused */
+	END_CLIENT_LEFT,	/* the client went first: 499 */
+	END_CANCELLED,		/* cancelled (agency-ctl, the admin route) */
+	END_CUT,		/* the answer had begun and was cut: the model
+				 * closed or broke it, or it ran past the
+				 * request timeout */
+};
+
 /* metrics.c */
 void		 metrics_request(const char *, int, int64_t, int64_t);
+void		 metrics_request_end(const char *, int, int, int64_t,
+		    int64_t);
 void		 metrics_unrouted(int);
 void		 metrics_render(struct evbuffer *, const struct proto_status *,
 		    size_t, const struct conn_stats *);
@@ -320,6 +335,8 @@ int		 answer_refused(struct hreq *, int);
 const char	*answer_error_type(int);
 void		 answer_log(const char *, const char *, const char *, int,
 		    int64_t, int64_t, int64_t);
+void		 answer_log_end(const char *, const char *, const char *, int,
+		    int64_t, int64_t, int64_t, int);
 
 /* probe.c */
 void		 probe_start(const struct proto_probe *);

@@ -7,6 +7,11 @@
  * agency-proxy (the unprivileged front door) and restarts it when it
  * dies, and answers agency-ctl on its control socket.  It never parses
  * bytes that came from the network or from a model process.
+ *
+ * The top of agencyd: it calls the files below it (control.c, reload.c,
+ * models.c, proxylink.c, served.c, notify.c, printconf.c, privdrop.c,
+ * parse.y, the pool) and none of them calls it.  The pool reaches
+ * models.c through the ops table given here.
  */
 #include <sys/types.h>
 #include <sys/stat.h>
@@ -31,13 +36,12 @@
 #include "control.h"
 #include "log.h"
 #include "memory.h"
+#include "version.h"
 
 /* The Makefile's, from the install variables. */
 #ifndef CONF_PATH
 #define CONF_PATH	AGENCY_CONF
 #endif
-
-struct agencyd	*env;
 
 __dead static void	usage(void);
 static void		agencyd_sig(int, short, void *);
@@ -47,24 +51,16 @@ static struct pool	*agencyd_pool(struct agencyd *);
 static void		 agencyd_loop(struct event_base *);
 static char		*agencyd_abspath(const char *);
 static void		 agencyd_daemon(int);
+static void		 agencyd_shutdown_done(void *);
 
 __dead static void
 usage(void)
 {
 	extern char	*__progname;
 
-	fprintf(stderr, "usage: %s [-dnv] [-D macro=value] [-f file] "
+	fprintf(stderr, "usage: %s [-dnVv] [-D macro=value] [-f file] "
 	    "[-P proxy] [-s socket]\n", __progname);
 	exit(1);
-}
-
-int64_t
-mono_ms(void)
-{
-	struct timespec	ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
 }
 
 int
@@ -84,11 +80,10 @@ main(int argc, char *argv[])
 	TAILQ_INIT(&d.probes);
 	d.conffile = CONF_PATH;
 	d.proxy_path = PROXY_PATH;
-	env = &d;
 
 	log_init(1, LOG_DAEMON);	/* stderr until we know better */
 
-	while ((ch = getopt(argc, argv, "D:df:nP:s:v")) != -1) {
+	while ((ch = getopt(argc, argv, "D:df:nP:s:Vv")) != -1) {
 		switch (ch) {
 		case 'D':
 			if (cmdline_symset(optarg) < 0)
@@ -110,6 +105,9 @@ main(int argc, char *argv[])
 		case 's':
 			sockpath = optarg;
 			break;
+		case 'V':
+			printf("agencyd %s\n", AGENCY_VERSION);
+			exit(0);
 		case 'v':
 			d.verbose++;
 			break;
@@ -177,6 +175,8 @@ main(int argc, char *argv[])
 
 	if (control_init(&d, conf->socket, conf->rsocket) == -1)
 		fatalx("cannot open the control socket");
+	/* What the models write, to the clients that follow it. */
+	models_on_line(control_model_line, NULL);
 	if (agencyd_drop_caps() == -1)
 		fatalx("cannot give up capabilities");
 	if ((d.pool = agencyd_pool(&d)) == NULL)
@@ -266,13 +266,6 @@ agencyd_pool(struct agencyd *d)
 	return (pool_new(&model_pool_ops, d, &ps));
 }
 
-void
-agencyd_proxy_ready(struct agencyd *d)
-{
-	notify_ready();
-	notify_status(d);
-}
-
 static void
 agencyd_sig(int sig, short event, void *arg)
 {
@@ -286,7 +279,7 @@ agencyd_sig(int sig, short event, void *arg)
 		break;
 	case SIGHUP:
 		log_info("SIGHUP: reloading %s", d->conffile);
-		(void)agencyd_reload(d, NULL);
+		(void)agencyd_reload(d, NULL, NULL);
 		break;
 	case SIGCHLD:
 		agencyd_reap(d);
@@ -336,7 +329,7 @@ agencyd_shutdown(struct agencyd *d)
 	pool_stop_all(d->pool, agencyd_shutdown_done, d);
 }
 
-void
+static void
 agencyd_shutdown_done(void *arg)
 {
 	struct agencyd	*d = arg;

@@ -81,13 +81,25 @@ struct agencyd {
 	int			 reloading;	/* in agencyd_reload */
 };
 
-extern struct agencyd	*env;
+/*
+ * The files of agencyd, from the top down: each calls only files below
+ * it, and what must reach up goes through a table or a callback given
+ * to it at start-up (the pool's ops, a reload's reporter).
+ *
+ *   agencyd.c	main, signals, reaping, shutdown
+ *   control.c	agency-ctl's sockets
+ *   reload.c	a new configuration
+ *   models.c	the pool's effects (model_pool_ops)
+ *   proxylink.c	the socketpair to agency-proxy
+ *   served.c	the records of the served models
+ *   notify.c, printconf.c, privdrop.c, ports.c, pool.c, spawn.c,
+ *   memory.c, parse.y: below them all, calling none of them
+ */
 
-/* agencyd.c */
-int64_t		 mono_ms(void);
-void		 agencyd_shutdown_done(void *);
-void		 agencyd_proxy_ready(struct agencyd *);
-/* reload.c */
+/* reload.c: 0 when the new configuration is in force.  Each line of
+ * what it did or found goes to the log and to say (may be NULL). */
+typedef void	(*reload_say_cb)(void *, const char *);
+int		 agencyd_reload(struct agencyd *, reload_say_cb, void *);
 void		 agencyd_pool_settings(const struct agency_conf *,
 		    struct pool_settings *);
 
@@ -97,22 +109,30 @@ uint64_t	 agencyd_caps_kept(void);
 
 /* models.c: the pool's effects, done for real */
 extern const struct pool_ops	model_pool_ops;
+void		 models_reaped(struct agencyd *, pid_t, int);
+/* Each line a model writes (arg, the model's name, the line), once
+ * its ring has it. */
+typedef void	(*models_line_cb)(void *, const char *, const char *);
+void		 models_on_line(models_line_cb, void *);
+
+/* served.c: the records of the served models */
 int		 models_setup(struct agencyd *);
-struct model	*model_new(struct model_conf *);
+struct model	*model_new(struct model_conf *, const char *);
 void		 model_free(struct model *);
-int		 model_plan(struct model *, struct model_conf *,
+int		 model_plan(struct model *, struct model_conf *, const char *,
 		    struct pool_plan *);
 void		 model_limits(const struct model_conf *, struct pool_plan *);
+int		 model_env(const char *, const struct model_conf *,
+		    const char *, const char **, char *, size_t, char ***,
+		    char *, size_t);
 struct model	*model_find(struct agencyd *, const char *);
+struct model	*model_resolve(struct agencyd *, const char *);
 struct model	*model_by_pid(struct agencyd *, pid_t);
-void		 models_reaped(struct agencyd *, pid_t, int);
+struct model	*model_by_reaper(struct agencyd *, pid_t);
 void		 models_free(struct agencyd *);
-void		 models_restart(struct agencyd *, struct model *);
 void		 models_fill_status(struct agencyd *, struct proto_status *);
+void		 models_memory(struct agencyd *, struct proto_memory *);
 void		 models_proxy_ports(struct agencyd *, struct proto_ports *);
-#define PORTS_NARROWED	1
-#define PORTS_RESTART	2
-int		 models_ports_check(struct agencyd *, char *, size_t);
 
 /* ports.c: sets of model ports (struct proto_ports), pure */
 void		 ports_init(struct proto_ports *, uint16_t, uint16_t);
@@ -148,6 +168,9 @@ void		 proxy_compose(struct agencyd *, uint32_t, const void *,
 		    size_t);
 void		 proxy_composev(struct agencyd *, uint32_t,
 		    const struct iovec *, int);
+#define PORTS_NARROWED	1
+#define PORTS_RESTART	2
+int		 proxy_ports_check(struct agencyd *, char *, size_t);
 int		 listeners_bind(struct agency_conf *);
 
 #endif /* AGENCYD_H */

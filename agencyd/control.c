@@ -17,8 +17,14 @@
  *   dropped (the kernel closes them before they reach us);
  * - deadlines: a client that sends nothing, leaves a message unfinished
  *   or does not read its answer is dropped after CONTROL_TIMEOUT;
+ * - a client following a model's lines (IMSG_CTL_FOLLOW) is sent each
+ *   new line as any answer, within the same bounds: one that does not
+ *   read is dropped; it may send nothing more;
  * - each socket has its own cap, so restricted clients cannot take the
  *   room of the main socket's.
+ *
+ * It calls below it: reload.c, proxylink.c (a cancel), served.c (the
+ * records) and the pool.  Nothing calls it but agencyd.c.
  */
 #include <sys/types.h>
 #include <sys/socket.h>
@@ -56,6 +62,7 @@ enum ctl_wait {
 	CW_REQUEST,	/* the client: a request (idle) */
 	CW_MESSAGE,	/* the client: the rest of a message begun */
 	CW_READER,	/* the client: to read its answer */
+	CW_FOLLOW,	/* agencyd: a new line of the model it follows */
 	CW_DOOMED,	/* nothing: it is dropped at once */
 };
 
@@ -70,6 +77,8 @@ struct ctl_conn {
 	int			 pending;	/* an answer comes later */
 	int			 doomed;	/* over a bound */
 	int			 processing;	/* in control_process */
+	int			 following;	/* IMSG_CTL_FOLLOW: the lines */
+	char			 follow[AGENCY_NAME_MAX];	/* of it */
 };
 
 static TAILQ_HEAD(, ctl_conn)	ctl_conns = TAILQ_HEAD_INITIALIZER(ctl_conns);
@@ -80,6 +89,7 @@ static struct ctl_sock		ctl_restricted = {
 	.fd = -1, .restricted = 1, .maxconns = CONTROL_RESTRICTED_CONNS
 };
 static uint32_t			ctl_nextid = 1;
+static struct agencyd		*ctl_env;	/* control_init's */
 
 static void	control_accept(int, short, void *);
 static struct ctl_conn *control_conn_new(struct ctl_sock *, int);
@@ -225,7 +235,7 @@ control_listen(struct ctl_sock *cs, const char *path)
 int
 control_init(struct agencyd *d, const char *path, const char *rpath)
 {
-	(void)d;
+	ctl_env = d;
 	if (control_listen(&ctl_main, path) == -1)
 		return (-1);
 	/* both sockets were checked by main, in the foreground */
@@ -410,6 +420,8 @@ control_events(struct ctl_conn *c, int progress)
 		wait = CW_DOOMED;
 	else if (c->iev.ibuf.w.queued > 0)
 		wait = CW_READER;
+	else if (c->following)
+		wait = CW_FOLLOW;	/* reading: its close is seen */
 	else if (c->pending)
 		wait = CW_NONE;
 	else if (imsg_partial(&c->iev.ibuf) > 0)
@@ -422,7 +434,7 @@ control_events(struct ctl_conn *c, int progress)
 		return;
 	c->wait = wait;
 	evtimer_del(&c->deadline);
-	if (wait == CW_NONE)
+	if (wait == CW_NONE || wait == CW_FOLLOW)
 		return;
 	tv.tv_sec = wait == CW_DOOMED ? 0 : CONTROL_TIMEOUT;
 	tv.tv_usec = 0;
@@ -451,6 +463,7 @@ control_deadline(int fd, short event, void *arg)
 		break;
 	case CW_DOOMED:
 	case CW_NONE:
+	case CW_FOLLOW:
 	default:
 		break;
 	}
@@ -495,7 +508,7 @@ control_later_end(struct ctl_conn *c)
 }
 
 /* A line already logged, for the client alone. */
-void
+static void
 control_line(struct ctl_conn *c, const char *line)
 {
 	struct proto_ctl_result	r;
@@ -505,20 +518,6 @@ control_line(struct ctl_conn *c, const char *line)
 	memset(&r, 0, sizeof(r));
 	(void)strlcpy(r.message, line, sizeof(r.message));
 	control_compose(c, IMSG_CTL_INFO, &r, sizeof(r));
-}
-
-/* A line for the log, and for the client when there is one. */
-void
-control_info(struct ctl_conn *c, const char *fmt, ...)
-{
-	char	line[PROTO_MSG_MAX];
-	va_list	ap;
-
-	va_start(ap, fmt);
-	(void)vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	log_info("%s", line);
-	control_line(c, line);
 }
 
 /* "unknown model x; served: a, b" */
@@ -548,7 +547,7 @@ control_load_done(void *arg, int ok, const char *err)
 	if (ok)
 		control_result(c, IMSG_CTL_OK, "ready");
 	else
-		control_result(c, IMSG_CTL_ERROR, "%s", err != NULL ? err :
+		control_result(c, IMSG_CTL_FAILED, "%s", err != NULL ? err :
 		    "load failed");
 	control_later_end(c);
 }
@@ -580,8 +579,9 @@ control_cancel_done(void *arg, int ok, uint32_t cancelled)
 	control_later_end(c);
 }
 
+/* A line of a plan or a reload, for the client that asked. */
 static void
-control_plan_line(void *arg, const char *line)
+control_say(void *arg, const char *line)
 {
 	control_line(arg, line);
 }
@@ -592,7 +592,7 @@ control_plan(struct agencyd *d, struct ctl_conn *c, struct model *m)
 {
 	int	 v;
 
-	if ((v = pool_explain(d->pool, m->plan.name, control_plan_line,
+	if ((v = pool_explain(d->pool, m->plan.name, control_say,
 	    c)) == -1)
 		control_result(c, IMSG_CTL_ERROR, "%s is not served",
 		    m->plan.name);
@@ -601,40 +601,86 @@ control_plan(struct agencyd *d, struct ctl_conn *c, struct model *m)
 	control_end(c);
 }
 
+/*
+ * The status of every model, or of only one: each model's record and
+ * its aliases, then the memory they are measured against.
+ */
 static void
-control_status(struct agencyd *d, struct ctl_conn *c)
+control_status(struct agencyd *d, struct ctl_conn *c, struct model *only)
 {
-	struct proto_status	st;
-	struct proto_reqid	r;
-	size_t			i, n;
+	struct proto_status	 st;
+	struct proto_alias	 al;
+	struct proto_memory	 pm;
+	struct proto_reqid	 r;
+	struct model		*m;
+	struct strent		*se;
+	size_t			 i, n;
 
 	n = pool_count(d->pool);
 	for (i = 0; i < n; i++) {
-		if (pool_status(d->pool, i, &st) == -1)
+		if (pool_status(d->pool, i, &st) == -1 ||
+		    (only != NULL && strcmp(st.model, only->plan.name) != 0))
 			continue;
 		st.reqid = 0;
 		models_fill_status(d, &st);
 		control_compose(c, IMSG_STATUS_MODEL, &st, sizeof(st));
+		if ((m = model_find(d, st.model)) == NULL || m->mc == NULL)
+			continue;
+		TAILQ_FOREACH(se, &m->mc->aliases, entry) {
+			memset(&al, 0, sizeof(al));
+			(void)strlcpy(al.model, st.model, sizeof(al.model));
+			(void)strlcpy(al.alias, se->s, sizeof(al.alias));
+			control_compose(c, IMSG_STATUS_ALIAS, &al, sizeof(al));
+		}
 	}
+	models_memory(d, &pm);
+	control_compose(c, IMSG_STATUS_MEMORY, &pm, sizeof(pm));
 	memset(&r, 0, sizeof(r));
 	control_compose(c, IMSG_STATUS_END, &r, sizeof(r));
 }
 
 static void
-control_logs(struct agencyd *d, struct ctl_conn *c, struct model *m)
+control_logline(struct ctl_conn *c, const char *line)
 {
 	struct proto_log	lg;
-	size_t			i, n;
 
-	(void)d;
+	memset(&lg, 0, sizeof(lg));
+	lg.pri = LOG_INFO;
+	(void)strlcpy(lg.line, line, sizeof(lg.line));
+	control_compose(c, IMSG_CTL_LOGLINE, &lg, sizeof(lg));
+}
+
+/* The lines the model's ring holds; with follow, each new one after. */
+static void
+control_logs(struct ctl_conn *c, struct model *m, int follow)
+{
+	size_t	i, n;
+
 	n = ring_count(&m->ring);
-	for (i = 0; i < n; i++) {
-		memset(&lg, 0, sizeof(lg));
-		lg.pri = LOG_INFO;
-		(void)strlcpy(lg.line, ring_get(&m->ring, i), sizeof(lg.line));
-		control_compose(c, IMSG_CTL_LOGLINE, &lg, sizeof(lg));
+	for (i = 0; i < n; i++)
+		control_logline(c, ring_get(&m->ring, i));
+	if (!follow) {
+		control_end(c);
+		return;
 	}
-	control_end(c);
+	c->following = 1;
+	(void)strlcpy(c->follow, m->plan.name, sizeof(c->follow));
+	log_debug("control: client %u follows %s", c->id, c->follow);
+}
+
+/* A new line of a model (models_on_line): to each of its followers. */
+void
+control_model_line(void *arg, const char *model, const char *line)
+{
+	struct ctl_conn	*c, *next;
+
+	(void)arg;
+	/* (A follower over its bound is only doomed here, not freed.) */
+	for (c = TAILQ_FIRST(&ctl_conns); c != NULL; c = next) {
+		next = TAILQ_NEXT(c, entry);
+		if (c->following && strcmp(c->follow, model) == 0)
+			control_logline(c, line);
+	}
 }
 
 /*
@@ -651,7 +697,8 @@ control_request(struct agencyd *d, struct ctl_conn *c, struct imsg *imsg)
 	uint32_t		 type = imsg_get_type(imsg);
 	void			*cbarg = (void *)(uintptr_t)c->id;
 
-	if (c->restricted && type != IMSG_STATUS_REQ) {
+	if (c->restricted && type != IMSG_STATUS_REQ &&
+	    type != IMSG_CTL_STATUS) {
 		control_result(c, IMSG_CTL_ERROR, "permission denied: "
 		    "this socket allows status only");
 		control_end(c);
@@ -664,10 +711,13 @@ control_request(struct agencyd *d, struct ctl_conn *c, struct imsg *imsg)
 	case IMSG_CTL_CANCEL:
 	case IMSG_CTL_LOGS:
 	case IMSG_CTL_PLAN:
+	case IMSG_CTL_STATUS:
+	case IMSG_CTL_FOLLOW:
 		if (imsg_get_data(imsg, &cm, sizeof(cm)) == -1 ||
 		    !PROTO_STROK(cm.model))
 			return (-1);
-		if ((m = model_find(d, cm.model)) == NULL) {
+		/* Its name, or an alias, as the front door takes them. */
+		if ((m = model_resolve(d, cm.model)) == NULL) {
 			control_unknown(d, c, cm.model);
 			return (0);
 		}
@@ -680,7 +730,10 @@ control_request(struct agencyd *d, struct ctl_conn *c, struct imsg *imsg)
 	case IMSG_STATUS_REQ:
 		if (imsg_get_len(imsg) != sizeof(struct proto_reqid))
 			return (-1);
-		control_status(d, c);
+		control_status(d, c, NULL);
+		break;
+	case IMSG_CTL_STATUS:
+		control_status(d, c, m);
 		break;
 	case IMSG_CTL_LOAD:
 		if (d->stopping) {
@@ -717,7 +770,7 @@ control_request(struct agencyd *d, struct ctl_conn *c, struct imsg *imsg)
 	case IMSG_CTL_RELOAD:
 		if (imsg_get_len(imsg) != 0)
 			return (-1);
-		if (agencyd_reload(d, c) == 0)
+		if (agencyd_reload(d, control_say, c) == 0)
 			control_result(c, IMSG_CTL_OK,
 			    "configuration reloaded");
 		else
@@ -737,7 +790,10 @@ control_request(struct agencyd *d, struct ctl_conn *c, struct imsg *imsg)
 		control_end(c);
 		break;
 	case IMSG_CTL_LOGS:
-		control_logs(d, c, m);
+		control_logs(c, m, 0);
+		break;
+	case IMSG_CTL_FOLLOW:
+		control_logs(c, m, 1);
 		break;
 	case IMSG_CTL_PLAN:
 		control_plan(d, c, m);
@@ -755,13 +811,14 @@ control_request(struct agencyd *d, struct ctl_conn *c, struct imsg *imsg)
 static void
 control_process(struct ctl_conn *c)
 {
-	struct agencyd	*d = env;
+	struct agencyd	*d = ctl_env;
 	struct imsg	 imsg;
 	ssize_t		 n;
 	uint32_t	 type;
 
 	c->processing = 1;
-	while (!c->doomed && !c->pending && c->iev.ibuf.w.queued == 0) {
+	while (!c->doomed && !c->pending && !c->following &&
+	    c->iev.ibuf.w.queued == 0) {
 		if ((n = imsg_get(&c->iev.ibuf, &imsg)) == -1) {
 			log_warnx("control: client %u sent a malformed "
 			    "message; dropping the client", c->id);
@@ -781,6 +838,12 @@ control_process(struct ctl_conn *c)
 		imsg_free(&imsg);
 	}
 	c->processing = 0;
+	if (c->following && !c->doomed && c->iev.ibuf.rlen > 0) {
+		log_warnx("control: client %u sent a message while it follows "
+		    "a model's lines; dropping it", c->id);
+		control_drop(c);
+		return;
+	}
 	control_events(c, 0);
 }
 

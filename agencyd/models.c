@@ -10,6 +10,13 @@
  * The pool knows a model process by the model's own pid; agencyd reaps
  * its reaper, which exits only once nothing of the model is left, so
  * the exit the pool hears of is the end of everything the model started.
+ *
+ * This is the pool's ops table (model_pool_ops), which agencyd.c hands
+ * the pool: the pool reaches it only through that table.  A model's
+ * lines go up through the hook agencyd.c sets (models_on_line).  It calls
+ * below it: proxylink.c (what goes to agency-proxy), served.c (the
+ * records), notify.c, spawn.c, memory.c and the pool's answers
+ * (pool_spawned, pool_child_exited).
  */
 #include <sys/types.h>
 #include <sys/socket.h>
@@ -21,7 +28,6 @@
 #include <event.h>
 #include <libgen.h>
 #include <limits.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,206 +78,6 @@ const struct pool_ops model_pool_ops = {
 };
 
 /*
- * Who a model process runs as (as root the model user muser, else
- * ourselves: *userp NULL), its home, and its environment (port NULL:
- * only to look its size up with).  0, or -1 with a message in err.
- */
-static int
-model_env(const char *muser, const struct model_conf *mc, const char *port,
-    const char **userp, char *home, size_t homelen, char ***envp, char *err,
-    size_t errlen)
-{
-	struct passwd	*pw;
-
-	*userp = NULL;
-	*envp = NULL;
-	home[0] = '\0';
-	if (getuid() == 0) {
-		if ((pw = getpwnam(muser)) == NULL) {
-			(void)snprintf(err, errlen,
-			    "model user %s does not exist", muser);
-			return (-1);
-		}
-		*userp = muser;
-	} else if ((pw = getpwuid(getuid())) == NULL) {
-		(void)snprintf(err, errlen, "who am I? uid %u",
-		    (unsigned)getuid());
-		return (-1);
-	}
-	/* Copied: the next getpw call overwrites *pw. */
-	if (strlcpy(home, pw->pw_dir, homelen) >= homelen)
-		home[0] = '\0';
-	return (spawn_env(pw->pw_name, pw->pw_dir, mc->name, port,
-	    &mc->rt->env, &mc->env, envp, err, errlen));
-}
-
-/*
- * "model qwen2.5-7b": how messages, errors and status name a model and
- * its process.  The name, never the program or the upstream: two models
- * on one file differ, and the name is what an operator asks for.
- */
-static void
-model_label(const struct model_conf *mc, char *label, size_t len)
-{
-	(void)snprintf(label, len, "model %s", mc->name);
-}
-
-/*
- * What the model's server is sent as the body's "model", by its
- * runtime's send model: its name, its upstream, or "" for the client's
- * own (the proxy then leaves the field alone).
- */
-static const char *
-model_sent(const struct model_conf *mc)
-{
-	switch (mc->rt->send_model) {
-	case SEND_UPSTREAM:
-		return (mc->upstream);
-	case SEND_UNCHANGED:
-		return ("");
-	case SEND_NAME:
-	default:
-		return (mc->name);
-	}
-}
-
-/*
- * The pool's plan of a model from its configuration.  Its upstream is
- * the model name the upstream server is sent (model_sent): the pool only
- * carries it, to the grants of the process that the plan started.
- */
-int
-model_plan(struct model *m, struct model_conf *mc, struct pool_plan *plan)
-{
-	char		 home[PATH_MAX], err[SPAWN_ERR_MAX], **envp;
-	const char	*user;
-
-	memset(plan, 0, sizeof(*plan));
-	if (strlcpy(plan->name, mc->name, sizeof(plan->name)) >=
-	    sizeof(plan->name) ||
-	    strlcpy(plan->upstream, model_sent(mc), sizeof(plan->upstream)) >=
-	    sizeof(plan->upstream)) {
-		errno = ENAMETOOLONG;
-		return (-1);
-	}
-	model_label(mc, plan->label, sizeof(plan->label));
-	plan->lazy = mc->lazy;
-	/* Sized with what the model process will have: its user's home,
-	 * its runtime's and its own env, never ours. */
-	if (model_env(env != NULL && env->conf != NULL ?
-	    env->conf->model_user : AGENCY_MODEL_USER, mc, NULL, &user,
-	    home, sizeof(home), &envp, err, sizeof(err)) == -1)
-		log_debug("%s: %s: %s", __func__, mc->name, err);
-	plan->need = mem_need(mc->upstream, mc->memory, mc->rt->kind, envp,
-	    &plan->need_from);
-	spawn_argv_free(envp);
-	plan->idle_timeout = mc->lazy ? mc->idle_timeout : 0;
-	plan->load_timeout = mc->load_timeout;
-	plan->arg = m;
-	model_limits(mc, plan);
-	return (0);
-}
-
-/* The scheduling part of a plan, which changes without a restart. */
-void
-model_limits(const struct model_conf *mc, struct pool_plan *plan)
-{
-	plan->queue_timeout = mc->queue_timeout;
-	plan->max_queue = (uint32_t)mc->max_queue;
-	plan->max_requests = (uint32_t)mc->max_requests;
-}
-
-struct model *
-model_new(struct model_conf *mc)
-{
-	struct model	*m;
-
-	if ((m = calloc(1, sizeof(*m))) == NULL)
-		return (NULL);
-	m->mc = mc;
-	if (ring_init(&m->ring, SPAWN_RING_LINES) == -1 ||
-	    model_plan(m, mc, &m->plan) == -1) {
-		ring_free(&m->ring);
-		free(m);
-		return (NULL);
-	}
-	return (m);
-}
-
-void
-model_free(struct model *m)
-{
-	if (m->sp_open)
-		spawn_close(&m->sp);
-	ring_free(&m->ring);
-	free(m);
-}
-
-int
-models_setup(struct agencyd *d)
-{
-	struct model_conf	*mc;
-	struct model		*m;
-
-	TAILQ_FOREACH(mc, &d->conf->models, entry) {
-		if ((m = model_new(mc)) == NULL)
-			return (-1);
-		TAILQ_INSERT_TAIL(&d->models, m, entry);
-		if (pool_add(d->pool, &m->plan) == -1)
-			return (-1);
-	}
-	return (0);
-}
-
-struct model *
-model_find(struct agencyd *d, const char *name)
-{
-	struct model	*m;
-
-	TAILQ_FOREACH(m, &d->models, entry)
-		if (strcmp(m->plan.name, name) == 0)
-			return (m);
-	return (NULL);
-}
-
-/* The model whose process (reaper 0) or reaper (reaper 1) is pid. */
-static struct model *
-model_by(struct agencyd *d, pid_t pid, int reaper)
-{
-	struct model_head	*heads[2] = { &d->models, &d->draining };
-	struct model		*m;
-	size_t			 i;
-
-	for (i = 0; i < 2; i++)
-		TAILQ_FOREACH(m, heads[i], entry)
-			if (m->sp_open &&
-			    (reaper ? m->sp.reaper : m->sp.pid) == pid)
-				return (m);
-	return (NULL);
-}
-
-struct model *
-model_by_pid(struct agencyd *d, pid_t pid)
-{
-	return (model_by(d, pid, 0));
-}
-
-void
-models_free(struct agencyd *d)
-{
-	struct model	*m;
-
-	while ((m = TAILQ_FIRST(&d->models)) != NULL) {
-		TAILQ_REMOVE(&d->models, m, entry);
-		model_free(m);
-	}
-	while ((m = TAILQ_FIRST(&d->draining)) != NULL) {
-		TAILQ_REMOVE(&d->draining, m, entry);
-		model_free(m);
-	}
-}
-
-/*
  * A model's reaper was reaped: nothing of the model is left.  Read what
  * it wrote, then tell the pool how the model itself ended.
  */
@@ -281,7 +87,7 @@ models_reaped(struct agencyd *d, pid_t pid, int status)
 	struct model	*m;
 	int		 addr_in_use = 0;
 
-	if ((m = model_by(d, pid, 1)) != NULL) {
+	if ((m = model_by_reaper(d, pid)) != NULL) {
 		status = spawn_reaped(&m->sp, status);
 		pid = m->sp.pid;
 		spawn_close(&m->sp);
@@ -292,6 +98,21 @@ models_reaped(struct agencyd *d, pid_t pid, int status)
 	pool_child_exited(d->pool, pid, status, addr_in_use);
 }
 
+/*
+ * Who hears each line a model writes, once its ring has it: set at
+ * start-up by agencyd.c (control.c's followers), so that the lines go
+ * up without this file naming anything above it.
+ */
+static models_line_cb	 line_hook;
+static void		*line_hook_arg;
+
+void
+models_on_line(models_line_cb fn, void *arg)
+{
+	line_hook = fn;
+	line_hook_arg = arg;
+}
+
 static void
 model_line(void *arg, const char *line)
 {
@@ -299,6 +120,8 @@ model_line(void *arg, const char *line)
 
 	if (spawn_line_addr_in_use(line))
 		m->addr_in_use = 1;
+	if (line_hook != NULL)
+		line_hook(line_hook_arg, m->plan.name, line);
 }
 
 static void
@@ -568,87 +391,6 @@ op_changed(void *ctx, const struct pool_plan *plan)
 	notify_status(d);
 	/* A model moved by a reload may have left its old port. */
 	if (!d->reloading)
-		(void)models_ports_check(d, NULL, 0);
+		(void)proxy_ports_check(d, NULL, 0);
 }
 
-/* Stop the model's process and start it again, on the pool's queue. */
-void
-models_restart(struct agencyd *d, struct model *m)
-{
-	log_info("%s: restarting: its cancelled requests would go on",
-	    m->plan.label);
-	(void)pool_restart(d->pool, m->plan.name, NULL, NULL);
-}
-
-/* What the pool does not know of a model. */
-void
-models_fill_status(struct agencyd *d, struct proto_status *st)
-{
-	struct model	*m;
-
-	if ((m = model_find(d, st->model)) != NULL && m->mc != NULL)
-		(void)strlcpy(st->runtime, m->mc->rt->name,
-		    sizeof(st->runtime));
-}
-
-/*
- * The ports agency-proxy must be able to reach now: the configured range
- * and the port of each model process outside it, where a reload that
- * changed the range left it until the model is moved.
- */
-void
-models_proxy_ports(struct agencyd *d, struct proto_ports *pp)
-{
-	struct proto_status	 st;
-	size_t			 i, n;
-
-	ports_init(pp, d->conf->port_lo, d->conf->port_hi);
-	n = pool_count(d->pool);
-	for (i = 0; i < n; i++)
-		if (pool_status(d->pool, i, &st) == 0 && st.pid > 0 &&
-		    st.port != 0)
-			ports_add(pp, st.port);
-}
-
-/*
- * agency-proxy's sandbox follows the ports it must reach.  Fewer: it is
- * told, and narrows its Landlock rules.  More, a reload's new range,
- * which Landlock cannot add: it is restarted, and proxy_start gives the
- * new one what it needs then.  What was done is logged, or with msg
- * (a reload's) left there for the caller to say.  Returns 0 (nothing),
- * PORTS_NARROWED or PORTS_RESTART.
- */
-int
-models_ports_check(struct agencyd *d, char *msg, size_t msglen)
-{
-	struct proto_ports	 need;
-	char			 now[128], was[128], line[PROTO_MSG_MAX];
-	int			 rv;
-
-	if (d->proxy_pid <= 0 || d->stopping)
-		return (0);
-	models_proxy_ports(d, &need);
-	if (ports_within(&need, &d->proxy_ports) &&
-	    ports_within(&d->proxy_ports, &need))
-		return (0);
-	ports_format(&need, now, sizeof(now));
-	ports_format(&d->proxy_ports, was, sizeof(was));
-	if (!ports_within(&need, &d->proxy_ports)) {
-		(void)snprintf(line, sizeof(line), "model ports %s, beyond "
-		    "the %s agency-proxy may reach: restarting it", now, was);
-		(void)kill(d->proxy_pid, SIGTERM);
-		rv = PORTS_RESTART;
-	} else {
-		(void)snprintf(line, sizeof(line), "agency-proxy may reach "
-		    "model ports %s, no longer %s", now, was);
-		proxy_compose(d, IMSG_PORTS, &need, sizeof(need));
-		rv = PORTS_NARROWED;
-	}
-	/* After a restart, what its successor gets: no second one. */
-	d->proxy_ports = need;
-	if (msg != NULL)
-		(void)strlcpy(msg, line, msglen);
-	else
-		log_info("%s", line);
-	return (rv);
-}

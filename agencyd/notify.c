@@ -12,6 +12,8 @@
  * wrote to it would speak for agencyd), and put back only for the
  * moment of each message: sd_notify's unset_environment removes it
  * again.
+ *
+ * It reads the pool's status, and calls no other file of agencyd.
  */
 #include <sys/types.h>
 

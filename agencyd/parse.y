@@ -6,7 +6,8 @@
  * agency.conf(5): a hand-written lexer with include files and macros, a
  * byacc grammar, and the checks that need the whole file.  Every error is
  * reported as "FILE:LINE: message"; parse_config() returns NULL if there
- * was any.
+ * was any.  It calls memory.c (sizes in messages) and spawn.c (a
+ * command's argv, to check it), no file above them.
  */
 
 %{

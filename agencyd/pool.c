@@ -28,6 +28,9 @@
  * memory (the fairness window).  A waiter is "queued" while what it
  * waits for has not started: only queued waiters count against
  * max_queue and time out after queue_timeout.
+ *
+ * It calls no other file of agencyd but memory.c's arithmetic: every
+ * effect goes through the caller's struct pool_ops (models.c's).
  */
 #include <sys/types.h>
 #include <sys/queue.h>

@@ -8,7 +8,8 @@
  * process a reload left outside it until that model is moved.  Kept
  * sorted, each range apart from the next by at least one port; with
  * more ranges than fit, the two closest become one, so the set only
- * ever grows to cover what it must.  Pure functions, for ports_test.
+ * ever grows to cover what it must.  Pure functions, for ports_test;
+ * it calls no other file.
  */
 #include <sys/types.h>
 

@@ -5,7 +5,8 @@
 /*
  * The normalized configuration, as "agencyd -nv" prints it: a fixed order,
  * one statement a line, canonical units.  Parsing the output gives the
- * same configuration, and printing that gives the same text.
+ * same configuration, and printing that gives the same text.  It calls
+ * no other file of agencyd.
  */
 #include <sys/types.h>
 #include <sys/queue.h>

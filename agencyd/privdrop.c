@@ -7,7 +7,8 @@
  * model processes as their user and the proxy in its chroot, signals
  * them, binds listening sockets on reload and reads model files to size
  * them; every other capability leaves its bounding set, so neither it
- * nor anything it starts can have one again.
+ * nor anything it starts can have one again.  It calls no other file
+ * of agencyd.
  */
 #include <sys/types.h>
 #include <sys/prctl.h>

@@ -16,6 +16,11 @@
  * reading what agencyd sends it (PROXY_STALL_MS, PROXY_QUEUE_MAX).  Its
  * log lines, and the answers to probes it relays, reach the log escaped
  * (vis(3)), at the priorities the proxy uses.
+ *
+ * What the proxy asks goes to the pool, whose answers come back through
+ * models.c's ops and proxy_compose.  It calls below it: served.c (the
+ * records), notify.c (the proxy is ready), ports.c, spawn.c and the
+ * pool; nothing it calls calls it.
  */
 #include <sys/types.h>
 #include <sys/resource.h>
@@ -32,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
+#include <time.h>
 #include <unistd.h>
 #define LIBBSD_OPENBSD_VIS	/* strnvis(dst, src, size, flag) */
 #include <vis.h>
@@ -73,6 +79,7 @@ static struct {
 	struct event		 doom;
 } plink;
 
+static int64_t	mono_ms(void);
 static void	proxy_dispatch(int, short, void *);
 static void	proxy_hostile(struct agencyd *, const char *, uint32_t);
 static void	proxy_kill(struct agencyd *);
@@ -85,6 +92,15 @@ static void	proxy_stall_cb(int, short, void *);
 static void	proxy_doom_cb(int, short, void *);
 static void	proxy_cancels_end(void);
 static int	proxy_write(struct agencyd *);
+
+static int64_t
+mono_ms(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+}
 
 int
 listeners_bind(struct agency_conf *conf)
@@ -418,6 +434,49 @@ proxy_send_config(struct agencyd *d)
  fail:
 	log_warn("%s: cannot queue the configuration", __func__);
 	return (-1);
+}
+
+/*
+ * agency-proxy's sandbox follows the ports it must reach.  Fewer: it is
+ * told, and narrows its Landlock rules.  More, a reload's new range,
+ * which Landlock cannot add: it is restarted, and proxy_start gives the
+ * new one what it needs then.  What was done is logged, or with msg
+ * (a reload's) left there for the caller to say.  Returns 0 (nothing),
+ * PORTS_NARROWED or PORTS_RESTART.
+ */
+int
+proxy_ports_check(struct agencyd *d, char *msg, size_t msglen)
+{
+	struct proto_ports	 need;
+	char			 now[128], was[128], line[PROTO_MSG_MAX];
+	int			 rv;
+
+	if (d->proxy_pid <= 0 || d->stopping)
+		return (0);
+	models_proxy_ports(d, &need);
+	if (ports_within(&need, &d->proxy_ports) &&
+	    ports_within(&d->proxy_ports, &need))
+		return (0);
+	ports_format(&need, now, sizeof(now));
+	ports_format(&d->proxy_ports, was, sizeof(was));
+	if (!ports_within(&need, &d->proxy_ports)) {
+		(void)snprintf(line, sizeof(line), "model ports %s, beyond "
+		    "the %s agency-proxy may reach: restarting it", now, was);
+		(void)kill(d->proxy_pid, SIGTERM);
+		rv = PORTS_RESTART;
+	} else {
+		(void)snprintf(line, sizeof(line), "agency-proxy may reach "
+		    "model ports %s, no longer %s", now, was);
+		proxy_compose(d, IMSG_PORTS, &need, sizeof(need));
+		rv = PORTS_NARROWED;
+	}
+	/* After a restart, what its successor gets: no second one. */
+	d->proxy_ports = need;
+	if (msg != NULL)
+		(void)strlcpy(msg, line, msglen);
+	else
+		log_info("%s", line);
+	return (rv);
 }
 
 /* No progress writing to the proxy for this long: it stopped reading. */
@@ -757,8 +816,11 @@ proxy_cancelled(struct agencyd *d, struct imsg *imsg)
 	if (pc->cb == NULL && plink.asked > 0)
 		plink.asked--;
 	if (c.cancelled > 0 && (m = model_find(d, c.model)) != NULL &&
-	    m->mc != NULL && m->mc->rt->stops != STOPS_ALWAYS)
-		models_restart(d, m);
+	    m->mc != NULL && m->mc->rt->stops != STOPS_ALWAYS) {
+		log_info("%s: restarting: its cancelled requests would go on",
+		    m->plan.label);
+		(void)pool_restart(d->pool, m->plan.name, NULL, NULL);
+	}
 	if (pc->cb != NULL)
 		pc->cb(pc->arg, 1, c.cancelled);
 	free(pc);
@@ -960,7 +1022,9 @@ proxy_messages(struct agencyd *d)
 			d->proxy_quick_deaths = 0;
 			log_info("agency-proxy ready, pid %d",
 			    (int)d->proxy_pid);
-			agencyd_proxy_ready(d);
+			/* The service manager hears of it (the first). */
+			notify_ready();
+			notify_status(d);
 			break;
 		default:
 			goto bad;

@@ -9,6 +9,12 @@
  * requests for them get 404 at once), changed ones are restarted once
  * idle, new ones that are not lazy are loaded; listening sockets that
  * changed are bound anew and every listener goes to the proxy again.
+ *
+ * What it did, and the parse errors it found, go to the log and to
+ * whoever asked (reload_say_cb: control.c's client, or nobody for
+ * SIGHUP): it knows no caller.  It calls below it: parse.y, served.c
+ * (the records), proxylink.c (listeners, the proxy's configuration and
+ * ports), notify.c and the pool.
  */
 #include <sys/types.h>
 #include <sys/socket.h>
@@ -18,20 +24,43 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include <stdarg.h>
+#include <stdio.h>
+
 #include "agencyd.h"
-#include "control.h"
 #include "log.h"
 
-static struct ctl_conn	*reload_client;
+/* Who asked for the reload in progress, if anyone. */
+static reload_say_cb	 reload_say;
+static void		*reload_arg;
+/* Whose draining list a removed model leaves once stopped. */
+static struct agencyd	*reload_env;
 
-static int	 reload(struct agencyd *, struct ctl_conn *);
+static int	 reload(struct agencyd *);
+static void	 reload_info(const char *, ...)
+		    __attribute__((__format__ (printf, 1, 2)));
 
-/* Parse errors go to the log, and to the client that asked. */
+/* A line for the log, and for whoever asked. */
+static void
+reload_info(const char *fmt, ...)
+{
+	char	line[PROTO_MSG_MAX];
+	va_list	ap;
+
+	va_start(ap, fmt);
+	(void)vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	log_info("%s", line);
+	if (reload_say != NULL)
+		reload_say(reload_arg, line);
+}
+
+/* Parse errors go to the log, and to whoever asked. */
 static void
 reload_observe(int pri, const char *line)
 {
-	if (reload_client != NULL && pri <= LOG_WARNING)
-		control_line(reload_client, line);
+	if (reload_say != NULL && pri <= LOG_WARNING)
+		reload_say(reload_arg, line);
 }
 
 static int
@@ -93,8 +122,7 @@ listen_match(struct agency_conf *conf, const struct listen_conf *l)
 
 /* Bind what is new; on failure close what was bound and change nothing. */
 static int
-reload_listeners(struct agencyd *d, struct agency_conf *nconf,
-    struct ctl_conn *c)
+reload_listeners(struct agencyd *d, struct agency_conf *nconf)
 {
 	struct listen_conf	*l, *o;
 
@@ -107,7 +135,7 @@ reload_listeners(struct agencyd *d, struct agency_conf *nconf,
 				close(l->fd);
 			l->fd = -1;
 		}
-		control_info(c, "cannot listen on every address");
+		reload_info("cannot listen on every address");
 		return (-1);
 	}
 	TAILQ_FOREACH(l, &nconf->listens, entry) {
@@ -116,13 +144,13 @@ reload_listeners(struct agencyd *d, struct agency_conf *nconf,
 			l->fd = o->fd;
 			o->fd = -1;
 		} else
-			control_info(c, "listening on %s port %u", l->host,
+			reload_info("listening on %s port %u", l->host,
 			    l->port);
 	}
 	TAILQ_FOREACH(o, &d->conf->listens, entry) {
 		if (o->fd == -1)
 			continue;
-		control_info(c, "no longer listening on %s port %u", o->host,
+		reload_info("no longer listening on %s port %u", o->host,
 		    o->port);
 		close(o->fd);
 		o->fd = -1;
@@ -136,7 +164,7 @@ reload_removed(void *arg)
 	struct model	*m = arg;
 
 	log_info("%s: removed", m->plan.name);
-	TAILQ_REMOVE(&env->draining, m, entry);
+	TAILQ_REMOVE(&reload_env->draining, m, entry);
 	model_free(m);
 }
 
@@ -156,21 +184,20 @@ agencyd_pool_settings(const struct agency_conf *conf,
 }
 
 static void
-reload_settings(struct agencyd *d, struct agency_conf *nconf,
-    struct ctl_conn *c)
+reload_settings(struct agencyd *d, struct agency_conf *nconf)
 {
 	struct agency_conf	*o = d->conf;
 	struct pool_settings	 ps;
 
 	if (strcmp(o->socket, nconf->socket) != 0 ||
 	    strcmp(o->rsocket, nconf->rsocket) != 0)
-		control_info(c, "control sockets stay as they are until "
+		reload_info("control sockets stay as they are until "
 		    "agencyd restarts");
 	if (strcmp(o->user, nconf->user) != 0)
-		control_info(c, "the proxy user applies when the proxy "
+		reload_info("the proxy user applies when the proxy "
 		    "restarts");
 	if (strcmp(o->model_user, nconf->model_user) != 0)
-		control_info(c, "the model user applies to processes started "
+		reload_info("the model user applies to processes started "
 		    "from now on");
 	/* New ports go to new loads; reload_move moves the models outside
 	 * them, models_ports_check fits the proxy's sandbox to both. */
@@ -187,8 +214,7 @@ reload_settings(struct agencyd *d, struct agency_conf *nconf,
  * (models_proxy_ports).  Returns how many will move.
  */
 static int
-reload_move(struct agencyd *d, struct agency_conf *nconf,
-    struct ctl_conn *c)
+reload_move(struct agencyd *d, struct agency_conf *nconf)
 {
 	struct proto_status	 st;
 	struct pool_plan	 plan;
@@ -210,7 +236,7 @@ reload_move(struct agencyd *d, struct agency_conf *nconf,
 			log_warnx("%s: cannot move %s", __func__, st.model);
 			continue;
 		}
-		control_info(c, "model %s: on port %u, outside the new ports; "
+		reload_info("model %s: on port %u, outside the new ports; "
 		    "moved once idle", st.model, st.port);
 		nmoved++;
 	}
@@ -218,18 +244,23 @@ reload_move(struct agencyd *d, struct agency_conf *nconf,
 }
 
 int
-agencyd_reload(struct agencyd *d, struct ctl_conn *c)
+agencyd_reload(struct agencyd *d, reload_say_cb say, void *arg)
 {
 	int	 rv;
 
+	reload_env = d;
+	reload_say = say;
+	reload_arg = arg;
 	d->reloading = 1;
-	rv = reload(d, c);
+	rv = reload(d);
 	d->reloading = 0;
+	reload_say = NULL;
+	reload_arg = NULL;
 	return (rv);
 }
 
 static int
-reload(struct agencyd *d, struct ctl_conn *c)
+reload(struct agencyd *d)
 {
 	struct agency_conf	*nconf, *oconf;
 	struct model_conf	*mc;
@@ -241,24 +272,22 @@ reload(struct agencyd *d, struct ctl_conn *c)
 	int			 nmoved;
 
 	if (d->stopping) {
-		control_info(c, "agencyd is stopping");
+		reload_info("agencyd is stopping");
 		return (-1);
 	}
-	reload_client = c;
 	log_setobserver(reload_observe);
 	nconf = parse_config(d->conffile, 0);
 	log_setobserver(NULL);
-	reload_client = NULL;
 	if (nconf == NULL) {
-		control_info(c, "%s has errors; configuration not changed",
+		reload_info("%s has errors; configuration not changed",
 		    d->conffile);
 		return (-1);
 	}
-	if (reload_listeners(d, nconf, c) == -1) {
+	if (reload_listeners(d, nconf) == -1) {
 		config_free(nconf);
 		return (-1);
 	}
-	reload_settings(d, nconf, c);
+	reload_settings(d, nconf);
 
 	/* Removed models: no longer served; stopped once idle. */
 	for (m = TAILQ_FIRST(&d->models); m != NULL; m = next) {
@@ -268,7 +297,7 @@ reload(struct agencyd *d, struct ctl_conn *c)
 		TAILQ_REMOVE(&d->models, m, entry);
 		TAILQ_INSERT_TAIL(&d->draining, m, entry);
 		m->mc = NULL;
-		control_info(c, "model %s: removed; stopped once idle",
+		reload_info("model %s: removed; stopped once idle",
 		    m->plan.name);
 		nremoved++;
 		if (pool_remove(d->pool, m->plan.name, reload_removed, m) == -1)
@@ -279,7 +308,8 @@ reload(struct agencyd *d, struct ctl_conn *c)
 	TAILQ_INIT(&added);
 	TAILQ_FOREACH(mc, &nconf->models, entry) {
 		if ((m = model_find(d, mc->name)) == NULL) {
-			if ((m = model_new(mc)) == NULL) {
+			if ((m = model_new(mc, d->conf->model_user)) ==
+			    NULL) {
 				log_warn("%s: model %s", __func__, mc->name);
 				continue;
 			}
@@ -287,10 +317,11 @@ reload(struct agencyd *d, struct ctl_conn *c)
 			continue;
 		}
 		if (model_changed(m->mc, mc)) {
-			if (model_plan(m, mc, &plan) == 0 &&
+			if (model_plan(m, mc, d->conf->model_user,
+			    &plan) == 0 &&
 			    pool_replace(d->pool, &plan) == 0) {
 				m->plan = plan;
-				control_info(c, "model %s: changed; restarted "
+				reload_info("model %s: changed; restarted "
 				    "once idle", mc->name);
 				nchanged++;
 			} else
@@ -304,7 +335,7 @@ reload(struct agencyd *d, struct ctl_conn *c)
 		m->mc = mc;
 	}
 
-	nmoved = reload_move(d, nconf, c);
+	nmoved = reload_move(d, nconf);
 
 	/* The new ones, in config order after the kept ones. */
 	while ((m = TAILQ_FIRST(&added)) != NULL) {
@@ -316,7 +347,7 @@ reload(struct agencyd *d, struct ctl_conn *c)
 			model_free(m);
 			continue;
 		}
-		control_info(c, "model %s: added%s", m->plan.name,
+		reload_info("model %s: added%s", m->plan.name,
 		    m->plan.lazy ? "" : "; loading");
 		nadded++;
 		if (!m->plan.lazy)
@@ -327,15 +358,15 @@ reload(struct agencyd *d, struct ctl_conn *c)
 	d->conf = nconf;
 	config_free(oconf);
 	/* A restart ends the requests in progress through the proxy. */
-	if (models_ports_check(d, msg, sizeof(msg)) != 0)
-		control_info(c, "%s", msg);
+	if (proxy_ports_check(d, msg, sizeof(msg)) != 0)
+		reload_info("%s", msg);
 	(void)proxy_send_config(d);
 	if (nmoved > 0)
-		control_info(c, "reloaded %s: %d added, %d changed, "
+		reload_info("reloaded %s: %d added, %d changed, "
 		    "%d removed, %d moved", d->conffile, nadded, nchanged,
 		    nremoved, nmoved);
 	else
-		control_info(c, "reloaded %s: %d added, %d changed, "
+		reload_info("reloaded %s: %d added, %d changed, "
 		    "%d removed", d->conffile, nadded, nchanged, nremoved);
 	/* An added lazy model changes no state, only the count. */
 	notify_status(d);

@@ -5,6 +5,8 @@
 /*
  * Model processes: argv and environment, the reaper, fork+exec, output
  * capture, and the ring of a model's last lines.  See spawn.h.
+ * It calls no other file of agencyd: its callers hear of a line or an
+ * end through the callbacks of struct spawn_req.
  */
 #include <sys/types.h>
 #include <sys/prctl.h>

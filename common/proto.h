@@ -115,6 +115,23 @@ enum imsg_type {
 	 * connect to from now on, fewer than before (see proto_ports) */
 	IMSG_PORTS,
 
+	/*
+	 * agency-ctl <-> agencyd, added for operators.  A status, whole or
+	 * of one model, is answered on the control socket with each
+	 * model's IMSG_STATUS_MODEL followed by its IMSG_STATUS_ALIAS
+	 * messages, then one IMSG_STATUS_MEMORY, then IMSG_STATUS_END.
+	 */
+	IMSG_CTL_STATUS,	/* struct proto_ctl_model: one model (its name
+				 * or an alias); or IMSG_CTL_ERROR, END */
+	IMSG_STATUS_ALIAS,	/* agencyd -> ctl: struct proto_alias */
+	IMSG_STATUS_MEMORY,	/* agencyd -> ctl: struct proto_memory */
+	/* struct proto_ctl_model: the model's lines (IMSG_CTL_LOGLINE),
+	 * then each new one as it comes, until either side closes */
+	IMSG_CTL_FOLLOW,
+	/* agencyd -> ctl: struct proto_ctl_result: what was asked was
+	 * done, and the model failed (its load) */
+	IMSG_CTL_FAILED,
+
 	IMSG_MAXTYPE
 };
 
@@ -285,6 +302,31 @@ struct proto_status {
 	int32_t		waiting;	/* enum proto_wait */
 	int64_t		oldest_wait;	/* ms the oldest has waited; -1 */
 	uint32_t	max_requests;	/* 0: no bound */
+	/* added for agency-ctl status */
+	int64_t		idle_timeout;	/* ms; 0: none (or not lazy) */
+	int64_t		idle_stop_at;	/* ms since the epoch when its idle
+					 * timeout stops it unless it is used
+					 * first; -1: not counting */
+};
+
+/* IMSG_STATUS_ALIAS: one alias of the model of the status before it. */
+struct proto_alias {
+	char		model[AGENCY_NAME_MAX];
+	char		alias[AGENCY_NAME_MAX];
+};
+
+/*
+ * IMSG_STATUS_MEMORY: what the models' memory is measured against.  In
+ * use is the need of every model loaded or loading; available is what
+ * the fit test reads (MemAvailable, or the cgroup's room), of which
+ * reserve is kept free.  Bytes; -1 where unknown; budget 0: none.
+ */
+struct proto_memory {
+	int64_t		in_use;
+	int64_t		budget;
+	int64_t		available;
+	int64_t		total;
+	int64_t		reserve;
 };
 
 struct proto_cancel {

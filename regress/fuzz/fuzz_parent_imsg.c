@@ -43,11 +43,11 @@
  * (see step()).  FUZZ_WRITE_SEEDS=DIR writes seed sequences and exits.
  */
 #include <sys/types.h>
-#include <sys/stat.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <dirent.h>
@@ -71,25 +71,11 @@
 int	LLVMFuzzerInitialize(int *, char ***);
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
-/* agencyd.c's, which this does not link (it has main). */
-struct agencyd	*env;
-
-int64_t
-mono_ms(void)
-{
-	return (0);
-}
-
-void
-agencyd_shutdown_done(void *arg)
+/* What agencyd.c's shutdown does when the models are stopped. */
+static void
+shutdown_done(void *arg)
 {
 	(void)arg;
-}
-
-void
-agencyd_proxy_ready(struct agencyd *d)
-{
-	(void)d;
 }
 
 int	listeners_bind(struct agency_conf *);
@@ -763,7 +749,8 @@ static const uint32_t	proxy_types[] = { IMSG_HOLD_REQ, IMSG_HOLD_WITHDRAW,
 
 static const uint32_t	ctl_types[] = { IMSG_STATUS_REQ, IMSG_CTL_LOAD,
 			    IMSG_CTL_UNLOAD, IMSG_CTL_CANCEL, IMSG_CTL_RELOAD,
-			    IMSG_CTL_VERBOSE, IMSG_CTL_LOGS, IMSG_CTL_PLAN };
+			    IMSG_CTL_VERBOSE, IMSG_CTL_LOGS, IMSG_CTL_PLAN,
+			    IMSG_CTL_STATUS, IMSG_CTL_FOLLOW };
 #define NCTL_TYPES	(sizeof(ctl_types) / sizeof(ctl_types[0]))
 
 /*
@@ -874,6 +861,8 @@ payload(struct input *in, uint32_t type, void *buf, size_t size,
 	case IMSG_CTL_CANCEL:
 	case IMSG_CTL_LOGS:
 	case IMSG_CTL_PLAN:
+	case IMSG_CTL_STATUS:
+	case IMSG_CTL_FOLLOW:
 		memset(&cm, 0, sizeof(cm));
 		name(in, cm.model, sizeof(cm.model));
 		cm.wait = u8(in) & 1;
@@ -1215,6 +1204,7 @@ step_tick(struct input *in)
 static void
 step(struct input *in)
 {
+	static char	line[SPAWN_LINE_MAX + 1], model[AGENCY_NAME_MAX];
 	unsigned int	op = u8(in);
 
 	if (verbose)
@@ -1272,7 +1262,7 @@ step(struct input *in)
 		if (!w.stopped) {
 			w.stopped = 1;
 			w.d.stopping = 1;
-			pool_stop_all(w.d.pool, agencyd_shutdown_done, &w.d);
+			pool_stop_all(w.d.pool, shutdown_done, &w.d);
 			proxy_io();
 		}
 		break;
@@ -1284,7 +1274,15 @@ step(struct input *in)
 			step_close_ctl(in);
 		else if (op & 2)
 			bind_fails = !bind_fails;
-		else if (op & 4) {
+		else if ((op & 0x1f) == 0x10) {
+			/* a model writes a line: to its followers (spawn.c
+			 * cuts lines to SPAWN_LINE_MAX, each terminated) */
+			name(in, model, sizeof(model));
+			model[sizeof(model) - 1] = '\0';
+			text(in, line, sizeof(line));
+			line[sizeof(line) - 1] = '\0';
+			control_model_line(NULL, model, line);
+		} else if (op & 4) {
 			/* the file changes: the next reload sees it */
 			w.conf_which = (w.conf_which + 1 + (op >> 3)) %
 			    NCONFS;
@@ -1313,7 +1311,7 @@ setup(int which)
 	TAILQ_INIT(&d->probes);
 	TAILQ_INIT(&w.timers);
 	TAILQ_INIT(&w.spawns);
-	env = d;
+	ctl_env = d;	/* as control_init sets it */
 	w.now = 1700000000000LL;
 	w.mem.total = 32LL << 30;
 	w.mem.available = 16LL << 30;
@@ -1383,7 +1381,7 @@ teardown(void)
 		TAILQ_REMOVE(&w.spawns, s, entry);
 		free(s);
 	}
-	env = NULL;
+	ctl_env = NULL;
 }
 
 static void write_seeds(const char *);

@@ -19,6 +19,10 @@
  *   partial  conns connections that send half an imsg header.
  *            Both print "open N", then wait (seconds at most) for the
  *            server to close them: "closed N of M, the last after T ms".
+ *   follow   (ctlattack follow path model) one connection that asks to
+ *            follow the model's lines and never reads them.  Prints
+ *            "following", then "closed after T ms" when the server
+ *            closed it, or "open after T ms" at the deadline.
  *
  * Exits 0 unless something the attacker itself needed failed.
  */
@@ -50,7 +54,8 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: ctlattack [-c conns] [-n count] [-t seconds] "
-	    "flood | fds | idle | partial path\n");
+	    "flood | fds | idle | partial path\n"
+	    "       ctlattack [-t seconds] follow path model\n");
 	exit(2);
 }
 
@@ -209,6 +214,47 @@ hold(int conns, int partial, int64_t deadline)
 	fflush(stdout);
 }
 
+/* follow: a follower that never reads what it is sent. */
+static void
+follow(const char *model, int64_t deadline)
+{
+	struct imsg_hdr		 hdr;
+	struct proto_ctl_model	 cm;
+	unsigned char		 msg[sizeof(hdr) + sizeof(cm)];
+	struct pollfd		 pfd;
+	int64_t			 start;
+	int			 s, closed = 0;
+
+	if ((s = connect_to(0)) == -1)
+		exit(1);
+	memset(&hdr, 0, sizeof(hdr));
+	hdr.type = IMSG_CTL_FOLLOW;
+	hdr.len = sizeof(msg);
+	memset(&cm, 0, sizeof(cm));
+	if (strlcpy(cm.model, model, sizeof(cm.model)) >= sizeof(cm.model))
+		errx(2, "model name too long");
+	memcpy(msg, &hdr, sizeof(hdr));
+	memcpy(msg + sizeof(hdr), &cm, sizeof(cm));
+	if (write(s, msg, sizeof(msg)) != (ssize_t)sizeof(msg))
+		err(2, "write");
+	printf("following\n");
+	fflush(stdout);
+	start = now_ms();
+	/* Its close is seen without reading what waits in the buffer. */
+	while (!closed && now_ms() < deadline) {
+		pfd.fd = s;
+		pfd.events = POLLRDHUP;
+		pfd.revents = 0;
+		if (poll(&pfd, 1, 100) == -1)
+			err(2, "poll");
+		closed = (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+	}
+	printf("%s after %lld ms\n", closed ? "closed" : "open",
+	    (long long)(now_ms() - start));
+	fflush(stdout);
+	close(s);
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -234,9 +280,11 @@ main(int argc, char *argv[])
 	}
 	argc -= optind;
 	argv += optind;
-	if (argc != 2)
+	if (argc < 2)
 		usage();
 	mode = argv[0];
+	if ((strcmp(mode, "follow") == 0) != (argc == 3) || argc > 3)
+		usage();
 	memset(&sun, 0, sizeof(sun));
 	sun.sun_family = AF_UNIX;
 	if (strlcpy(sun.sun_path, argv[1], sizeof(sun.sun_path)) >=
@@ -253,6 +301,8 @@ main(int argc, char *argv[])
 		hold(conns, 0, deadline);
 	else if (strcmp(mode, "partial") == 0)
 		hold(conns, 1, deadline);
+	else if (strcmp(mode, "follow") == 0)
+		follow(argv[2], deadline);
 	else
 		usage();
 	return (0);

@@ -16,27 +16,6 @@
 
 #include "agencyd.h"
 
-/* agencyd.c's, which is not in the library: proxylink.o refers to them. */
-struct agencyd	*env;
-
-int64_t
-mono_ms(void)
-{
-	return (0);
-}
-
-void
-agencyd_proxy_ready(struct agencyd *d)
-{
-	(void)d;
-}
-
-void
-agencyd_shutdown_done(void *arg)
-{
-	(void)arg;
-}
-
 static const char *
 clean(const char *s)
 {
