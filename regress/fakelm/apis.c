@@ -388,61 +388,6 @@ stream_of(struct json_object *body)
 	    json_object_get_boolean(v));
 }
 
-static void
-messages(struct evhttp_request *req, const char *path)
-{
-	struct json_object	*body;
-	struct prompt		 p;
-	struct gen		*g;
-	const char		*model;
-	long long		 max;
-	int			 limited;
-
-	if (anthropic_headers(req, path) == -1)
-		return;
-	if ((body = parse_body(req, path)) == NULL)
-		return;
-	prompt_init(&p);
-	if (check_model(req, path, body, &model) == -1 ||
-	    max_tokens_of(req, path, model, body, "max_tokens", &max,
-	    &limited) == -1 ||
-	    anthropic_prompt(req, path, model, body, &p) == -1)
-		goto done;
-	g = gen_new(req, path, model);
-	g->api = &messages_api;
-	g->limited = limited;
-	g->prompt_tokens = prompt_count(&p);
-	gen_begin(g, max, stream_of(body), "msg_fakelm", prompt_echo(&p));
-	gen_run(g);
- done:
-	prompt_free(&p);
-	json_object_put(body);
-}
-
-static void
-count_tokens(struct evhttp_request *req, const char *path)
-{
-	struct json_object	*body, *obj;
-	struct prompt		 p;
-	const char		*model;
-
-	if (anthropic_headers(req, path) == -1)
-		return;
-	if ((body = parse_body(req, path)) == NULL)
-		return;
-	prompt_init(&p);
-	if (check_model(req, path, body, &model) == -1 ||
-	    anthropic_prompt(req, path, model, body, &p) == -1)
-		goto done;
-	obj = json_object_new_object();
-	json_object_object_add(obj, "input_tokens",
-	    json_object_new_int64(prompt_count(&p)));
-	reply_json(req, 200, obj, path, model, 0);
- done:
-	prompt_free(&p);
-	json_object_put(body);
-}
-
 /* The text of a Responses content: a string, or its text parts. */
 static void
 parts_text(struct json_object *content, struct evbuffer *out)
@@ -689,8 +634,49 @@ static const struct gen_api responses_api = {
 	responses_start, responses_step, responses_finish
 };
 
+/*
+ * The two APIs' generating and counting routes, alike but for these: the
+ * Anthropic headers checked, the field of the tokens' bound, the prompt,
+ * the answer's shapes and ids, the count's object.
+ */
+struct family {
+	int		 anthropic;
+	const char	*max_field;
+	int		(*prompt)(struct evhttp_request *, const char *,
+			    const char *, struct json_object *,
+			    struct prompt *);
+	const struct gen_api *api;
+	const char	*id;
+	const char	*count_object;	/* NULL: none */
+};
+
+static const struct family messages_family = {
+	1, "max_tokens", anthropic_prompt, &messages_api, "msg_fakelm", NULL
+};
+static const struct family responses_family = {
+	0, "max_output_tokens", responses_prompt, &responses_api,
+	"resp_fakelm", "response.input_tokens"
+};
+
+/* The body and its prompt, or -1 after answering. */
+static int
+family_read(struct evhttp_request *req, const char *path,
+    const struct family *f, struct json_object **body, const char **model,
+    struct prompt *p)
+{
+	prompt_init(p);
+	*body = NULL;
+	if ((f->anthropic && anthropic_headers(req, path) == -1) ||
+	    (*body = parse_body(req, path)) == NULL)
+		return (-1);
+	if (check_model(req, path, *body, model) == -1 ||
+	    f->prompt(req, path, *model, *body, p) == -1)
+		return (-1);
+	return (0);
+}
+
 static void
-responses(struct evhttp_request *req, const char *path)
+generate(struct evhttp_request *req, const char *path, const struct family *f)
 {
 	struct json_object	*body;
 	struct prompt		 p;
@@ -699,20 +685,17 @@ responses(struct evhttp_request *req, const char *path)
 	long long		 max;
 	int			 limited;
 
-	if ((body = parse_body(req, path)) == NULL)
-		return;
-	prompt_init(&p);
-	if (check_model(req, path, body, &model) == -1 ||
-	    max_tokens_of(req, path, model, body, "max_output_tokens", &max,
-	    &limited) == -1 ||
-	    responses_prompt(req, path, model, body, &p) == -1)
+	if (family_read(req, path, f, &body, &model, &p) == -1 ||
+	    max_tokens_of(req, path, model, body, f->max_field, &max,
+	    &limited) == -1)
 		goto done;
 	g = gen_new(req, path, model);
-	g->api = &responses_api;
+	g->api = f->api;
 	g->limited = limited;
 	g->prompt_tokens = prompt_count(&p);
-	gen_begin(g, max, stream_of(body), "resp_fakelm", prompt_echo(&p));
-	(void)snprintf(g->item, sizeof(g->item), "msg_%s", g->id);
+	gen_begin(g, max, stream_of(body), f->id, prompt_echo(&p));
+	if (f->api == &responses_api)
+		(void)snprintf(g->item, sizeof(g->item), "msg_%s", g->id);
 	gen_run(g);
  done:
 	prompt_free(&p);
@@ -720,26 +703,47 @@ responses(struct evhttp_request *req, const char *path)
 }
 
 static void
-input_tokens(struct evhttp_request *req, const char *path)
+count(struct evhttp_request *req, const char *path, const struct family *f)
 {
 	struct json_object	*body, *obj;
 	struct prompt		 p;
 	const char		*model;
 
-	if ((body = parse_body(req, path)) == NULL)
-		return;
-	prompt_init(&p);
-	if (check_model(req, path, body, &model) == -1 ||
-	    responses_prompt(req, path, model, body, &p) == -1)
+	if (family_read(req, path, f, &body, &model, &p) == -1)
 		goto done;
 	obj = json_object_new_object();
-	json_object_object_add(obj, "object", jstr("response.input_tokens"));
+	if (f->count_object != NULL)
+		json_object_object_add(obj, "object", jstr(f->count_object));
 	json_object_object_add(obj, "input_tokens",
 	    json_object_new_int64(prompt_count(&p)));
 	reply_json(req, 200, obj, path, model, 0);
  done:
 	prompt_free(&p);
 	json_object_put(body);
+}
+
+static void
+messages(struct evhttp_request *req, const char *path)
+{
+	generate(req, path, &messages_family);
+}
+
+static void
+count_tokens(struct evhttp_request *req, const char *path)
+{
+	count(req, path, &messages_family);
+}
+
+static void
+responses(struct evhttp_request *req, const char *path)
+{
+	generate(req, path, &responses_family);
+}
+
+static void
+input_tokens(struct evhttp_request *req, const char *path)
+{
+	count(req, path, &responses_family);
 }
 
 /* Whether word (len bytes) is one of the words of s. */
