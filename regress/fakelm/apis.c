@@ -388,35 +388,6 @@ stream_of(struct json_object *body)
 	    json_object_get_boolean(v));
 }
 
-/* The text of a Responses content: a string, or its text parts. */
-static void
-parts_text(struct json_object *content, struct evbuffer *out)
-{
-	struct json_object	*part, *type, *text;
-	const char		*t;
-	size_t			 i, n;
-
-	if (json_object_is_type(content, json_type_string)) {
-		evbuffer_add_printf(out, "%s ",
-		    json_object_get_string(content));
-		return;
-	}
-	if (!json_object_is_type(content, json_type_array))
-		return;
-	n = json_object_array_length(content);
-	for (i = 0; i < n; i++) {
-		part = json_object_array_get_idx(content, i);
-		if (!json_object_object_get_ex(part, "type", &type) ||
-		    !json_object_object_get_ex(part, "text", &text))
-			continue;
-		t = json_object_get_string(type);
-		if (strcmp(t, "input_text") == 0 ||
-		    strcmp(t, "output_text") == 0 || strcmp(t, "text") == 0)
-			evbuffer_add_printf(out, "%s ",
-			    json_object_get_string(text));
-	}
-}
-
 /*
  * The Responses instructions and input into p, or -1 after answering
  * 400.  The input is a string (the user's) or items: messages, whose
@@ -430,7 +401,7 @@ responses_prompt(struct evhttp_request *req, const char *path,
 	size_t			 i, n;
 
 	if (json_object_object_get_ex(body, "instructions", &v))
-		parts_text(v, p->all);
+		content_text(v, p->all);
 	if (!json_object_object_get_ex(body, "input", &input) ||
 	    (!json_object_is_type(input, json_type_string) &&
 	    !json_object_is_type(input, json_type_array))) {
@@ -439,21 +410,21 @@ responses_prompt(struct evhttp_request *req, const char *path,
 		return (-1);
 	}
 	if (json_object_is_type(input, json_type_string)) {
-		parts_text(input, p->all);
-		parts_text(input, p->last);
+		content_text(input, p->all);
+		content_text(input, p->last);
 		return (0);
 	}
 	n = json_object_array_length(input);
 	for (i = 0; i < n; i++) {
 		item = json_object_array_get_idx(input, i);
 		if (json_object_object_get_ex(item, "output", &v))
-			parts_text(v, p->all);
+			content_text(v, p->all);
 		if (!json_object_object_get_ex(item, "content", &v))
 			continue;
-		parts_text(v, p->all);
+		content_text(v, p->all);
 		if (is_user(item)) {
 			evbuffer_drain(p->last, evbuffer_get_length(p->last));
-			parts_text(v, p->last);
+			content_text(v, p->last);
 		}
 	}
 	return (0);

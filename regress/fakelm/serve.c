@@ -420,11 +420,16 @@ count_words(const char *s)
 	return (n);
 }
 
-/* The text of a message's content: a string, or the text parts. */
+/*
+ * The text of a message's content: a string, or the text parts (Chat's
+ * and Anthropic's "text", the Responses API's "input_text" and
+ * "output_text").
+ */
 void
 content_text(struct json_object *content, struct evbuffer *out)
 {
 	struct json_object	*part, *type, *text;
+	const char		*t;
 	size_t			 i, n;
 
 	if (json_object_is_type(content, json_type_string)) {
@@ -437,9 +442,12 @@ content_text(struct json_object *content, struct evbuffer *out)
 	n = json_object_array_length(content);
 	for (i = 0; i < n; i++) {
 		part = json_object_array_get_idx(content, i);
-		if (json_object_object_get_ex(part, "type", &type) &&
-		    strcmp(json_object_get_string(type), "text") == 0 &&
-		    json_object_object_get_ex(part, "text", &text))
+		if (!json_object_object_get_ex(part, "type", &type) ||
+		    !json_object_object_get_ex(part, "text", &text))
+			continue;
+		t = json_object_get_string(type);
+		if (strcmp(t, "text") == 0 || strcmp(t, "input_text") == 0 ||
+		    strcmp(t, "output_text") == 0)
 			evbuffer_add_printf(out, "%s ",
 			    json_object_get_string(text));
 	}
