@@ -79,6 +79,8 @@
 #include "proxy.h"
 
 #define CONN_READ		(64 * 1024)	/* the shared read buffer */
+#define CONN_MARK_READ		(128 * 1024)	/* a read of a form's body, */
+#define CONN_MARK_PIECES	16		/* as many a turn at most */
 #define CONN_HEADER_MAX		(64 * 1024)	/* a request's header */
 #define CONN_PIPELINE_MAX	(64 * 1024)	/* kept while BUSY */
 #define CONN_LINGER_MS		2000		/* a lingering close, at most */
@@ -424,6 +426,7 @@ conn_readcb(evutil_socket_t fd, short ev, void *arg)
 	ssize_t		 n;
 	size_t		 used, room;
 	char		*dst;
+	int		 pieces = 0;
 
 	(void)ev;
 	if (c->broken) {
@@ -445,6 +448,7 @@ conn_readcb(evutil_socket_t fd, short ev, void *arg)
 		return;
 	}
 	/* Read: into the shared buffer when nothing is pending. */
+ again:
 	if (c->in.len == 0 && (c->state == CS_HEADER)) {
 		dst = rbuf;
 		room = sizeof(rbuf);
@@ -460,6 +464,9 @@ conn_readcb(evutil_socket_t fd, short ev, void *arg)
 			room = c->hdrlen + (size_t)c->clen - c->in.len;
 		if (in_reserve(c, room, in_limit(c)) == -1)
 			room = c->in.cap - c->in.len;
+		/* a form's, a piece at a time: marked while in the cache */
+		if (c->state == CS_BODY && c->form && room > CONN_MARK_READ)
+			room = CONN_MARK_READ;
 		if (room == 0 && c->state == CS_BUSY) {
 			/* pipelined up to the limit: read on after it */
 			event_del(&c->rev);
@@ -515,6 +522,11 @@ conn_readcb(evutil_socket_t fd, short ev, void *arg)
 		}
 		c->in.len += n;
 		form_mark(c);
+		/* a form's next piece now, while the socket has one */
+		if (c->state == CS_BODY && c->form && (size_t)n == room &&
+		    c->in.len < c->hdrlen + (size_t)c->clen &&
+		    ++pieces < CONN_MARK_PIECES)
+			goto again;
 	}
 	if (c->state != CS_HEADER && c->state != CS_BODY)
 		return;
