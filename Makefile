@@ -43,8 +43,9 @@ COMMON_SRCS =	$(wildcard common/*.c)
 AGENCYD_SRCS =	$(filter-out agencyd/agencyd.c agencyd/parse.c, \
 		    $(wildcard agencyd/*.c)) \
 		$(patsubst %.y,%.c,$(wildcard agencyd/parse.y))
-PROXY_SRCS =	$(filter-out agency-proxy/proxy.c, \
-		    $(wildcard agency-proxy/*.c))
+# console_assets.c is generated (below), so a fresh checkout has none.
+PROXY_SRCS =	$(sort $(filter-out agency-proxy/proxy.c, \
+		    $(wildcard agency-proxy/*.c)) $(CONSOLE_C))
 CTL_SRCS =	$(filter-out agency-ctl/agency-ctl.c, \
 		    $(wildcard agency-ctl/*.c))
 FAKELM_SRCS =	$(wildcard regress/fakelm/*.c)
@@ -58,6 +59,15 @@ CTL_LIB =	agency-ctl/libctl.a
 
 PROGS =		agencyd/agencyd agency-proxy/agency-proxy \
 		agency-ctl/agency-ctl
+# The operator console (console/), served by the proxy from the C file
+# tools/embed writes: URL path=file, one a file.
+CONSOLE_C =	agency-proxy/console_assets.c
+CONSOLE_FILES =	/=console/index.html \
+		/console/console.css=console/console.css \
+		/console/console.js=console/console.js \
+		/console/icon.svg=console/icon.svg
+EMBED =		tools/embed
+
 TEST_PROGS =	regress/fakelm/fakelm $(UNIT_SRCS:.c=) $(TOOL_SRCS:.c=)
 
 all: $(PROGS) $(TEST_PROGS)
@@ -77,6 +87,12 @@ agencyd/agencyd.o: $(PATHS_STAMP)
 agencyd/agencyd.o: CFLAGS += -DPROXY_PATH=\"$(PROXY_PATH)\" \
 		    -DCONF_PATH=\"$(CONF_PATH)\"
 FORCE:
+
+# Built and run on the build machine; the file is built, never edited.
+$(EMBED): tools/embed.c
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LDLIBS)
+$(CONSOLE_C): $(EMBED) $(foreach f,$(CONSOLE_FILES),$(lastword $(subst =, ,$(f))))
+	$(EMBED) -o $@ $(CONSOLE_FILES)
 
 agencyd/parse.c: agencyd/parse.y
 	$(YACC) -o $@ $<
@@ -213,6 +229,7 @@ uninstall:
 clean:
 	rm -f common/*.o agencyd/*.o agency-proxy/*.o agency-ctl/*.o \
 	    regress/fakelm/*.o regress/unit/*.o agencyd/parse.c \
+	    $(CONSOLE_C) $(CONSOLE_C).tmp $(EMBED) \
 	    $(PATHS_STAMP) $(PATHS_STAMP).new \
 	    $(COMMON_LIB) $(AGENCYD_LIB) $(PROXY_LIB) $(CTL_LIB) \
 	    $(PROGS) $(TEST_PROGS)

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "ctl.h"
+#include "status_json.h"
 
 enum {
 	COL_MODEL,
@@ -528,16 +529,9 @@ show_model(FILE *fp, const struct ctl_status *s, int64_t now, size_t width)
 	}
 }
 
-/* A time or an amount, or null when it is negative (none, unknown). */
-static json_object *
-ms_or_null(int64_t ms)
-{
-	return (ms < 0 ? NULL : json_object_new_int64(ms));
-}
-
 /*
- * {"models":[...]} with the fields and the order of agency-proxy's
- * GET /v1/agency/status, so one parser reads both.
+ * {"models":[...]}, each the record of agency-proxy's GET
+ * /v1/agency/status (status_json), and the memory.
  */
 int
 show_status_json(FILE *fp, const struct ctl_status *s)
@@ -556,9 +550,7 @@ show_status_json(FILE *fp, const struct ctl_status *s)
 	json_object_object_add(top, "models", arr);
 	for (i = 0; i < s->n; i++) {
 		st = &s->models[i];
-		if ((o = json_object_new_object()) == NULL ||
-		    (al = json_object_new_array()) == NULL) {
-			json_object_put(o);
+		if ((al = json_object_new_array()) == NULL) {
 			json_object_put(top);
 			return (-1);
 		}
@@ -567,56 +559,10 @@ show_status_json(FILE *fp, const struct ctl_status *s)
 				json_object_array_add(al,
 				    json_object_new_string(
 				    s->aliases[k].alias));
-		json_object_object_add(o, "model",
-		    json_object_new_string(st->model));
-		json_object_object_add(o, "runtime",
-		    json_object_new_string(st->runtime));
-		json_object_object_add(o, "state",
-		    json_object_new_string(proto_state_name(st->state)));
-		json_object_object_add(o, "error", st->error[0] == '\0' ?
-		    NULL : json_object_new_string(st->error));
-		json_object_object_add(o, "requestsInProgress",
-		    json_object_new_int64(st->in_progress));
-		json_object_object_add(o, "lastUsedAt",
-		    ms_or_null(st->last_used));
-		json_object_object_add(o, "lazy",
-		    json_object_new_boolean(st->lazy != 0));
-		json_object_object_add(o, "pid", st->pid > 0 ?
-		    json_object_new_int64(st->pid) : NULL);
-		json_object_object_add(o, "port", st->port > 0 ?
-		    json_object_new_int64(st->port) : NULL);
-		json_object_object_add(o, "need",
-		    json_object_new_int64(st->need));
-		json_object_object_add(o, "needFrom", json_object_new_string(
-		    proto_need_from_name(st->need_from)));
-		json_object_object_add(o, "requests",
-		    json_object_new_int64((int64_t)st->requests));
-		json_object_object_add(o, "loads",
-		    json_object_new_int64((int64_t)st->loads));
-		json_object_object_add(o, "loadFailures",
-		    json_object_new_int64((int64_t)st->load_failures));
-		json_object_object_add(o, "evictions",
-		    json_object_new_int64((int64_t)st->evictions));
-		json_object_object_add(o, "restarts",
-		    json_object_new_int64((int64_t)st->restarts));
-		json_object_object_add(o, "loadedAt",
-		    ms_or_null(st->loaded_at));
-		json_object_object_add(o, "queued",
-		    json_object_new_int64(st->queued));
-		json_object_object_add(o, "oldestWaitMs",
-		    ms_or_null(st->oldest_wait));
-		json_object_object_add(o, "waitingFor",
-		    st->waiting == WAIT_NONE ? NULL :
-		    json_object_new_string(proto_wait_name(st->waiting)));
-		json_object_object_add(o, "maxRequests",
-		    st->max_requests > 0 ?
-		    json_object_new_int64(st->max_requests) : NULL);
-		json_object_object_add(o, "aliases", al);
-		json_object_object_add(o, "idleTimeoutMs",
-		    st->idle_timeout > 0 ?
-		    json_object_new_int64(st->idle_timeout) : NULL);
-		json_object_object_add(o, "idleStopAt",
-		    ms_or_null(st->idle_stop_at));
+		if ((o = status_json(st, al)) == NULL) {
+			json_object_put(top);
+			return (-1);
+		}
 		if (json_object_array_add(arr, o) == -1) {
 			json_object_put(o);
 			json_object_put(top);
@@ -624,20 +570,10 @@ show_status_json(FILE *fp, const struct ctl_status *s)
 		}
 	}
 	if (s->has_memory) {
-		if ((o = json_object_new_object()) == NULL) {
+		if ((o = status_memory_json(&s->memory)) == NULL) {
 			json_object_put(top);
 			return (-1);
 		}
-		json_object_object_add(o, "inUse",
-		    json_object_new_int64(s->memory.in_use));
-		json_object_object_add(o, "budget", s->memory.budget > 0 ?
-		    json_object_new_int64(s->memory.budget) : NULL);
-		json_object_object_add(o, "available",
-		    ms_or_null(s->memory.available));
-		json_object_object_add(o, "total",
-		    ms_or_null(s->memory.total));
-		json_object_object_add(o, "reserve",
-		    ms_or_null(s->memory.reserve));
 		json_object_object_add(top, "memory", o);
 	}
 	out = json_object_to_json_string_ext(top, JSON_C_TO_STRING_PRETTY |

@@ -38,6 +38,8 @@ static const struct status {
 	const char	*message;
 } statuses[] = {
 	{ 200, "OK", NULL, NULL },
+	{ 202, "Accepted", NULL, NULL },
+	{ 304, "Not Modified", NULL, NULL },
 	{ 308, "Permanent Redirect", NULL, NULL },
 	{ 400, "Bad Request", "invalid_request",
 	    "The request is not valid HTTP/1.1." },
@@ -176,6 +178,14 @@ answer_reply(struct hreq *r, int status, const char *ctype,
     const char *body, size_t len)
 {
 	answer(r, status, ctype, "", body, len, NULL, 0);
+}
+
+/* An answer with header lines of its own (xhdr: each ending in CRLF). */
+void
+answer_headers(struct hreq *r, int status, const char *ctype,
+    const char *xhdr, const void *body, size_t len)
+{
+	answer(r, status, ctype, xhdr, body, len, NULL, 0);
 }
 
 static void

@@ -1092,3 +1092,16 @@ conn_get_stats(struct conn_stats *cs)
 {
 	*cs = stats;
 }
+
+/*
+ * The kernel's send buffer of a connection, fixed at bytes: a stream
+ * that stays open (events.c) then holds a bounded amount in the kernel
+ * for a client that stops reading, and its queue here shows it soon.
+ */
+void
+conn_sndbuf(struct hconn *c, int bytes)
+{
+	if (setsockopt(c->fd, SOL_SOCKET, SO_SNDBUF, &bytes,
+	    sizeof(bytes)) == -1)
+		log_warn("%s: SO_SNDBUF", __func__);
+}

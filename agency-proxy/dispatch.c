@@ -27,6 +27,7 @@
 #include "proxy.h"
 
 static void	 conf_imsg(struct imsg *, uint32_t);
+static void	 events_imsg(struct imsg *, uint32_t);
 static void	 conf_end(void);
 
 static void
@@ -120,6 +121,7 @@ dispatch_imsg(struct imsg *imsg)
 		STROK(cancel.model, "cancel model");
 		cancel.cancelled = forward_cancel(cancel.model);
 		parent_send(IMSG_CANCEL_DONE, &cancel, sizeof(cancel));
+		events_cancel(cancel.model, cancel.cancelled);
 		/* the admin route's, when it asked for this one */
 		forward_cancel_answer(cancel.reqid, cancel.model,
 		    cancel.cancelled);
@@ -135,8 +137,109 @@ dispatch_imsg(struct imsg *imsg)
 		log_debug("sandbox: connect only to the model ports of %u "
 		    "range%s from now on", ports.n, ports.n == 1 ? "" : "s");
 		break;
+	case IMSG_EV_SYNC_START:
+	case IMSG_EV_RECORD:
+	case IMSG_EV_SYNC_END:
+	case IMSG_EV_STATE:
+	case IMSG_EV_QUEUE:
+	case IMSG_EV_MEMORY:
+	case IMSG_ADMIN_DONE:
+	case IMSG_LOGS_LINE:
+	case IMSG_LOGS_END:
+		events_imsg(imsg, type);
+		break;
 	default:
 		fatalx("parent: unexpected message type %u", type);
+	}
+}
+
+/* A model's status as the parent sends it, checked. */
+static void
+status_check(const struct proto_status *st)
+{
+	STROK(st->model, "status model");
+	STROK(st->runtime, "status runtime");
+	STROK(st->error, "status error");
+	STROK(st->change_for, "status change");
+	if (proto_state_name(st->state) == NULL ||
+	    proto_wait_name(st->waiting) == NULL ||
+	    st->change < CHANGE_NONE || st->change > CHANGE_LAST ||
+	    st->nload_ms > PROTO_LOAD_HISTORY)
+		fatalx("parent: status of %s: state %d, waiting %d, change %d, "
+		    "%u loads", st->model, st->state, st->waiting, st->change,
+		    st->nload_ms);
+}
+
+/* The events stream's messages (events.c). */
+static void
+events_imsg(struct imsg *imsg, uint32_t type)
+{
+	struct proto_ev_sync		 es;
+	struct proto_ev_record		 er;
+	struct proto_ev_state		 est;
+	struct proto_ev_queue		 q;
+	struct proto_ev_memory		 em;
+	struct proto_admin_done		 ad;
+	struct proto_logline		 ll;
+	struct proto_logs_end		 le;
+
+	switch (type) {
+	case IMSG_EV_SYNC_START:
+	case IMSG_EV_SYNC_END:
+		getdata(imsg, &es, sizeof(es));
+		STROK(es.error, "sync error");
+		if ((es.reload != 0 && es.reload != 1) ||
+		    (es.ok != 0 && es.ok != 1))
+			fatalx("parent: sync reload %d ok %d", es.reload, es.ok);
+		if (type == IMSG_EV_SYNC_START)
+			events_sync_start(&es);
+		else
+			events_sync_end(&es);
+		break;
+	case IMSG_EV_RECORD:
+		getdata(imsg, &er, sizeof(er));
+		status_check(&er.st);
+		events_sync_record(&er);
+		break;
+	case IMSG_EV_STATE:
+		getdata(imsg, &est, sizeof(est));
+		status_check(&est.st);
+		if (est.from != -1 && proto_state_name(est.from) == NULL)
+			fatalx("parent: a change from state %d", est.from);
+		events_state(&est);
+		break;
+	case IMSG_EV_QUEUE:
+		getdata(imsg, &q, sizeof(q));
+		STROK(q.model, "queue model");
+		if (proto_wait_name(q.waiting) == NULL)
+			fatalx("parent: queue waiting %d", q.waiting);
+		events_queue(&q);
+		break;
+	case IMSG_EV_MEMORY:
+		getdata(imsg, &em, sizeof(em));
+		events_memory(&em);
+		break;
+	case IMSG_ADMIN_DONE:
+		getdata(imsg, &ad, sizeof(ad));
+		STROK(ad.code, "admin code");
+		STROK(ad.message, "admin message");
+		if (ad.status < 200 || ad.status > 599)
+			fatalx("parent: admin status %d", ad.status);
+		events_admin_done(&ad);
+		break;
+	case IMSG_LOGS_LINE:
+		getdata(imsg, &ll, sizeof(ll));
+		STROK(ll.model, "log model");
+		STROK(ll.line, "log line");
+		events_logline(&ll);
+		break;
+	case IMSG_LOGS_END:
+		getdata(imsg, &le, sizeof(le));
+		STROK(le.model, "log model");
+		events_logs_end(&le);
+		break;
+	default:
+		fatalx("parent: events message %u", type);
 	}
 }
 
@@ -173,10 +276,11 @@ conf_imsg(struct imsg *imsg, uint32_t type)
 			    "%lld", (long long)g.header_timeout,
 			    (long long)g.max_connections);
 		if (g.body_timeout <= 0 || g.body_buffer <= 0 ||
-		    (g.host_any != 0 && g.host_any != 1))
+		    (g.host_any != 0 && g.host_any != 1) ||
+		    (g.console != 0 && g.console != 1))
 			fatalx("parent: body timeout %lld, body buffer %lld, "
-			    "host any %d", (long long)g.body_timeout,
-			    (long long)g.body_buffer, g.host_any);
+			    "host any %d, console %d", (long long)g.body_timeout,
+			    (long long)g.body_buffer, g.host_any, g.console);
 		c->max_body = g.max_body;
 		c->request_timeout = g.request_timeout;
 		c->header_timeout = g.header_timeout;
@@ -184,6 +288,7 @@ conf_imsg(struct imsg *imsg, uint32_t type)
 		c->body_timeout = g.body_timeout;
 		c->body_buffer = g.body_buffer;
 		c->host_any = g.host_any;
+		c->console = g.console;
 		c->port_lo = g.port_lo;
 		c->port_hi = g.port_hi;
 		(void)strlcpy(c->default_model, g.default_model,

@@ -1553,6 +1553,7 @@ metrics_end(struct preq *p)
 	struct evbuffer		*buf;
 	struct hreq		*r = p->r;
 	struct conn_stats	 cs;
+	struct events_stats	 es;
 
 	p->status = 200;
 	if (r != NULL) {
@@ -1560,19 +1561,14 @@ metrics_end(struct preq *p)
 		if ((buf = evbuffer_new()) == NULL)
 			fatal("%s: evbuffer_new", __func__);
 		conn_get_stats(&cs);
-		metrics_render(buf, p->sts, p->nsts, &cs);
+		events_get_stats(&es);
+		metrics_render(buf, p->sts, p->nsts, &cs, &es);
 		answer_reply(r, 200, "text/plain; version=0.0.4; charset=utf-8",
 		    (const char *)evbuffer_pullup(buf, -1),
 		    evbuffer_get_length(buf));
 		evbuffer_free(buf);
 	}
 	preq_end(p);
-}
-
-static json_object *
-ms_or_null(int64_t v)
-{
-	return (v < 0 ? NULL : json_object_new_int64(v));
 }
 
 void
@@ -1587,43 +1583,9 @@ forward_status_model(const struct proto_status *st)
 		metrics_model(p, st);
 		return;
 	}
-	o = json_object_new_object();
-	json_object_object_add(o, "model", json_object_new_string(st->model));
-	json_object_object_add(o, "runtime",
-	    json_object_new_string(st->runtime));
-	json_object_object_add(o, "state",
-	    json_object_new_string(proto_state_name_or(st->state)));
-	json_object_object_add(o, "error", st->error[0] == '\0' ? NULL :
-	    json_object_new_string(st->error));
-	json_object_object_add(o, "requestsInProgress",
-	    json_object_new_int64(st->in_progress));
-	json_object_object_add(o, "lastUsedAt", ms_or_null(st->last_used));
-	json_object_object_add(o, "lazy", json_object_new_boolean(st->lazy));
-	json_object_object_add(o, "pid", st->pid > 0 ?
-	    json_object_new_int64(st->pid) : NULL);
-	json_object_object_add(o, "port", st->port > 0 ?
-	    json_object_new_int64(st->port) : NULL);
-	json_object_object_add(o, "need", json_object_new_int64(st->need));
-	json_object_object_add(o, "needFrom",
-	    proto_need_from_name(st->need_from) == NULL ? NULL :
-	    json_object_new_string(proto_need_from_name(st->need_from)));
-	json_object_object_add(o, "requests",
-	    json_object_new_int64((int64_t)st->requests));
-	json_object_object_add(o, "loads",
-	    json_object_new_int64((int64_t)st->loads));
-	json_object_object_add(o, "restarts",
-	    json_object_new_int64((int64_t)st->restarts));
-	json_object_object_add(o, "loadedAt", ms_or_null(st->loaded_at));
-	json_object_object_add(o, "evictions",
-	    json_object_new_int64((int64_t)st->evictions));
-	json_object_object_add(o, "loadFailures",
-	    json_object_new_int64((int64_t)st->load_failures));
-	json_object_object_add(o, "queued", json_object_new_int64(st->queued));
-	json_object_object_add(o, "oldestWaitMs", ms_or_null(st->oldest_wait));
-	json_object_object_add(o, "waitingFor", st->waiting == WAIT_NONE ?
-	    NULL : json_object_new_string(proto_wait_name(st->waiting)));
-	json_object_object_add(o, "maxRequests", st->max_requests > 0 ?
-	    json_object_new_int64(st->max_requests) : NULL);
+	/* the record the events stream shows too */
+	o = events_record(st, px->conf != NULL ?
+	    pconf_find_model(px->conf, st->model) : NULL);
 	json_object_array_add(p->models, o);
 }
 

@@ -10,8 +10,9 @@
  * the models list and cancel are answered here, status and metrics and
  * model requests go on to forward.c.  The listeners of a configuration.
  *
- * Calls: forward.c, answer.c, metrics.c, conn.c, parent.c, rules.c,
- * scan.c, multipart.c, routes.c, utf8.c, h1.c, state.c.
+ * Calls: forward.c, events.c, answer.c, metrics.c, conn.c, parent.c,
+ * rules.c, scan.c, multipart.c, routes.c, utf8.c, h1.c, console_assets.c,
+ * state.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>
@@ -28,6 +29,7 @@
 
 #include <json-c/json.h>
 
+#include "console_assets.h"
 #include "h1.h"
 #include "log.h"
 #include "proxy.h"
@@ -50,6 +52,12 @@ static int	 json_ctype(const char *);
 static void	 http_cancel(struct hreq *, struct pmodel *);
 static void	 decide_error(struct http_decision *, int, const char *,
 		    const char *);
+static void	 decide_admin(const struct pconf *, int, const char *,
+		    const struct http_hdrs *, const char *, size_t,
+		    struct http_decision *);
+static int	 hexval(int);
+static void	 http_console(struct hreq *, const struct console_asset *,
+		    const char *, const char *, const char *, int64_t);
 
 int		 http_fastpath = 1;
 
@@ -117,7 +125,7 @@ http_decide(const struct pconf *conf, int cmd, const char *path,
     const struct http_hdrs *hh, const char *body, size_t len,
     struct http_decision *dc)
 {
-	json_object	*obj, *jm;
+	json_object	*obj;
 	struct pmodel	*m;
 	int		 changed, scanned = 0;
 
@@ -169,45 +177,26 @@ http_decide(const struct pconf *conf, int cmd, const char *path,
 			dc->action = HTTP_METRICS;
 		return;
 	}
+	/* The console's files: admin rules, and only when it is on. */
+	if (strcmp(path, "/") == 0 || strncmp(path, "/console/", 9) == 0) {
+		if (!conf->console || (cmd != EVHTTP_REQ_GET &&
+		    cmd != EVHTTP_REQ_HEAD) ||
+		    (dc->asset = console_asset(path)) == NULL) {
+			dc->asset = NULL;
+			decide_error(dc, 404, "not_found", "No such route.");
+		} else if (admin_guard(conf, hh, cmd, &dc->e) != 0) {
+			dc->asset = NULL;
+			dc->action = HTTP_ERROR;
+		} else
+			dc->action = HTTP_CONSOLE;
+		return;
+	}
 	if (strncmp(path, "/v1/agency/", 11) == 0) {
 		if (admin_guard(conf, hh, cmd, &dc->e) != 0) {
 			dc->action = HTTP_ERROR;
 			return;
 		}
-		if (strcmp(path, "/v1/agency/status") == 0 &&
-		    cmd == EVHTTP_REQ_GET) {
-			dc->action = HTTP_STATUS;
-			return;
-		}
-		if (strcmp(path, "/v1/agency/cancel") != 0 ||
-		    cmd != EVHTTP_REQ_POST) {
-			decide_error(dc, 404, "not_found",
-			    "No such admin route.");
-			return;
-		}
-		if ((obj = rules_parse(body, len, &dc->e)) == NULL) {
-			dc->action = HTTP_ERROR;
-			return;
-		}
-		if (!json_object_object_get_ex(obj, "model", &jm) ||
-		    !json_object_is_type(jm, json_type_string)) {
-			json_object_put(obj);
-			decide_error(dc, 400, "model_required",
-			    "The body must name a model.");
-			return;
-		}
-		if ((m = pconf_find_model(conf, json_object_get_string(jm))) ==
-		    NULL) {
-			rerr_set(&dc->e, 404, "model_not_found",
-			    "The model '%.100s' does not exist.",
-			    json_object_get_string(jm));
-			json_object_put(obj);
-			dc->action = HTTP_ERROR;
-			return;
-		}
-		json_object_put(obj);
-		dc->action = HTTP_CANCEL;
-		dc->model = m;
+		decide_admin(conf, cmd, path + 11, hh, body, len, dc);
 		return;
 	}
 	if (strncmp(path, "/upstream/", 10) == 0) {
@@ -279,6 +268,140 @@ http_decide(const struct pconf *conf, int cmd, const char *path,
 	dc->body = obj;
 	/* what took the fast scan is plain: not scanned a second time */
 	dc->plain = !changed && (scanned || rules_plain(body, len));
+}
+
+/*
+ * A path segment with its %XX escapes decoded into buf: 0, or -1 when an
+ * escape is not one, decodes to a NUL, or it does not fit.
+ */
+static int
+pct_decode(const char *s, char *buf, size_t size)
+{
+	size_t	 n = 0;
+	int	 hi, lo;
+
+	for (; *s != '\0'; s++) {
+		if (n + 1 >= size)
+			return (-1);
+		if (*s != '%') {
+			buf[n++] = *s;
+			continue;
+		}
+		if ((hi = hexval(s[1])) == -1 || (lo = hexval(s[2])) == -1 ||
+		    (hi == 0 && lo == 0))
+			return (-1);
+		buf[n++] = (char)(hi << 4 | lo);
+		s += 2;
+	}
+	buf[n] = '\0';
+	return (0);
+}
+
+static int
+hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return (c - '0');
+	if (c >= 'a' && c <= 'f')
+		return (c - 'a' + 10);
+	if (c >= 'A' && c <= 'F')
+		return (c - 'A' + 10);
+	return (-1);
+}
+
+/* Whether a query string holds name=value as one of its parameters. */
+static int
+query_has(const char *q, const char *name, const char *value)
+{
+	size_t	 nl = strlen(name), vl = strlen(value), n;
+
+	while (q != NULL && *q != '\0') {
+		n = strcspn(q, "&");
+		if (n == nl + 1 + vl && strncmp(q, name, nl) == 0 &&
+		    q[nl] == '=' && strncmp(q + nl + 1, value, vl) == 0)
+			return (1);
+		q += n;
+		if (*q == '&')
+			q++;
+	}
+	return (0);
+}
+
+/*
+ * The admin routes under /v1/agency/ (route is what follows it), past
+ * the guard: status, events, logs/MODEL, and the POSTs of cancel, load
+ * and unload with a body naming a served model.
+ */
+static void
+decide_admin(const struct pconf *conf, int cmd, const char *route,
+    const struct http_hdrs *hh, const char *body, size_t len,
+    struct http_decision *dc)
+{
+	json_object	*obj, *jm, *jw;
+	struct pmodel	*m;
+	char		 name[AGENCY_NAME_MAX];
+
+	if (strcmp(route, "status") == 0 && cmd == EVHTTP_REQ_GET) {
+		dc->action = HTTP_STATUS;
+		return;
+	}
+	if (strcmp(route, "events") == 0 && cmd == EVHTTP_REQ_GET) {
+		dc->action = HTTP_EVENTS;
+		return;
+	}
+	if (strncmp(route, "logs/", 5) == 0 && cmd == EVHTTP_REQ_GET) {
+		if (pct_decode(route + 5, name, sizeof(name)) == -1 ||
+		    (m = pconf_find_model(conf, name)) == NULL) {
+			rerr_set(&dc->e, 404, "model_not_found",
+			    "The model '%.100s' does not exist.", route + 5);
+			dc->action = HTTP_ERROR;
+			return;
+		}
+		dc->action = HTTP_LOGS;
+		dc->model = m;
+		dc->follow = query_has(hh->query, "follow", "1");
+		return;
+	}
+	if (cmd != EVHTTP_REQ_POST || (strcmp(route, "cancel") != 0 &&
+	    strcmp(route, "load") != 0 && strcmp(route, "unload") != 0)) {
+		decide_error(dc, 404, "not_found", "No such admin route.");
+		return;
+	}
+	if ((obj = rules_parse(body, len, &dc->e)) == NULL) {
+		dc->action = HTTP_ERROR;
+		return;
+	}
+	if (!json_object_object_get_ex(obj, "model", &jm) ||
+	    !json_object_is_type(jm, json_type_string)) {
+		json_object_put(obj);
+		decide_error(dc, 400, "model_required",
+		    "The body must name a model.");
+		return;
+	}
+	dc->wait = 1;
+	if (strcmp(route, "load") == 0 &&
+	    json_object_object_get_ex(obj, "wait", &jw)) {
+		if (!json_object_is_type(jw, json_type_boolean)) {
+			json_object_put(obj);
+			decide_error(dc, 400, "invalid_wait",
+			    "\"wait\" is true or false.");
+			return;
+		}
+		dc->wait = json_object_get_boolean(jw);
+	}
+	if ((m = pconf_find_model(conf, json_object_get_string(jm))) ==
+	    NULL) {
+		rerr_set(&dc->e, 404, "model_not_found",
+		    "The model '%.100s' does not exist.",
+		    json_object_get_string(jm));
+		json_object_put(obj);
+		dc->action = HTTP_ERROR;
+		return;
+	}
+	json_object_put(obj);
+	dc->action = strcmp(route, "cancel") == 0 ? HTTP_CANCEL :
+	    strcmp(route, "load") == 0 ? HTTP_LOAD : HTTP_UNLOAD;
+	dc->model = m;
 }
 
 static void
@@ -508,9 +631,9 @@ http_request(struct hreq *r, const struct h1_msg *m, char *body,
 	char			 path[AGENCY_PATH_MAX], target[AGENCY_PATH_MAX];
 	char			 location[AGENCY_PATH_MAX + 1];
 	char			 host[256], ctype[256], origin[256];
-	char			 authority[256];
+	char			 authority[256], lastid[64], inm[64];
 	struct http_hdrs	 hh;
-	const char		*method = "OTHER";
+	const char		*method = "OTHER", *last, *q;
 	int			 cmd = HTTP_REQ_UNKNOWN;
 	json_object		*obj;
 	int64_t			 t0 = now_ms();
@@ -555,8 +678,10 @@ http_request(struct hreq *r, const struct h1_msg *m, char *body,
 	hh.origin = field(m, "Origin", origin, sizeof(origin));
 	hh.ctype = field(m, "Content-Type", ctype, sizeof(ctype));
 	hh.marks = conn_body_marks(r->conn);
+	hh.query = (q = strchr(target, '?')) != NULL ? q + 1 : NULL;
 	http_decide(px->conf, cmd, path, &hh, len > 0 ? body : NULL, len,
 	    &dc);
+	last = field(m, "Last-Event-ID", lastid, sizeof(lastid));
 	switch (dc.action) {
 	case HTTP_HEALTH:
 		obj = json_object_new_object();
@@ -580,6 +705,24 @@ http_request(struct hreq *r, const struct h1_msg *m, char *body,
 		http_cancel(r, dc.model);
 		answer_log(method, path, dc.model->name, 200, now_ms() - t0,
 		    -1, -1);
+		break;
+	case HTTP_CONSOLE:
+		http_console(r, dc.asset, field(m, "If-None-Match", inm,
+		    sizeof(inm)), method, path, t0);
+		break;
+	case HTTP_EVENTS:
+		answer_log(method, path, "-", 200, now_ms() - t0, -1, -1);
+		events_stream(r, last);
+		break;
+	case HTTP_LOGS:
+		answer_log(method, path, dc.model->name, 200, now_ms() - t0,
+		    -1, -1);
+		events_logs(r, dc.model, dc.follow, last);
+		break;
+	case HTTP_LOAD:
+	case HTTP_UNLOAD:
+		/* logged with its answer */
+		events_admin(r, dc.model, dc.action == HTTP_UNLOAD, dc.wait);
 		break;
 	case HTTP_HOLD:
 		/* takes body */
@@ -613,11 +756,72 @@ http_request(struct hreq *r, const struct h1_msg *m, char *body,
 	}
 }
 
+/* A model's aliases, as a JSON array. */
+static json_object *
+aliases_json(const struct pmodel *m)
+{
+	json_object	*a = json_object_new_array();
+	size_t		 i;
+
+	for (i = 0; i < m->aliases.n; i++)
+		json_object_array_add(a, json_object_new_string(m->aliases.v[i]));
+	return (a);
+}
+
+/*
+ * A model's status as llama.cpp's router shows it in /v1/models:
+ * {"value": "loaded" | "loading" | "unloaded"}, "failed": true when it
+ * failed; NULL before agencyd said.
+ */
+static json_object *
+model_status_json(const char *name)
+{
+	json_object	*o;
+	int		 state;
+
+	if ((state = events_model_state(name)) == -1)
+		return (NULL);
+	o = json_object_new_object();
+	json_object_object_add(o, "value", json_object_new_string(
+	    state == STATE_READY ? "loaded" : state == STATE_LOADING ?
+	    "loading" : "unloaded"));
+	if (state == STATE_FAILED)
+		json_object_object_add(o, "failed",
+		    json_object_new_boolean(1));
+	return (o);
+}
+
+/*
+ * A file of the console, with the headers that keep it to itself: the
+ * policy (no inline code, nothing from elsewhere, no framing), no
+ * sniffing, no referrer, and a tag that a revalidation matches (304).
+ */
+static void
+http_console(struct hreq *r, const struct console_asset *a, const char *inm,
+    const char *method, const char *path, int64_t t0)
+{
+	char	 xhdr[1024];
+	int	 same, n;
+
+	same = inm != NULL && strcmp(inm, a->etag) == 0;
+	n = snprintf(xhdr, sizeof(xhdr), "Content-Security-Policy: %s\r\n"
+	    "X-Content-Type-Options: nosniff\r\n"
+	    "Referrer-Policy: no-referrer\r\n"
+	    "Cache-Control: no-cache\r\n"
+	    "ETag: %s\r\n", CONSOLE_CSP, a->etag);
+	if (n < 0 || (size_t)n >= sizeof(xhdr))
+		fatalx("%s: header too long", __func__);
+	answer_headers(r, same ? 304 : 200, a->type, xhdr, a->data,
+	    same ? 0 : a->len);
+	answer_log(method, path, "-", same ? 304 : 200, now_ms() - t0, -1,
+	    -1);
+}
+
 static void
 http_models(struct hreq *r)
 {
 	struct pmodel		*m;
-	json_object		*obj, *data, *e, *routes;
+	json_object		*obj, *data, *e, *routes, *st;
 	const char *const	*kr;
 	const char		*name;
 	char			 pass[AGENCY_NAME_MAX + 16];
@@ -640,6 +844,11 @@ http_models(struct hreq *r)
 			if (i > 0)
 				json_object_object_add(e, "alias_of",
 				    json_object_new_string(m->name));
+			else
+				json_object_object_add(e, "aliases",
+				    aliases_json(m));
+			if ((st = model_status_json(m->name)) != NULL)
+				json_object_object_add(e, "status", st);
 			/* what it serves, for a client to find the model of
 			 * a kind: the runtime's routes, or its kind's */
 			json_object_object_add(e, "kind",

@@ -126,6 +126,24 @@ metrics_request_end(const char *model, int status, int end, int64_t ptok,
 		m->ctok += ctok;
 }
 
+/* What ended for model so far: requests, prompt and completion tokens
+ * (events.c's summaries take the differences). */
+void
+metrics_totals(const char *model, uint64_t *req, uint64_t *ptok,
+    uint64_t *ctok)
+{
+	struct mcount	*m;
+	size_t		 i;
+
+	*req = *ptok = *ctok = 0;
+	if ((m = mcount_get(model)) == NULL)
+		return;
+	for (i = 0; i < MC_N; i++)
+		*req += m->codes[i];
+	*ptok = m->ptok;
+	*ctok = m->ctok;
+}
+
 /* A request refused before a model was chosen. */
 void
 metrics_unrouted(int status)
@@ -253,7 +271,7 @@ render_histogram(struct evbuffer *b, const struct proto_status *st)
  * client connections' counts. */
 void
 metrics_render(struct evbuffer *b, const struct proto_status *st, size_t n,
-    const struct conn_stats *cs)
+    const struct conn_stats *cs, const struct events_stats *es)
 {
 	static const int	 states[] = { STATE_STOPPED, STATE_LOADING,
 				    STATE_READY, STATE_FAILED, STATE_UNLOADED };
@@ -308,6 +326,14 @@ metrics_render(struct evbuffer *b, const struct proto_status *st, size_t n,
 	for (i = 0; i < n; i++)
 		render_histogram(b, &st[i]);
 
+	single(b, "agency_events_subscribers", "gauge", "Clients of the "
+	    "events stream (GET /v1/agency/events).", es->subscribers);
+	single(b, "agency_events_log_followers", "gauge", "Clients following "
+	    "a model's log (GET /v1/agency/logs/MODEL?follow=1).",
+	    es->log_followers);
+	single(b, "agency_events_dropped_total", "counter", "Subscribers "
+	    "disconnected because their unsent events passed the bound.",
+	    es->dropped);
 	single(b, "agency_client_connections", "gauge", "Client connections "
 	    "open on the front door.", cs->open);
 	single(b, "agency_client_connections_max", "gauge", "The cap on "

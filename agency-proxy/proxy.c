@@ -133,6 +133,7 @@ main(int argc, char *argv[])
 	privsep_drop(user);
 
 	http_init();
+	events_init();
 	/* Last: from here on, only what the event loop needs. */
 	if (sandbox_apply(ports, nports) == -1)
 		fatalx("cannot apply the sandbox");

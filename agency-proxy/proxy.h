@@ -141,6 +141,7 @@ struct pconf {
 	int64_t				 body_buffer;	/* all bodies */
 	int64_t				 max_connections;	/* 0: auto */
 	int				 host_any;	/* no Host check */
+	int				 console;	/* GET / serves it */
 	struct pstrs			 names;		/* server names */
 	uint16_t			 port_lo;
 	uint16_t			 port_hi;
@@ -297,6 +298,7 @@ void		 conn_set_owner(struct hconn *, void (*)(void *),
 void		 conn_done(struct hconn *, int);
 void		 conn_abort(struct hconn *);
 void		 conn_get_stats(struct conn_stats *);
+void		 conn_sndbuf(struct hconn *, int);
 
 /*
  * How a model request ended, when not as its answer ended: what the
@@ -312,16 +314,28 @@ enum req_end {
 };
 
 /* metrics.c */
+/* The events stream's figures (events.c), for the metrics. */
+struct events_stats {
+	uint64_t	 subscribers;	/* to the events, now */
+	uint64_t	 log_followers;	/* of logs, now */
+	uint64_t	 dropped;	/* fell behind, in all */
+};
+
 void		 metrics_request(const char *, int, int64_t, int64_t);
 void		 metrics_request_end(const char *, int, int, int64_t,
 		    int64_t);
 void		 metrics_unrouted(int);
+void		 metrics_totals(const char *, uint64_t *, uint64_t *,
+		    uint64_t *);
 void		 metrics_render(struct evbuffer *, const struct proto_status *,
-		    size_t, const struct conn_stats *);
+		    size_t, const struct conn_stats *,
+		    const struct events_stats *);
 
 /* answer.c: the front door's own answers */
 void		 answer_reply(struct hreq *, int, const char *, const char *,
 		    size_t);
+void		 answer_headers(struct hreq *, int, const char *, const char *,
+		    const void *, size_t);
 void		 answer_json(struct hreq *, int, json_object *);
 json_object	*answer_error_object(int, const char *, const char *);
 json_object	*answer_error_object_as(int, int, const char *, const char *);
@@ -342,6 +356,27 @@ void		 answer_log_end(const char *, const char *, const char *, int,
 void		 probe_start(const struct proto_probe *);
 void		 probe_cancel(uint64_t);
 int		 probe_delay(int64_t, int, int *);
+
+/* events.c: the events stream, logs, loads and unloads over HTTP */
+void		 events_init(void);
+json_object	*events_record(const struct proto_status *,
+		    const struct pmodel *);
+void		 events_stream(struct hreq *, const char *);
+void		 events_logs(struct hreq *, const struct pmodel *, int,
+		    const char *);
+void		 events_admin(struct hreq *, const struct pmodel *, int, int);
+void		 events_admin_done(const struct proto_admin_done *);
+void		 events_logline(const struct proto_logline *);
+void		 events_logs_end(const struct proto_logs_end *);
+void		 events_sync_start(const struct proto_ev_sync *);
+void		 events_sync_record(const struct proto_ev_record *);
+void		 events_sync_end(const struct proto_ev_sync *);
+void		 events_state(const struct proto_ev_state *);
+void		 events_queue(const struct proto_ev_queue *);
+void		 events_memory(const struct proto_ev_memory *);
+void		 events_cancel(const char *, uint32_t);
+int		 events_model_state(const char *);
+void		 events_get_stats(struct events_stats *);
 
 /* forward.c */
 void		 forward_start(struct hreq *, const struct pmodel *,
@@ -373,7 +408,14 @@ enum http_action {
 	HTTP_METRICS,		/* GET /metrics, guarded like admin */
 	HTTP_PASS,		/* /upstream/MODEL/...: to model as it is */
 	HTTP_REDIRECT,		/* /upstream/MODEL: to /upstream/MODEL/ */
+	HTTP_CONSOLE,		/* a file of the console: asset */
+	HTTP_EVENTS,		/* the events stream */
+	HTTP_LOGS,		/* model's log, follow or not */
+	HTTP_LOAD,		/* admin load of model, wait or not */
+	HTTP_UNLOAD,		/* admin unload of model */
 };
+
+struct console_asset;
 
 struct http_decision {
 	int		 action;	/* enum http_action */
@@ -396,6 +438,10 @@ struct http_decision {
 	char		 boundary[MULTIPART_BOUNDARY_MAX + 1];
 	size_t		 prefix;	/* HTTP_PASS, HTTP_REDIRECT: the
 					 * length of "/upstream/MODEL" */
+	const struct console_asset *asset;	/* HTTP_CONSOLE */
+	int		 follow;	/* HTTP_LOGS: ?follow=1 */
+	int		 wait;		/* HTTP_LOAD: "wait", true unless
+					 * false */
 };
 
 extern int	 http_fastpath;		/* 0: json-c for every body */
@@ -406,6 +452,7 @@ struct http_hdrs {
 	const char	*origin;
 	const char	*ctype;
 	const struct mmarks *marks;	/* a form's, as it came: or NULL */
+	const char	*query;		/* what follows "?" in the target */
 };
 
 void		 http_decide(const struct pconf *, int, const char *,

@@ -375,10 +375,14 @@ seccomp_apply(void)
 		if (seccomp_rule(ctx, SCMP_SYS(fcntl), "fcntl", 1,
 		    SCMP_A1(SCMP_CMP_EQ, fcntls[i])) == -1)
 			goto fail;
-	/* TCP_NODELAY on upstream connections, nothing else. */
+	/* TCP_NODELAY on upstream connections, and a fixed send buffer
+	 * for the event streams' clients (conn_sndbuf); nothing else. */
 	if (seccomp_rule(ctx, SCMP_SYS(setsockopt), "setsockopt", 2,
 	    SCMP_A1(SCMP_CMP_EQ, IPPROTO_TCP),
-	    SCMP_A2(SCMP_CMP_EQ, TCP_NODELAY)) == -1)
+	    SCMP_A2(SCMP_CMP_EQ, TCP_NODELAY)) == -1 ||
+	    seccomp_rule(ctx, SCMP_SYS(setsockopt), "setsockopt", 2,
+	    SCMP_A1(SCMP_CMP_EQ, SOL_SOCKET),
+	    SCMP_A2(SCMP_CMP_EQ, SO_SNDBUF)) == -1)
 		goto fail;
 	/* evbuffer_read (the probes' evhttp) asks how much is there. */
 	if (seccomp_rule(ctx, SCMP_SYS(ioctl), "ioctl", 1,

@@ -9,9 +9,10 @@
  * bytes that came from the network or from a model process.
  *
  * The top of agencyd: it calls the files below it (control.c, reload.c,
- * models.c, proxylink.c, served.c, notify.c, printconf.c, privdrop.c,
- * parse.y, the pool) and none of them calls it.  The pool reaches
- * models.c through the ops table given here.
+ * models.c, emit.c, proxylink.c, served.c, notify.c, printconf.c,
+ * privdrop.c, parse.y, the pool) and none of them calls it.  The pool
+ * reaches models.c through the ops table given here, and a model's
+ * lines reach control.c and proxylink.c through the hook set here.
  */
 #include <sys/types.h>
 #include <sys/stat.h>
@@ -52,6 +53,8 @@ static void		 agencyd_loop(struct event_base *);
 static char		*agencyd_abspath(const char *);
 static void		 agencyd_daemon(int);
 static void		 agencyd_shutdown_done(void *);
+static void		 agencyd_model_line(void *, const char *, uint64_t,
+			    const char *);
 
 __dead static void
 usage(void)
@@ -175,8 +178,9 @@ main(int argc, char *argv[])
 
 	if (control_init(&d, conf->socket, conf->rsocket) == -1)
 		fatalx("cannot open the control socket");
-	/* What the models write, to the clients that follow it. */
-	models_on_line(control_model_line, NULL);
+	/* What the models write, to the clients that follow it, on the
+	 * control socket and through the proxy alike. */
+	models_on_line(agencyd_model_line, &d);
 	if (agencyd_drop_caps() == -1)
 		fatalx("cannot give up capabilities");
 	if ((d.pool = agencyd_pool(&d)) == NULL)
@@ -185,6 +189,7 @@ main(int argc, char *argv[])
 		fatal("models");
 	if (proxy_start(&d) == -1)
 		fatalx("cannot start agency-proxy");
+	emit_init(&d);
 	pool_start(d.pool);
 
 	log_info("agencyd started, %zu models, pid %d",
@@ -193,6 +198,7 @@ main(int argc, char *argv[])
 
 	control_cleanup(&d);
 	pool_free(d.pool);
+	proxy_cleanup();
 	models_free(&d);
 	config_free(d.conf);
 	log_info("agencyd exiting");
@@ -266,6 +272,17 @@ agencyd_pool(struct agencyd *d)
 	return (pool_new(&model_pool_ops, d, &ps));
 }
 
+/* A new line of a model (models_on_line), to each side that follows. */
+static void
+agencyd_model_line(void *arg, const char *model, uint64_t seq,
+    const char *line)
+{
+	struct agencyd	*d = arg;
+
+	control_model_line(model, line);
+	proxy_model_line(d, model, seq, line);
+}
+
 static void
 agencyd_sig(int sig, short event, void *arg)
 {
@@ -323,6 +340,7 @@ agencyd_shutdown(struct agencyd *d)
 	log_info("stopping");
 	d->stopping = 1;
 	notify_stopping();
+	emit_stop();
 	/* No new connections: the proxy goes first. */
 	proxy_stop(d);
 	control_close(d);

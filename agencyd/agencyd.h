@@ -41,6 +41,13 @@ struct model {
 	struct spawn_proc	 sp;
 	int			 sp_open;
 	int			 addr_in_use;	/* its output said so */
+	/* what the proxy's events stream was last told (emit.c) */
+	int32_t			 ev_state;
+	int64_t			 ev_restart_at;
+	struct proto_ev_queue	 ev_queue;
+	int			 ev_changed;	/* replaced by the reload */
+	int			 log_follow;	/* the proxy follows its lines
+						 * (proxylink.c) */
 };
 TAILQ_HEAD(model_head, model);
 
@@ -90,6 +97,7 @@ struct agencyd {
  *   control.c	agency-ctl's sockets
  *   reload.c	a new configuration
  *   models.c	the pool's effects (model_pool_ops)
+ *   emit.c	the events for the proxy's events stream
  *   proxylink.c	the socketpair to agency-proxy
  *   served.c	the records of the served models
  *   notify.c, printconf.c, privdrop.c, ports.c, pool.c, spawn.c,
@@ -103,6 +111,13 @@ int		 agencyd_reload(struct agencyd *, reload_say_cb, void *);
 void		 agencyd_pool_settings(const struct agency_conf *,
 		    struct pool_settings *);
 
+/* emit.c: what the proxy's events stream is made of */
+void		 emit_init(struct agencyd *);
+void		 emit_stop(void);
+void		 emit_sync(struct agencyd *, int, int, const char *);
+void		 emit_changed(struct agencyd *, const char *);
+void		 emit_memory(struct agencyd *);
+
 /* privdrop.c */
 int		 agencyd_drop_caps(void);
 uint64_t	 agencyd_caps_kept(void);
@@ -110,9 +125,10 @@ uint64_t	 agencyd_caps_kept(void);
 /* models.c: the pool's effects, done for real */
 extern const struct pool_ops	model_pool_ops;
 void		 models_reaped(struct agencyd *, pid_t, int);
-/* Each line a model writes (arg, the model's name, the line), once
- * its ring has it. */
-typedef void	(*models_line_cb)(void *, const char *, const char *);
+/* Each line a model writes (arg, the model's name, the line's number
+ * in its ring (ring_seq), the line), once its ring has it. */
+typedef void	(*models_line_cb)(void *, const char *, uint64_t,
+		    const char *);
 void		 models_on_line(models_line_cb, void *);
 
 /* served.c: the records of the served models */
@@ -154,6 +170,9 @@ void		 notify_stopping(void);
 #define PROXY_QUEUE_MAX		(16 * 1024 * 1024)	/* bytes sent, unread */
 /* The end of a cancel: ok 0 when the proxy went away before it answered. */
 typedef void	(*proxy_cancel_cb)(void *, int, uint32_t);
+/* A new proxy is ready (arg, agencyd). */
+typedef void	(*proxy_ready_cb)(void *, struct agencyd *);
+void		 proxy_on_ready(proxy_ready_cb, void *);
 int		 proxy_start(struct agencyd *);
 int		 proxy_link_open(struct agencyd *, int);
 void		 proxy_cancel(struct agencyd *, const char *, proxy_cancel_cb,
@@ -162,6 +181,9 @@ const char	*proxy_clean(char *, size_t, const char *);
 int		 proxy_log_priority(uint32_t);
 void		 proxy_died(struct agencyd *, int);
 void		 proxy_stop(struct agencyd *);
+void		 proxy_cleanup(void);
+void		 proxy_model_line(struct agencyd *, const char *, uint64_t,
+		    const char *);
 int		 proxy_send_config(struct agencyd *);
 void		 proxy_send_probe(struct agencyd *, const struct proto_probe *);
 void		 proxy_compose(struct agencyd *, uint32_t, const void *,

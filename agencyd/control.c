@@ -668,13 +668,13 @@ control_logs(struct ctl_conn *c, struct model *m, int follow)
 	log_debug("control: client %u follows %s", c->id, c->follow);
 }
 
-/* A new line of a model (models_on_line): to each of its followers. */
+/* A new line of a model (models_on_line, through agencyd.c): to each
+ * of its followers. */
 void
-control_model_line(void *arg, const char *model, const char *line)
+control_model_line(const char *model, const char *line)
 {
 	struct ctl_conn	*c, *next;
 
-	(void)arg;
 	/* (A follower over its bound is only doomed here, not freed.) */
 	for (c = TAILQ_FIRST(&ctl_conns); c != NULL; c = next) {
 		next = TAILQ_NEXT(c, entry);

@@ -27,6 +27,6 @@ int	control_init(struct agencyd *, const char *, const char *);
 void	control_close(struct agencyd *);
 void	control_cleanup(struct agencyd *);
 /* A new line of a model, for the clients that follow it. */
-void	control_model_line(void *, const char *, const char *);
+void	control_model_line(const char *, const char *);
 
 #endif /* AGENCYD_CONTROL_H */

@@ -14,9 +14,9 @@
  * This is the pool's ops table (model_pool_ops), which agencyd.c hands
  * the pool: the pool reaches it only through that table.  A model's
  * lines go up through the hook agencyd.c sets (models_on_line).  It calls
- * below it: proxylink.c (what goes to agency-proxy), served.c (the
- * records), notify.c, spawn.c, memory.c and the pool's answers
- * (pool_spawned, pool_child_exited).
+ * below it: emit.c (a change for the events stream), proxylink.c (what
+ * goes to agency-proxy), served.c (the records), notify.c, spawn.c,
+ * memory.c and the pool's answers (pool_spawned, pool_child_exited).
  */
 #include <sys/types.h>
 #include <sys/socket.h>
@@ -100,8 +100,8 @@ models_reaped(struct agencyd *d, pid_t pid, int status)
 
 /*
  * Who hears each line a model writes, once its ring has it: set at
- * start-up by agencyd.c (control.c's followers), so that the lines go
- * up without this file naming anything above it.
+ * start-up by agencyd.c (control.c's followers and the proxy's), so
+ * that the lines go up without this file naming anything above it.
  */
 static models_line_cb	 line_hook;
 static void		*line_hook_arg;
@@ -121,7 +121,7 @@ model_line(void *arg, const char *line)
 	if (spawn_line_addr_in_use(line))
 		m->addr_in_use = 1;
 	if (line_hook != NULL)
-		line_hook(line_hook_arg, m->plan.name, line);
+		line_hook(line_hook_arg, m->plan.name, m->ring.pushed, line);
 }
 
 static void
@@ -387,8 +387,8 @@ op_changed(void *ctx, const struct pool_plan *plan)
 {
 	struct agencyd	*d = ctx;
 
-	(void)plan;
 	notify_status(d);
+	emit_changed(d, plan->name);
 	/* A model moved by a reload may have left its old port. */
 	if (!d->reloading)
 		(void)proxy_ports_check(d, NULL, 0);

@@ -168,7 +168,7 @@ static struct notepos {
 static size_t			 nnotes;
 %}
 
-%token	ALIAS ALWAYS ANY BODY BUDGET BUFFER CHAT CLOSE COMMAND
+%token	ALIAS ALWAYS ANY BODY BUDGET BUFFER CHAT CLOSE COMMAND CONSOLE
 %token	CONNECTIONS DEFAULT EMBEDDING ENV FAIRNESS GET HEADER IDLE IMAGE
 %token	INCLUDE KIND LAZY LISTEN LOAD MAX MEMORY MODEL MOVE NAME NEVER
 %token	NO ON OVERCOMMIT PART PASSTHROUGH PORT PORTS POST QUEUE READY
@@ -305,6 +305,9 @@ main		: LISTEN ON STRING PORT NUMBER	{
 		}
 		| OVERCOMMIT yesno		{
 			conf->overcommit = $2;
+		}
+		| CONSOLE yesno			{
+			conf->console = $2;
 		}
 		| MAX BODY size			{
 			if ($3 == 0)
@@ -770,6 +773,7 @@ lookup(const char *s)
 		{ "close",		CLOSE },
 		{ "command",		COMMAND },
 		{ "connections",	CONNECTIONS },
+		{ "console",		CONSOLE },
 		{ "default",		DEFAULT },
 		{ "embedding",		EMBEDDING },
 		{ "env",		ENV },

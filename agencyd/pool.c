@@ -102,6 +102,7 @@ struct pool_op {
 	int			 was_loaded;	/* replace: load again */
 	int			 want_load;	/* replace: pool_load came */
 	int			 by_request;	/* a request asked for it */
+	int			 cause;		/* CHANGE_START, _RELOAD or 0 */
 	int			 answered;	/* waiters and dones are */
 	struct pool_dones	 dones;
 };
@@ -165,6 +166,13 @@ struct pool_model {
 	void			*idle_timer;
 	void			*restart_timer;
 	void			*grace_timer;	/* EXIT_GRACE after a death */
+	/* for the events: why its state, when a restart is due, the
+	 * durations of its last loads */
+	int			 change;	/* enum proto_change */
+	char			 change_for[AGENCY_NAME_MAX];
+	int64_t			 restart_at;	/* -1: none due */
+	int64_t			 recent[PROTO_LOAD_HISTORY];
+	uint32_t		 nrecent;
 };
 TAILQ_HEAD(pool_models, pool_model);
 
@@ -189,6 +197,7 @@ struct pool {
 	struct pool_op		*room;		/* the load making room */
 	void			*fair_timer;	/* a fairness window ends */
 	int			 stopping;
+	int			 starting;	/* in pool_start */
 	int			 killed_all;	/* stop all sent SIGKILL */
 	void			*stop_timer;
 };
@@ -266,11 +275,56 @@ timer_cancel(struct pool *p, void **t)
 	}
 }
 
+/* Why a model goes to state, when its caller does not say. */
+static int
+change_default(const struct pool_model *pm, enum proto_state state)
+{
+	switch (state) {
+	case STATE_READY:
+		return (CHANGE_LOADED);
+	case STATE_FAILED:
+		return (pm->state == STATE_LOADING ? CHANGE_LOAD_FAILED :
+		    CHANGE_EXITED);
+	case STATE_LOADING:
+		return (CHANGE_LOAD);
+	default:
+		return (pm->pool->stopping ? CHANGE_SHUTDOWN : CHANGE_STOPPED);
+	}
+}
+
+/* Why a load's model is loading: who asked for it. */
+static int
+load_change(const struct pool_op *op)
+{
+	if (op->restart)
+		return (CHANGE_RESTART);
+	if (op->by_request)
+		return (CHANGE_REQUEST);
+	if (op->cause != 0)
+		return (op->cause);
+	return (CHANGE_LOAD);
+}
+
+static void	 set_state_why(struct pool_model *, enum proto_state,
+		    const char *, int, const char *);
+
 static void
 set_state(struct pool_model *pm, enum proto_state state, const char *error)
 {
+	set_state_why(pm, state, error, change_default(pm, state), NULL);
+}
+
+static void
+set_state_why(struct pool_model *pm, enum proto_state state,
+    const char *error, int why, const char *forname)
+{
 	struct pool	*p = pm->pool;
 
+	pm->change = why;
+	strlcpy(pm->change_for, forname != NULL ? forname : "",
+	    sizeof(pm->change_for));
+	if (state != STATE_FAILED)
+		pm->restart_at = -1;
 	pm->state = state;
 	if (error != NULL)
 		strlcpy(pm->error, error, sizeof(pm->error));
@@ -589,6 +643,7 @@ pool_add(struct pool *p, const struct pool_plan *plan)
 	pm->plan = *plan;
 	pm->state = STATE_STOPPED;
 	pm->last_used = -1;
+	pm->restart_at = -1;
 	pm->last_grant = -1;
 	pm->loaded_at = -1;
 	TAILQ_INSERT_TAIL(&p->models, pm, entry);
@@ -1194,16 +1249,38 @@ static int
 op_stop(struct pool *p, struct pool_op *op, enum proto_state state)
 {
 	struct pool_model	*pm = op->pm;
+	int			 why;
 
+	switch (op->kind) {
+	case OP_UNLOAD:
+		why = CHANGE_UNLOAD;
+		break;
+	case OP_IDLE:
+		why = CHANGE_IDLE;
+		break;
+	case OP_STOPALL:
+		why = CHANGE_SHUTDOWN;
+		break;
+	case OP_REPLACE:
+	case OP_REMOVE:
+		why = CHANGE_RELOAD;
+		break;
+	case OP_RESTART:
+		why = CHANGE_RESTART;
+		break;
+	default:
+		why = change_default(pm, state);
+		break;
+	}
 	timer_cancel(p, &pm->restart_timer);
 	timer_cancel(p, &pm->grace_timer);
 	timer_cancel(p, &pm->idle_timer);
 	if (pm->pid == 0) {
 		if (pm->state != state)
-			set_state(pm, state, NULL);
+			set_state_why(pm, state, NULL, why, NULL);
 		return (0);
 	}
-	set_state(pm, state, NULL);
+	set_state_why(pm, state, NULL, why, NULL);
 	op->phase = PH_EXITING;
 	if (!p->stopping) {
 		plog(p, LOG_INFO, "%s: stopping", pm->plan.label);
@@ -1449,8 +1526,11 @@ schedule_restart(struct pool_model *pm)
 	pm->backoff = delay;
 	timer_cancel(p, &pm->restart_timer);
 	pm->restart_timer = p->ops->timer_add(p->ctx, delay, restart_cb, pm);
+	pm->restart_at = now(p) + delay;
 	plog(p, LOG_INFO, "%s: restarting in %llds", pm->plan.label,
 	    (long long)delay / 1000);
+	/* the same state, now with a time to restart */
+	p->ops->changed(p->ctx, &pm->plan);
 }
 
 /* An exit the pool did not cause, EXIT_GRACE later: a failure after all. */
@@ -1698,7 +1778,7 @@ load_refused(struct pool *p, struct pool_op *op, const char *msg)
 		strlcpy(op->error, msg, sizeof(op->error));
 	timer_cancel(p, &op->timeout);
 	timer_cancel(p, &op->timer);
-	set_state(pm, STATE_STOPPED, NULL);
+	set_state_why(pm, STATE_STOPPED, NULL, CHANGE_REFUSED, NULL);
 	plog(p, LOG_WARNING, "%s", op->error);
 	op_finish(p, op);
 }
@@ -1918,8 +1998,10 @@ make_room(struct pool *p, struct pool_op *op)
 		p->stats.evictions++;
 		victim->evictions++;
 		if (pm->state != STATE_LOADING)
-			set_state(pm, STATE_LOADING, NULL);
-		set_state(victim, STATE_STOPPED, NULL);
+			set_state_why(pm, STATE_LOADING, NULL, load_change(op),
+			    NULL);
+		set_state_why(victim, STATE_STOPPED, NULL, CHANGE_EVICTED,
+		    pm->plan.name);
 		op->victim = victim;
 		op->phase = PH_EVICTING;
 		op_started(p, op);
@@ -1983,7 +2065,7 @@ load_step(struct pool *p, struct pool_op *op)
 	}
 	room_release(p, op);
 	if (pm->state != STATE_LOADING)
-		set_state(pm, STATE_LOADING, NULL);
+		set_state_why(pm, STATE_LOADING, NULL, load_change(op), NULL);
 	op_started(p, op);
 	spawn_now(p, op);
 }
@@ -2004,7 +2086,8 @@ load_begin(struct pool *p, struct pool_op *op)
 		 * has room. */
 		if (pm->state != STATE_LOADING &&
 		    (!p->parallel || !pm->plan.lazy))
-			set_state(pm, STATE_LOADING, NULL);
+			set_state_why(pm, STATE_LOADING, NULL,
+			    load_change(op), NULL);
 		if (op->restart) {
 			pm->restarts++;
 			plog(p, LOG_INFO, "%s: restarting", pm->plan.label);
@@ -2022,6 +2105,7 @@ op_reload(struct pool *p, struct pool_op *op)
 	if (pm->idle_op == op)
 		pm->idle_op = NULL;
 	timer_cancel(p, &op->timer);
+	op->cause = op->kind == OP_REPLACE ? CHANGE_RELOAD : CHANGE_RESTART;
 	op->kind = OP_LOAD;
 	op->phase = PH_QUEUED;
 	op->reason = REFUSE_LOAD_FAILED;
@@ -2043,7 +2127,8 @@ replace_swap(struct pool *p, struct pool_op *op)
 		plog(p, LOG_INFO, "%s: new configuration", pm->plan.label);
 		/* The failure was the old plan's. */
 		if (pm->state == STATE_FAILED)
-			set_state(pm, STATE_STOPPED, NULL);
+			set_state_why(pm, STATE_STOPPED, NULL, CHANGE_RELOAD,
+			    NULL);
 		else
 			p->ops->changed(p->ctx, &pm->plan);
 		mode_update(p);
@@ -2085,6 +2170,12 @@ load_ready(struct pool *p, struct pool_op *op)
 			ms = 0;
 		pm->load_ms_sum += ms;
 		pm->load_hist[pool_load_bucket(ms)]++;
+		if (pm->nrecent == PROTO_LOAD_HISTORY) {
+			memmove(pm->recent, pm->recent + 1,
+			    sizeof(pm->recent) - sizeof(pm->recent[0]));
+			pm->nrecent--;
+		}
+		pm->recent[pm->nrecent++] = ms;
 	}
 	pm->loaded_at = pm->last_used = now(p);
 	set_state(pm, STATE_READY, NULL);
@@ -2616,9 +2707,11 @@ pool_start(struct pool *p)
 {
 	struct pool_model	*pm;
 
+	p->starting = 1;
 	TAILQ_FOREACH(pm, &p->models, entry)
 		if (!pm->plan.lazy && !pm->removed)
 			pool_load(p, pm->plan.name, NULL, NULL);
+	p->starting = 0;
 }
 
 int
@@ -2653,6 +2746,8 @@ pool_load(struct pool *p, const char *model, pool_load_cb cb, void *arg)
 	}
 	/* Asked for: not a request's load to drop when they leave. */
 	op->by_request = 0;
+	if (p->starting)
+		op->cause = CHANGE_START;
 	if (cb != NULL && op_add_done(op, cb, NULL, arg) == -1)
 		cb(arg, 0, "out of memory");
 	queue_run(p);
@@ -2680,6 +2775,13 @@ pool_unload(struct pool *p, const char *model, pool_done_cb done, void *arg)
 	pm->unloaded = 1;
 	pm->stop_gen++;
 	timer_cancel(p, &pm->restart_timer);
+	if (pm->state == STATE_STOPPED) {
+		/* nothing to stop: unloaded now, as status shows it */
+		pm->change = CHANGE_UNLOAD;
+		pm->change_for[0] = '\0';
+		pm->restart_at = -1;
+		p->ops->changed(p->ctx, &pm->plan);
+	}
 	p->running++;		/* answers go out, nothing starts yet */
 	doom_running_load(p, pm);
 	p->running--;
@@ -2775,13 +2877,15 @@ pool_replace(struct pool *p, const struct pool_plan *plan)
 		pm->backoff = 0;
 		plog(p, LOG_INFO, "%s: new configuration", pm->plan.label);
 		if (pm->state == STATE_FAILED)
-			set_state(pm, STATE_STOPPED, NULL);
+			set_state_why(pm, STATE_STOPPED, NULL, CHANGE_RELOAD,
+			    NULL);
 		else
 			p->ops->changed(p->ctx, &pm->plan);
 		if (!pm->plan.lazy && !pm->unloaded && !p->stopping &&
 		    (pm->load_op == NULL || op_doomed(p, pm->load_op))) {
-			if (queue_load(p, pm) == NULL)
+			if ((op = queue_load(p, pm)) == NULL)
 				return (-1);
+			op->cause = CHANGE_RELOAD;
 		}
 		queue_run(p);
 		return (0);
@@ -3038,6 +3142,12 @@ pool_status(struct pool *p, size_t i, struct proto_status *st)
 	st->oldest_wait = oldest_wait(p, pm);
 	st->waiting = model_waiting(p, pm);
 	st->max_requests = pm->plan.max_requests;
+	st->idle_timeout = pm->plan.idle_timeout;
+	st->restart_at = pm->state == STATE_FAILED ? pm->restart_at : -1;
+	st->change = pm->change;
+	strlcpy(st->change_for, pm->change_for, sizeof(st->change_for));
+	st->nload_ms = pm->nrecent;
+	memcpy(st->load_ms, pm->recent, sizeof(st->load_ms));
 	return (0);
 }
 

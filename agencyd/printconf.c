@@ -230,6 +230,8 @@ print_config(FILE *fp, const struct agency_conf *conf)
 		fputc('\n', fp);
 	}
 	fprintf(fp, "overcommit %s\n", conf->overcommit ? "yes" : "no");
+	if (!conf->console)
+		fprintf(fp, "console no\n");
 	fprintf(fp, "max body ");
 	print_size(fp, conf->max_body);
 	fprintf(fp, "\nrequest timeout ");

@@ -18,9 +18,11 @@
  * (vis(3)), at the priorities the proxy uses.
  *
  * What the proxy asks goes to the pool, whose answers come back through
- * models.c's ops and proxy_compose.  It calls below it: served.c (the
- * records), notify.c (the proxy is ready), ports.c, spawn.c and the
- * pool; nothing it calls calls it.
+ * models.c's ops and proxy_compose; its loads and unloads (the admin
+ * routes) and the log lines it asks for are answered here.  A new proxy
+ * is told of by the hook set with proxy_on_ready (emit.c's sync).  It
+ * calls below it: served.c (the records), notify.c (the proxy is
+ * ready), ports.c, spawn.c and the pool; nothing it calls calls it.
  */
 #include <sys/types.h>
 #include <sys/resource.h>
@@ -63,9 +65,53 @@ struct pcancel {
 };
 TAILQ_HEAD(pcancels, pcancel);
 
+/* A load or unload the proxy asked for (its admin route), until done. */
+struct padmin {
+	TAILQ_ENTRY(padmin)	 entry;
+	struct agencyd		*d;
+	uint64_t		 reqid;
+	uint32_t		 gen;		/* the proxy that asked */
+	int			 op;		/* enum proto_admin_op */
+	int			 wait;
+	int			 answered;	/* load without waiting */
+	int			 inside;	/* in pool_load's call */
+	char			 model[AGENCY_NAME_MAX];
+};
+/* Every padmin whose pool callback has not come (of any proxy). */
+static TAILQ_HEAD(, padmin)	 padmins = TAILQ_HEAD_INITIALIZER(padmins);
+
+static void
+padmin_free(struct padmin *a)
+{
+	TAILQ_REMOVE(&padmins, a, entry);
+	free(a);
+}
+
+/* Who hears of each new proxy once it is ready (emit.c). */
+static proxy_ready_cb	 ready_cb;
+static void		*ready_arg;
+
+void
+proxy_on_ready(proxy_ready_cb fn, void *arg)
+{
+	ready_cb = fn;
+	ready_arg = arg;
+}
+
+/* After pool_free, no callback comes: what waited for one goes. */
+void
+proxy_cleanup(void)
+{
+	struct padmin	*a;
+
+	while ((a = TAILQ_FIRST(&padmins)) != NULL)
+		padmin_free(a);
+}
+
 /* What the current proxy has outstanding, and how the link is doing. */
 static struct {
 	int			 init;
+	uint64_t		 admins;	/* loads and unloads it waits on */
 	struct pcancels		 cancels;
 	uint64_t		 cancel_next;
 	uint64_t		 holds;		/* asked, or granted */
@@ -212,6 +258,7 @@ proxy_link_open(struct agencyd *d, int fd)
 	}
 	proxy_cancels_end();
 	plink.holds = plink.asked = 0;
+	plink.admins = 0;
 	plink.status = 0;
 	plink.rpaused = 0;
 	plink.doomed = 0;
@@ -365,6 +412,7 @@ proxy_send_config(struct agencyd *d)
 	g.body_timeout = conf->body_timeout;
 	g.body_buffer = conf->body_buffer;
 	g.host_any = conf->server_name_any;
+	g.console = conf->console;
 	g.port_lo = conf->port_lo;
 	g.port_hi = conf->port_hi;
 	(void)strlcpy(g.default_model, conf->default_model,
@@ -617,6 +665,8 @@ proxy_send_probe(struct agencyd *d, const struct proto_probe *p)
 static void
 proxy_drop(struct agencyd *d)
 {
+	struct model	*m;
+
 	if (!d->proxy_up)
 		return;
 	imsgev_clear(&d->proxy_iev);
@@ -627,8 +677,12 @@ proxy_drop(struct agencyd *d)
 	evtimer_del(&plink.doom);
 	plink.doomed = 0;
 	plink.holds = plink.asked = 0;
+	plink.admins = 0;
 	/* Nobody will answer the cancels it was sent. */
 	proxy_cancels_end();
+	/* A new proxy asks again for the logs it follows. */
+	TAILQ_FOREACH(m, &d->models, entry)
+		m->log_follow = 0;
 	/* Its holds end with it; waiting requests go with their clients. */
 	pool_release_owner(d->pool, d->proxy_gen);
 }
@@ -827,6 +881,192 @@ proxy_cancelled(struct agencyd *d, struct imsg *imsg)
 	return (0);
 }
 
+static void
+admin_answer(struct agencyd *d, struct padmin *a, int status,
+    const char *code, const char *message)
+{
+	struct proto_admin_done	 ad;
+
+	if (a->answered || a->gen != d->proxy_gen || !d->proxy_up)
+		return;
+	a->answered = 1;
+	memset(&ad, 0, sizeof(ad));
+	ad.reqid = a->reqid;
+	ad.status = status;
+	(void)strlcpy(ad.code, code, sizeof(ad.code));
+	(void)strlcpy(ad.message, message, sizeof(ad.message));
+	proxy_compose(d, IMSG_ADMIN_DONE, &ad, sizeof(ad));
+	if (plink.admins > 0)
+		plink.admins--;
+}
+
+/* The end of a load or unload the proxy asked for. */
+static void
+admin_load_done(void *arg, int ok, const char *err)
+{
+	struct padmin	*a = arg;
+	struct agencyd	*d = a->d;
+
+	if (ok)
+		admin_answer(d, a, 200, "", "ready");
+	else if (d->stopping)
+		admin_answer(d, a, 503, "stopping", "agency is stopping");
+	else
+		admin_answer(d, a, 502, "load_failed", err != NULL ? err :
+		    "load failed");
+	if (!a->inside)
+		padmin_free(a);
+	else
+		a->inside = 2;	/* freed by its caller */
+}
+
+static void
+admin_unload_done(void *arg)
+{
+	struct padmin	*a = arg;
+
+	admin_answer(a->d, a, 200, "", "unloaded");
+	padmin_free(a);
+}
+
+/*
+ * POST /v1/agency/load or unload, as agency-ctl's: a load waits for the
+ * model unless asked not to; an unload for its processes' exits.  The
+ * proxy may have as many waiting as it has connections.  -1 when the
+ * proxy was killed.
+ */
+static int
+proxy_admin(struct agencyd *d, struct imsg *imsg)
+{
+	struct proto_admin	 pa;
+	struct padmin		*a;
+	struct model		*m;
+
+	if (imsg_get_data(imsg, &pa, sizeof(pa)) == -1 ||
+	    !PROTO_STROK(pa.model) || pa.reqid == 0 ||
+	    (pa.op != ADMIN_LOAD && pa.op != ADMIN_UNLOAD) ||
+	    (pa.wait != 0 && pa.wait != 1)) {
+		proxy_hostile(d, "sent a bad load or unload", IMSG_ADMIN);
+		return (-1);
+	}
+	if (plink.admins >= plink.fdmax) {
+		proxy_hostile(d, "asked for more loads and unloads than it "
+		    "has connections", IMSG_ADMIN);
+		return (-1);
+	}
+	if ((a = calloc(1, sizeof(*a))) == NULL) {
+		log_warn("%s", __func__);
+		return (0);	/* its client waits for its timeout */
+	}
+	TAILQ_INSERT_TAIL(&padmins, a, entry);
+	a->d = d;
+	a->reqid = pa.reqid;
+	a->gen = d->proxy_gen;
+	a->op = pa.op;
+	a->wait = pa.wait;
+	(void)strlcpy(a->model, pa.model, sizeof(a->model));
+	plink.admins++;
+	/* A name the proxy knew, which a reload may just have removed. */
+	if ((m = model_find(d, pa.model)) == NULL || d->stopping) {
+		if (m == NULL)
+			admin_answer(d, a, 404, "model_not_found",
+			    "No such model.");
+		else
+			admin_answer(d, a, 503, "stopping",
+			    "agency is stopping");
+		padmin_free(a);
+		return (0);
+	}
+	if (pa.op == ADMIN_UNLOAD) {
+		log_info("%s: unload asked over HTTP", m->plan.label);
+		if (pool_unload(d->pool, m->plan.name, admin_unload_done,
+		    a) == -1) {
+			admin_answer(d, a, 404, "model_not_found",
+			    "No such model.");
+			padmin_free(a);
+		}
+		return (0);
+	}
+	log_info("%s: load asked over HTTP", m->plan.label);
+	a->inside = 1;
+	(void)pool_load(d->pool, m->plan.name, admin_load_done, a);
+	if (a->inside == 2) {
+		/* answered from within: it was ready (or could not be) */
+		padmin_free(a);
+		return (0);
+	}
+	a->inside = 0;
+	if (!a->wait)
+		admin_answer(d, a, 202, "", "loading");
+	return (0);
+}
+
+/*
+ * A model's log ring to the proxy, each line with its number; with
+ * follow, its new lines too from now on.  -1 when the proxy was killed.
+ */
+static int
+proxy_logs(struct agencyd *d, struct imsg *imsg, uint32_t type)
+{
+	struct proto_logs_req	 lr;
+	struct proto_logline	 ll;
+	struct proto_logs_end	 le;
+	struct model		*m;
+	size_t			 i, n;
+
+	if (imsg_get_data(imsg, &lr, sizeof(lr)) == -1 ||
+	    !PROTO_STROK(lr.model) || (lr.follow != 0 && lr.follow != 1) ||
+	    (type == IMSG_LOGS_REQ && lr.reqid == 0)) {
+		proxy_hostile(d, "sent a bad log request", type);
+		return (-1);
+	}
+	m = model_find(d, lr.model);
+	if (type == IMSG_LOGS_UNFOLLOW) {
+		if (m != NULL)
+			m->log_follow = 0;
+		return (0);
+	}
+	memset(&le, 0, sizeof(le));
+	le.reqid = lr.reqid;
+	(void)strlcpy(le.model, lr.model, sizeof(le.model));
+	if (m != NULL) {
+		n = ring_count(&m->ring);
+		for (i = 0; i < n; i++) {
+			memset(&ll, 0, sizeof(ll));
+			ll.reqid = lr.reqid;
+			ll.seq = ring_seq(&m->ring, i);
+			(void)strlcpy(ll.model, m->plan.name, sizeof(ll.model));
+			(void)strlcpy(ll.line, ring_get(&m->ring, i),
+			    sizeof(ll.line));
+			proxy_compose(d, IMSG_LOGS_LINE, &ll, sizeof(ll));
+		}
+		le.found = 1;
+		if (lr.follow)
+			m->log_follow = 1;
+	}
+	proxy_compose(d, IMSG_LOGS_END, &le, sizeof(le));
+	return (0);
+}
+
+/* A new line of a model (models_on_line, through agencyd.c): to the
+ * proxy when it follows that model's log. */
+void
+proxy_model_line(struct agencyd *d, const char *model, uint64_t seq,
+    const char *line)
+{
+	struct proto_logline	 ll;
+	struct model		*m;
+
+	if (!d->proxy_ready || (m = model_find(d, model)) == NULL ||
+	    !m->log_follow)
+		return;
+	memset(&ll, 0, sizeof(ll));
+	ll.seq = seq;
+	(void)strlcpy(ll.model, m->plan.name, sizeof(ll.model));
+	(void)strlcpy(ll.line, line, sizeof(ll.line));
+	proxy_compose(d, IMSG_LOGS_LINE, &ll, sizeof(ll));
+}
+
 /*
  * A line for the log from the proxy, or from a model through it: every
  * byte that is not printable ASCII, and the backslash, as a C-style or
@@ -1015,6 +1255,19 @@ proxy_messages(struct agencyd *d)
 			if (proxy_log(&imsg) == -1)
 				goto bad;
 			break;
+		case IMSG_ADMIN:
+			if (proxy_admin(d, &imsg) == -1) {
+				imsg_free(&imsg);
+				return (-1);
+			}
+			break;
+		case IMSG_LOGS_REQ:
+		case IMSG_LOGS_UNFOLLOW:
+			if (proxy_logs(d, &imsg, type) == -1) {
+				imsg_free(&imsg);
+				return (-1);
+			}
+			break;
 		case IMSG_PROXY_READY:
 			if (imsg_get_len(&imsg) != 0)
 				goto bad;
@@ -1025,6 +1278,8 @@ proxy_messages(struct agencyd *d)
 			/* The service manager hears of it (the first). */
 			notify_ready();
 			notify_status(d);
+			if (ready_cb != NULL)
+				ready_cb(ready_arg, d);
 			break;
 		default:
 			goto bad;

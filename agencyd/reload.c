@@ -12,9 +12,10 @@
  *
  * What it did, and the parse errors it found, go to the log and to
  * whoever asked (reload_say_cb: control.c's client, or nobody for
- * SIGHUP): it knows no caller.  It calls below it: parse.y, served.c
- * (the records), proxylink.c (listeners, the proxy's configuration and
- * ports), notify.c and the pool.
+ * SIGHUP): it knows no caller.  It calls below it: parse.y, emit.c
+ * (the events stream's sync after it), served.c (the records),
+ * proxylink.c (listeners, the proxy's configuration and ports),
+ * notify.c and the pool.
  */
 #include <sys/types.h>
 #include <sys/socket.h>
@@ -246,6 +247,7 @@ reload_move(struct agencyd *d, struct agency_conf *nconf)
 int
 agencyd_reload(struct agencyd *d, reload_say_cb say, void *arg)
 {
+	char	 msg[PROTO_MSG_MAX];
 	int	 rv;
 
 	reload_env = d;
@@ -256,6 +258,14 @@ agencyd_reload(struct agencyd *d, reload_say_cb say, void *arg)
 	d->reloading = 0;
 	reload_say = NULL;
 	reload_arg = NULL;
+	/* the events stream: the whole set after it, or why not */
+	if (rv == 0)
+		emit_sync(d, 1, 1, NULL);
+	else if (!d->stopping) {
+		(void)snprintf(msg, sizeof(msg), "%s: configuration not "
+		    "changed (see the log)", d->conffile);
+		emit_sync(d, 1, 0, msg);
+	}
 	return (rv);
 }
 
@@ -324,6 +334,7 @@ reload(struct agencyd *d)
 				reload_info("model %s: changed; restarted "
 				    "once idle", mc->name);
 				nchanged++;
+				m->ev_changed = 1;
 			} else
 				log_warnx("%s: cannot replace %s", __func__,
 				    mc->name);

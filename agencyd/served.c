@@ -249,9 +249,9 @@ models_free(struct agencyd *d)
 
 
 /*
- * What the pool does not tell of a model: its runtime, and its idle
- * timeout.  That one is counting while the model is lazy, ready and
- * idle: it stops the model its timeout after it was last used (as the
+ * What the pool does not tell of a model: its runtime, and when its idle
+ * timeout (the pool's, from the plan) stops it.  That one is counting
+ * while the model is lazy, ready and idle: it stops the model its timeout after it was last used (as the
  * pool's idle timer does), unless it is used first.
  */
 void
@@ -259,16 +259,14 @@ models_fill_status(struct agencyd *d, struct proto_status *st)
 {
 	struct model	*m;
 
-	st->idle_timeout = 0;
 	st->idle_stop_at = -1;
 	if ((m = model_find(d, st->model)) == NULL || m->mc == NULL)
 		return;
 	(void)strlcpy(st->runtime, m->mc->rt->name, sizeof(st->runtime));
-	st->idle_timeout = m->plan.idle_timeout;
-	if (m->plan.lazy && m->plan.idle_timeout > 0 &&
+	if (m->plan.lazy && st->idle_timeout > 0 &&
 	    st->state == STATE_READY && st->in_progress == 0 &&
 	    st->last_used >= 0)
-		st->idle_stop_at = st->last_used + m->plan.idle_timeout;
+		st->idle_stop_at = st->last_used + st->idle_timeout;
 }
 
 /*

@@ -128,6 +128,7 @@ ring_push(struct ring *r, const char *line)
 		log_warn("%s", __func__);
 		return;
 	}
+	r->pushed++;
 	if (r->count < r->cap) {
 		r->lines[(r->first + r->count) % r->cap] = s;
 		r->count++;
@@ -138,6 +139,12 @@ ring_push(struct ring *r, const char *line)
 	free(r->lines[i]);
 	r->lines[i] = s;
 	r->first = (r->first + 1) % r->cap;
+}
+
+uint64_t
+ring_seq(const struct ring *r, size_t i)
+{
+	return (r->pushed - r->count + i + 1);
 }
 
 size_t

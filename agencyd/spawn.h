@@ -24,6 +24,7 @@
 #include <event.h>
 #include <signal.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "config.h"
 
@@ -51,6 +52,7 @@ struct ring {
 	size_t		  cap;
 	size_t		  first;	/* index of the oldest line */
 	size_t		  count;
+	uint64_t	  pushed;	/* lines ever pushed: the last's seq */
 };
 
 /* What to start.  argv and envp are NULL-terminated; the caller owns them. */
@@ -171,6 +173,8 @@ int		 ring_init(struct ring *, size_t);
 void		 ring_push(struct ring *, const char *);
 size_t		 ring_count(const struct ring *);
 const char	*ring_get(const struct ring *, size_t);	/* 0 is oldest */
+/* The seq of the i-th line held (the first line pushed is 1). */
+uint64_t	 ring_seq(const struct ring *, size_t);
 void		 ring_clear(struct ring *);
 void		 ring_free(struct ring *);
 

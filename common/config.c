@@ -41,6 +41,7 @@ config_new(void)
 	conf->reserve = -1;
 	conf->budget = 0;
 	conf->overcommit = 0;
+	conf->console = 1;
 	conf->max_body = DEFAULT_MAX_BODY;
 	conf->request_timeout = DEFAULT_REQUEST_TIMEOUT;
 	conf->load_timeout = DEFAULT_LOAD_TIMEOUT;

@@ -149,6 +149,7 @@ struct agency_conf {
 	int64_t			 reserve;	/* bytes; -1: min(2G, 5%) */
 	int64_t			 budget;	/* bytes; 0: none */
 	int			 overcommit;
+	int			 console;	/* GET / serves the console */
 	int64_t			 max_body;	/* bytes */
 	int64_t			 request_timeout;	/* ms */
 	int64_t			 load_timeout;		/* ms, default */

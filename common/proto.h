@@ -36,6 +36,7 @@
 #define PROTO_LOAD_BOUNDS	{ 100, 250, 500, 1000, 2500, 5000, 10000, \
 				    30000, 60000, 120000, 300000, 600000 }
 #define PROTO_LOAD_NBOUNDS	12
+#define PROTO_LOAD_HISTORY	10	/* load durations a status keeps */
 
 enum imsg_type {
 	IMSG_NONE,
@@ -132,6 +133,40 @@ enum imsg_type {
 	 * done, and the model failed (its load) */
 	IMSG_CTL_FAILED,
 
+	/*
+	 * The events stream (console/EVENTS.md), parent -> proxy, each
+	 * event once: a sync (START, a RECORD a served model in config
+	 * order, END) when the proxy is ready and after each reload; a
+	 * STATE for each change of state; a QUEUE when a model's requests
+	 * in flight or waiting changed; the MEMORY now and then.
+	 */
+	IMSG_EV_SYNC_START,	/* struct proto_ev_sync */
+	IMSG_EV_RECORD,		/* struct proto_ev_record */
+	IMSG_EV_SYNC_END,	/* struct proto_ev_sync */
+	IMSG_EV_STATE,		/* struct proto_ev_state */
+	IMSG_EV_QUEUE,		/* struct proto_ev_queue */
+	IMSG_EV_MEMORY,		/* struct proto_ev_memory */
+
+	/*
+	 * POST /v1/agency/load and unload: proxy -> parent IMSG_ADMIN,
+	 * answered IMSG_ADMIN_DONE with its reqid, once, as agency-ctl's
+	 * load and unload are answered.
+	 */
+	IMSG_ADMIN,		/* proxy -> parent: struct proto_admin */
+	IMSG_ADMIN_DONE,	/* parent -> proxy: struct proto_admin_done */
+
+	/*
+	 * A model's log: proxy -> parent IMSG_LOGS_REQ; the parent answers
+	 * with an IMSG_LOGS_LINE for each line of the ring (with the
+	 * reqid) and IMSG_LOGS_END.  With follow, every new line of that
+	 * model comes as an IMSG_LOGS_LINE with reqid 0 until the proxy
+	 * sends IMSG_LOGS_UNFOLLOW for it.
+	 */
+	IMSG_LOGS_REQ,		/* proxy -> parent: struct proto_logs_req */
+	IMSG_LOGS_LINE,		/* parent -> proxy: struct proto_logline */
+	IMSG_LOGS_END,		/* parent -> proxy: struct proto_logs_end */
+	IMSG_LOGS_UNFOLLOW,	/* proxy -> parent: struct proto_logs_req */
+
 	IMSG_MAXTYPE
 };
 
@@ -172,6 +207,26 @@ enum proto_need_from {
 	NEED_HEADROOM,		/* nothing on disk: the headroom alone */
 };
 
+/* Why a model is in its state (struct proto_status, the events). */
+enum proto_change {
+	CHANGE_NONE,
+	CHANGE_REQUEST,		/* loading: a request needs it */
+	CHANGE_LOAD,		/* loading: an operator asked */
+	CHANGE_START,		/* loading: not lazy, at start or reload */
+	CHANGE_RESTART,		/* loading: again, after a failure */
+	CHANGE_LOADED,		/* ready */
+	CHANGE_EVICTED,		/* stopped to make room (change_for) */
+	CHANGE_IDLE,		/* stopped after its idle timeout */
+	CHANGE_RELOAD,		/* stopped: its configuration changed */
+	CHANGE_SHUTDOWN,	/* stopped: agencyd stops */
+	CHANGE_UNLOAD,		/* unloaded by an operator */
+	CHANGE_LOAD_FAILED,	/* failed: its load */
+	CHANGE_EXITED,		/* failed: its process exited */
+	CHANGE_REFUSED,		/* stopped: did not fit, was not started */
+	CHANGE_STOPPED,		/* stopped, for another reason */
+};
+#define CHANGE_LAST	CHANGE_STOPPED
+
 struct proto_str {
 	char		s[AGENCY_PATH_MAX];
 };
@@ -201,6 +256,8 @@ struct proto_conf_global {
 	int64_t		body_timeout;		/* ms */
 	int64_t		body_buffer;		/* bytes, all bodies */
 	int32_t		host_any;		/* 1: no Host check */
+	/* added for the console */
+	int32_t		console;		/* 1: GET / serves it */
 };
 
 struct proto_listen {
@@ -302,11 +359,16 @@ struct proto_status {
 	int32_t		waiting;	/* enum proto_wait */
 	int64_t		oldest_wait;	/* ms the oldest has waited; -1 */
 	uint32_t	max_requests;	/* 0: no bound */
-	/* added for agency-ctl status */
+	/* added for agency-ctl status and the events stream */
 	int64_t		idle_timeout;	/* ms; 0: none (or not lazy) */
 	int64_t		idle_stop_at;	/* ms since the epoch when its idle
 					 * timeout stops it unless it is used
 					 * first; -1: not counting */
+	int64_t		restart_at;	/* ms since the epoch; -1: none due */
+	int32_t		change;		/* enum proto_change: why its state */
+	char		change_for[AGENCY_NAME_MAX];	/* evicted for */
+	uint32_t	nload_ms;	/* of load_ms */
+	int64_t		load_ms[PROTO_LOAD_HISTORY];	/* oldest first */
 };
 
 /* IMSG_STATUS_ALIAS: one alias of the model of the status before it. */
@@ -343,6 +405,83 @@ struct proto_log {
 struct proto_ctl_model {
 	char		model[AGENCY_NAME_MAX];
 	int32_t		wait;		/* load: answer when ready */
+};
+
+/* A sync of the model records (IMSG_EV_SYNC_START and _END). */
+struct proto_ev_sync {
+	int64_t		time;		/* ms since the epoch */
+	int32_t		reload;		/* 1: after a reload, 0: a new proxy */
+	int32_t		ok;		/* the reload took (records follow) */
+	char		error[PROTO_MSG_MAX];	/* why it did not */
+};
+
+struct proto_ev_record {
+	int32_t		changed;	/* replaced by this reload */
+	struct proto_status st;
+};
+
+struct proto_ev_state {
+	int64_t		time;
+	int32_t		from;		/* enum proto_state */
+	struct proto_status st;		/* after the change */
+};
+
+struct proto_ev_queue {
+	int64_t		time;
+	char		model[AGENCY_NAME_MAX];
+	uint32_t	in_progress;
+	uint32_t	queued;
+	int32_t		waiting;	/* enum proto_wait */
+	int64_t		oldest_wait;	/* ms; -1 */
+	int64_t		last_used;	/* ms since the epoch; -1 */
+};
+
+/* IMSG_EV_MEMORY: the memory as a status shows it, and when. */
+struct proto_ev_memory {
+	int64_t			time;
+	struct proto_memory	mem;
+};
+
+enum proto_admin_op {
+	ADMIN_LOAD,
+	ADMIN_UNLOAD,
+};
+
+struct proto_admin {
+	uint64_t	reqid;
+	int32_t		op;		/* enum proto_admin_op */
+	int32_t		wait;		/* load: answer once it is ready */
+	char		model[AGENCY_NAME_MAX];
+};
+
+/* The answer: an HTTP status; below 400 message is the model's state
+ * ("ready", "loading", "unloaded"), else code and message are the
+ * error's. */
+struct proto_admin_done {
+	uint64_t	reqid;
+	int32_t		status;
+	char		code[AGENCY_NAME_MAX];
+	char		message[PROTO_MSG_MAX];
+};
+
+struct proto_logs_req {
+	uint64_t	reqid;
+	int32_t		follow;
+	char		model[AGENCY_NAME_MAX];
+};
+
+/* seq counts the model's lines since agencyd started, from 1. */
+struct proto_logline {
+	uint64_t	reqid;		/* 0: a new line, followed */
+	uint64_t	seq;
+	char		model[AGENCY_NAME_MAX];
+	char		line[PROTO_LOGLINE_MAX];
+};
+
+struct proto_logs_end {
+	uint64_t	reqid;
+	int32_t		found;		/* 0: no such model */
+	char		model[AGENCY_NAME_MAX];
 };
 
 struct proto_ctl_verbose {

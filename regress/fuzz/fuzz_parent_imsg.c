@@ -78,6 +78,14 @@ shutdown_done(void *arg)
 	(void)arg;
 }
 
+/* What emit.c's hook does for a new proxy: the events stream's sync. */
+static void
+proxy_ready_sync(void *arg, struct agencyd *d)
+{
+	(void)arg;
+	emit_sync(d, 0, 1, NULL);
+}
+
 int	listeners_bind(struct agency_conf *);
 
 static int	bind_fails;
@@ -215,6 +223,7 @@ static struct {
 		int		 fd;	/* our end, -1: none */
 	}			 conns[MAXCONNS];
 	int			 stopped;
+	uint64_t		 line_seq;	/* the models' lines */
 } w;
 
 static void
@@ -744,7 +753,8 @@ check_fd_closed(int rfd)
 static const uint32_t	proxy_types[] = { IMSG_HOLD_REQ, IMSG_HOLD_WITHDRAW,
 			    IMSG_HOLD_RELEASE, IMSG_PROBE_RESULT,
 			    IMSG_STATUS_REQ, IMSG_CANCEL_DONE, IMSG_LOG,
-			    IMSG_PROXY_READY, IMSG_CANCEL };
+			    IMSG_PROXY_READY, IMSG_CANCEL, IMSG_ADMIN,
+			    IMSG_LOGS_REQ, IMSG_LOGS_UNFOLLOW };
 #define NPROXY_TYPES	(sizeof(proxy_types) / sizeof(proxy_types[0]))
 
 static const uint32_t	ctl_types[] = { IMSG_STATUS_REQ, IMSG_CTL_LOAD,
@@ -770,6 +780,8 @@ payload(struct input *in, uint32_t type, void *buf, size_t size,
 	char				 line[PROTO_LOGLINE_MAX + 8];
 	struct proto_ctl_model		 cm;
 	struct proto_ctl_verbose	 cv;
+	struct proto_admin		 pa;
+	struct proto_logs_req		 lr;
 	struct probe			*pr;
 	unsigned int			 shape = u8(in), c, i;
 	size_t				 len = 0;
@@ -868,6 +880,25 @@ payload(struct input *in, uint32_t type, void *buf, size_t size,
 		cm.wait = u8(in) & 1;
 		memcpy(buf, &cm, len = sizeof(cm));
 		break;
+	case IMSG_ADMIN:
+		/* a load or unload; id 0, op 2 or wait 2 are hostile */
+		memset(&pa, 0, sizeof(pa));
+		c = u8(in);
+		pa.reqid = c % 8;
+		pa.op = (c >> 3) % 3;
+		pa.wait = (c >> 5) % 3;
+		name(in, pa.model, sizeof(pa.model));
+		memcpy(buf, &pa, len = sizeof(pa));
+		break;
+	case IMSG_LOGS_REQ:
+	case IMSG_LOGS_UNFOLLOW:
+		memset(&lr, 0, sizeof(lr));
+		c = u8(in);
+		lr.reqid = c % 8;
+		lr.follow = (c >> 3) % 3;
+		name(in, lr.model, sizeof(lr.model));
+		memcpy(buf, &lr, len = sizeof(lr));
+		break;
 	case IMSG_CTL_VERBOSE:
 		memset(&cv, 0, sizeof(cv));
 		cv.verbose = (int8_t)u8(in) % 5;
@@ -955,6 +986,24 @@ step_proxy(struct input *in)
 		fprintf(stderr, "proxy dropped\n");
 	if (sent == 0)
 		CHECK(!w.d.proxy_up);	/* a forged report */
+	/* a load, unload or log request that is not one drops it */
+	if (type == IMSG_ADMIN && len == sizeof(struct proto_admin)) {
+		struct proto_admin	pa;
+
+		memcpy(&pa, buf, sizeof(pa));
+		if (pa.reqid == 0 || pa.op > ADMIN_UNLOAD || pa.wait > 1 ||
+		    !PROTO_STROK(pa.model))
+			CHECK(!w.d.proxy_up);
+	}
+	if ((type == IMSG_LOGS_REQ || type == IMSG_LOGS_UNFOLLOW) &&
+	    len == sizeof(struct proto_logs_req)) {
+		struct proto_logs_req	lr;
+
+		memcpy(&lr, buf, sizeof(lr));
+		if ((type == IMSG_LOGS_REQ && lr.reqid == 0) ||
+		    lr.follow > 1 || !PROTO_STROK(lr.model))
+			CHECK(!w.d.proxy_up);
+	}
 	if (release && len == sizeof(struct proto_holdid) &&
 	    type == IMSG_HOLD_RELEASE) {
 		if (held) {
@@ -1281,7 +1330,9 @@ step(struct input *in)
 			model[sizeof(model) - 1] = '\0';
 			text(in, line, sizeof(line));
 			line[sizeof(line) - 1] = '\0';
-			control_model_line(NULL, model, line);
+			/* as agencyd.c's hook: to both kinds of follower */
+			control_model_line(model, line);
+			proxy_model_line(&w.d, model, ++w.line_seq, line);
 		} else if (op & 4) {
 			/* the file changes: the next reload sees it */
 			w.conf_which = (w.conf_which + 1 + (op >> 3)) %
@@ -1340,6 +1391,7 @@ setup(int which)
 		err(1, "pool_new");
 	if (models_setup(d) == -1)
 		errx(1, "models_setup");
+	proxy_on_ready(proxy_ready_sync, NULL);
 	proxy_fake_start();
 	pool_start(d->pool);
 	proxy_io();
@@ -1363,6 +1415,7 @@ teardown(void)
 		proxy_drop(d);
 	proxy_gone();
 	pool_free(d->pool);
+	proxy_cleanup();
 	models_free(d);
 	/* agencyd exits with its listeners open; we go on */
 	TAILQ_FOREACH(l, &d->conf->listens, entry)

@@ -44,6 +44,7 @@
 #include <event2/http.h>
 #include <json-c/json.h>
 
+#include "console_assets.h"
 #include "log.h"
 #include "proxy.h"
 #include "routes.h"
@@ -70,8 +71,17 @@ static const char	*paths[] = { "/v1/chat/completions",
 			    "/v1/responses/input_tokens", "/v1/rerank",
 			    "/v1/audio/transcriptions", "/v1/images/edits",
 			    "/upstream/qwen/v1/props", "/upstream/q",
-			    "/upstream/bge/x", "/upstream/", "/inference" };
+			    "/upstream/bge/x", "/upstream/", "/inference",
+			    "/v1/agency/events", "/v1/agency/logs/qwen",
+			    "/v1/agency/logs/%71wen", "/v1/agency/logs/nope",
+			    "/v1/agency/logs/%00", "/v1/agency/logs/%6",
+			    "/v1/agency/logs/", "/v1/agency/load",
+			    "/v1/agency/unload", "/console/console.js",
+			    "/console/icon.svg", "/console/", "/console/x" };
 #define NPATHS		(sizeof(paths) / sizeof(paths[0]))
+
+static const char	*queries[] = { NULL, "follow=1", "x=1&follow=1&y",
+			    "follow=10" };
 
 static const char	*hosts[] = { NULL, "127.0.0.1:8080", "[::1]:8080",
 			    "localhost:8080", "LOCALHOST:8080",
@@ -272,11 +282,21 @@ write_seeds(const char *dir)
 		{ 1, 22, 2, 0, 0, 1 },
 		{ 3, 23, 1, 5, 0, 0 },
 		{ 0, 21, 7, 1, 0, 4 },
+		{ 1, 26, 1, 0, 0, 0 },	/* the events */
+		{ 1, 27, 1, 0, 0, 8 },	/* a log, followed */
+		{ 1, 28, 2, 0, 0, 16 },	/* a log, its name escaped */
+		{ 1, 29, 1, 0, 0, 0 },	/* the log of no model */
+		{ 0, 33, 1, 1, 0, 0 },	/* load */
+		{ 0, 34, 3, 2, 0, 1 },	/* unload */
+		{ 1, 12, 1, 0, 0, 0 },	/* the console */
+		{ 1, 35, 3, 0, 0, 0 },	/* its script */
+		{ 1, 35, 1, 0, 0, 32 },	/* ... turned off */
 	};
 	/* the body for each head but the first */
 	static const size_t pairs[] = { 0, 1, 12, 13, 14, 11, 0, 16, 0, 0, 0,
-		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 22,
-		23, 23, 24, 24, 25, 26, 27, 26, 0, 22, 22, 14, 0 };
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 22, 23, 23,
+		24, 24, 25, 26, 27, 26, 0, 22, 22, 14, 0, 0, 0, 0, 0, 0, 0, 0,
+		0, 0 };
 	char		 path[1024];
 	uint8_t		 buf[4096];
 	size_t		 i, j, n, len;
@@ -399,7 +419,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char			 obuf[300];
 	const char		*path, *host, *ctype, *origin, *s;
 	char			*body;
-	int			 cmd, stops;
+	int			 cmd, stops, flags;
 	int64_t			 cap;
 
 	cmd = methods[byte(&in) % NMETHODS];
@@ -409,7 +429,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	host = pick(&in, hosts, NHOSTS, hostbuf, sizeof(hostbuf));
 	ctype = pick(&in, ctypes, NCTYPES, ctbuf, sizeof(ctbuf));
 	origin = pick(&in, origins, NORIGINS, obuf, sizeof(obuf));
-	c = confs[byte(&in) & 7];
+	flags = byte(&in);
+	c = confs[flags & 7];
+	/* bits 3 and 4: the query; bit 5: the console is off */
+	c->console = (flags & 0x20) == 0;
+	hh.query = queries[flags >> 3 & 3];
 	hh.host = host;
 	hh.ctype = ctype;
 	hh.marks = NULL;
@@ -451,7 +475,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	if ((dc.action == HTTP_STATUS || dc.action == HTTP_CANCEL ||
 	    dc.action == HTTP_METRICS || dc.action == HTTP_PASS ||
-	    dc.action == HTTP_REDIRECT) && !admin_host(host))
+	    dc.action == HTTP_REDIRECT || dc.action == HTTP_CONSOLE ||
+	    dc.action == HTTP_EVENTS || dc.action == HTTP_LOGS ||
+	    dc.action == HTTP_LOAD || dc.action == HTTP_UNLOAD) &&
+	    !admin_host(host))
 		abort();
 	if (dc.action == HTTP_HOLD && !dc.form && !json_ctype(ctype))
 		abort();
@@ -496,6 +523,33 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    dc.prefix <= 10 || dc.prefix > strlen(path) ||
 		    strncmp(path, "/upstream/", 10) != 0 ||
 		    (path[dc.prefix] != '/') != (dc.action == HTTP_REDIRECT))
+			abort();
+		break;
+	case HTTP_CONSOLE:
+		/* a file of its own, only while it is on, only to read */
+		if (dc.asset == NULL || !c->console || dc.body != NULL ||
+		    strcmp(dc.asset->path, path) != 0 ||
+		    (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD))
+			abort();
+		break;
+	case HTTP_EVENTS:
+		if (cmd != EVHTTP_REQ_GET || dc.body != NULL ||
+		    strcmp(path, "/v1/agency/events") != 0)
+			abort();
+		break;
+	case HTTP_LOGS:
+		if (cmd != EVHTTP_REQ_GET || dc.model == NULL ||
+		    !served(c, dc.model) || dc.body != NULL ||
+		    dc.follow != (hh.query != NULL &&
+		    strstr(hh.query, "follow=1") != NULL &&
+		    strcmp(hh.query, "follow=10") != 0))
+			abort();
+		break;
+	case HTTP_LOAD:
+	case HTTP_UNLOAD:
+		if (cmd != EVHTTP_REQ_POST || dc.model == NULL ||
+		    !served(c, dc.model) || dc.body != NULL ||
+		    !json_ctype(ctype) || (dc.wait != 0 && dc.wait != 1))
 			abort();
 		break;
 	case HTTP_HOLD:

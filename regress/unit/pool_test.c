@@ -967,6 +967,106 @@ ATF_TC_BODY(reserve_default, tc)
 	pool_free(F.p);
 }
 
+/*
+ * What the events stream says of each change: why a model is in its
+ * state (and for whom it was evicted), when a restart is due, and the
+ * durations of its last loads.
+ */
+ATF_TC_WITHOUT_HEAD(change_reasons);
+ATF_TC_BODY(change_reasons, tc)
+{
+	struct proto_status	 st;
+	uint64_t		 h;
+	int			 i;
+
+	setup_with(0, 5 * GIB, 0);
+	model("n", 0, GIB);
+	model("a", 1, 3 * GIB);
+	model("b", 1, 3 * GIB);
+	pool_start(F.p);
+	status("n", &st);
+	ATF_CHECK_EQ(st.state, STATE_LOADING);
+	ATF_CHECK_EQ(st.change, CHANGE_START);
+	ATF_CHECK_EQ(st.nload_ms, 0);
+	spawned(0, 100);
+	advance(300);
+	probed_last();
+	status("n", &st);
+	ATF_CHECK_EQ(st.change, CHANGE_LOADED);
+	ATF_CHECK_EQ(st.nload_ms, 1);
+	ATF_CHECK_EQ(st.load_ms[0], 300);
+	ATF_CHECK_EQ(st.restart_at, -1);
+
+	/* a for a request; then b evicts it */
+	pool_acquire(F.p, "a", 1, 7);
+	status("a", &st);
+	ATF_CHECK_EQ(st.change, CHANGE_REQUEST);
+	spawned(1, 101);
+	probed_last();
+	h = F.grants[F.ngrants - 1].holdid;
+	ATF_REQUIRE_EQ(pool_release(F.p, h, 7), 0);
+	pool_acquire(F.p, "b", 2, 7);
+	status("a", &st);
+	ATF_CHECK_EQ(st.state, STATE_STOPPED);
+	ATF_CHECK_EQ(st.change, CHANGE_EVICTED);
+	ATF_CHECK_STREQ(st.change_for, "b");
+	status("b", &st);
+	ATF_CHECK_EQ(st.state, STATE_LOADING);
+	ATF_CHECK_EQ(st.change, CHANGE_REQUEST);
+	ATF_CHECK_STREQ(st.change_for, "");
+	signalled(101, SIGTERM);
+	spawned(2, 102);
+	probed_last();
+
+	/* an unload, of a running model and of a stopped one */
+	ATF_REQUIRE_EQ(pool_unload(F.p, "b", NULL, NULL), 0);
+	signalled(102, SIGTERM);
+	status("b", &st);
+	ATF_CHECK_EQ(st.state, STATE_UNLOADED);
+	ATF_CHECK_EQ(st.change, CHANGE_UNLOAD);
+	ATF_REQUIRE_EQ(pool_unload(F.p, "a", NULL, NULL), 0);
+	status("a", &st);
+	ATF_CHECK_EQ(st.state, STATE_UNLOADED);
+	ATF_CHECK_EQ(st.change, CHANGE_UNLOAD);
+	ATF_CHECK_STREQ(st.change_for, "");
+	/* an operator's load */
+	ATF_REQUIRE_EQ(pool_load(F.p, "a", NULL, NULL), 0);
+	status("a", &st);
+	ATF_CHECK_EQ(st.state, STATE_LOADING);
+	ATF_CHECK_EQ(st.change, CHANGE_LOAD);
+	spawned(3, 103);
+	probed_last();
+
+	/* n dies: failed, exited, restarted in a second */
+	exited(100, 1);
+	advance(POOL_EXIT_GRACE);
+	status("n", &st);
+	ATF_CHECK_EQ(st.state, STATE_FAILED);
+	ATF_CHECK_EQ(st.change, CHANGE_EXITED);
+	ATF_CHECK_EQ(st.restart_at, F.now + POOL_BACKOFF_MIN);
+	advance(POOL_BACKOFF_MIN);
+	status("n", &st);
+	ATF_CHECK_EQ(st.state, STATE_LOADING);
+	ATF_CHECK_EQ(st.change, CHANGE_RESTART);
+	ATF_CHECK_EQ(st.restart_at, -1);
+
+	/* the last PROTO_LOAD_HISTORY loads, oldest first */
+	for (i = 0; i < PROTO_LOAD_HISTORY + 2; i++) {
+		spawned(F.nspawns - 1, 200 + i);
+		advance(10 * (i + 1));
+		probed_last();
+		ATF_REQUIRE_EQ(pool_unload(F.p, "n", NULL, NULL), 0);
+		signalled(200 + i, SIGTERM);
+		ATF_REQUIRE_EQ(pool_load(F.p, "n", NULL, NULL), 0);
+	}
+	status("n", &st);
+	ATF_CHECK_EQ(st.nload_ms, PROTO_LOAD_HISTORY);
+	ATF_CHECK_EQ(st.load_ms[0], 30);
+	ATF_CHECK_EQ(st.load_ms[PROTO_LOAD_HISTORY - 1],
+	    10 * (PROTO_LOAD_HISTORY + 2));
+	pool_free(F.p);
+}
+
 ATF_TC_WITHOUT_HEAD(eviction_order);
 ATF_TC_BODY(eviction_order, tc)
 {
@@ -3551,6 +3651,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, fit_pure);
 	ATF_TP_ADD_TC(tp, reserve_default);
 	ATF_TP_ADD_TC(tp, eviction_order);
+	ATF_TP_ADD_TC(tp, change_reasons);
 	ATF_TP_ADD_TC(tp, not_enough_memory);
 	ATF_TP_ADD_TC(tp, overcommit);
 	ATF_TP_ADD_TC(tp, budget);

@@ -608,7 +608,7 @@ static void
 decide_chat(struct pconf *c, const char *body, struct http_decision *dc)
 {
 	struct http_hdrs	 hh = { "127.0.0.1:8080", NULL,
-				    "application/json", NULL };
+				    "application/json", NULL, NULL };
 	struct plisten		*l;
 
 	if (TAILQ_EMPTY(&c->listens)) {
@@ -815,7 +815,7 @@ decide(struct pconf *c, int cmd, const char *path, const char *host,
     const char *origin, const char *ctype, const char *body)
 {
 	struct http_decision	 dc;
-	struct http_hdrs	 hh = { host, origin, ctype, NULL };
+	struct http_hdrs	 hh = { host, origin, ctype, NULL, NULL };
 
 	http_decide(c, cmd, path, &hh, body, body ? strlen(body) : 0, &dc);
 	json_object_put(dc.body);

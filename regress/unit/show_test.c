@@ -38,6 +38,7 @@ model(const char *name, int state, int lazy, int64_t need)
 	st.loaded_at = -1;
 	st.oldest_wait = -1;
 	st.idle_stop_at = -1;
+	st.restart_at = -1;
 	return (st);
 }
 
@@ -84,6 +85,9 @@ scene(struct ctl_status *s)
 	st.idle_stop_at = st.last_used + st.idle_timeout;
 	st.requests = 12;
 	st.loads = 2;
+	st.nload_ms = 2;
+	st.load_ms[0] = 1200;
+	st.load_ms[1] = 900;
 	ATF_REQUIRE(status_add(s, &st) == 0);
 	alias(s, "qwen", "q");
 	alias(s, "qwen", "big");
@@ -276,12 +280,20 @@ ATF_TC_BODY(json, tc)
 	ATF_CHECK_EQ(json_object_get_int64(v), 15 * 60 * 1000);
 	ATF_REQUIRE(json_object_object_get_ex(m, "idleStopAt", &v));
 	ATF_CHECK_EQ(json_object_get_int64(v), NOW + 14 * 60 * 1000);
+	/* the events stream's fields too (status_json, one record) */
+	ATF_REQUIRE(json_object_object_get_ex(m, "loadHistory", &v));
+	ATF_CHECK_STREQ(json_object_to_json_string_ext(v,
+	    JSON_C_TO_STRING_PLAIN), "[1200,900]");
+	ATF_REQUIRE(json_object_object_get_ex(m, "restartAt", &v));
+	ATF_CHECK(v == NULL);
 
 	/* lazy, stopped: a timeout that is not counting */
 	m = json_object_array_get_idx(models, 1);
 	ATF_REQUIRE(json_object_object_get_ex(m, "idleStopAt", &v));
 	ATF_CHECK(v == NULL);
 	ATF_REQUIRE(json_object_object_get_ex(m, "aliases", &v));
+	ATF_CHECK_EQ(json_object_array_length(v), 0);
+	ATF_REQUIRE(json_object_object_get_ex(m, "loadHistory", &v));
 	ATF_CHECK_EQ(json_object_array_length(v), 0);
 	/* loaded at start: no timeout */
 	m = json_object_array_get_idx(models, 2);

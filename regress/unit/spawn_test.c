@@ -511,11 +511,17 @@ ATF_TC_BODY(ring_wrap, tc)
 		ATF_CHECK_STREQ(ring_get(&r, i), line);
 	}
 	ATF_CHECK(ring_get(&r, 200) == NULL);
+	/* each line's number: 251 to 450 */
+	ATF_CHECK_EQ(ring_seq(&r, 0), 251);
+	ATF_CHECK_EQ(ring_seq(&r, 199), 450);
 	ring_clear(&r);
 	ATF_CHECK_EQ(ring_count(&r), 0);
+	/* the numbers go on across a clear */
 	ring_push(&r, "again");
 	ATF_CHECK_EQ(ring_count(&r), 1);
 	ATF_CHECK_STREQ(ring_get(&r, 0), "again");
+	ATF_CHECK_EQ(ring_seq(&r, 0), 451);
+	ATF_CHECK_EQ(r.pushed, 451);
 	ring_free(&r);
 	ring_free(&r);
 }
