@@ -357,6 +357,39 @@ find_check(const char *p, uint64_t m, const char *last, const char *d,
 	return (NULL);
 }
 
+/*
+ * multipart_find with SSE2, 32 places a step, then byte by byte where
+ * the loads would pass end; the wider ones end with it.
+ */
+static const char *
+find_sse2(const char *p, const char *end, const char *last, const char *d,
+    size_t dlen)
+{
+	const __m128i	 cr = _mm_set1_epi8('\r'), dash = _mm_set1_epi8('-');
+	const char	*q;
+	uint64_t	 m;
+	int		 stop = 0;
+
+	/* while the loads (to p + 3 + 31) fit */
+	for (; end - p >= 35 && p <= last; p += 32) {
+		m = (uint32_t)_mm_movemask_epi8(_mm_and_si128(
+		    _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)p), cr),
+		    _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(p + 3)),
+		    dash))) |
+		    (uint32_t)_mm_movemask_epi8(_mm_and_si128(
+		    _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(p + 16)),
+		    cr), _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)
+		    (p + 19)), dash))) << 16;
+		if (m != 0 && ((q = find_check(p, m, last, d, dlen,
+		    &stop)) != NULL || stop))
+			return (q);
+	}
+	for (; p <= last; p++)
+		if (*p == '\r' && memcmp(p, d, dlen) == 0)
+			return (p);
+	return (NULL);
+}
+
 /* multipart_find with AVX2, 64 places a step, where the CPU has it. */
 __attribute__((target("avx2")))
 static const char *
@@ -383,10 +416,7 @@ find_avx2(const char *p, const char *end, const char *last, const char *d,
 		    &stop)) != NULL || stop))
 			return (q);
 	}
-	for (; p <= last; p++)
-		if (*p == '\r' && memcmp(p, d, dlen) == 0)
-			return (p);
-	return (NULL);
+	return (find_sse2(p, end, last, d, dlen));
 }
 
 /* multipart_find with AVX-512BW, 128 places a step. */
@@ -420,20 +450,18 @@ find_avx512(const char *p, const char *end, const char *last,
 
 /*
  * The first delimiter d ("\r\n--" and the boundary, dlen bytes) in
- * [p, end), or NULL.  With SSE2 (AVX2 or AVX-512 where the CPU has it),
- * the places where a CR is followed, three bytes on, by a dash are found
- * 32 (64, 128) bytes a step, and each is compared whole; a file's bytes rarely give
- * one (1 in 65536 for random data), so the search costs little more than
+ * [p, end), or NULL; d starts with "\r\n--" and dlen is 4 or more.
+ * With SSE2 (AVX2 or AVX-512 where the CPU has it), the places where a
+ * CR is followed, three bytes on, by a dash are found 32 (64, 128) bytes
+ * a step, and each is compared whole; a file's bytes rarely give one (1
+ * in 65536 for random data), so the search costs little more than
  * reading them.  Elsewhere, memmem(3).
  */
 const char *
 multipart_find(const char *p, const char *end, const char *d, size_t dlen)
 {
 #ifdef __SSE2__
-	const __m128i	 cr = _mm_set1_epi8('\r'), dash = _mm_set1_epi8('-');
-	const char	*last, *q;
-	uint64_t	 m;
-	int		 stop = 0;
+	const char	*last;
 
 	if (dlen < 4 || (size_t)(end - p) < dlen)
 		return (dlen == 0 ? p : NULL);
@@ -445,24 +473,7 @@ multipart_find(const char *p, const char *end, const char *d, size_t dlen)
 		return (find_avx512(p, end, last, d, dlen));
 	if (multipart_simd == 1)
 		return (find_avx2(p, end, last, d, dlen));
-	/* 32 places a step, while their loads (to p + 3 + 31) fit */
-	for (; end - p >= 35 && p <= last; p += 32) {
-		m = (uint32_t)_mm_movemask_epi8(_mm_and_si128(
-		    _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)p), cr),
-		    _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(p + 3)),
-		    dash))) |
-		    (uint32_t)_mm_movemask_epi8(_mm_and_si128(
-		    _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(p + 16)),
-		    cr), _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)
-		    (p + 19)), dash))) << 16;
-		if (m != 0 && ((q = find_check(p, m, last, d, dlen,
-		    &stop)) != NULL || stop))
-			return (q);
-	}
-	for (; p <= last; p++)
-		if (*p == '\r' && memcmp(p, d, dlen) == 0)
-			return (p);
-	return (NULL);
+	return (find_sse2(p, end, last, d, dlen));
 #else
 	return (memmem(p, end - p, d, dlen));
 #endif
