@@ -309,19 +309,23 @@ void
 answer_log(const char *method, const char *path, const char *model,
     int status, int64_t ms, int64_t ptok, int64_t ctok)
 {
-	answer_log_end(method, path, model, status, ms, ptok, ctok, END_DONE);
+	answer_log_end(method, path, model, status, ms, -1, ptok, ctok,
+	    END_DONE);
 }
 
 /*
- * The same, for a request that may have ended otherwise than its answer
- * (enum req_end): "POST /v1/chat/completions qwen 499 812ms (client
- * left)".
+ * The same, for a model request: "waited Nms" after the duration when
+ * waited >= 0, how long it waited for its model (its hold's answer, or
+ * until it left); and how it ended when otherwise than its answer (enum
+ * req_end): "POST /v1/chat/completions qwen 499 812ms waited 790ms
+ * (client left)".
  */
 void
 answer_log_end(const char *method, const char *path, const char *model,
-    int status, int64_t ms, int64_t ptok, int64_t ctok, int end)
+    int status, int64_t ms, int64_t waited, int64_t ptok, int64_t ctok,
+    int end)
 {
-	char		 tokens[64];
+	char		 w[40], tokens[64];
 	const char	*how;
 
 	switch (end) {
@@ -339,10 +343,14 @@ answer_log_end(const char *method, const char *path, const char *model,
 		how = "";
 		break;
 	}
+	w[0] = '\0';
+	if (waited >= 0)
+		(void)snprintf(w, sizeof(w), " waited %lldms",
+		    (long long)waited);
 	tokens[0] = '\0';
 	if (ptok >= 0 && ctok >= 0)
 		(void)snprintf(tokens, sizeof(tokens), " %lld->%lld tokens",
 		    (long long)ptok, (long long)ctok);
-	log_info("%s %s %s %d %lldms%s%s", method, path, model, status,
-	    (long long)ms, tokens, how);
+	log_info("%s %s %s %d %lldms%s%s%s", method, path, model, status,
+	    (long long)ms, w, tokens, how);
 }

@@ -49,6 +49,7 @@ dispatch_imsg(struct imsg *imsg)
 {
 	struct proto_hold_grant		 grant;
 	struct proto_hold_refuse	 refuse;
+	struct proto_hold_wait		 wait;
 	struct proto_probe		 probe;
 	struct proto_loadid		 lid;
 	struct proto_status		 st;
@@ -88,6 +89,14 @@ dispatch_imsg(struct imsg *imsg)
 		    refuse.retry_after > PROTO_RETRY_MAX)
 			fatalx("parent: retry after %d", refuse.retry_after);
 		forward_refuse(&refuse);
+		break;
+	case IMSG_HOLD_WAIT:
+		getdata(imsg, &wait, sizeof(wait));
+		if (wait.wait <= WAIT_NONE || wait.wait > WAIT_LAST ||
+		    wait.load_ms < -1)
+			fatalx("parent: a wait for %d, load %lld ms", wait.wait,
+			    (long long)wait.load_ms);
+		forward_wait(&wait);
 		break;
 	case IMSG_PROBE:
 		getdata(imsg, &probe, sizeof(probe));
@@ -314,13 +323,15 @@ conf_imsg(struct imsg *imsg, uint32_t type)
 		if (prt.kind < KIND_CHAT || prt.kind > KIND_TRANSCRIPTION ||
 		    prt.stops < STOPS_ALWAYS || prt.stops > STOPS_STREAM ||
 		    prt.max_tokens < 0 || (prt.passthrough != 0 &&
-		    prt.passthrough != 1))
+		    prt.passthrough != 1) ||
+		    (prt.progress != 0 && prt.progress != 1))
 			fatalx("parent: runtime %s: kind %d stops %d",
 			    prt.name, prt.kind, prt.stops);
 		if ((px->nrt = pconf_add_runtime(c, prt.name, prt.kind,
 		    prt.stops, prt.max_tokens)) == NULL)
 			fatal("%s: runtime %s", __func__, prt.name);
 		px->nrt->passthrough = prt.passthrough;
+		px->nrt->progress = prt.progress;
 		break;
 	case IMSG_CONF_ROUTE:
 	case IMSG_CONF_PART:

@@ -28,6 +28,15 @@
  * tells it when the client goes (client_gone); from then on p->r is NULL
  * and the connection is never touched again.
  *
+ * Loading progress: a streamed request of a runtime with "loading
+ * progress" asks the parent to be told what it waits for.  At the first
+ * telling (forward_wait) it is answered with a header of our own (200,
+ * text/event-stream) and a comment line, and another every second until
+ * the model's first byte of body; from then on the model's stream is
+ * passed on under that header.  Whatever fails after it (a refusal, an
+ * upstream error or an answer that is no stream, a timeout, a cancel)
+ * is the stream's last event, an error in the OpenAI shape.
+ *
  * Calls: answer.c, metrics.c, conn.c, parent.c, rules.c, routes.c,
  * multipart.c, h1.c, buf.c, state.c.
  */
@@ -68,6 +77,9 @@
 #define UP_HEADER_MAX		(64 * 1024)	/* an answer's header */
 #define CLIENT_QUEUE_MAX	(1024 * 1024)	/* then stop reading upstream */
 #define PREQ_HDRS		512		/* inline pass-through headers */
+#define PROGRESS_TICK		1000		/* ms between comment lines */
+#define WAITED_BODY_MAX		4096		/* kept of an answer that is
+						 * no stream, after ours */
 
 enum preq_kind {
 	PREQ_MODEL,
@@ -172,6 +184,19 @@ struct preq {
 	json_object		*models;	/* status */
 	struct proto_status	*sts;		/* metrics */
 	size_t			 nsts;
+	/* the wait for the hold, and loading progress */
+	int64_t			 wait_ms;	/* until answered; -1: none */
+	int			 progress;	/* asked to be told its waits */
+	int			 waited;	/* our own header went out */
+	int			 wait;		/* enum proto_wait, as told */
+	uint32_t		 ahead;
+	int64_t			 load_ms;	/* as told, at told_at */
+	int64_t			 told_at;
+	int64_t			 granted_at;
+	int			 ticking;	/* tick is added */
+	struct event		 tick;		/* the next comment line */
+	int			 nostream;	/* the answer under ours is none */
+	struct buf		 kept;		/* of it, for the error event */
 };
 RB_HEAD(preqtree, preq);
 TAILQ_HEAD(preqs, preq);
@@ -215,6 +240,11 @@ static int		 uc_pending(const struct upconn *);
 static void		 timer_arm(struct preq *);
 static void		 timer_cb(evutil_socket_t, short, void *);
 static void		 usage_scan(struct preq *, const char *, size_t);
+static int		 waited_data(struct preq *, const char *, size_t);
+static void		 waited_fail(struct preq *, int, const char *,
+			    const char *);
+static void		 tick_cb(evutil_socket_t, short, void *);
+static void		 tick_stop(struct preq *);
 
 static int
 preq_cmp(struct preq *a, struct preq *b)
@@ -255,6 +285,16 @@ o_num(uint64_t v, int base)
 	o_add(p, e - p);
 }
 
+/* Whether an answer is a stream of server-sent events. */
+static int
+is_sse(const struct h1_msg *m)
+{
+	const struct h1_header	*h = h1_find(m, "Content-Type");
+
+	return (h != NULL && h->valuelen >= 17 &&
+	    strncasecmp(h->value, "text/event-stream", 17) == 0);
+}
+
 static int
 is_hop(const char *key, size_t len)
 {
@@ -280,6 +320,7 @@ preq_new(struct hreq *r, enum preq_kind kind, const char *path)
 	p->minor = r->minor;
 	p->t0 = now_ms();
 	p->ptok = p->ctok = -1;
+	p->wait_ms = -1;
 	p->hdrs = p->hbuf;
 	(void)strlcpy(p->method, kind == PREQ_MODEL ? "POST" : "GET",
 	    sizeof(p->method));
@@ -327,12 +368,13 @@ preq_end(struct preq *p)
 		conn_abort(p->r->conn);
 		p->r = NULL;
 	}
+	tick_stop(p);
 	/* However far the answer went, its client never had it whole. */
 	if (p->end == END_CLIENT_LEFT || p->end == END_CANCELLED)
 		p->status = 499;
 	if (p->kind == PREQ_MODEL || p->status != 0)
 		answer_log_end(p->method, p->path, p->model, p->status,
-		    now_ms() - p->t0, p->ptok, p->ctok, p->end);
+		    now_ms() - p->t0, p->wait_ms, p->ptok, p->ctok, p->end);
 	if (p->kind == PREQ_MODEL)
 		metrics_request_end(p->model, p->status, p->end, p->ptok,
 		    p->ctok);
@@ -345,6 +387,7 @@ preq_end(struct preq *p)
 	if (p->hdrs != p->hbuf)
 		free(p->hdrs);
 	free(p->sts);
+	free(p->kept.b);
 	free(p);
 }
 
@@ -361,20 +404,9 @@ release(struct preq *p)
 	parent_send(IMSG_HOLD_RELEASE, &ph, sizeof(ph));
 }
 
-/* Answer the client, unless it is gone; the request is over for it. */
-static void
-reply_error(struct preq *p, int status, const char *code, const char *msg)
-{
-	struct hreq	*r = p->r;
-
-	p->status = status;
-	if (r == NULL)
-		return;
-	p->r = NULL;
-	answer_error_as(r, p->family, status, code, msg, 0);
-}
-
-/* The same, with a Retry-After of seconds. */
+/* Answer the client with a Retry-After of seconds (0: none), unless it
+ * is gone; the request is over for it.  After our own header, the
+ * error is the stream's last event (no Retry-After then). */
 static void
 reply_error_retry(struct preq *p, int status, const char *code,
     const char *msg, int retry_after)
@@ -384,8 +416,18 @@ reply_error_retry(struct preq *p, int status, const char *code,
 	p->status = status;
 	if (r == NULL)
 		return;
+	if (p->waited) {
+		waited_fail(p, status, code, msg);
+		return;
+	}
 	p->r = NULL;
 	answer_error_as(r, p->family, status, code, msg, retry_after);
+}
+
+static void
+reply_error(struct preq *p, int status, const char *code, const char *msg)
+{
+	reply_error_retry(p, status, code, msg, 0);
 }
 
 /* End the client's connection mid-answer. */
@@ -410,29 +452,19 @@ ends_with(const char *s, size_t n, const char *t)
 }
 
 /*
- * A cancelled stream ends with an error event in the shape of its
- * family (on Anthropic's routes, an event named "error", as Anthropic
- * sends one) and, when chunked, the last chunk, so that the client can
- * tell it from a broken connection.  Any other answer begun can only be
- * cut.
+ * A stream begun ends with an error event, obj (in the shape of its
+ * family: on Anthropic's routes an event named "error", as Anthropic
+ * sends one), and, when chunked, the last chunk, so that the client can
+ * tell it from a broken connection.
  */
 static void
-client_cancelled(struct preq *p)
+client_event_error(struct preq *p, json_object *obj)
 {
 	struct hreq	*r = p->r;
-	json_object	*obj;
 	const char	*js, *lead = "", *ev;
 	size_t		 n, len;
 
-	if (r == NULL)
-		return;
-	if (!p->sse || (!p->chunked_out && !p->close_out)) {
-		client_close(p);
-		return;
-	}
 	ev = p->family == FAMILY_ANTHROPIC ? "event: error\n" : "";
-	obj = answer_error_object_as(p->family, 499, "cancelled",
-	    "The request was cancelled.");
 	js = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN |
 	    JSON_C_TO_STRING_NOSLASHESCAPE);
 	/* after an event cut in its middle, end that one first */
@@ -455,11 +487,39 @@ client_cancelled(struct preq *p)
 	o_add("\n\n", 2);
 	if (p->chunked_out)
 		o_add("\r\n0\r\n\r\n", 7);
-	json_object_put(obj);
 	p->r = NULL;
 	(void)conn_write(r->conn, ob.b, ob.len);
 	o_reset();
 	conn_done(r->conn, !p->close_out);
+}
+
+/* A cancelled stream ends with an error event; any other answer begun
+ * can only be cut. */
+static void
+client_cancelled(struct preq *p)
+{
+	json_object	*obj;
+
+	if (p->r == NULL)
+		return;
+	if (!p->sse || (!p->chunked_out && !p->close_out)) {
+		client_close(p);
+		return;
+	}
+	obj = answer_error_object_as(p->family, 499, "cancelled",
+	    "The request was cancelled.");
+	client_event_error(p, obj);
+	json_object_put(obj);
+}
+
+/* The wait for its hold is over: for the access log and the metrics. */
+static void
+hold_waited(struct preq *p, int outcome, int reason)
+{
+	p->wait_ms = now_ms() - p->t0;
+	if (p->wait_ms < 0)
+		p->wait_ms = 0;
+	metrics_wait(p->model, outcome, reason, p->wait_ms);
 }
 
 /* From conn.c: the client left (or its connection failed). */
@@ -479,6 +539,7 @@ client_gone(void *arg)
 			memset(&pr, 0, sizeof(pr));
 			pr.reqid = p->reqid;
 			parent_send(IMSG_HOLD_WITHDRAW, &pr, sizeof(pr));
+			hold_waited(p, MW_WITHDRAWN, 0);
 			log_debug("request %llu: client left before its hold",
 			    (unsigned long long)p->reqid);
 		}
@@ -583,6 +644,7 @@ hold_ask(struct preq *p, const struct pmodel *m, const char *raw,
 	memset(&hr, 0, sizeof(hr));
 	hr.reqid = p->reqid;
 	(void)strlcpy(hr.model, m->name, sizeof(hr.model));
+	hr.flags = p->progress ? PROTO_HOLD_PROGRESS : 0;
 	parent_send(IMSG_HOLD_REQ, &hr, sizeof(hr));
 	return (0);
 }
@@ -599,6 +661,7 @@ forward_start(struct hreq *r, const struct pmodel *m, json_object *body,
     const struct h1_msg *hm)
 {
 	struct preq		*p;
+	int			 stream;
 
 	if ((p = preq_new(r, PREQ_MODEL, path)) == NULL) {
 		json_object_put(body);
@@ -614,7 +677,7 @@ forward_start(struct hreq *r, const struct pmodel *m, json_object *body,
 		p->form = 1;
 		p->mf = *mf;
 		(void)strlcpy(p->boundary, boundary, sizeof(p->boundary));
-		p->stops = rules_stops_stream(m->rt, mf->stream);
+		stream = mf->stream;
 	} else if (rs != NULL) {
 		/* the fast path: the scan's notes stand in for the tree */
 		p->fast = 1;
@@ -622,9 +685,14 @@ forward_start(struct hreq *r, const struct pmodel *m, json_object *body,
 		(void)strlcpy(p->bmodel, rs->model, sizeof(p->bmodel));
 		p->max_tokens = rs->max_tokens;
 		p->max_completion_tokens = rs->max_completion_tokens;
-		p->stops = rules_stops_stream(m->rt, rs->stream);
+		stream = rs->stream;
 	} else
-		p->stops = rules_stops(m->rt, body);
+		stream = rules_stream(body);
+	p->stops = rules_stops_stream(m->rt, stream);
+	/* its comment lines: only where a stream is awaited */
+	if (m->rt->progress && stream && evtimer_assign(&p->tick, px->base,
+	    tick_cb, p) == 0)
+		p->progress = 1;
 	p->kindof = m->rt->kind;
 	p->cap = rules_cap(m);
 	(void)hold_ask(p, m, raw, rawlen, hm);
@@ -728,6 +796,8 @@ forward_grant(const struct proto_hold_grant *g)
 	p->held = 1;
 	p->holdid = g->holdid;
 	p->port = g->port;
+	p->granted_at = now_ms();
+	hold_waited(p, MW_GRANTED, 0);
 	(void)strlcpy(p->label, g->label, sizeof(p->label));
 	(void)strlcpy(p->upstream, g->upstream, sizeof(p->upstream));
 	if (p->fast && !fast_rewrite(p, g->upstream))
@@ -786,9 +856,230 @@ forward_refuse(const struct proto_hold_refuse *r)
 		code = "model_not_found";
 		break;
 	}
+	hold_waited(p, MW_REFUSED, r->reason);
 	reply_error_retry(p, status, code, r->message, r->retry_after);
 	preq_end(p);
 }
+
+/*
+ * Loading progress.
+ */
+
+/* A piece of our own stream, as a chunk when chunked. */
+static void
+o_own(struct preq *p, const char *d, size_t len)
+{
+	if (p->chunked_out) {
+		o_num(len, 16);
+		o_add("\r\n", 2);
+	}
+	o_add(d, len);
+	if (p->chunked_out)
+		o_add("\r\n", 2);
+}
+
+/* The comment line of what the request waits for (its model's name
+ * kept to one line), or, once granted, of how long the model has had
+ * it. */
+static void
+waiting_comment(struct preq *p)
+{
+	char		 line[AGENCY_NAME_MAX + 64], name[AGENCY_NAME_MAX];
+	unsigned char	 c;
+	int64_t		 ms;
+	size_t		 i;
+	int		 n;
+
+	for (i = 0; i < sizeof(name) - 1 && p->model[i] != '\0'; i++) {
+		c = (unsigned char)p->model[i];
+		name[i] = c < 0x20 || c == 0x7f ? '?' : (char)c;
+	}
+	name[i] = '\0';
+	if (p->state == ST_HOLD && p->wait != WAIT_LOAD)
+		n = snprintf(line, sizeof(line), ": queued %u ahead\n\n",
+		    p->ahead);
+	else {
+		if (p->state == ST_HOLD)
+			ms = p->load_ms + (now_ms() - p->told_at);
+		else
+			ms = now_ms() - p->granted_at;
+		if (ms < 0)
+			ms = 0;
+		n = snprintf(line, sizeof(line), ": %s %s %lld.%llds\n\n",
+		    p->state == ST_HOLD ? "loading" : "processing", name,
+		    (long long)(ms / 1000), (long long)(ms % 1000 / 100));
+	}
+	if (n > 0 && (size_t)n < sizeof(line))
+		o_own(p, line, n);
+}
+
+static void
+tick_arm(struct preq *p)
+{
+	struct timeval	 tv;
+
+	tv.tv_sec = PROGRESS_TICK / 1000;
+	tv.tv_usec = (PROGRESS_TICK % 1000) * 1000;
+	evtimer_add(&p->tick, &tv);
+	p->ticking = 1;
+}
+
+static void
+tick_stop(struct preq *p)
+{
+	if (p->ticking) {
+		evtimer_del(&p->tick);
+		p->ticking = 0;
+	}
+}
+
+/* A comment line a second, until the model's first byte of body. */
+static void
+tick_cb(evutil_socket_t fd, short ev, void *arg)
+{
+	struct preq	*p = arg;
+
+	(void)fd;
+	(void)ev;
+	p->ticking = 0;
+	if (p->r == NULL)
+		return;
+	o_reset();
+	waiting_comment(p);
+	(void)conn_write(p->r->conn, ob.b, ob.len);
+	o_reset();
+	tick_arm(p);
+}
+
+/* It waits: our own header at once, then a comment line a second. */
+static void
+waiting_begin(struct preq *p)
+{
+	struct hreq	*r = p->r;
+
+	p->waited = p->replied = p->sse = 1;
+	if (p->minor >= 1)
+		p->chunked_out = 1;
+	else
+		p->close_out = 1;
+	o_reset();
+	o_str(p->minor >= 1 ? "HTTP/1.1 200 OK\r\n" : "HTTP/1.0 200 OK\r\n");
+	/* and no buffering by a proxy in between (nginx) */
+	o_str("Content-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+	    "X-Accel-Buffering: no\r\n");
+	if (p->chunked_out)
+		o_str("Transfer-Encoding: chunked\r\n");
+	if (p->close_out || !r->keepalive)
+		o_str("Connection: close\r\n");
+	o_add("\r\n", 2);
+	waiting_comment(p);
+	(void)conn_write(r->conn, ob.b, ob.len);
+	o_reset();
+	tick_arm(p);
+	log_debug("request %llu: waits, its stream begun", (unsigned long long)
+	    p->reqid);
+}
+
+/* The parent tells what a request that asked waits for. */
+void
+forward_wait(const struct proto_hold_wait *w)
+{
+	struct preq	*p;
+
+	if ((p = preq_find(w->reqid)) == NULL || p->kind != PREQ_MODEL ||
+	    p->state != ST_HOLD || !p->progress || p->r == NULL)
+		return;
+	p->wait = w->wait;
+	p->ahead = w->ahead;
+	p->load_ms = w->load_ms;
+	p->told_at = now_ms();
+	if (!p->waited)
+		waiting_begin(p);
+}
+
+/* After our header, a failure is the stream's last event. */
+static void
+waited_fail(struct preq *p, int status, const char *code, const char *msg)
+{
+	json_object	*obj;
+
+	tick_stop(p);
+	obj = answer_error_object_as(p->family, status, code, msg);
+	client_event_error(p, obj);
+	json_object_put(obj);
+}
+
+/* The model's header, under ours: a 2xx stream is passed on as it
+ * comes, anything else is kept for an error event (waited_end). */
+static void
+waited_header(struct preq *p, const struct h1_msg *m)
+{
+	if (m->status >= 200 && m->status < 300 && is_sse(m))
+		return;
+	p->nostream = 1;
+	tick_stop(p);
+}
+
+/*
+ * Bytes of the model's body, under our header: the first ends the
+ * comment lines; those of an answer that is no stream are kept (the
+ * first WAITED_BODY_MAX) rather than passed on.  1: kept.
+ */
+static int
+waited_data(struct preq *p, const char *d, size_t len)
+{
+	size_t	 n;
+
+	tick_stop(p);
+	if (!p->nostream)
+		return (0);
+	n = WAITED_BODY_MAX - p->kept.len;
+	if (n > len)
+		n = len;
+	(void)buf_add(&p->kept, d, n, 1024);	/* less is kept, or none */
+	return (1);
+}
+
+/*
+ * The end of an answer that was no stream, under our header: an error
+ * event with the model's own error, if its body is one, else with its
+ * status and the start of its body, printable.
+ */
+static void
+waited_end(struct preq *p)
+{
+	json_object	*obj = NULL, *e;
+	struct rerr	 re;
+	char		 msg[PROTO_MSG_MAX], start[201];
+	size_t		 i;
+	int		 status = p->status;
+
+	if (p->status < 400)
+		p->status = 502;	/* a 2xx or 3xx that is no stream */
+	if (p->kept.len > 0 &&
+	    (obj = rules_parse(p->kept.b, p->kept.len, &re)) != NULL &&
+	    (!json_object_is_type(obj, json_type_object) ||
+	    !json_object_object_get_ex(obj, "error", &e) ||
+	    !json_object_is_type(e, json_type_object))) {
+		json_object_put(obj);
+		obj = NULL;
+	}
+	if (obj == NULL) {
+		for (i = 0; i < p->kept.len && i < sizeof(start) - 1; i++)
+			start[i] = p->kept.b[i] < 0x20 || p->kept.b[i] > 0x7e ?
+			    ' ' : p->kept.b[i];
+		start[i] = '\0';
+		(void)snprintf(msg, sizeof(msg), "%.200s answered %d, not a "
+		    "stream: %s", p->label, status, start);
+		obj = answer_error_object_as(p->family, 502, "upstream_error",
+		    msg);
+	}
+	tick_stop(p);
+	p->carrylen = 0;	/* none of it went to the client */
+	client_event_error(p, obj);
+	json_object_put(obj);
+}
+
 
 /* An idle connection to port, or a new one (connecting). */
 static struct upconn *
@@ -1104,7 +1395,7 @@ upstream_fail(struct preq *p, const char *what)
 	    p->label, p->replied ? "connection closed mid-answer" : what,
 	    p->port);
 	log_warnx("request %llu: %s", (unsigned long long)p->reqid, msg);
-	if (p->replied) {
+	if (p->replied && !p->waited) {
 		ended(p, END_CUT);
 		client_close(p);
 	} else {
@@ -1144,9 +1435,7 @@ client_header(struct preq *p, const struct h1_msg *m, int nobody)
 
 	p->chunked_out = 0;
 	p->close_out = 0;
-	h = h1_find(m, "Content-Type");
-	p->sse = h != NULL && h->valuelen >= 17 &&
-	    strncasecmp(h->value, "text/event-stream", 17) == 0;
+	p->sse = is_sse(m);
 	if (!nobody && m->content_length < 0) {
 		if (p->minor >= 1)
 			p->chunked_out = 1;
@@ -1198,6 +1487,8 @@ client_data(struct preq *p, const char *d, size_t len)
 	usage_scan(p, d, len);
 	if (p->r == NULL)
 		return;
+	if (p->waited && waited_data(p, d, len))
+		return;
 	if (p->chunked_out) {
 		o_num(len, 16);
 		o_add("\r\n", 2);
@@ -1214,6 +1505,10 @@ upstream_done(struct preq *p, int reusable)
 	struct upconn	*uc = p->uc;
 	struct hreq	*r = p->r;
 
+	if (r != NULL && p->nostream) {
+		waited_end(p);		/* the client's side is over */
+		r = NULL;
+	}
 	if (r != NULL) {
 		if (p->chunked_out)
 			o_add("0\r\n\r\n", 5);
@@ -1314,7 +1609,9 @@ upstream_bytes(struct preq *p, char *d, size_t len)
 				uc->toclose = 1;
 				uc->keepalive = 0;
 			}
-			if (p->r != NULL)
+			if (p->r != NULL && p->waited)
+				waited_header(p, &m);
+			else if (p->r != NULL)
 				client_header(p, &m, nobody);
 			d += r;
 			len -= r;
@@ -1439,7 +1736,7 @@ timer_cb(evutil_socket_t fd, short ev, void *arg)
 	(void)ev;
 	log_warnx("request %llu: %s did not answer in time",
 	    (unsigned long long)p->reqid, p->label);
-	if (p->replied) {
+	if (p->replied && !p->waited) {
 		ended(p, END_CUT);
 		client_close(p);
 	} else {
@@ -1676,6 +1973,7 @@ forward_cancel(const char *model)
 			memset(&pr, 0, sizeof(pr));
 			pr.reqid = p->reqid;
 			parent_send(IMSG_HOLD_WITHDRAW, &pr, sizeof(pr));
+			hold_waited(p, MW_WITHDRAWN, 0);
 		}
 		ended(p, END_CANCELLED);
 		if (p->replied)

@@ -15,6 +15,12 @@
  * handed to metrics_render.  The proxy's counters start at zero when the
  * proxy starts; agencyd's survive a proxy restart.
  *
+ * The queue: its depth per model comes with the status; how long each
+ * model request waited for its model, and how that ended (granted,
+ * withdrawn, refused and why), the proxy measures itself, from its hold
+ * request to the parent's answer or the client's leaving
+ * (metrics_wait, from forward.c).
+ *
  * Calls no other file of agency-proxy.
  */
 #include <sys/types.h>
@@ -60,6 +66,27 @@ TAILQ_HEAD(mcounts, mcount);
 
 static struct mcounts	 mcounts = TAILQ_HEAD_INITIALIZER(mcounts);
 static uint64_t		 unrouted[MC_N];
+
+/* The wait histogram's upper bounds, ms. */
+static const int64_t	 wait_bounds[] = { 5, 10, 25, 50, 100, 250, 500,
+			    1000, 2500, 5000, 10000, 30000, 60000, 120000,
+			    300000, 600000 };
+#define NWAIT	(sizeof(wait_bounds) / sizeof(wait_bounds[0]))
+
+/* The waits of one model that ended one way (and refusals, for one
+ * reason), kept in the list by model, then outcome and reason. */
+struct mwait {
+	TAILQ_ENTRY(mwait)	 entry;
+	char			 model[AGENCY_NAME_MAX];
+	int			 outcome;	/* enum metrics_wait */
+	int			 reason;	/* MW_REFUSED: enum
+						 * proto_refusal; else 0 */
+	uint64_t		 hist[NWAIT + 1];	/* not cumulated */
+	uint64_t		 ms_sum;
+};
+TAILQ_HEAD(mwaits, mwait);
+
+static struct mwaits	 mwaits = TAILQ_HEAD_INITIALIZER(mwaits);
 
 static enum mclass
 classify(int status, int end)
@@ -124,6 +151,58 @@ metrics_request_end(const char *model, int status, int end, int64_t ptok,
 		m->ptok += ptok;
 	if (ctok > 0)
 		m->ctok += ctok;
+}
+
+static struct mwait *
+mwait_get(const char *model, int outcome, int reason)
+{
+	struct mwait	*w, *last = NULL, *nw;
+
+	TAILQ_FOREACH(w, &mwaits, entry) {
+		if (strcmp(w->model, model) != 0) {
+			if (last != NULL)
+				break;		/* past the model's */
+			continue;
+		}
+		if (w->outcome == outcome && w->reason == reason)
+			return (w);
+		if (w->outcome > outcome ||
+		    (w->outcome == outcome && w->reason > reason))
+			break;			/* the new one goes before */
+		last = w;
+	}
+	if ((nw = calloc(1, sizeof(*nw))) == NULL)
+		return (NULL);
+	(void)strlcpy(nw->model, model, sizeof(nw->model));
+	nw->outcome = outcome;
+	nw->reason = reason;
+	if (w != NULL && strcmp(w->model, model) == 0)
+		TAILQ_INSERT_BEFORE(w, nw, entry);
+	else if (last != NULL)
+		TAILQ_INSERT_AFTER(&mwaits, last, nw, entry);
+	else
+		TAILQ_INSERT_TAIL(&mwaits, nw, entry);
+	return (nw);
+}
+
+/* A model request's wait for its model ended, after ms, with outcome
+ * (and, refused, reason). */
+void
+metrics_wait(const char *model, int outcome, int reason, int64_t ms)
+{
+	struct mwait	*w;
+	size_t		 i;
+
+	if (outcome != MW_REFUSED)
+		reason = 0;
+	if ((w = mwait_get(model, outcome, reason)) == NULL)
+		return;
+	if (ms < 0)
+		ms = 0;
+	for (i = 0; i < NWAIT && ms > wait_bounds[i]; i++)
+		;
+	w->hist[i]++;
+	w->ms_sum += (uint64_t)ms;
 }
 
 /* What ended for model so far: requests, prompt and completion tokens
@@ -267,6 +346,66 @@ render_histogram(struct evbuffer *b, const struct proto_status *st)
 	    cum);
 }
 
+/*
+ * The queue: its depth per model, and the wait histogram, with the
+ * labels outcome ("granted", "withdrawn", "refused") and, for refusals,
+ * reason (proto_refusal_name).  Every served model shows "granted".
+ */
+static void
+render_queue(struct evbuffer *b, const struct proto_status *st, size_t n)
+{
+	static const char	*outcomes[] = { "granted", "withdrawn",
+				    "refused" };
+	const char		*name = "agency_queue_wait_seconds";
+	const char		*rn;
+	struct mwait		*w;
+	char			 extra[96];
+	uint64_t		 cum;
+	size_t			 i;
+	int			 k;
+
+	family(b, "agency_queue_depth", "gauge", "Requests waiting for the "
+	    "model now: for its load, or for a slot.");
+	for (i = 0; i < n; i++)
+		sample(b, "agency_queue_depth", st[i].model, "",
+		    st[i].queued);
+
+	for (i = 0; i < n; i++)
+		(void)mwait_get(st[i].model, MW_GRANTED, 0);
+	family(b, name, "histogram", "Time a model request waited for its "
+	    "model (a load, the queue), by how the wait ended: granted, "
+	    "withdrawn (the client left or was cancelled) or refused, and "
+	    "why.");
+	TAILQ_FOREACH(w, &mwaits, entry) {
+		k = snprintf(extra, sizeof(extra), "outcome=\"%s\"",
+		    outcomes[w->outcome]);
+		if (w->outcome == MW_REFUSED &&
+		    (rn = proto_refusal_name(w->reason)) != NULL)
+			(void)snprintf(extra + k, sizeof(extra) - k,
+			    ",reason=\"%s\"", rn);
+		cum = 0;
+		for (i = 0; i <= NWAIT; i++) {
+			cum += w->hist[i];
+			evbuffer_add_printf(b, "%s_bucket{model=\"", name);
+			label(b, w->model);
+			if (i < NWAIT)
+				evbuffer_add_printf(b, "\",%s,le=\"%g\"} %llu\n",
+				    extra, wait_bounds[i] / 1000.0,
+				    (unsigned long long)cum);
+			else
+				evbuffer_add_printf(b, "\",%s,le=\"+Inf\"} "
+				    "%llu\n", extra, (unsigned long long)cum);
+		}
+		evbuffer_add_printf(b, "%s_sum{model=\"", name);
+		label(b, w->model);
+		evbuffer_add_printf(b, "\",%s} %llu.%03llu\n", extra,
+		    (unsigned long long)(w->ms_sum / 1000),
+		    (unsigned long long)(w->ms_sum % 1000));
+		sample(b, "agency_queue_wait_seconds_count", w->model, extra,
+		    cum);
+	}
+}
+
 /* The whole exposition, from our counters, the pool's status and the
  * client connections' counts. */
 void
@@ -325,6 +464,7 @@ metrics_render(struct evbuffer *b, const struct proto_status *st, size_t n,
 	    "loads that ended ready.");
 	for (i = 0; i < n; i++)
 		render_histogram(b, &st[i]);
+	render_queue(b, st, n);
 
 	single(b, "agency_events_subscribers", "gauge", "Clients of the "
 	    "events stream (GET /v1/agency/events).", es->subscribers);

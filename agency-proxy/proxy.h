@@ -106,6 +106,7 @@ struct pruntime {
 	int			 stops;		/* enum stops_on_close */
 	int64_t			 max_tokens;	/* 0: no cap */
 	int			 passthrough;	/* /upstream/MODEL/... */
+	int			 progress;	/* loading progress */
 	struct pstrs		 routes;
 	struct pstrs		 parts;
 	struct pstrs		 refuse;
@@ -248,6 +249,7 @@ int64_t		 rules_cap(const struct pmodel *);
 int		 rules_rewrite(json_object *, const char *, int64_t, int,
 		    const char *);
 int		 rules_stops(const struct pruntime *, json_object *);
+int		 rules_stream(json_object *);
 json_object	*rules_parse(const char *, size_t, struct rerr *);
 void		 rerr_set(struct rerr *, int, const char *, const char *, ...)
 		    __attribute__((__format__ (printf, 4, 5)));
@@ -314,6 +316,13 @@ enum req_end {
 };
 
 /* metrics.c */
+/* How a request's wait for its hold ended (metrics_wait). */
+enum metrics_wait {
+	MW_GRANTED,
+	MW_WITHDRAWN,		/* the client left, or it was cancelled */
+	MW_REFUSED,		/* with an enum proto_refusal */
+};
+
 /* The events stream's figures (events.c), for the metrics. */
 struct events_stats {
 	uint64_t	 subscribers;	/* to the events, now */
@@ -324,6 +333,7 @@ struct events_stats {
 void		 metrics_request(const char *, int, int64_t, int64_t);
 void		 metrics_request_end(const char *, int, int, int64_t,
 		    int64_t);
+void		 metrics_wait(const char *, int, int, int64_t);
 void		 metrics_unrouted(int);
 void		 metrics_totals(const char *, uint64_t *, uint64_t *,
 		    uint64_t *);
@@ -350,7 +360,7 @@ const char	*answer_error_type(int);
 void		 answer_log(const char *, const char *, const char *, int,
 		    int64_t, int64_t, int64_t);
 void		 answer_log_end(const char *, const char *, const char *, int,
-		    int64_t, int64_t, int64_t, int);
+		    int64_t, int64_t, int64_t, int64_t, int);
 
 /* probe.c */
 void		 probe_start(const struct proto_probe *);
@@ -390,6 +400,7 @@ void		 forward_status(struct hreq *);
 void		 forward_metrics(struct hreq *);
 void		 forward_grant(const struct proto_hold_grant *);
 void		 forward_refuse(const struct proto_hold_refuse *);
+void		 forward_wait(const struct proto_hold_wait *);
 void		 forward_status_model(const struct proto_status *);
 void		 forward_status_end(uint64_t);
 uint32_t	 forward_cancel(const char *);

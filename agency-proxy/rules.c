@@ -911,12 +911,18 @@ rules_rewrite(json_object *body, const char *upstream, int64_t cap, int kind,
 int
 rules_stops(const struct pruntime *rt, json_object *body)
 {
+	return (rules_stops_stream(rt, rules_stream(body)));
+}
+
+/* Whether the body has "stream": true. */
+int
+rules_stream(json_object *body)
+{
 	json_object	*v;
 
-	return (rules_stops_stream(rt,
-	    json_object_object_get_ex(body, "stream", &v) &&
+	return (json_object_object_get_ex(body, "stream", &v) &&
 	    json_object_is_type(v, json_type_boolean) &&
-	    json_object_get_boolean(v)));
+	    json_object_get_boolean(v));
 }
 
 /* Whether closing the connection stops a request, streamed or not. */

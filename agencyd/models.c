@@ -60,6 +60,7 @@ static void	 op_granted(void *, uint64_t, uint64_t, const struct pool_plan *,
 		    uint16_t);
 static void	 op_refused(void *, uint64_t, int, int, const char *);
 static void	 op_changed(void *, const struct pool_plan *);
+static void	 op_waiting(void *, uint64_t, int, uint32_t, int64_t);
 
 const struct pool_ops model_pool_ops = {
 	.spawn = op_spawn,
@@ -75,6 +76,7 @@ const struct pool_ops model_pool_ops = {
 	.granted = op_granted,
 	.refused = op_refused,
 	.changed = op_changed,
+	.waiting = op_waiting,
 };
 
 /*
@@ -394,3 +396,18 @@ op_changed(void *ctx, const struct pool_plan *plan)
 		(void)proxy_ports_check(d, NULL, 0);
 }
 
+/* What a waiting request that asked for it waits for: IMSG_HOLD_WAIT. */
+static void
+op_waiting(void *ctx, uint64_t reqid, int wait, uint32_t ahead,
+    int64_t load_ms)
+{
+	struct agencyd		*d = ctx;
+	struct proto_hold_wait	 w;
+
+	memset(&w, 0, sizeof(w));
+	w.reqid = reqid;
+	w.wait = wait;
+	w.ahead = ahead;
+	w.load_ms = load_ms;
+	proxy_compose(d, IMSG_HOLD_WAIT, &w, sizeof(w));
+}

@@ -170,10 +170,10 @@ static size_t			 nnotes;
 
 %token	ALIAS ALWAYS ANY BODY BUDGET BUFFER CHAT CLOSE COMMAND CONSOLE
 %token	CONNECTIONS DEFAULT EMBEDDING ENV FAIRNESS GET HEADER IDLE IMAGE
-%token	INCLUDE KIND LAZY LISTEN LOAD MAX MEMORY MODEL MOVE NAME NEVER
-%token	NO ON OVERCOMMIT PART PASSTHROUGH PORT PORTS POST QUEUE READY
-%token	REFUSE REQUEST REQUESTS RERANK RESERVE RESTRICTED ROUTE RUNTIME
-%token	SEND SERVER SOCKET SPEECH STOPS STREAM TIMEOUT TO TOKENS
+%token	INCLUDE KIND LAZY LISTEN LOAD LOADING MAX MEMORY MODEL MOVE NAME
+%token	NEVER NO ON OVERCOMMIT PART PASSTHROUGH PORT PORTS POST PROGRESS
+%token	QUEUE READY REFUSE REQUEST REQUESTS RERANK RESERVE RESTRICTED ROUTE
+%token	RUNTIME SEND SERVER SOCKET SPEECH STOPS STREAM TIMEOUT TO TOKENS
 %token	TRANSCRIPTION UNCHANGED UPSTREAM USER VISION WINDOW YES
 %token	ERROR
 %token	<v.string>	STRING
@@ -384,6 +384,9 @@ main		: LISTEN ON STRING PORT NUMBER	{
 			if ($3 >= 0)
 				conf->fairness = $3;
 		}
+		| LOADING PROGRESS yesno	{
+			conf->progress = $3;
+		}
 		| DEFAULT MODEL STRING		{
 			if (setstr(conf->default_model,
 			    sizeof(conf->default_model), $3, "model name") == 0) {
@@ -454,6 +457,7 @@ rtopt		: COMMAND STRING		{
 		| STOPS ON CLOSE stops		{ rt->stops = $4; }
 		| PASSTHROUGH yesno		{ rt->passthrough = $2; }
 		| SEND MODEL sendmodel		{ rt->send_model = $3; }
+		| LOADING PROGRESS yesno	{ rt->progress = $3; }
 		| ENV STRING			{
 			if (check_env($2) == 0)
 				(void)addstr(&rt->env, $2, AGENCY_ENV_MAX,
@@ -787,6 +791,7 @@ lookup(const char *s)
 		{ "lazy",		LAZY },
 		{ "listen",		LISTEN },
 		{ "load",		LOAD },
+		{ "loading",		LOADING },
 		{ "max",		MAX },
 		{ "memory",		MEMORY },
 		{ "model",		MODEL },
@@ -801,6 +806,7 @@ lookup(const char *s)
 		{ "port",		PORT },
 		{ "ports",		PORTS },
 		{ "post",		POST },
+		{ "progress",		PROGRESS },
 		{ "queue",		QUEUE },
 		{ "ready",		READY },
 		{ "refuse",		REFUSE },
@@ -1612,6 +1618,7 @@ runtime_start(char *name)
 	rt->kind = KIND_CHAT;
 	rt->stops = STOPS_ALWAYS;
 	rt->send_model = SEND_NAME;
+	rt->progress = -1;		/* the global one, after parsing */
 	rt->line = yylval.lineno;
 	rt_command = 0;
 	(void)here(&rt_pos);
@@ -2007,6 +2014,7 @@ check_all(void)
 {
 	struct listen_conf	*lc;
 	struct model_conf	*m;
+	struct runtime_conf	*r;
 	size_t			 i;
 
 	if (TAILQ_EMPTY(&conf->listens)) {
@@ -2056,6 +2064,9 @@ check_all(void)
 		if (m->queue_timeout == -1)
 			m->queue_timeout = conf->queue_timeout;
 	}
+	TAILQ_FOREACH(r, &conf->runtimes, entry)
+		if (r->progress == -1)
+			r->progress = conf->progress;
 
 	check_users();
 	check_runnable();

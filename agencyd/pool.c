@@ -29,6 +29,14 @@
  * waits for has not started: only queued waiters count against
  * max_queue and time out after queue_timeout.
  *
+ * A waiter of pool_acquire_progress is told what it waits for
+ * (ops->waiting), always from a timer: so a request answered within the
+ * call that made it is never told.  New waiters are at the tail of the
+ * list, and are told at the next turn by a pass over them alone; the
+ * changes of the others (their wait, or the requests ahead of them) in
+ * one pass over every waiter, at most every POOL_PROGRESS ms however
+ * often they change.
+ *
  * It calls no other file of agencyd but memory.c's arithmetic: every
  * effect goes through the caller's struct pool_ops (models.c's).
  */
@@ -90,6 +98,7 @@ struct pool_op {
 	int64_t			 spawned_at;	/* ms, the load's first spawn */
 	int			 spawned;	/* spawned_at is set */
 	int64_t			 wait_since;	/* ms, PH_WAITMEM began */
+	int64_t			 began;		/* ms it began to act; 0 */
 	struct pool_model	*victim;
 	void			*timeout;	/* the load timeout */
 	void			*timer;		/* grace or probe again */
@@ -117,6 +126,10 @@ struct pool_waiter {
 	int64_t			 since;		/* ms, when it came */
 	int			 queued;	/* bounded and timed */
 	void			*deadline;	/* the queue timeout */
+	int			 progress;	/* its waits are told */
+	int			 fresh;		/* not yet seen by a telling */
+	int			 told;		/* enum proto_wait; -1: none */
+	uint32_t		 told_ahead;
 };
 TAILQ_HEAD(pool_waiters, pool_waiter);
 
@@ -155,6 +168,7 @@ struct pool_model {
 	uint32_t		 nwait;		/* its waiters */
 	uint32_t		 nslot;		/* of them, for a slot */
 	uint32_t		 nqueued;	/* of them, queued */
+	uint32_t		 counted;	/* a telling's count of them */
 	uint64_t		 stop_gen;	/* bumped by each unload */
 	int			 unloaded;	/* not-loaded until a load */
 	int			 unload_pending;
@@ -196,6 +210,12 @@ struct pool {
 	int			 recheck;	/* a wait for memory: look again */
 	struct pool_op		*room;		/* the load making room */
 	void			*fair_timer;	/* a fairness window ends */
+	uint32_t		 nprogress;	/* waiters whose waits are told */
+	void			*progress_timer;
+	int64_t			 progress_due;	/* ms, when it fires */
+	int64_t			 progress_at;	/* ms, the last full telling */
+	int			 progress_new;	/* new waiters to tell */
+	int			 progress_dirty; /* the others may have changed */
 	int			 stopping;
 	int			 starting;	/* in pool_start */
 	int			 killed_all;	/* stop all sent SIGKILL */
@@ -704,6 +724,7 @@ pool_free(struct pool *p)
 	}
 	timer_cancel(p, &p->stop_timer);
 	timer_cancel(p, &p->fair_timer);
+	timer_cancel(p, &p->progress_timer);
 	free(p);
 }
 
@@ -900,6 +921,121 @@ op_doomed(struct pool *p, struct pool_op *op)
 }
 
 /*
+ * Progress (see the top of the file).
+ */
+
+/* What w waits for now; *load_ms how long its load has run, or -1. */
+static int
+waiter_wait(struct pool *p, const struct pool_waiter *w, int64_t *load_ms)
+{
+	const struct pool_op	*op = w->op;
+	int64_t			 t;
+
+	*load_ms = -1;
+	if (op == NULL)
+		return (WAIT_SLOT);
+	switch (op->phase) {
+	case PH_QUEUED:
+	case PH_ROOM:
+		return (WAIT_TURN);
+	case PH_WAITMEM:
+		return (WAIT_MEMORY);
+	default:
+		t = now(p);
+		*load_ms = op->began > 0 && t > op->began ? t - op->began : 0;
+		return (WAIT_LOAD);
+	}
+}
+
+/* Tell w what it waits for, unless that is what it was told last. */
+static void
+progress_tell(struct pool *p, struct pool_waiter *w, uint32_t ahead)
+{
+	int64_t	 load_ms;
+	int	 wait;
+
+	wait = waiter_wait(p, w, &load_ms);
+	if (wait == w->told && ahead == w->told_ahead)
+		return;
+	w->told = wait;
+	w->told_ahead = ahead;
+	p->ops->waiting(p->ctx, w->reqid, wait, ahead, load_ms);
+}
+
+static void	 progress_cb(void *);
+
+/* At the next turn for new waiters; for changes, POOL_PROGRESS after
+ * the last telling of everyone. */
+static void
+progress_arm(struct pool *p)
+{
+	int64_t	 t, due;
+
+	if (p->nprogress == 0 || (!p->progress_new && !p->progress_dirty))
+		return;
+	t = now(p);
+	due = p->progress_new ? t : p->progress_at + POOL_PROGRESS;
+	if (due < t)
+		due = t;
+	if (p->progress_timer != NULL) {
+		if (p->progress_due <= due)
+			return;
+		timer_cancel(p, &p->progress_timer);
+	}
+	p->progress_due = due;
+	p->progress_timer = p->ops->timer_add(p->ctx, due - t, progress_cb,
+	    p);
+}
+
+/* What the waiters wait for, or who is ahead of them, may have changed. */
+static void
+progress_touch(struct pool *p)
+{
+	if (p->nprogress == 0)
+		return;
+	p->progress_dirty = 1;
+	progress_arm(p);
+}
+
+static void
+progress_cb(void *arg)
+{
+	struct pool		*p = arg;
+	struct pool_model	*pm;
+	struct pool_waiter	*w;
+	int64_t			 t = now(p);
+
+	p->progress_timer = NULL;
+	TAILQ_FOREACH(pm, &p->models, entry)
+		pm->counted = 0;
+	if (p->progress_dirty && t >= p->progress_at + POOL_PROGRESS) {
+		/* Everyone, in the order they came: ahead, those counted. */
+		TAILQ_FOREACH(w, &p->waiters, entry) {
+			w->fresh = 0;
+			if (w->progress)
+				progress_tell(p, w, w->pm->counted);
+			w->pm->counted++;
+		}
+		p->progress_at = t;
+		p->progress_dirty = 0;
+	} else {
+		/* The new ones alone, at the tail: ahead, the model's
+		 * waiters but itself and those after it. */
+		for (w = TAILQ_LAST(&p->waiters, pool_waiters);
+		    w != NULL && w->fresh;
+		    w = TAILQ_PREV(w, pool_waiters, entry)) {
+			w->fresh = 0;
+			w->pm->counted++;
+			if (w->progress)
+				progress_tell(p, w,
+				    w->pm->nwait - w->pm->counted);
+		}
+	}
+	p->progress_new = 0;
+	progress_arm(p);
+}
+
+/*
  * Waiters.
  */
 
@@ -922,7 +1058,12 @@ waiter_free(struct pool *p, struct pool_waiter *w)
 	w->pm->nwait--;
 	if (w->op == NULL)
 		w->pm->nslot--;
+	if (w->progress && --p->nprogress == 0) {
+		timer_cancel(p, &p->progress_timer);
+		p->progress_new = p->progress_dirty = 0;
+	}
 	free(w);
+	progress_touch(p);	/* those after it have one fewer ahead */
 }
 
 /* Into the queue: bounded by max_queue, timed from when it came. */
@@ -943,12 +1084,12 @@ waiter_queue(struct pool *p, struct pool_waiter *w)
 
 /*
  * A request waits: for op (a load or a replace), or for a slot (op
- * NULL); queued when what it waits for has not started.  -1 when it was
- * refused (out of memory).
+ * NULL); queued when what it waits for has not started; told what it
+ * waits for with progress.  -1 when it was refused (out of memory).
  */
 static int
 wait_on(struct pool *p, struct pool_model *pm, struct pool_op *op,
-    uint64_t reqid, uint32_t owner, int queued)
+    uint64_t reqid, uint32_t owner, int queued, int progress)
 {
 	struct pool_waiter	*w;
 
@@ -961,6 +1102,7 @@ wait_on(struct pool *p, struct pool_model *pm, struct pool_op *op,
 	w->pm = pm;
 	w->op = op;
 	w->since = now(p);
+	w->fresh = 1;
 	TAILQ_INSERT_TAIL(&p->waiters, w, entry);
 	pm->nwait++;
 	if (op == NULL)
@@ -968,6 +1110,13 @@ wait_on(struct pool *p, struct pool_model *pm, struct pool_op *op,
 	if (queued) {
 		p->stats.queued++;
 		waiter_queue(p, w);
+	}
+	if (progress && p->ops->waiting != NULL) {
+		w->progress = 1;
+		w->told = -1;
+		p->nprogress++;
+		p->progress_new = 1;
+		progress_arm(p);
 	}
 	return (0);
 }
@@ -981,6 +1130,9 @@ op_started(struct pool *p, struct pool_op *op)
 	TAILQ_FOREACH(w, &p->waiters, entry)
 		if (w->op == op)
 			waiter_unqueue(p, w);
+	if (op->began == 0)
+		op->began = now(p);
+	progress_touch(p);
 }
 
 /*
@@ -1129,6 +1281,7 @@ waiter_to_slot(struct pool *p, struct pool_waiter *w)
 	if (w->op != NULL) {
 		w->op = NULL;
 		pm->nslot++;
+		progress_touch(p);
 	}
 	if (w->queued)
 		return;
@@ -1282,6 +1435,9 @@ op_stop(struct pool *p, struct pool_op *op, enum proto_state state)
 	}
 	set_state_why(pm, state, NULL, why, NULL);
 	op->phase = PH_EXITING;
+	if (op->began == 0)
+		op->began = now(p);
+	progress_touch(p);
 	if (!p->stopping) {
 		plog(p, LOG_INFO, "%s: stopping", pm->plan.label);
 		p->ops->kill(p->ctx, pm->pid, SIGTERM);
@@ -1942,6 +2098,8 @@ room_wait(struct pool *p, struct pool_op *op)
 	if (op->phase != PH_WAITMEM) {
 		op->phase = PH_WAITMEM;
 		op->wait_since = now(p);
+		op->began = 0;		/* its load begins again later */
+		progress_touch(p);
 		/* After an eviction its requests wait in the queue again,
 		 * timed from when they came. */
 		TAILQ_FOREACH(w, &p->waiters, entry)
@@ -2567,6 +2725,7 @@ pump(struct pool *p)
 			}
 			w->op = op;
 			pm->nslot--;
+			progress_touch(p);
 			if (!op_waiting(op))
 				waiter_unqueue(p, w);
 		}
@@ -2577,9 +2736,9 @@ pump(struct pool *p)
  * Requests.
  */
 
-void
-pool_acquire(struct pool *p, const char *model, uint64_t reqid,
-    uint32_t owner)
+static void
+acquire(struct pool *p, const char *model, uint64_t reqid, uint32_t owner,
+    int progress)
 {
 	struct pool_model	*pm;
 	struct pool_op		*op;
@@ -2602,7 +2761,8 @@ pool_acquire(struct pool *p, const char *model, uint64_t reqid,
 	}
 	if (pm->idle_op != NULL) {
 		/* A replace is pending: the new plan's process, not the old. */
-		if (wait_on(p, pm, pm->idle_op, reqid, owner, 0) == 0)
+		if (wait_on(p, pm, pm->idle_op, reqid, owner, 0,
+		    progress) == 0)
 			queue_run(p);
 		return;
 	}
@@ -2615,14 +2775,15 @@ pool_acquire(struct pool *p, const char *model, uint64_t reqid,
 			return;
 		}
 		if (admit(p, pm, 1, reqid))
-			(void)wait_on(p, pm, NULL, reqid, owner, 1);
+			(void)wait_on(p, pm, NULL, reqid, owner, 1,
+			    progress);
 		return;
 	}
 	if ((op = pm->load_op) != NULL && !op_doomed(p, op)) {
 		queued = op_waiting(op) && pm->plan.queue_timeout > 0;
 		if (queued && !admit(p, pm, 0, reqid))
 			return;
-		(void)wait_on(p, pm, op, reqid, owner, queued);
+		(void)wait_on(p, pm, op, reqid, owner, queued, progress);
 		return;
 	}
 	if (!pm->plan.lazy) {
@@ -2643,9 +2804,23 @@ pool_acquire(struct pool *p, const char *model, uint64_t reqid,
 		return;
 	}
 	op->by_request = 1;
-	if (wait_on(p, pm, op, reqid, owner, queued) == -1)
+	if (wait_on(p, pm, op, reqid, owner, queued, progress) == -1)
 		op_drop_unwanted(p, op);
 	queue_run(p);
+}
+
+void
+pool_acquire(struct pool *p, const char *model, uint64_t reqid,
+    uint32_t owner)
+{
+	acquire(p, model, reqid, owner, 0);
+}
+
+void
+pool_acquire_progress(struct pool *p, const char *model, uint64_t reqid,
+    uint32_t owner)
+{
+	acquire(p, model, reqid, owner, 1);
 }
 
 int

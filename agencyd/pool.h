@@ -50,6 +50,8 @@
 #define POOL_GUESS_REQUEST	1000		/* ms, before one was timed */
 #define POOL_GUESS_LOAD		10000		/* ms, before one was timed */
 #define POOL_RETRY_MAX		PROTO_RETRY_MAX	/* s, the longest Retry-After */
+#define POOL_PROGRESS		500		/* ms, at least, between two
+						 * tellings of what changed */
 
 /* What is fixed about a served model. */
 struct pool_plan {
@@ -113,6 +115,16 @@ struct pool_ops {
 		    int retry_after, const char *message);
 	/* A record changed state. */
 	void	 (*changed)(void *, const struct pool_plan *);
+	/*
+	 * What a request of pool_acquire_progress waits for (enum
+	 * proto_wait), the requests for its model that came before it and
+	 * still wait, and how long its load has run (WAIT_LOAD; else -1):
+	 * once it has waited a turn of the loop, then when the wait or
+	 * ahead change, at most every POOL_PROGRESS ms.  Always from a
+	 * timer.  May be NULL: nothing is told.
+	 */
+	void	 (*waiting)(void *, uint64_t reqid, int wait, uint32_t ahead,
+		    int64_t load_ms);
 };
 
 /* Counters for metrics. */
@@ -193,6 +205,9 @@ void		 pool_start(struct pool *);
  * waiting load needs the memory of (fairness window) is queued for. */
 void		 pool_acquire(struct pool *, const char *, uint64_t reqid,
 		    uint32_t owner);
+/* The same, and while the request waits, ops->waiting tells what for. */
+void		 pool_acquire_progress(struct pool *, const char *,
+		    uint64_t reqid, uint32_t owner);
 /* The client of a waiting request left: it is never granted or refused,
  * and its place in the queue is free.  A load in progress goes on; a
  * load that has not started and that nobody else waits for is dropped.

@@ -21,7 +21,8 @@ static void	print_string(FILE *, const char *);
 static void	print_size(FILE *, int64_t);
 static void	print_duration(FILE *, int64_t);
 static void	print_strlist(FILE *, const char *, const struct strlist *);
-static void	print_runtime(FILE *, const struct runtime_conf *);
+static void	print_runtime(FILE *, const struct agency_conf *,
+		    const struct runtime_conf *);
 static void	print_model(FILE *, const struct agency_conf *,
 		    const struct model_conf *);
 
@@ -85,8 +86,10 @@ print_strlist(FILE *fp, const char *keyword, const struct strlist *list)
 	}
 }
 
+/* A loading progress equal to the global one is left to it. */
 static void
-print_runtime(FILE *fp, const struct runtime_conf *rt)
+print_runtime(FILE *fp, const struct agency_conf *conf,
+    const struct runtime_conf *rt)
 {
 	static const char	*kinds[] = {
 		[KIND_CHAT] = "chat",
@@ -123,6 +126,9 @@ print_runtime(FILE *fp, const struct runtime_conf *rt)
 	fprintf(fp, "\n\tkind %s\n", kinds[rt->kind]);
 	fprintf(fp, "\tstops on close %s\n", stops[rt->stops]);
 	fprintf(fp, "\tsend model %s\n", sends[rt->send_model]);
+	if (rt->progress != conf->progress)
+		fprintf(fp, "\tloading progress %s\n",
+		    rt->progress ? "yes" : "no");
 	if (rt->max_tokens != 0)
 		fprintf(fp, "\tmax tokens %" PRId64 "\n", rt->max_tokens);
 	if (rt->passthrough)
@@ -279,6 +285,8 @@ print_config(FILE *fp, const struct agency_conf *conf)
 		print_duration(fp, conf->fairness);
 		fputc('\n', fp);
 	}
+	if (conf->progress)
+		fprintf(fp, "loading progress yes\n");
 	if (conf->default_model[0] != '\0') {
 		fprintf(fp, "default model ");
 		print_string(fp, conf->default_model);
@@ -287,7 +295,7 @@ print_config(FILE *fp, const struct agency_conf *conf)
 
 	TAILQ_FOREACH(rt, &conf->runtimes, entry) {
 		fputc('\n', fp);
-		print_runtime(fp, rt);
+		print_runtime(fp, conf, rt);
 	}
 	TAILQ_FOREACH(m, &conf->models, entry) {
 		fputc('\n', fp);

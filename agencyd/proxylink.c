@@ -13,7 +13,11 @@
  * requests than it has fds for connections, is answered a few status
  * requests at a time (the next wait until those answers are out), may
  * report only cancels agencyd sent it, and is killed when it stops
- * reading what agencyd sends it (PROXY_STALL_MS, PROXY_QUEUE_MAX).  Its
+ * reading what agencyd sends it (PROXY_STALL_MS, PROXY_QUEUE_MAX).  A
+ * hold request may ask to be told what it waits for (IMSG_HOLD_WAIT):
+ * that is no message of the proxy's, only a flag of one it may send
+ * anyway, and the pool tells at most once every POOL_PROGRESS ms a
+ * waiting request, from one pass over the waiters.  Its
  * log lines, and the answers to probes it relays, reach the log escaped
  * (vis(3)), at the priorities the proxy uses.
  *
@@ -445,6 +449,7 @@ proxy_send_config(struct agencyd *d)
 		pr.stops = rt->stops;
 		pr.max_tokens = rt->max_tokens;
 		pr.passthrough = rt->passthrough;
+		pr.progress = rt->progress;
 		if (imsg_compose(ibuf, IMSG_CONF_RUNTIME, 0, 0, -1, &pr,
 		    sizeof(pr)) == -1 ||
 		    compose_list(d, IMSG_CONF_ROUTE, &rt->routes) == -1 ||
@@ -1189,7 +1194,8 @@ proxy_messages(struct agencyd *d)
 		switch (type) {
 		case IMSG_HOLD_REQ:
 			if (imsg_get_data(&imsg, &hr, sizeof(hr)) == -1 ||
-			    !PROTO_STROK(hr.model) || hr.reqid == 0)
+			    !PROTO_STROK(hr.model) || hr.reqid == 0 ||
+			    (hr.flags & ~PROTO_HOLD_FLAGS) != 0)
 				goto bad;
 			if (plink.holds >= plink.fdmax) {
 				imsg_free(&imsg);
@@ -1198,7 +1204,12 @@ proxy_messages(struct agencyd *d)
 				return (-1);
 			}
 			plink.holds++;	/* before: a refusal may come at once */
-			pool_acquire(d->pool, hr.model, hr.reqid, d->proxy_gen);
+			if (hr.flags & PROTO_HOLD_PROGRESS)
+				pool_acquire_progress(d->pool, hr.model,
+				    hr.reqid, d->proxy_gen);
+			else
+				pool_acquire(d->pool, hr.model, hr.reqid,
+				    d->proxy_gen);
 			break;
 		case IMSG_HOLD_WITHDRAW:
 			if (imsg_get_data(&imsg, &rq, sizeof(rq)) == -1)

@@ -106,6 +106,8 @@ struct runtime_conf {
 	enum model_kind		 kind;
 	enum stops_on_close	 stops;
 	enum send_model		 send_model;
+	int			 progress;	/* loading progress; -1 until
+						 * the global one */
 	int64_t			 max_tokens;	/* 0: no cap */
 	int			 passthrough;	/* /upstream/MODEL/... */
 	struct strlist		 env;		/* K=V */
@@ -164,6 +166,7 @@ struct agency_conf {
 	int64_t			 queue_timeout;		/* ms, default */
 	int64_t			 max_queue;		/* waiting, in all */
 	int64_t			 fairness;		/* ms */
+	int			 progress;	/* loading progress, default */
 	struct runtime_list	 runtimes;
 	struct model_list	 models;
 };

@@ -115,6 +115,10 @@ enum imsg_type {
 	/* parent -> proxy: struct proto_ports, the model ports it may
 	 * connect to from now on, fewer than before (see proto_ports) */
 	IMSG_PORTS,
+	/* parent -> proxy: struct proto_hold_wait, what a waiting request
+	 * that asked for it (PROTO_HOLD_PROGRESS) waits for: once it has
+	 * waited a turn of agencyd's loop, then when that changes */
+	IMSG_HOLD_WAIT,
 
 	/*
 	 * agency-ctl <-> agencyd, added for operators.  A status, whole or
@@ -196,7 +200,10 @@ enum proto_wait {
 	WAIT_TURN,		/* its load, queued behind other changes */
 	WAIT_MEMORY,		/* its load, for busy models to drain */
 	WAIT_SLOT,		/* a slot of a ready model */
+	WAIT_LOAD,		/* its load, which has begun (IMSG_HOLD_WAIT
+				 * only) */
 };
+#define WAIT_LAST	WAIT_LOAD
 
 /* Where a model's need came from. */
 enum proto_need_from {
@@ -271,6 +278,7 @@ struct proto_runtime {
 	int32_t		stops;		/* enum stops_on_close */
 	int64_t		max_tokens;
 	int32_t		passthrough;	/* 1: /upstream/MODEL/... */
+	int32_t		progress;	/* loading progress: 0 or 1 */
 };
 
 struct proto_move {
@@ -289,7 +297,12 @@ struct proto_model {
 struct proto_hold_req {
 	uint64_t	reqid;
 	char		model[AGENCY_NAME_MAX];	/* the served name */
+	uint32_t	flags;		/* PROTO_HOLD_*; any other: hostile */
 };
+
+/* Tell the request what it waits for (IMSG_HOLD_WAIT), while it waits. */
+#define PROTO_HOLD_PROGRESS	0x1
+#define PROTO_HOLD_FLAGS	PROTO_HOLD_PROGRESS
 
 struct proto_hold_grant {
 	uint64_t	reqid;
@@ -307,6 +320,18 @@ struct proto_grant_head {
 	uint64_t	reqid;
 	uint64_t	holdid;
 	uint16_t	port;
+};
+
+/*
+ * IMSG_HOLD_WAIT.  ahead: the requests for the same model that came
+ * before it and still wait; load_ms: how long its model's load has run
+ * (WAIT_LOAD), -1 otherwise.
+ */
+struct proto_hold_wait {
+	uint64_t	reqid;
+	int32_t		wait;		/* enum proto_wait, not WAIT_NONE */
+	uint32_t	ahead;
+	int64_t		load_ms;
 };
 
 struct proto_hold_refuse {
@@ -570,7 +595,8 @@ proto_state_name(int32_t state)
 	}
 }
 
-/* "turn", "memory", "slot"; "" for WAIT_NONE, NULL for anything else. */
+/* "turn", "memory", "slot", "load"; "" for WAIT_NONE, NULL for anything
+ * else. */
 static inline const char *
 proto_wait_name(int32_t wait)
 {
@@ -583,6 +609,36 @@ proto_wait_name(int32_t wait)
 		return ("memory");
 	case WAIT_SLOT:
 		return ("slot");
+	case WAIT_LOAD:
+		return ("load");
+	default:
+		return (NULL);
+	}
+}
+
+/* A refusal's reason for metrics: "not_loaded", "load_failed",
+ * "not_enough_memory", "stopping", "unknown_model", "queue_full",
+ * "queue_timeout", "model_busy"; NULL for anything else. */
+static inline const char *
+proto_refusal_name(int32_t reason)
+{
+	switch (reason) {
+	case REFUSE_NOT_LOADED:
+		return ("not_loaded");
+	case REFUSE_LOAD_FAILED:
+		return ("load_failed");
+	case REFUSE_NOT_ENOUGH_MEMORY:
+		return ("not_enough_memory");
+	case REFUSE_STOPPING:
+		return ("stopping");
+	case REFUSE_UNKNOWN_MODEL:
+		return ("unknown_model");
+	case REFUSE_QUEUE_FULL:
+		return ("queue_full");
+	case REFUSE_QUEUE_TIMEOUT:
+		return ("queue_timeout");
+	case REFUSE_MODEL_BUSY:
+		return ("model_busy");
 	default:
 		return (NULL);
 	}

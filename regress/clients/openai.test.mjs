@@ -13,6 +13,13 @@
 //           while slow is busy, so its request is refused with 503.
 //   whisper-1 (alias whisper)  transcription: fakelm answers an upload
 //           with the size and digest of each file it got.
+//   loader  chat, lazy, 100M, loads in 1.5 s, with loading progress: a
+//           stream that waits for its load gets agency's header at once
+//           and comment lines (": loading loader 1.0s") before the
+//           model's chunks.
+//   late    the same, 600M, queue timeout 1s: while slow is busy it
+//           waits for memory, and its refusal after the header is the
+//           stream's last event.
 //
 // The cases run one after another (node --test --test-concurrency=1, and
 // one file): the 503 case and the abort case watch the same pool.
@@ -452,4 +459,80 @@ test('audio.transcriptions.create for a chat model is a NotFoundError', async ()
 		assert.match(e.message, /does not serve \/v1\/audio\/transcriptions/);
 		return true;
 	    });
+});
+
+test('loading progress: a stream that waits for a load, comment lines and all', async () => {
+	const t0 = Date.now();
+	const { data: stream, response } = await client.chat.completions
+	    .create({
+		model: 'loader',
+		messages: hello,
+		max_tokens: 4,
+		stream: true,
+		stream_options: { include_usage: true },
+	    })
+	    .withResponse();
+	// agency's own header, at once, long before the 1.5 s load is done.
+	const header = Date.now() - t0;
+	assert.ok(header < 1000, `the header came after ${header} ms`);
+	assert.equal(response.status, 200);
+	assert.equal(response.headers.get('x-accel-buffering'), 'no');
+	assert.match(response.headers.get('content-type'),
+	    /^text\/event-stream/);
+	const chunks = [];
+	for await (const c of stream)
+		chunks.push(c);
+	const total = Date.now() - t0;
+	assert.ok(total >= 1400, `the stream ended after ${total} ms`);
+	// The comment lines were skipped: only the model's chunks.
+	for (const c of chunks)
+		assert.equal(c.object, 'chat.completion.chunk');
+	const text = chunks.map((c) => c.choices[0]?.delta?.content ?? '')
+	    .join('');
+	assert.ok(text.length > 0, 'no text in the deltas');
+	assert.equal(chunks.at(-1).usage.completion_tokens, 4);
+	assert.equal((await model('loader')).state, 'ready');
+});
+
+test('loading progress: a refusal after the header is an APIError of the stream', async () => {
+	// slow busy (600M of the 1G budget): late (600M) waits for memory,
+	// 1 s at most.
+	const ac = new AbortController();
+	const busy = await client.chat.completions.create({
+		model: 'slow',
+		messages: hello,
+		max_tokens: 300,
+		stream: true,
+	}, { signal: ac.signal });
+	await busy[Symbol.asyncIterator]().next();
+	try {
+		const t0 = Date.now();
+		const stream = await client.chat.completions.create({
+			model: 'late',
+			messages: hello,
+			max_tokens: 2,
+			stream: true,
+		});
+		assert.ok(Date.now() - t0 < 900, 'no header before the refusal');
+		await assert.rejects(async () => {
+			for await (const c of stream)
+				assert.fail(`a chunk: ${JSON.stringify(c)}`);
+		}, (e) => {
+			assert.ok(e instanceof OpenAI.APIError,
+			    `${e.constructor.name}: ${e.message}`);
+			assert.equal(e.code, 'queue_timeout');
+			assert.equal(e.type, 'server_error');
+			assert.match(e.message,
+			    /^late: no turn within the queue timeout \(1s\)/);
+			return true;
+		});
+		assert.ok(Date.now() - t0 >= 900, 'refused before its timeout');
+		const l = await model('late');
+		assert.equal(l.queued, 0);
+		assert.equal(l.pid, null);
+	} finally {
+		ac.abort();
+	}
+	await waitFor(5000, async () => (await inProgress()) === 0,
+	    'requestsInProgress 0');
 });

@@ -23,7 +23,9 @@
  *   and the requests waiting, never more than the proxy's fds (the
  *   harness runs with 128);
  * - only a request the current proxy asked for and did not withdraw is
- *   granted or refused, and only once; hold ids are never reused;
+ *   granted or refused, and only once; hold ids are never reused; only
+ *   one that asked for it, and waits, is told what it waits for, and
+ *   a hold request with an unknown flag drops the proxy;
  * - a release of a hold the proxy has keeps it; a release of one it has
  *   not, a malformed frame, or a closed channel drops it, and then it
  *   has no holds left;
@@ -213,6 +215,8 @@ static struct {
 	size_t			 nseen;
 	uint64_t		 reqs[MAXREQS];	/* asked, not answered */
 	size_t			 nreqs;
+	uint64_t		 told[MAXREQS];	/* asked to be told waits */
+	size_t			 ntold;
 	struct proto_cancel	 cancels[MAXCANCELS];	/* sent to it */
 	size_t			 ncancels;
 	int			 in_dispatch;
@@ -358,11 +362,17 @@ f_log(void *ctx, int pri, const char *line)
 	log_drop(pri, line);
 }
 
+/* The request is answered, or withdrawn: it waits no more. */
 static int
 req_take(uint64_t reqid)
 {
 	size_t	i;
 
+	for (i = 0; i < w.ntold; i++)
+		if (w.told[i] == reqid) {
+			w.told[i] = w.told[--w.ntold];
+			break;
+		}
 	for (i = 0; i < w.nreqs; i++)
 		if (w.reqs[i] == reqid) {
 			w.reqs[i] = w.reqs[--w.nreqs];
@@ -403,6 +413,31 @@ f_refused(void *ctx, uint64_t reqid, int reason, int retry_after,
 	CHECK(reason >= REFUSE_NOT_LOADED && reason <= REFUSE_LAST);
 	CHECK(retry_after >= 0 && retry_after <= PROTO_RETRY_MAX);
 	model_pool_ops.refused(ctx, reqid, reason, retry_after, message);
+}
+
+static void
+f_waiting(void *ctx, uint64_t reqid, int wait, uint32_t ahead,
+    int64_t load_ms)
+{
+	size_t	i;
+	int	asked = 0, waits = 0;
+
+	if (verbose)
+		fprintf(stderr, "req %llu waits for %d, %u ahead\n",
+		    (unsigned long long)reqid, wait, ahead);
+	CHECK(w.d.proxy_up);
+	CHECK(!w.in_dispatch);		/* from a timer alone */
+	for (i = 0; i < w.ntold; i++)
+		if (w.told[i] == reqid)
+			asked = 1;
+	for (i = 0; i < w.nreqs; i++)
+		if (w.reqs[i] == reqid)
+			waits = 1;
+	CHECK(asked && waits);
+	CHECK(wait > WAIT_NONE && wait <= WAIT_LAST);
+	CHECK((wait == WAIT_LOAD) == (load_ms >= 0) && load_ms >= -1);
+	CHECK(ahead < MAXREQS);
+	model_pool_ops.waiting(ctx, reqid, wait, ahead, load_ms);
 }
 
 /* --- the proxy's side --- */
@@ -471,6 +506,9 @@ drain_proxy(void)
 					    imsg.data,
 					    sizeof(struct proto_cancel));
 			}
+			if (imsg_get_type(&imsg) == IMSG_HOLD_WAIT)
+				CHECK(imsg_get_len(&imsg) ==
+				    sizeof(struct proto_hold_wait));
 			if (imsg_get_type(&imsg) == IMSG_HOLD_GRANTV) {
 				CHECK(proto_grantv(imsg.data,
 				    imsg_get_len(&imsg), &g) == 0);
@@ -515,6 +553,7 @@ proxy_gone(void)
 	/* What the proxy was granted went with it. */
 	w.nholds = 0;
 	w.nreqs = 0;
+	w.ntold = 0;
 	w.ncancels = 0;
 	if (w.pfd != -1) {
 		imsg_clear(&w.pib);
@@ -800,6 +839,9 @@ payload(struct input *in, uint32_t type, void *buf, size_t size,
 		memset(&hr, 0, sizeof(hr));
 		hr.reqid = reqid(in);
 		name(in, hr.model, sizeof(hr.model));
+		/* progress asked, or not; now and then a flag nobody knows */
+		hr.flags = (shape & 0xf0) == 0xf0 ? shape :
+		    (shape >> 2) & PROTO_HOLD_PROGRESS;
 		memcpy(buf, &hr, len = sizeof(hr));
 		break;
 	case IMSG_HOLD_WITHDRAW:
@@ -920,6 +962,7 @@ step_proxy(struct input *in)
 	uint64_t		 relid = 0;
 	size_t			 len, i;
 	int			 release, held = 0, rfd, sent = -1;
+	int			 bad_flags = 0;
 
 	if (c >= 0xf0)
 		type = u8(in);		/* anything, known or not */
@@ -969,6 +1012,9 @@ step_proxy(struct input *in)
 		if (hr.reqid != 0 && PROTO_STROK(hr.model) &&
 		    w.nreqs < MAXREQS)
 			w.reqs[w.nreqs++] = hr.reqid;
+		if ((hr.flags & PROTO_HOLD_PROGRESS) && w.ntold < MAXREQS)
+			w.told[w.ntold++] = hr.reqid;
+		bad_flags = (hr.flags & ~PROTO_HOLD_FLAGS) != 0;
 	}
 	if (type == IMSG_HOLD_WITHDRAW && len == sizeof(struct proto_reqid)) {
 		struct proto_reqid	rq;
@@ -986,6 +1032,8 @@ step_proxy(struct input *in)
 		fprintf(stderr, "proxy dropped\n");
 	if (sent == 0)
 		CHECK(!w.d.proxy_up);	/* a forged report */
+	if (bad_flags)
+		CHECK(!w.d.proxy_up);
 	/* a load, unload or log request that is not one drops it */
 	if (type == IMSG_ADMIN && len == sizeof(struct proto_admin)) {
 		struct proto_admin	pa;
@@ -1477,6 +1525,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	fake_ops.log = f_log;
 	fake_ops.granted = f_granted;
 	fake_ops.refused = f_refused;
+	fake_ops.waiting = f_waiting;
 	return (0);
 }
 

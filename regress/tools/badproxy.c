@@ -14,6 +14,7 @@
  *   short     a hold request one byte short
  *   unknown   a message of a type agencyd does not know
  *   nostring  a hold request whose model name has no NUL
+ *   flags     a hold request with a flag agencyd does not know
  */
 #include <sys/types.h>
 
@@ -83,6 +84,10 @@ main(int argc, char *argv[])
 	} else if (strcmp(mode, "nostring") == 0) {
 		for (i = 0; i < (int)sizeof(r.model); i++)
 			r.model[i] = 'x';
+		imsg_compose(&ibuf, IMSG_HOLD_REQ, 0, 0, -1, &r, sizeof(r));
+	} else if (strcmp(mode, "flags") == 0) {
+		(void)strlcpy(r.model, "m", sizeof(r.model));
+		r.flags = PROTO_HOLD_PROGRESS | 0x80;
 		imsg_compose(&ibuf, IMSG_HOLD_REQ, 0, 0, -1, &r, sizeof(r));
 	} else
 		errx(2, "unknown mode %s", mode);

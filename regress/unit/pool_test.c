@@ -63,6 +63,14 @@ struct flog {
 	char		 line[PROTO_LOGLINE_MAX];
 };
 
+struct fwait {
+	uint64_t	 reqid;
+	int		 wait;
+	uint32_t	 ahead;
+	int64_t		 load_ms;
+	int64_t		 at;		/* the fake clock when told */
+};
+
 static struct fake {
 	struct pool		*p;
 	int64_t			 now;
@@ -81,6 +89,9 @@ static struct fake {
 	size_t			 nrefusals;
 	struct flog		 logs[NREC];
 	size_t			 nlogs;
+	struct fwait		 waits[NREC];
+	size_t			 nwaits;
+	int			 in_pool;	/* inside a call of the pool */
 	uint16_t		 busy_port;
 	struct mem_snapshot	 mem;
 	int			 sync_spawn;	/* answer from within spawn */
@@ -237,6 +248,23 @@ f_changed(void *ctx, const struct pool_plan *plan)
 	(void)plan;
 }
 
+static void
+f_waiting(void *ctx, uint64_t reqid, int wait, uint32_t ahead,
+    int64_t load_ms)
+{
+	struct fwait	*w;
+
+	(void)ctx;
+	ATF_REQUIRE_MSG(!F.in_pool, "told from within a call of the pool");
+	ATF_REQUIRE(F.nwaits < NREC);
+	w = &F.waits[F.nwaits++];
+	w->reqid = reqid;
+	w->wait = wait;
+	w->ahead = ahead;
+	w->load_ms = load_ms;
+	w->at = F.now;
+}
+
 static const struct pool_ops fops = {
 	.spawn = f_spawn,
 	.port_free = f_port_free,
@@ -251,6 +279,7 @@ static const struct pool_ops fops = {
 	.granted = f_granted,
 	.refused = f_refused,
 	.changed = f_changed,
+	.waiting = f_waiting,
 };
 
 static void
@@ -2863,6 +2892,209 @@ a_busy(int with_c)
 	advance(100);
 }
 
+/* pool_acquire_progress, with a check that it tells nothing from within. */
+static void
+acquire_told(const char *name, uint64_t reqid)
+{
+	F.in_pool = 1;
+	pool_acquire_progress(F.p, name, reqid, 7);
+	F.in_pool = 0;
+}
+
+/* The last telling of reqid, or NULL; n: how many it had. */
+static const struct fwait *
+told(uint64_t reqid, size_t *n)
+{
+	const struct fwait	*last = NULL;
+	size_t			 i, k = 0;
+
+	for (i = 0; i < F.nwaits; i++)
+		if (F.waits[i].reqid == reqid) {
+			last = &F.waits[i];
+			k++;
+		}
+	if (n != NULL)
+		*n = k;
+	return (last);
+}
+
+/*
+ * Progress: a request that waits is told at the next turn, not from
+ * within the call; one answered within the call never is.  A load is
+ * told with how long it has run, and a request that joins it later
+ * with the same load and one ahead.
+ */
+ATF_TC_WITHOUT_HEAD(progress_load);
+ATF_TC_BODY(progress_load, tc)
+{
+	const struct fwait	*w;
+	size_t			 n;
+
+	setup_with(0, 2 * GIB, 0);
+	model("a", 1, GIB);
+	model("big", 1, 3 * GIB);
+	model("r", 1, GIB);
+	bring_up("r", 50);
+	/* Granted, or refused, at once: never told. */
+	acquire_told("r", 1);
+	ATF_REQUIRE(granted(1) != -1);
+	acquire_told("big", 2);
+	ATF_REQUIRE(refused(2) != -1);
+	advance(0);
+	ATF_REQUIRE_EQ(F.nwaits, 0);
+	/* a loads (the reference pool: at once, nothing to wait for). */
+	acquire_told("a", 3);
+	ATF_REQUIRE_EQ(F.nwaits, 0);
+	advance(0);
+	ATF_REQUIRE_EQ(F.nwaits, 1);
+	ATF_REQUIRE_EQ(F.waits[0].reqid, 3);
+	ATF_REQUIRE_EQ(F.waits[0].wait, WAIT_LOAD);
+	ATF_REQUIRE_EQ(F.waits[0].ahead, 0);
+	ATF_REQUIRE_EQ(F.waits[0].load_ms, 0);
+	/* Nothing changes while it loads: nothing more is told. */
+	advance(1200);
+	ATF_REQUIRE_EQ(F.nwaits, 1);
+	acquire_told("a", 4);
+	pool_acquire(F.p, "a", 5, 7);		/* does not ask */
+	advance(0);
+	ATF_REQUIRE_EQ(F.nwaits, 2);
+	w = told(4, NULL);
+	ATF_REQUIRE(w != NULL);
+	ATF_REQUIRE_EQ(w->wait, WAIT_LOAD);
+	ATF_REQUIRE_EQ(w->ahead, 1);
+	ATF_REQUIRE_EQ(w->load_ms, 1200);
+	ATF_REQUIRE_EQ(told(5, NULL), NULL);
+	spawned(F.nspawns - 1, 100);
+	probed_last();
+	ATF_REQUIRE(granted(3) != -1 && granted(4) != -1 &&
+	    granted(5) != -1);
+	advance(10 * POOL_PROGRESS);
+	ATF_REQUIRE_EQ(F.nwaits, 2);
+	(void)told(3, &n);
+	ATF_REQUIRE_EQ(n, 1);
+	pool_free(F.p);
+}
+
+/*
+ * Progress of requests queued for slots: each told its place; as the
+ * ones ahead are served or leave, the rest are told again in one pass,
+ * at most every POOL_PROGRESS ms however often the queue moves.
+ */
+ATF_TC_WITHOUT_HEAD(progress_slots);
+ATF_TC_BODY(progress_slots, tc)
+{
+	size_t	 n;
+	int64_t	 t;
+
+	setup_sched(0, WINDOW, 0);
+	qmodel("a", 1, GIB, TMO, 1, 0);
+	bring_up("a", 100);
+	hold("a", 1, 7);
+	acquire_told("a", 2);
+	acquire_told("a", 3);
+	acquire_told("a", 4);
+	acquire_told("a", 5);
+	advance(0);
+	ATF_REQUIRE_EQ(F.nwaits, 4);
+	ATF_REQUIRE_EQ(told(2, NULL)->wait, WAIT_SLOT);
+	ATF_REQUIRE_EQ(told(2, NULL)->ahead, 0);
+	ATF_REQUIRE_EQ(told(5, NULL)->ahead, 3);
+	ATF_REQUIRE_EQ(told(5, NULL)->load_ms, -1);
+	/* 2 is served: the others are told at once, one fewer ahead. */
+	release(1);
+	ATF_REQUIRE(granted(2) != -1);
+	advance(0);
+	t = F.now;
+	ATF_REQUIRE_EQ(F.nwaits, 7);
+	ATF_REQUIRE_EQ(told(3, NULL)->ahead, 0);
+	ATF_REQUIRE_EQ(told(5, NULL)->ahead, 2);
+	/* 3 leaves and 4 is served within 50 ms: one telling for both,
+	 * POOL_PROGRESS after the last. */
+	advance(40);
+	ATF_REQUIRE_EQ(pool_withdraw(F.p, 3, 7), 1);
+	advance(10);
+	release(2);
+	ATF_REQUIRE(granted(4) != -1);
+	advance(POOL_PROGRESS - 51);
+	ATF_REQUIRE_EQ(F.nwaits, 7);
+	advance(1);
+	ATF_REQUIRE_EQ(F.nwaits, 8);
+	ATF_REQUIRE_EQ(told(5, &n)->ahead, 0);
+	ATF_REQUIRE_EQ(n, 3);
+	ATF_REQUIRE_EQ(F.waits[7].at - t, POOL_PROGRESS);
+	/* A new one is told at once, even within POOL_PROGRESS. */
+	advance(10);
+	acquire_told("a", 6);
+	advance(0);
+	ATF_REQUIRE_EQ(F.nwaits, 9);
+	ATF_REQUIRE_EQ(told(6, NULL)->ahead, 1);
+	/* Nothing changed: nothing told, nothing armed. */
+	advance(10 * POOL_PROGRESS);
+	ATF_REQUIRE_EQ(F.nwaits, 9);
+	release(4);
+	ATF_REQUIRE(granted(5) != -1);
+	advance(0);
+	ATF_REQUIRE_EQ(F.nwaits, 10);
+	ATF_REQUIRE_EQ(told(6, NULL)->ahead, 0);
+	pool_free(F.p);
+}
+
+/*
+ * Progress of a load that waits for memory: told so, then, once busy a
+ * drains and is stopped for it, that it loads.
+ */
+ATF_TC_WITHOUT_HEAD(progress_memory);
+ATF_TC_BODY(progress_memory, tc)
+{
+	a_busy(0);
+	acquire_told("b", 2);
+	acquire_told("b", 3);
+	advance(0);
+	ATF_REQUIRE_EQ(told(2, NULL)->wait, WAIT_MEMORY);
+	ATF_REQUIRE_EQ(told(2, NULL)->ahead, 0);
+	ATF_REQUIRE_EQ(told(3, NULL)->wait, WAIT_MEMORY);
+	ATF_REQUIRE_EQ(told(3, NULL)->ahead, 1);
+	advance(2000);
+	ATF_REQUIRE_EQ(F.nwaits, 2);
+	/* a drains: stopped for b, whose load begins. */
+	release(1);
+	ATF_REQUIRE_EQ(killed_with(100, SIGTERM), 1);
+	advance(0);
+	ATF_REQUIRE_EQ(F.nwaits, 4);
+	ATF_REQUIRE_EQ(told(2, NULL)->wait, WAIT_LOAD);
+	ATF_REQUIRE_EQ(told(2, NULL)->load_ms, 0);
+	ATF_REQUIRE_EQ(told(3, NULL)->wait, WAIT_LOAD);
+	ATF_REQUIRE_EQ(told(3, NULL)->ahead, 1);
+	swapped(100, 1, 200);
+	ATF_REQUIRE(granted(2) != -1 && granted(3) != -1);
+	advance(10 * POOL_PROGRESS);
+	ATF_REQUIRE_EQ(F.nwaits, 4);
+	pool_free(F.p);
+}
+
+/* Progress ends with the request however it ends: no telling after its
+ * answer, and no timer left once nobody asks. */
+ATF_TC_WITHOUT_HEAD(progress_ends);
+ATF_TC_BODY(progress_ends, tc)
+{
+	size_t	 i;
+
+	a_busy(0);
+	acquire_told("b", 2);
+	acquire_told("b", 3);
+	ATF_REQUIRE_EQ(pool_withdraw(F.p, 2, 7), 1);
+	advance(0);
+	ATF_REQUIRE_EQ(told(2, NULL), NULL);
+	ATF_REQUIRE_EQ(told(3, NULL)->ahead, 0);
+	pool_release_owner(F.p, 7);
+	ATF_REQUIRE_EQ(refused(3), -1);
+	advance(POOL_PROGRESS);
+	ATF_REQUIRE_EQ(F.nwaits, 1);
+	for (i = 0; i < NREC; i++)
+		ATF_REQUIRE(!F.timers[i].used);
+	pool_free(F.p);
+}
+
 /* Waiting for memory, first come first served. */
 ATF_TC_WITHOUT_HEAD(wait_for_memory_fifo);
 ATF_TC_BODY(wait_for_memory_fifo, tc)
@@ -3722,6 +3954,10 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, parallel_loads);
 	ATF_TP_ADD_TC(tp, explain_verdicts);
 	ATF_TP_ADD_TC(tp, set_limits);
+	ATF_TP_ADD_TC(tp, progress_load);
+	ATF_TP_ADD_TC(tp, progress_slots);
+	ATF_TP_ADD_TC(tp, progress_memory);
+	ATF_TP_ADD_TC(tp, progress_ends);
 
 	return (atf_no_error());
 }
