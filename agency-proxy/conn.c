@@ -20,6 +20,13 @@
  * Answers are written at once and only what the socket does not take is
  * kept.
  *
+ * A body of known length that does not come in one read is given room
+ * for all of it when its header is read, and read straight into place,
+ * no more than is left of it; its owner may then take the buffer it is
+ * in (conn_take_input) instead of copying it.  Its strings are noted as
+ * they come (scan.c's prescan_feed), while they are in the cache, for
+ * the scan of the whole body to take.
+ *
  * One request at a time: while a request runs (BUSY) the connection is
  * still read, to see the client leave (EOF or an error ends the request
  * through the owner's gone callback), but what it sends is only kept, up
@@ -56,7 +63,7 @@
  * its possible delimiters noted as it arrives (multipart.c's marks),
  * while its bytes are in the cache, for the scan at its end.
  *
- * Calls: h1.c, buf.c, multipart.c, state.c.
+ * Calls: h1.c, buf.c, scan.c, multipart.c, state.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>
@@ -81,6 +88,7 @@
 #define CONN_READ		(64 * 1024)	/* the shared read buffer */
 #define CONN_MARK_READ		(128 * 1024)	/* a read of a form's body, */
 #define CONN_MARK_PIECES	16		/* as many a turn at most */
+#define CONN_FIRST		(16 * 1024)	/* a request's first read */
 #define CONN_HEADER_MAX		(64 * 1024)	/* a request's header */
 #define CONN_PIPELINE_MAX	(64 * 1024)	/* kept while BUSY */
 #define CONN_LINGER_MS		2000		/* a lingering close, at most */
@@ -122,6 +130,10 @@ struct hconn {
 	int			 form;		/* a form of known length: */
 	struct mmarks		 marks;		/* its body's marks so far */
 	/* the running request */
+	size_t			 reqend;	/* in c->in, its end (0: it
+						 * is not in c->in) */
+	struct prescan		 pre;		/* of a body of known length */
+	int			 taken;		/* its owner took c->in */
 	struct hreq		 req;
 	void			(*gone)(void *);
 	void			(*drained)(void *);
@@ -419,14 +431,25 @@ in_limit(const struct hconn *c)
 	}
 }
 
+/* The strings of a body of known length that came so far (a form's are
+ * marked instead, form_mark). */
+static void
+in_prescan(struct hconn *c)
+{
+	if (c->state == CS_BODY && c->clen >= 0 && !c->form &&
+	    c->in.len > c->hdrlen)
+		prescan_feed(&c->pre, c->in.b + c->hdrlen,
+		    c->in.len - c->hdrlen);
+}
+
 static void
 conn_readcb(evutil_socket_t fd, short ev, void *arg)
 {
 	struct hconn	*c = arg;
 	ssize_t		 n;
-	size_t		 used, room;
+	size_t		 used, room, total;
 	char		*dst;
-	int		 pieces = 0;
+	int		 taken, pieces = 0;
 
 	(void)ev;
 	if (c->broken) {
@@ -447,26 +470,31 @@ conn_readcb(evutil_socket_t fd, short ev, void *arg)
 			conn_free(c);
 		return;
 	}
-	/* Read: into the shared buffer when nothing is pending. */
+	/*
+	 * Read: into the shared buffer when nothing is pending, no more
+	 * than a small request: of a long body, what came with its header
+	 * is copied into the room made for it, the rest read into place.
+	 */
  again:
 	if (c->in.len == 0 && (c->state == CS_HEADER)) {
 		dst = rbuf;
-		room = sizeof(rbuf);
+		room = CONN_FIRST;
+	} else if (c->state == CS_BODY && c->clen >= 0) {
+		/* all that is left of the body, in room made for it all */
+		total = c->hdrlen + (size_t)c->clen;
+		room = total - c->in.len;
+		if (buf_reserve(&c->in, room, 4096, total) == -1) {
+			conn_end(c);
+			return;
+		}
+		/* a form's, a piece at a time: marked while in the cache */
+		if (c->form && room > CONN_MARK_READ)
+			room = CONN_MARK_READ;
+		dst = c->in.b + c->in.len;
 	} else {
 		room = c->state == CS_BODY ? CONN_READ : 4096;
-		/*
-		 * A body of known length: room for all of it at once, and
-		 * no read past it, so that its buffer ends with it and can
-		 * be handed over whole (conn_keep_body).
-		 */
-		if (c->state == CS_BODY && c->clen >= 0 &&
-		    c->hdrlen + (size_t)c->clen > c->in.len)
-			room = c->hdrlen + (size_t)c->clen - c->in.len;
 		if (in_reserve(c, room, in_limit(c)) == -1)
 			room = c->in.cap - c->in.len;
-		/* a form's, a piece at a time: marked while in the cache */
-		if (c->state == CS_BODY && c->form && room > CONN_MARK_READ)
-			room = CONN_MARK_READ;
 		if (room == 0 && c->state == CS_BUSY) {
 			/* pipelined up to the limit: read on after it */
 			event_del(&c->rev);
@@ -510,17 +538,23 @@ conn_readcb(evutil_socket_t fd, short ev, void *arg)
 				return;
 			}
 			if (used < (size_t)n) {
-				if (in_reserve(c, n - used, in_limit(c)) == -1) {
+				/* a body of known length: room for all of it */
+				total = c->state == CS_BODY && c->clen >= 0 ?
+				    c->hdrlen + (size_t)c->clen : n - used;
+				if (buf_reserve(&c->in, total, total < 4096 ?
+				    4096 : total, in_limit(c)) == -1) {
 					conn_end(c);
 					return;
 				}
 				memcpy(c->in.b, rbuf + used, n - used);
 				c->in.len = n - used;
+				in_prescan(c);
 				form_mark(c);
 			}
 			return;
 		}
 		c->in.len += n;
+		in_prescan(c);
 		form_mark(c);
 		/* a form's next piece now, while the socket has one */
 		if (c->state == CS_BODY && c->form && (size_t)n == room &&
@@ -535,6 +569,8 @@ conn_readcb(evutil_socket_t fd, short ev, void *arg)
 	c->inproc = 1;
 	used = conn_consume(c, c->in.b, c->in.len);
 	c->inproc = 0;
+	taken = c->taken;
+	c->taken = 0;
 	if (c->dead) {
 		conn_free(c);
 		return;
@@ -545,8 +581,8 @@ conn_readcb(evutil_socket_t fd, short ev, void *arg)
 			conn_linger(c);
 		return;
 	}
-	if (used > 0 && c->in.b == NULL) {
-		/* conn_keep_body took the input, which held one request */
+	if (taken) {
+		/* the request has the buffer, and nothing followed it */
 	} else if (used > 0) {
 		/* state may have moved: CS_BODY keeps offsets from 0 */
 		memmove(c->in.b, c->in.b + used, c->in.len - used);
@@ -644,6 +680,7 @@ conn_consume(struct hconn *c, char *buf, size_t len)
 				return (len);
 			}
 			c->hdrlen = r;
+			prescan_clear(&c->pre);
 			if (m.chunked) {
 				c->clen = -1;
 				h1_chunked_init(&c->ch);
@@ -732,42 +769,39 @@ conn_consume(struct hconn *c, char *buf, size_t len)
 		c->req.head = m.methodlen == 4 &&
 		    memcmp(m.method, "HEAD", 4) == 0;
 		used += total;
+		/* the request's owner may take c->in if it is all its own */
+		c->reqend = buf == c->in.b && used == c->in.len ? used : 0;
+		/* the notes are of c->in's bytes */
+		c->req.pre = buf == c->in.b && c->clen >= 0 ? &c->pre : NULL;
 		handler->request(&c->req, &m, body, datalen);
-		if (c->dead)
+		c->req.pre = NULL;
+		prescan_clear(&c->pre);
+		c->reqend = 0;
+		if (c->dead || c->taken)
 			return (len);
 	}
 	return (used);
 }
 
 /*
- * The body of the request being handed up (body, len bytes), for its
- * handler to keep past its return: the connection's input buffer itself
- * when the body is in it and the request ends it, so that a large body
- * is never copied; otherwise a copy.  *base is what to free(3) after;
- * NULL when memory is short.
+ * For the owner of the request being handed up: the buffer its header
+ * and body are in, the owner's from now on (to free); the body stays
+ * where it is.  NULL when the request is not alone in a buffer of the
+ * connection's (it came in one read, or with more after it): then the
+ * owner copies what it keeps.
  */
 char *
-conn_keep_body(struct hconn *c, const char *body, size_t len, char **base)
+conn_take_input(struct hconn *c)
 {
-	const char	*start, *end;
+	char	*b;
 
-	*base = NULL;
-	if (c->in.b != NULL && body >= c->in.b &&
-	    body + len <= c->in.b + c->in.len) {
-		start = body - c->hdrlen;
-		end = start + (c->clen >= 0 ? c->hdrlen + (size_t)c->clen :
-		    c->rawpos);
-		if (start == c->in.b && end == c->in.b + c->in.len) {
-			*base = c->in.b;
-			c->in.b = NULL;
-			c->in.len = c->in.cap = 0;
-			return (*base + (body - start));
-		}
-	}
-	if ((*base = malloc(len > 0 ? len : 1)) == NULL)
+	if (c->reqend == 0 || c->taken)
 		return (NULL);
-	memcpy(*base, body, len);
-	return (*base);
+	b = c->in.b;
+	c->in.b = NULL;
+	c->in.len = c->in.cap = 0;
+	c->taken = 1;
+	return (b);
 }
 
 /*
@@ -970,6 +1004,7 @@ conn_free(struct hconn *c)
 	stats.open--;
 	buf_release(&c->in, 0);
 	buf_release(&c->out, 0);
+	prescan_clear(&c->pre);
 	multipart_marks_free(&c->marks);
 	free(c);
 }

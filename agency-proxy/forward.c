@@ -11,7 +11,9 @@
  * dispatch.c (forward_grant, forward_refuse, forward_status_*).
  *
  * The upstream side is HTTP/1.1 of our own (h1.c parses the answers): a
- * request goes out in one write; an upstream connection keeps its read
+ * request goes out in one write, its header and its body's bytes from
+ * where they are (the client's as read, the pieces of a splice, or
+ * json-c's text), never copied into one buffer; an upstream connection keeps its read
  * event added for its whole life, idle or not, so a closed idle
  * connection is seen and dropped, and a request costs no epoll_ctl.  The
  * answer is passed on piece by piece as it is read: header and body of
@@ -37,8 +39,8 @@
  * upstream error or an answer that is no stream, a timeout, a cancel)
  * is the stream's last event, an error in the OpenAI shape.
  *
- * Calls: answer.c, metrics.c, conn.c, parent.c, rules.c, routes.c,
- * multipart.c, h1.c, buf.c, state.c.
+ * Calls: answer.c, metrics.c, conn.c, parent.c, splice.c, rules.c,
+ * routes.c, multipart.c, h1.c, buf.c, state.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>
@@ -105,12 +107,12 @@ struct upconn {
 	int			 reused;	/* served an answer before */
 	int			 paused;	/* rev deleted: client is slow */
 	int			 inidle;	/* on the idle list */
-	/* the request's unwritten part: its header's rest (a copy, out),
-	 * then its body's pieces (the request's own, not copied) */
-	char			*out;
-	struct iovec		 iov[1 + MULTIPART_PIECES];
-	int			 niov;
-	int			 iovi;		/* the next to write */
+	/* the request's unwritten part: the header's copied, the body's
+	 * where it is (the request's, which outlives the writing) */
+	struct iovec		 iov[SPLICE_PIECES + 1];
+	int			 iovn;		/* 0: none */
+	int			 iovi;		/* the next one */
+	char			*out;		/* the header's */
 	char			*in;		/* an answer's partial header */
 	size_t			 inlen;
 	/* the answer being read */
@@ -140,15 +142,12 @@ struct preq {
 	int			 stops;
 	int			 kindof;	/* enum model_kind */
 	int64_t			 cap;
-	json_object		*json;		/* NULL: fast */
-	char			*raw;		/* the body's bytes, if plain */
+	json_object		*json;		/* the tree, if not fast */
+	char			*raw;		/* the body's bytes, if kept */
 	size_t			 rawlen;
-	char			*rawbase;	/* what raw is in, to free */
-	int			 fast;		/* no tree: what scan noted */
-	int			 has_model;
-	char			 bmodel[AGENCY_NAME_MAX];
-	int64_t			 max_tokens;
-	int64_t			 max_completion_tokens;
+	char			*rawmem;	/* what raw is in, to free */
+	struct splice		*sp;		/* fast: the pieces of raw */
+	int			 spliced;	/* send sp's pieces, not raw */
 	int			 family;	/* enum route_family: errors */
 	int			 form;		/* a multipart form, read into: */
 	struct mform		 mf;
@@ -236,7 +235,7 @@ static void		 upstream_fail(struct preq *, const char *);
 static void		 upstream_readcb(evutil_socket_t, short, void *);
 static void		 upstream_writecb(evutil_socket_t, short, void *);
 static void		 uc_free(struct upconn *);
-static int		 uc_pending(const struct upconn *);
+static void		 body_drop(struct preq *);
 static void		 timer_arm(struct preq *);
 static void		 timer_cb(evutil_socket_t, short, void *);
 static void		 usage_scan(struct preq *, const char *, size_t);
@@ -382,7 +381,8 @@ preq_end(struct preq *p)
 	TAILQ_REMOVE(&preqs, p, entry);
 	evtimer_del(&p->timer);
 	json_object_put(p->json);
-	free(p->rawbase);
+	free(p->rawmem);
+	free(p->sp);
 	json_object_put(p->models);
 	if (p->hdrs != p->hbuf)
 		free(p->hdrs);
@@ -402,6 +402,24 @@ release(struct preq *p)
 	memset(&ph, 0, sizeof(ph));
 	ph.holdid = p->holdid;
 	parent_send(IMSG_HOLD_RELEASE, &ph, sizeof(ph));
+}
+
+/*
+ * The request's body, no longer needed once it cannot be sent again:
+ * the client left, or the answer began (no retry then).  Not while the
+ * upstream connection still writes from it.
+ */
+static void
+body_drop(struct preq *p)
+{
+	if (p->uc != NULL && p->uc->iovn > 0)
+		return;
+	json_object_put(p->json);
+	p->json = NULL;
+	free(p->rawmem);
+	p->rawmem = p->raw = NULL;
+	free(p->sp);
+	p->sp = NULL;
 }
 
 /* Answer the client with a Retry-After of seconds (0: none), unless it
@@ -553,14 +571,8 @@ client_gone(void *arg)
 		log_debug("request %llu: client left, draining %s",
 		    (unsigned long long)p->reqid, p->label);
 		p->state = ST_DRAIN;
-		/* nothing is sent again now: the body is not kept, once
-		 * what the model still reads of it is out */
-		if (p->uc == NULL || !uc_pending(p->uc)) {
-			free(p->rawbase);
-			p->raw = p->rawbase = NULL;
-			json_object_put(p->json);
-			p->json = NULL;
-		}
+		/* nothing is sent again now: the body is not kept */
+		body_drop(p);
 		if (p->uc != NULL && p->uc->paused) {
 			p->uc->paused = 0;
 			event_add(&p->uc->rev, NULL);
@@ -622,20 +634,30 @@ keep_headers(struct preq *p, const struct h1_msg *m)
 	return (0);
 }
 
-/* Ask for the hold of a request that is set up; 0, or -1 when it ended. */
+/*
+ * Ask for the hold of a request that is set up; 0, or -1 when it ended.
+ * Its bytes (raw), when they may go on as they are or as pieces (sp, the
+ * splice of a fast-path body), are taken from the connection where they
+ * can be, else copied.
+ */
 static int
-hold_ask(struct preq *p, const struct pmodel *m, const char *raw,
-    size_t rawlen, const struct h1_msg *hm)
+hold_ask(struct preq *p, const struct pmodel *m, char *raw, size_t rawlen,
+    const struct splice *sp, const struct h1_msg *hm)
 {
 	struct proto_hold_req	 hr;
 
 	p->state = ST_HOLD;
-	/* kept, to be sent as they are if the grant changes nothing:
-	 * the connection's buffer itself when it can be had */
-	if (raw != NULL && rawlen > 0 && (p->raw = conn_keep_body(p->r->conn,
-	    raw, rawlen, &p->rawbase)) != NULL)
+	if (raw != NULL) {
+		if ((p->rawmem = conn_take_input(p->r->conn)) != NULL)
+			p->raw = raw;
+		else if ((p->rawmem = p->raw = malloc(rawlen > 0 ? rawlen :
+		    1)) != NULL)
+			memcpy(p->raw, raw, rawlen);
 		p->rawlen = rawlen;
-	if ((raw != NULL && rawlen > 0 && p->raw == NULL) ||
+	}
+	if (sp != NULL && (p->sp = malloc(sizeof(*sp))) != NULL)
+		memcpy(p->sp, sp, sizeof(*sp));
+	if ((raw != NULL && p->raw == NULL) || (sp != NULL && p->sp == NULL) ||
 	    keep_headers(p, hm) == -1) {
 		reply_error(p, 500, "internal_error", "Out of memory.");
 		preq_end(p);
@@ -650,18 +672,18 @@ hold_ask(struct preq *p, const struct pmodel *m, const char *raw,
 }
 
 /*
- * A model request: its body a tree the rules made (body), or bytes to
- * send as they are (raw): a fast-path body (rs, the scan's notes) or a
- * form (mf, read with boundary).
+ * A model request that the rules took: its tree (body), or for the fast
+ * path the splice of its bytes (sp, and whether it is a stream), or a
+ * form (mf, read with boundary); and its bytes (raw), when they may go
+ * on as they are or as pieces.  Takes body.
  */
 void
 forward_start(struct hreq *r, const struct pmodel *m, json_object *body,
-    const struct rscan *rs, const struct mform *mf, const char *boundary,
-    const char *raw, size_t rawlen, const char *path, const char *target,
-    const struct h1_msg *hm)
+    const struct splice *sp, int stream, const struct mform *mf,
+    const char *boundary, char *raw, size_t rawlen, const char *path,
+    const char *target, const struct h1_msg *hm)
 {
 	struct preq		*p;
-	int			 stream;
 
 	if ((p = preq_new(r, PREQ_MODEL, path)) == NULL) {
 		json_object_put(body);
@@ -678,15 +700,7 @@ forward_start(struct hreq *r, const struct pmodel *m, json_object *body,
 		p->mf = *mf;
 		(void)strlcpy(p->boundary, boundary, sizeof(p->boundary));
 		stream = mf->stream;
-	} else if (rs != NULL) {
-		/* the fast path: the scan's notes stand in for the tree */
-		p->fast = 1;
-		p->has_model = rs->has_model;
-		(void)strlcpy(p->bmodel, rs->model, sizeof(p->bmodel));
-		p->max_tokens = rs->max_tokens;
-		p->max_completion_tokens = rs->max_completion_tokens;
-		stream = rs->stream;
-	} else
+	} else if (sp == NULL)		/* else the scan's, stream */
 		stream = rules_stream(body);
 	p->stops = rules_stops_stream(m->rt, stream);
 	/* its comment lines: only where a stream is awaited */
@@ -694,8 +708,9 @@ forward_start(struct hreq *r, const struct pmodel *m, json_object *body,
 	    tick_cb, p) == 0)
 		p->progress = 1;
 	p->kindof = m->rt->kind;
-	p->cap = rules_cap(m);
-	(void)hold_ask(p, m, raw, rawlen, hm);
+	/* none on a route without the fields, which the splice would add */
+	p->cap = routes_find(path)->cap[0] != NULL ? rules_cap(m) : 0;
+	(void)hold_ask(p, m, raw, rawlen, sp, hm);
 }
 
 /* Whether a passed-through body asks for a stream, if it is JSON. */
@@ -704,18 +719,16 @@ pass_stream(const char *body, size_t len)
 {
 	struct rscan	 rs;
 	struct rerr	 e;
-	json_object	*obj, *v;
+	json_object	*obj;
 	int		 stream;
 
 	if (len == 0)
 		return (0);
-	if (rules_fast(body, len, &rs))
+	if (rules_fast(body, len, NULL, &rs))
 		return (rs.stream);
 	if ((obj = rules_parse(body, len, &e)) == NULL)
 		return (0);
-	stream = json_object_object_get_ex(obj, "stream", &v) &&
-	    json_object_is_type(v, json_type_boolean) &&
-	    json_object_get_boolean(v);
+	stream = rules_stream(obj);
 	json_object_put(obj);
 	return (stream);
 }
@@ -727,7 +740,7 @@ pass_stream(const char *body, size_t len)
  */
 void
 forward_pass(struct hreq *r, const struct pmodel *m, const char *method,
-    const char *rest, size_t prefixlen, const char *path, const char *body,
+    const char *rest, size_t prefixlen, const char *path, char *body,
     size_t len, const struct h1_msg *hm)
 {
 	struct preq	*p;
@@ -746,28 +759,41 @@ forward_pass(struct hreq *r, const struct pmodel *m, const char *method,
 	p->family = FAMILY_OPENAI;
 	p->stops = rules_stops_stream(m->rt, pass_stream(body, len));
 	p->kindof = m->rt->kind;
-	(void)hold_ask(p, m, body, len, hm);
+	(void)hold_ask(p, m, body, len, NULL, hm);
 }
 
 /*
- * A fast-path body at its grant: as it is, unless the rewrite changes
- * it; then it is parsed now, once, and goes the way of the others.
- * Returns 0 if the request ended.
+ * A fast-path body at its grant: the model name sent upstream and the
+ * cap, on its pieces; sent as it came if neither they nor the rules
+ * changed it.  When the pieces have no room for the name (a long one,
+ * escaped), the body as the rules left it is parsed after all, and goes
+ * the tree's way.  Returns 0 if the request ended.
  */
 static int
 fast_rewrite(struct preq *p, const char *upstream)
 {
-	struct rscan	 rs;
+	struct iovec	 iov[SPLICE_PIECES];
 	struct rerr	 e;
+	size_t		 n, i, len, off;
+	char		*b;
+	int		 c;
 
-	memset(&rs, 0, sizeof(rs));
-	rs.has_model = p->has_model;
-	(void)strlcpy(rs.model, p->bmodel, sizeof(rs.model));
-	rs.max_tokens = p->max_tokens;
-	rs.max_completion_tokens = p->max_completion_tokens;
-	if (!rules_rewrite_needed(&rs, upstream, p->cap, p->kindof, p->path))
+	if ((c = splice_rewrite(p->sp, p->raw, upstream, p->cap,
+	    p->kindof)) != -1) {
+		p->spliced = c == 1 || p->sp->changed;
 		return (1);
-	if ((p->json = rules_parse(p->raw, p->rawlen, &e)) == NULL) {
+	}
+	n = splice_iov(p->sp, p->raw, iov, SPLICE_PIECES, &len);
+	if ((b = malloc(len)) == NULL) {
+		reply_error(p, 500, "internal_error", "Out of memory.");
+		preq_end(p);
+		return (0);
+	}
+	for (i = 0, off = 0; i < n; off += iov[i++].iov_len)
+		memcpy(b + off, iov[i].iov_base, iov[i].iov_len);
+	p->json = rules_parse(b, len, &e);
+	free(b);
+	if (p->json == NULL) {
 		/* the scan took what json-c refuses: never, by the fuzzer */
 		log_warnx("request %llu: %s", (unsigned long long)p->reqid,
 		    e.message);
@@ -775,6 +801,11 @@ fast_rewrite(struct preq *p, const char *upstream)
 		preq_end(p);
 		return (0);
 	}
+	(void)rules_rewrite(p->json, upstream, p->cap, p->kindof, p->path);
+	free(p->rawmem);
+	p->rawmem = p->raw = NULL;
+	free(p->sp);
+	p->sp = NULL;
 	return (1);
 }
 
@@ -800,12 +831,13 @@ forward_grant(const struct proto_hold_grant *g)
 	hold_waited(p, MW_GRANTED, 0);
 	(void)strlcpy(p->label, g->label, sizeof(p->label));
 	(void)strlcpy(p->upstream, g->upstream, sizeof(p->upstream));
-	if (p->fast && !fast_rewrite(p, g->upstream))
-		return;
-	if (p->json != NULL &&
+	if (p->sp != NULL) {
+		if (!fast_rewrite(p, g->upstream))
+			return;
+	} else if (p->json != NULL &&
 	    rules_rewrite(p->json, g->upstream, p->cap, p->kindof, p->path)) {
-		free(p->rawbase);
-		p->raw = p->rawbase = NULL;
+		free(p->rawmem);
+		p->rawmem = p->raw = NULL;
 	}
 	p->state = ST_FORWARD;
 	upstream_forward(p);
@@ -1181,51 +1213,59 @@ uc_free(struct upconn *uc)
 	free(uc);
 }
 
-/* Whether a request is still going out on uc. */
-static int
-uc_pending(const struct upconn *uc)
+/* Past n bytes of uc's unwritten pieces. */
+static void
+uc_advance(struct upconn *uc, size_t n)
 {
-	return (uc->iovi < uc->niov);
+	struct iovec	*v;
+
+	while (uc->iovi < uc->iovn) {
+		v = &uc->iov[uc->iovi];
+		if (n < v->iov_len) {
+			v->iov_base = (char *)v->iov_base + n;
+			v->iov_len -= n;
+			return;
+		}
+		n -= v->iov_len;
+		uc->iovi++;
+	}
+	free(uc->out);
+	uc->out = NULL;
+	uc->iovn = uc->iovi = 0;
 }
 
 /*
- * Write what the socket takes of the request, v[0] its header (in the
- * shared output buffer) and the rest its body's pieces; keep the rest:
- * the header's in a copy, the body's pieces as they are, the request's
- * to keep until it ends.
+ * Write what the socket takes of the request, its pieces in one
+ * writev; keep the rest for upstream_writecb: the header (the first
+ * piece, in the output buffer that the next request takes) as a copy,
+ * the body's pieces where they are.
  */
 static int
-uc_sendv(struct upconn *uc, const struct iovec *v, int n)
+uc_send(struct upconn *uc, const struct iovec *iov, int n)
 {
 	ssize_t	 w = 0;
-	size_t	 left;
-	char	*base;
 	int	 i;
 
+	for (i = 0; i < n; i++)
+		uc->iov[i] = iov[i];
+	uc->iovn = n;
+	uc->iovi = 0;
 	if (!uc->connecting) {
-		if ((w = writev(uc->fd, v, n)) == -1) {
+		if ((w = writev(uc->fd, uc->iov, n)) == -1) {
 			if (errno != EAGAIN && errno != EINTR)
 				return (-1);
 			w = 0;
 		}
+		uc_advance(uc, (size_t)w);
+		if (uc->iovn == 0)
+			return (0);
 	}
-	for (i = 0; i < n && (size_t)w >= v[i].iov_len; i++)
-		w -= v[i].iov_len;
-	uc->niov = uc->iovi = 0;
-	if (i == n)
-		return (0);
-	for (; i < n; i++, w = 0) {
-		base = (char *)v[i].iov_base + w;
-		left = v[i].iov_len - w;
-		if (i == 0) {
-			free(uc->out);
-			if ((uc->out = malloc(left)) == NULL)
-				return (-1);
-			memcpy(uc->out, base, left);
-			base = uc->out;
-		}
-		uc->iov[uc->niov].iov_base = base;
-		uc->iov[uc->niov++].iov_len = left;
+	if (uc->iovi == 0) {
+		free(uc->out);
+		if ((uc->out = malloc(uc->iov[0].iov_len)) == NULL)
+			return (-1);
+		memcpy(uc->out, uc->iov[0].iov_base, uc->iov[0].iov_len);
+		uc->iov[0].iov_base = uc->out;
 	}
 	if (!uc->connecting)
 		event_add(&uc->wev, NULL);
@@ -1236,11 +1276,11 @@ static void
 upstream_forward(struct preq *p)
 {
 	struct upconn	*uc;
-	const char	*err = NULL;
+	struct iovec	 iov[SPLICE_PIECES + 1];
+	struct mpiece	 v[MULTIPART_PIECES];
+	const char	*s, *err = NULL;
 	size_t		 len, i, n;
 	char		 msg[PROTO_MSG_MAX];
-	struct mpiece	 v[MULTIPART_PIECES];
-	struct iovec	 iov[1 + MULTIPART_PIECES];
 
 	if ((uc = pool_get(p->port, &err)) == NULL) {
 		(void)snprintf(msg, sizeof(msg), "%.300s: %s (127.0.0.1:%u)",
@@ -1257,29 +1297,40 @@ upstream_forward(struct preq *p)
 	uc->keepalive = 0;
 	uc->left = -1;
 
-	n = 1;
-	if (p->raw != NULL || p->json == NULL) {
-		v[0].p = p->raw != NULL ? p->raw : "";
-		v[0].len = p->rawlen;
+	/* the body: its pieces, its bytes, or json-c's text of the tree */
+	n = 2;
+	if (p->spliced)
+		n = 1 + splice_iov(p->sp, p->raw, iov + 1, SPLICE_PIECES,
+		    &len);
+	else if (p->raw != NULL || p->json == NULL) {
+		iov[1].iov_base = p->raw;
+		iov[1].iov_len = len = p->rawlen;
 	} else {
-		v[0].p = json_object_to_json_string_ext(p->json,
+		s = json_object_to_json_string_ext(p->json,
 		    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-		v[0].len = strlen(v[0].p);
+		iov[1].iov_base = (void *)(uintptr_t)s;
+		iov[1].iov_len = len = strlen(s);
 	}
 	/* a form's model, by the rule of a JSON body's: the grant's */
 	if (p->form && p->upstream[0] != '\0' && (!p->mf.has_model ||
 	    p->mf.model_len != strlen(p->upstream) ||
 	    memcmp(p->raw + p->mf.model_off, p->upstream,
-	    p->mf.model_len) != 0) &&
-	    (n = multipart_splice(p->raw, p->rawlen, &p->mf, p->boundary,
-	    p->upstream, p->formhead, sizeof(p->formhead), v)) == 0) {
-		reply_error(p, 500, "internal_error", "The model's upstream "
-		    "name cannot be a form's value.");
-		preq_end(p);
-		return;
+	    p->mf.model_len) != 0)) {
+		if ((n = multipart_splice(p->raw, p->rawlen, &p->mf,
+		    p->boundary, p->upstream, p->formhead, sizeof(p->formhead),
+		    v)) == 0) {
+			reply_error(p, 500, "internal_error", "The model's "
+			    "upstream name cannot be a form's value.");
+			preq_end(p);
+			return;
+		}
+		for (len = 0, i = 0; i < n; i++) {
+			iov[i + 1].iov_base = (void *)(uintptr_t)v[i].p;
+			iov[i + 1].iov_len = v[i].len;
+			len += v[i].len;
+		}
+		n++;
 	}
-	for (len = 0, i = 0; i < n; i++)
-		len += v[i].len;
 	o_reset();
 	o_str(p->method);
 	o_add(" ", 1);
@@ -1301,15 +1352,13 @@ upstream_forward(struct preq *p)
 	/* the header, then the body from where it is: one writev */
 	iov[0].iov_base = ob.b;
 	iov[0].iov_len = ob.len;
-	for (i = 0; i < n; i++) {
-		iov[i + 1].iov_base = (void *)(uintptr_t)v[i].p;
-		iov[i + 1].iov_len = v[i].len;
-	}
 	timer_arm(p);
-	if (uc_sendv(uc, iov, (int)n + 1) == -1) {
+	if (uc_send(uc, iov, (int)n) == -1) {
+		o_reset();
 		upstream_fail(p, "connection failed");
 		return;
 	}
+	o_reset();
 	log_debug("request %llu: %s %s to %s on port %u",
 	    (unsigned long long)p->reqid, p->method, p->uri, p->label,
 	    p->port);
@@ -1339,8 +1388,8 @@ upstream_writecb(evutil_socket_t fd, short ev, void *arg)
 			return;
 		}
 	}
-	while (uc_pending(uc)) {
-		n = writev(fd, uc->iov + uc->iovi, uc->niov - uc->iovi);
+	if (uc->iovn > 0) {
+		n = writev(fd, uc->iov + uc->iovi, uc->iovn - uc->iovi);
 		if (n == -1) {
 			if (errno == EAGAIN || errno == EINTR)
 				return;
@@ -1350,21 +1399,13 @@ upstream_writecb(evutil_socket_t fd, short ev, void *arg)
 				uc_free(uc);
 			return;
 		}
-		for (; n > 0 && uc_pending(uc); uc->iovi++) {
-			if ((size_t)n < uc->iov[uc->iovi].iov_len) {
-				uc->iov[uc->iovi].iov_base =
-				    (char *)uc->iov[uc->iovi].iov_base + n;
-				uc->iov[uc->iovi].iov_len -= n;
-				break;
-			}
-			n -= uc->iov[uc->iovi].iov_len;
-		}
-		if (uc_pending(uc))
-			return;		/* the socket is full: wait */
+		uc_advance(uc, (size_t)n);
+		if (uc->iovn > 0)
+			return;
+		/* all out; if the answer began, the body is done with */
+		if (p != NULL && uc->got)
+			body_drop(p);
 	}
-	free(uc->out);
-	uc->out = NULL;
-	uc->niov = uc->iovi = 0;
 	event_del(&uc->wev);
 }
 
@@ -1522,7 +1563,7 @@ upstream_done(struct preq *p, int reusable)
 	/* not one whose request is still going out, or whose answer came
 	 * before all of it: what is left would start the next request */
 	if (reusable && uc->keepalive && !uc->paused && !uc->connecting &&
-	    !uc_pending(uc)) {
+	    uc->iovn == 0) {
 		free(uc->in);
 		uc->in = NULL;
 		uc->inlen = 0;
@@ -1690,7 +1731,11 @@ upstream_readcb(evutil_socket_t fd, short ev, void *arg)
 		    "connection closed");
 		return;
 	}
-	uc->got = 1;
+	if (!uc->got) {
+		/* no retry once the answer began: the body is done with */
+		uc->got = 1;
+		body_drop(p);
+	}
 	timer_arm(p);
 	o_reset();
 	if (uc->inlen > 0) {

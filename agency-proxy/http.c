@@ -123,7 +123,7 @@ http_swap_listeners(struct pconf *old, struct pconf *new)
 void
 http_decide(const struct pconf *conf, int cmd, const char *path,
     const struct http_hdrs *hh, const char *body, size_t len,
-    struct http_decision *dc)
+    const struct prescan *pre, struct http_decision *dc)
 {
 	json_object	*obj;
 	struct pmodel	*m;
@@ -222,11 +222,12 @@ http_decide(const struct pconf *conf, int cmd, const char *path,
 		return;
 	}
 	/*
-	 * The fast path (scan.c): a body that needs no tree for the rules
-	 * to be applied is only scanned.  What it cannot settle, it leaves
-	 * to json-c below, every error included.
+	 * The fast path (scan.c, splice.c): a body that needs no tree for
+	 * the rules to be applied is only scanned, and what they change is
+	 * spliced.  What it cannot settle, it leaves to json-c below.
 	 */
-	if (http_fastpath && rules_fast(body, len, &dc->scan)) {
+	if (http_fastpath && rules_fast_route(path) &&
+	    rules_fast(body, len, pre, &dc->scan)) {
 		if (rules_pick_name(conf, dc->scan.has_model ?
 		    dc->scan.model : NULL, &m, &dc->e) == -1) {
 			dc->action = HTTP_ERROR;
@@ -238,12 +239,19 @@ http_decide(const struct pconf *conf, int cmd, const char *path,
 			return;
 		}
 		scanned = 1;
-		if (rules_fast_ok(m->rt, path, &dc->scan)) {
+		switch (splice_rules(m->rt, &dc->scan, &dc->splice, &dc->e)) {
+		case -1:
+			dc->action = HTTP_ERROR;
+			dc->model = m;		/* refused for this model */
+			return;
+		case 0:
 			dc->action = HTTP_HOLD;
 			dc->model = m;
-			dc->plain = 1;
+			dc->plain = !dc->splice.changed;
 			dc->fast = 1;
 			return;
+		default:
+			break;
 		}
 		memset(&dc->scan, 0, sizeof(dc->scan));
 	}
@@ -680,7 +688,7 @@ http_request(struct hreq *r, const struct h1_msg *m, char *body,
 	hh.marks = conn_body_marks(r->conn);
 	hh.query = (q = strchr(target, '?')) != NULL ? q + 1 : NULL;
 	http_decide(px->conf, cmd, path, &hh, len > 0 ? body : NULL, len,
-	    &dc);
+	    r->pre, &dc);
 	last = field(m, "Last-Event-ID", lastid, sizeof(lastid));
 	switch (dc.action) {
 	case HTTP_HEALTH:
@@ -726,9 +734,9 @@ http_request(struct hreq *r, const struct h1_msg *m, char *body,
 		break;
 	case HTTP_HOLD:
 		/* takes body */
-		forward_start(r, dc.model, dc.body, dc.fast ? &dc.scan : NULL,
-		    dc.form ? &dc.mf : NULL, dc.boundary,
-		    dc.plain ? body : NULL, len, path, target, m);
+		forward_start(r, dc.model, dc.body, dc.fast ? &dc.splice :
+		    NULL, dc.scan.stream, dc.form ? &dc.mf : NULL, dc.boundary,
+		    dc.plain || dc.fast ? body : NULL, len, path, target, m);
 		break;
 	case HTTP_PASS:
 		/* the body of any method that has one */

@@ -84,6 +84,8 @@ struct hconn;
 /* The request a client connection runs (conn.c), for its answer. */
 struct hreq {
 	struct hconn	*conn;
+	const struct prescan *pre;	/* what conn.c noted of its body as
+					 * it came in, or NULL */
 	int		 minor;		/* HTTP/1.minor */
 	int		 keepalive;	/* the client asked to keep it */
 	int		 head;		/* HEAD: no body in the answer */
@@ -195,25 +197,54 @@ int		 sandbox_narrow(const struct proto_port_range *, size_t);
 int		 sandbox_selftest(const char *, uint16_t, uint16_t);
 
 /* utf8.c */
+extern int	 scan_portable;		/* 1: never SSE2 (tests) */
 size_t		 utf8_seq(const unsigned char *, size_t);
 int		 utf8_valid(const unsigned char *, size_t);
 
 /* scan.c: what rules_scan notes of a body for the fast path */
 #define RSCAN_TOP	64
+struct rfield {			/* a member of the top object, by offset */
+	size_t		 name;		/* its name's first byte (no quote) */
+	size_t		 namelen;
+	size_t		 value;		/* its value's first byte */
+	size_t		 valuelen;
+};
 struct rscan {
 	char		 model[AGENCY_NAME_MAX];
 	int		 has_model;	/* a string; else absent or null */
 	int		 stream;	/* "stream": true */
 	int64_t		 max_tokens;	/* -1: absent or null */
 	int64_t		 max_completion_tokens;
-	const char	*top[RSCAN_TOP];	/* the top object's names */
-	size_t		 toplen[RSCAN_TOP];
+	const char	*base;		/* the bytes scanned */
+	size_t		 open;		/* offset of the top object's { */
+	size_t		 close;		/* and of its } */
+	struct rfield	 top[RSCAN_TOP];	/* its members, in order */
 	size_t		 ntop;
 };
 
-int		 rules_scan(const char *, size_t, struct rscan *);
+/* What prescan_feed notes of a body as it comes in: its strings. */
+#define PRESCAN_MAX	16384
+struct prescan {
+	size_t		 pos;		/* the next byte to look at */
+	int		 in;		/* in a string, begun at start */
+	int		 esc;		/* which has an escape */
+	size_t		 start;
+	int		 off;		/* no more is noted */
+	struct pstr {
+		size_t	 start;		/* its opening quote */
+		size_t	 end;		/* its closing quote */
+		int	 esc;
+	}		*s;
+	size_t		 n;
+	size_t		 cap;
+};
+
+void		 prescan_feed(struct prescan *, const char *, size_t);
+void		 prescan_clear(struct prescan *);
+int		 rules_scan(const char *, size_t, const struct prescan *,
+		    struct rscan *);
 int		 rules_plain(const char *, size_t);
-int		 rscan_has(const struct rscan *, const char *);
+int		 scan_count(const char *, size_t, int64_t *);
 
 /* rules.c: pure functions, unit-tested */
 struct pconf	*pconf_new(void);
@@ -237,14 +268,12 @@ int		 rules_check_route(const struct pmodel *, const char *,
 		    struct rerr *);
 int		 rules_apply(const struct pruntime *, const char *,
 		    json_object *, struct rerr *, int *);
-int		 rules_fast(const char *, size_t, struct rscan *);
-int		 rules_fast_ok(const struct pruntime *, const char *,
-		    const struct rscan *);
+int		 rules_fast(const char *, size_t, const struct prescan *,
+		    struct rscan *);
+int		 rules_fast_route(const char *);
 int		 rules_pick_name(const struct pconf *, const char *,
 		    struct pmodel **, struct rerr *);
 int		 rules_stops_stream(const struct pruntime *, int);
-int		 rules_rewrite_needed(const struct rscan *, const char *,
-		    int64_t, int, const char *);
 int64_t		 rules_cap(const struct pmodel *);
 int		 rules_rewrite(json_object *, const char *, int64_t, int,
 		    const char *);
@@ -253,6 +282,42 @@ int		 rules_stream(json_object *);
 json_object	*rules_parse(const char *, size_t, struct rerr *);
 void		 rerr_set(struct rerr *, int, const char *, const char *, ...)
 		    __attribute__((__format__ (printf, 4, 5)));
+
+/* splice.c: the rules' changes to a body on the fast path, as pieces */
+#define SPLICE_PIECES	32
+#define SPLICE_MOVES	8		/* members the rules may add */
+enum {
+	SP_NONE,
+	SP_MODEL,			/* the value of "model" */
+	SP_MAX_TOKENS,			/* of "max_tokens" */
+	SP_MAX_COMPLETION,		/* of "max_completion_tokens" */
+	SP_STREAM,
+};
+struct spiece {
+	size_t		 off;		/* in the body, or in text */
+	size_t		 len;
+	uint8_t		 text;
+	uint8_t		 role;
+};
+struct splice {
+	struct spiece	 p[SPLICE_PIECES];
+	size_t		 np;
+	size_t		 nmembers;	/* of the top object, as it stands */
+	size_t		 tail;		/* where what follows them begins */
+	int		 changed;	/* a rule changed the body */
+	int64_t		 max_tokens;	/* as they stand: -1 absent, null */
+	int64_t		 max_completion_tokens;
+	char		 text[1024];	/* names, numbers, the model's */
+	size_t		 textlen;
+};
+
+struct iovec;
+int		 splice_rules(const struct pruntime *, const struct rscan *,
+		    struct splice *, struct rerr *);
+int		 splice_rewrite(struct splice *, const char *, const char *,
+		    int64_t, int);
+size_t		 splice_iov(const struct splice *, const char *,
+		    struct iovec *, size_t, size_t *);
 
 /* parent.c: the channel to the parent */
 void		 parent_init(int, void (*)(struct imsg *), void (*)(void));
@@ -291,8 +356,8 @@ void		 conn_init(const struct conn_handler *);
 void		 conn_configure(const struct pconf *);
 void		*conn_listen(int);
 void		 conn_unlisten(void *);
+char		*conn_take_input(struct hconn *);
 int		 conn_write(struct hconn *, const void *, size_t);
-char		*conn_keep_body(struct hconn *, const char *, size_t, char **);
 const struct mmarks *conn_body_marks(struct hconn *);
 size_t		 conn_queued(const struct hconn *);
 void		 conn_set_owner(struct hconn *, void (*)(void *),
@@ -390,12 +455,12 @@ void		 events_get_stats(struct events_stats *);
 
 /* forward.c */
 void		 forward_start(struct hreq *, const struct pmodel *,
-		    json_object *, const struct rscan *, const struct mform *,
-		    const char *, const char *, size_t, const char *,
-		    const char *, const struct h1_msg *);
+		    json_object *, const struct splice *, int,
+		    const struct mform *, const char *, char *, size_t,
+		    const char *, const char *, const struct h1_msg *);
 void		 forward_pass(struct hreq *, const struct pmodel *,
-		    const char *, const char *, size_t, const char *,
-		    const char *, size_t, const struct h1_msg *);
+		    const char *, const char *, size_t, const char *, char *,
+		    size_t, const struct h1_msg *);
 void		 forward_status(struct hreq *);
 void		 forward_metrics(struct hreq *);
 void		 forward_grant(const struct proto_hold_grant *);
@@ -439,8 +504,10 @@ struct http_decision {
 	int		 plain;		/* HTTP_HOLD: no rule changed it and
 					 * its bytes may go on as they are */
 	int		 fast;		/* HTTP_HOLD: body is NULL, scan is
-					 * what the rules needed of it */
+					 * what the rules needed of it and
+					 * splice what they made of it */
 	struct rscan	 scan;
+	struct splice	 splice;
 	int		 family;	/* enum route_family: the shape of
 					 * the errors */
 	int		 form;		/* HTTP_HOLD: body is NULL, a form
@@ -468,7 +535,7 @@ struct http_hdrs {
 
 void		 http_decide(const struct pconf *, int, const char *,
 		    const struct http_hdrs *, const char *, size_t,
-		    struct http_decision *);
+		    const struct prescan *, struct http_decision *);
 int		 http_host_ok(const struct pconf *, const char *);
 int		 http_origin_ok(const struct pconf *, const char *,
 		    const char *);

@@ -371,66 +371,34 @@ rules_pick_name(const struct pconf *c, const char *name, struct pmodel **mp,
 
 /* Valid UTF-8 that rules_scan takes: see scan.c. */
 int
-rules_fast(const char *buf, size_t len, struct rscan *rs)
+rules_fast(const char *buf, size_t len, const struct prescan *pre,
+    struct rscan *rs)
 {
 	/* the scan checks UTF-8 itself, in strings, the only place it
 	 * takes bytes >= 0x80 */
-	return (len > 0 && rules_scan(buf, len, rs));
+	return (len > 0 && rules_scan(buf, len, pre, rs));
 }
 
-/* Whether no move or refusal of the runtime can apply to a body that
- * took the fast path: none of their names is in it. */
+/*
+ * Whether the fast path (scan.c, splice.c) reads a body of path as the
+ * tree's rules do: chat's routes (content parts in "messages", which
+ * the scan takes only as strings; the cap on max_tokens and
+ * max_completion_tokens, added where there is none), or a route with
+ * neither parts nor a cap.  Anthropic's and the Responses API's bodies,
+ * and completions', go to json-c.
+ */
 int
-rules_fast_ok(const struct pruntime *rt, const char *path,
-    const struct rscan *rs)
+rules_fast_route(const char *path)
 {
 	const struct route	*r = routes_find(path);
-	size_t			 i;
 
-	/* the scan looks into "messages" only: parts anywhere else need
-	 * the tree */
-	if ((r->parts == PARTS_MESSAGES && rscan_has(rs, "system")) ||
-	    (r->parts == PARTS_RESPONSES && (rscan_has(rs, "input") ||
-	    rscan_has(rs, "instructions"))))
+	if (r->body != BODY_JSON)
 		return (0);
-	for (i = 0; i < rt->nmoves; i++)
-		if (rscan_has(rs, rt->moves[i].from))
-			return (0);
-	for (i = 0; i < rt->refuse.n; i++)
-		if (rscan_has(rs, rt->refuse.v[i]))
-			return (0);
-	return (1);
-}
-
-/* Whether rules_rewrite would change a body of which rs was noted. */
-int
-rules_rewrite_needed(const struct rscan *rs, const char *upstream,
-    int64_t cap, int kind, const char *path)
-{
-	const struct route	*r = routes_find(path);
-	int			 seen = 0, k;
-	int64_t			 v;
-
-	if (upstream[0] != '\0' &&
-	    (!rs->has_model || strcmp(rs->model, upstream) != 0))
+	if (r->parts == PARTS_NONE && r->cap[0] == NULL)
 		return (1);
-	if (cap <= 0)
-		return (0);
-	for (k = 0; k < ROUTE_CAPS && r->cap[k] != NULL; k++) {
-		if (strcmp(r->cap[k], "max_tokens") == 0)
-			v = rs->max_tokens;
-		else if (strcmp(r->cap[k], "max_completion_tokens") == 0)
-			v = rs->max_completion_tokens;
-		else if (rscan_has(rs, r->cap[k]))
-			return (1);	/* its value is the tree's to read */
-		else
-			continue;
-		if (v > cap)
-			return (1);
-		seen |= v >= 0;
-	}
-	return (r->add && r->cap[0] != NULL && !seen &&
-	    (kind == KIND_CHAT || kind == KIND_VISION));
+	return (r->parts == PARTS_CHAT && r->add && r->cap[0] != NULL &&
+	    strcmp(r->cap[0], "max_tokens") == 0 && r->cap[1] != NULL &&
+	    strcmp(r->cap[1], "max_completion_tokens") == 0);
 }
 
 int

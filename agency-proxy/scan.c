@@ -5,8 +5,9 @@
 /*
  * The fast path of a model request's body: one pass over the bytes that
  * checks them as strict JSON (RFC 8259) and notes the few fields the
- * rules read, so that a body no rule changes goes to the model without
- * ever being built as a json-c tree.
+ * rules read, and where each member of the top object is, so that a
+ * body no rule changes goes to the model without ever being built as a
+ * json-c tree.
  *
  * It only ever says yes to a body that json-c reads as the same thing
  * and that every other parser reads alike: an object, strict grammar,
@@ -20,12 +21,31 @@
  * json-c path, which gives every error.  The fuzzer holds the two paths
  * to the same decisions.
  *
+ * Strings are most of a long body, and most of a string is bytes that
+ * need nothing done: the scan marks the bytes that matter (a quote, a
+ * backslash, a control character, a byte >= 0x80) 32 at a time, with
+ * SSE2, which every x86-64 has, or 8 to a 64-bit word elsewhere
+ * (scan_portable, utf8.c's, chooses the words for the tests, which hold
+ * the two to the same answers), and handles the marked ones in turn.  A step with
+ * no byte >= 0x80 (all of an English prompt but a few) has no UTF-8
+ * work at all; a byte >= 0x80 is checked as the start of a well-formed
+ * sequence where it stands (utf8.c), in the same pass.
+ *
+ * The strings of a long body may be noted as it comes in (prescan_feed,
+ * from conn.c), while its bytes are still in the cache; the scan then
+ * takes each from the notes.
+ *
  * Calls: utf8.c.
  */
 #include <sys/types.h>
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "proxy.h"
 
@@ -33,13 +53,79 @@
 #define SCAN_KEYS	RSCAN_TOP
 
 struct scanner {
+	const unsigned char	*base;
 	const unsigned char	*p;
 	const unsigned char	*end;
 	struct rscan		*rs;
 	int			 depth;
+	int			 portable;	/* scan_portable, when it began */
+	const struct prescan	*pre;		/* strings noted as it came */
+	size_t			 k;		/* the next of them */
 };
 
 static int	 scan_value(struct scanner *, int, int);
+
+/* Whether a byte ends a run of plain string bytes. */
+static inline int
+special(unsigned char c)
+{
+	return (c == '"' || c == '\\' || c < 0x20 || c >= 0x80);
+}
+
+#define ONES	0x0101010101010101ULL
+#define LOW7	0x7f7f7f7f7f7f7f7fULL
+#define HIGH	0x8080808080808080ULL
+
+/*
+ * The special bytes of the 32 at p, one bit each (bit i: p[i]), 8 bytes
+ * a step.  Each flag is computed within its own byte, so no carry
+ * crosses into the next: with x = w & LOW7, x + 0x60 has its high bit
+ * iff x >= 0x20, and x + 0x7f iff x != 0.  The multiplication gathers
+ * the eight high bits into the top byte, byte i's at bit 56 + i (the
+ * products land on distinct bits: nothing carries).
+ */
+static inline uint32_t
+mask_words(const unsigned char *p)
+{
+	uint64_t	 w, q, b, f;
+	uint32_t	 m = 0;
+	int		 i;
+
+	for (i = 0; i < 4; i++) {
+		memcpy(&w, p + 8 * i, 8);
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+		w = __builtin_bswap64(w);
+#endif
+		q = w ^ (ONES * '"');
+		b = w ^ (ONES * '\\');
+		f = (w | ~((w & LOW7) + ONES * 0x60) |
+		    ~(((q & LOW7) + LOW7) | q) |
+		    ~(((b & LOW7) + LOW7) | b)) & HIGH;
+		m |= (uint32_t)((f * 0x0002040810204081ULL) >> 56) << (8 * i);
+	}
+	return (m);
+}
+
+#ifdef __SSE2__
+/* The same with SSE2: bytes < 0x20 or >= 0x80 are those less than 0x20
+ * as signed bytes. */
+static inline uint32_t
+mask_sse2(const unsigned char *p)
+{
+	const __m128i	 q = _mm_set1_epi8('"'), b = _mm_set1_epi8('\\');
+	const __m128i	 sp = _mm_set1_epi8(0x20);
+	__m128i		 x, y;
+
+	x = _mm_loadu_si128((const __m128i *)(const void *)p);
+	y = _mm_loadu_si128((const __m128i *)(const void *)(p + 16));
+	return ((uint32_t)_mm_movemask_epi8(_mm_or_si128(
+	    _mm_or_si128(_mm_cmpeq_epi8(x, q), _mm_cmpeq_epi8(x, b)),
+	    _mm_cmplt_epi8(x, sp))) |
+	    (uint32_t)_mm_movemask_epi8(_mm_or_si128(
+	    _mm_or_si128(_mm_cmpeq_epi8(y, q), _mm_cmpeq_epi8(y, b)),
+	    _mm_cmplt_epi8(y, sp))) << 16);
+}
+#endif
 
 static void
 ws(struct scanner *s)
@@ -56,53 +142,205 @@ hex(unsigned char c)
 	    (c >= 'A' && c <= 'F'));
 }
 
-/* A string; *esc is set if it has an escape.  s->p is on the quote. */
+/* What may follow a backslash: 1 a letter, 2 u and four hex digits (a
+ * table: a switch on the letter mispredicted in escape-dense text). */
+static const unsigned char	 escapes[256] = {
+	['"'] = 1, ['\\'] = 1, ['/'] = 1, ['b'] = 1, ['f'] = 1, ['n'] = 1,
+	['r'] = 1, ['t'] = 1, ['u'] = 2,
+};
+
+/*
+ * The special byte at p of a string that ends before e: 1 and *next
+ * past it (a character, or an escape), 2 at the closing quote, 0 if it
+ * cannot be in a string.
+ */
+static inline int
+string_byte(const unsigned char *p, const unsigned char *e,
+    const unsigned char **next, int *esc)
+{
+	size_t	 n;
+
+	if (*p == '"')
+		return (2);
+	if (*p >= 0x80) {
+		if ((n = utf8_seq(p, e - p)) == 0)
+			return (0);
+		*next = p + n;
+		return (1);
+	}
+	if (*p < 0x20)
+		return (0);
+	/* a backslash */
+	*esc = 1;
+	if (e - p < 2)
+		return (0);
+	switch (escapes[p[1]]) {
+	case 1:
+		*next = p + 2;
+		return (1);
+	case 2:
+		/* escaped surrogates: json-c's reading of a lone one is
+		 * its own; leave them to it */
+		if (e - p < 6 || !hex(p[2]) || !hex(p[3]) || !hex(p[4]) ||
+		    !hex(p[5]) || ((p[2] == 'd' || p[2] == 'D') && p[3] >= '8'))
+			return (0);
+		*next = p + 6;
+		return (1);
+	default:
+		return (0);
+	}
+}
+
+/*
+ * The inside of a string from p, of the bytes before e, 32 a step: their
+ * special bytes as a mask, taken one by one (an escape or a character
+ * may reach into the next step), so that a text with an escape every
+ * few words is not loaded again after each.  2 with *at on the closing
+ * quote; 0 if the bytes cannot be a string's; 1 if the string runs on
+ * past e, with *at where to go on from when more has come (e, or the
+ * character or escape that e may cut short).  *esc is set if it has an
+ * escape.
+ */
+static int
+string_in(const unsigned char *p, const unsigned char *e, int portable,
+    const unsigned char **at, int *esc)
+{
+	const unsigned char	*blk, *q;
+	uint32_t		 m;
+	int			 r;
+
+	while (e - p >= 32) {
+		blk = p;
+#ifdef __SSE2__
+		m = portable ? mask_words(blk) : mask_sse2(blk);
+#else
+		(void)portable;
+		m = mask_words(blk);
+#endif
+		while (m != 0) {
+			q = blk + __builtin_ctz(m);
+			if ((r = string_byte(q, e, &p, esc)) != 1)
+				goto stop;
+			if (p - blk >= 32)
+				break;
+			m &= ~0U << (p - blk);
+		}
+		if (p - blk < 32)
+			p = blk + 32;
+	}
+	for (;;) {
+		while (p < e && !special(*p))
+			p++;
+		if (p >= e) {
+			*at = e;
+			return (1);
+		}
+		q = p;
+		if ((r = string_byte(q, e, &p, esc)) != 1)
+			goto stop;
+	}
+ stop:
+	*at = q;
+	if (r == 2)
+		return (2);
+	/* an escape or a character is at most 6 bytes: whole, later? */
+	return (e - q < 6);
+}
+
+/*
+ * A string; *esc is set if it has an escape.  s->p is on the quote.  One
+ * the prescan noted whole is taken as it noted it: the same bytes, read
+ * by the same string_in, from the same quote.
+ */
 static int
 scan_string(struct scanner *s, const unsigned char **start, size_t *len,
     int *esc)
 {
-	const unsigned char	*p = s->p + 1;
-	size_t			 n;
+	const struct prescan	*pre = s->pre;
+	const unsigned char	*at;
+	size_t			 off = s->p - s->base;
 
-	*esc = 0;
-	*start = p;
-	for (; p < s->end; p++) {
-		if (*p == '"') {
-			*len = p - *start;
-			s->p = p + 1;
+	*start = s->p + 1;
+	if (pre != NULL) {
+		while (s->k < pre->n && pre->s[s->k].start < off)
+			s->k++;
+		if (s->k < pre->n && pre->s[s->k].start == off) {
+			*len = pre->s[s->k].end - off - 1;
+			*esc = pre->s[s->k].esc;
+			s->p = s->base + pre->s[s->k++].end + 1;
 			return (1);
 		}
-		if (*p < 0x20)
-			return (0);
-		if (*p >= 0x80) {
-			if ((n = utf8_seq(p, s->end - p)) == 0)
-				return (0);
-			p += n - 1;
-			continue;
-		}
-		if (*p != '\\')
-			continue;
-		*esc = 1;
-		if (++p >= s->end)
-			return (0);
-		switch (*p) {
-		case '"': case '\\': case '/': case 'b': case 'f': case 'n':
-		case 'r': case 't':
-			break;
-		case 'u':
-			/* escaped surrogates: json-c's reading of a lone one
-			 * is its own; leave them to it */
-			if (s->end - p < 5 || !hex(p[1]) || !hex(p[2]) ||
-			    !hex(p[3]) || !hex(p[4]) ||
-			    ((p[1] == 'd' || p[1] == 'D') && p[2] >= '8'))
-				return (0);
-			p += 4;
-			break;
-		default:
-			return (0);
-		}
 	}
-	return (0);
+	*esc = 0;
+	if (string_in(s->p + 1, s->end, s->portable, &at, esc) != 2)
+		return (0);
+	*len = at - *start;
+	s->p = at + 1;
+	return (1);
+}
+
+/*
+ * The strings of a body as it comes in, bytes [0, avail) of it so far,
+ * where they are still in the cache: each noted whole, with where it
+ * ends, for the scan to take as it is.  The rest of the body (its
+ * structure, its numbers) is left to the scan, which takes a string
+ * from the notes only when one begins at the very quote it is on.  On
+ * bytes no string can have, or PRESCAN_MAX strings, it notes no more.
+ */
+void
+prescan_feed(struct prescan *ps, const char *body, size_t avail)
+{
+	const unsigned char	*b = (const unsigned char *)body;
+	const unsigned char	*p = b + ps->pos, *e = b + avail, *at;
+	struct pstr		*v;
+	int			 r;
+
+	if (ps->off)
+		return;
+	while (p < e) {
+		if (!ps->in) {
+			if ((at = memchr(p, '"', e - p)) == NULL) {
+				p = e;
+				break;
+			}
+			ps->in = 1;
+			ps->esc = 0;
+			ps->start = at - b;
+			p = at + 1;
+			continue;
+		}
+		if ((r = string_in(p, e, scan_portable, &at, &ps->esc)) == 1) {
+			p = at;
+			break;
+		}
+		if (r == 0 || ps->n == PRESCAN_MAX) {
+			ps->off = 1;
+			return;
+		}
+		if (ps->n == ps->cap) {
+			if ((v = reallocarray(ps->s, ps->cap ? ps->cap * 2 : 64,
+			    sizeof(*v))) == NULL) {
+				ps->off = 1;
+				return;
+			}
+			ps->s = v;
+			ps->cap = ps->cap ? ps->cap * 2 : 64;
+		}
+		ps->s[ps->n].start = ps->start;
+		ps->s[ps->n].end = at - b;
+		ps->s[ps->n++].esc = ps->esc;
+		ps->in = 0;
+		p = at + 1;
+	}
+	ps->pos = p - b;
+}
+
+/* Forget the notes, for the next body. */
+void
+prescan_clear(struct prescan *ps)
+{
+	free(ps->s);
+	memset(ps, 0, sizeof(*ps));
 }
 
 /* -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? ; *integer: no . or e */
@@ -152,12 +390,14 @@ word(struct scanner *s, const char *w, size_t n)
 	return (1);
 }
 
-/* A count for max_tokens and the like: null, or a short integer >= 0. */
-static int
-count(const unsigned char *v, size_t n, int64_t *out)
+/* A count for max_tokens and the like: null (-1), or a short integer
+ * >= 0; 0 if the n bytes at v are neither. */
+int
+scan_count(const char *cv, size_t n, int64_t *out)
 {
-	int64_t	 x = 0;
-	size_t	 i;
+	const unsigned char	*v = (const unsigned char *)cv;
+	int64_t			 x = 0;
+	size_t			 i;
 
 	if (n == 4 && memcmp(v, "null", 4) == 0) {
 		*out = -1;
@@ -201,9 +441,10 @@ note_top(struct scanner *s, const unsigned char *k, size_t klen,
 	} else if (klen == 6 && memcmp(k, "stream", 6) == 0)
 		rs->stream = n == 4 && memcmp(v, "true", 4) == 0;
 	else if (klen == 10 && memcmp(k, "max_tokens", 10) == 0)
-		return (count(v, n, &rs->max_tokens));
+		return (scan_count((const char *)v, n, &rs->max_tokens));
 	else if (klen == 21 && memcmp(k, "max_completion_tokens", 21) == 0)
-		return (count(v, n, &rs->max_completion_tokens));
+		return (scan_count((const char *)v, n,
+		    &rs->max_completion_tokens));
 	return (1);
 }
 
@@ -233,6 +474,7 @@ scan_object(struct scanner *s, int ctx)
 {
 	const unsigned char	*keys[SCAN_KEYS], *k, *v;
 	size_t			 klens[SCAN_KEYS], klen, nkeys = 0, i;
+	struct rfield		*f;
 	int			 esc, vesc, sub, r;
 
 	s->p++;		/* { */
@@ -274,8 +516,11 @@ scan_object(struct scanner *s, int ctx)
 			 * SCAN_KEYS keeps them within RSCAN_TOP */
 			if (!note_top(s, k, klen, v, vesc))
 				return (0);
-			s->rs->top[s->rs->ntop] = (const char *)k;
-			s->rs->toplen[s->rs->ntop++] = klen;
+			f = &s->rs->top[s->rs->ntop++];
+			f->name = k - s->base;
+			f->namelen = klen;
+			f->value = v - s->base;
+			f->valuelen = s->p - v;
 		}
 		/* a message whose content is not a string has parts */
 		if (ctx == CTX_MESSAGE && klen == 7 &&
@@ -351,21 +596,28 @@ scan_value(struct scanner *s, int ctx, int inarray)
 /* The body as strict JSON: an object, with the rules' checks and notes
  * (CTX_TOP) or without them (CTX_OTHER). */
 static int
-scan(const char *buf, size_t len, struct rscan *rs, int ctx)
+scan(const char *buf, size_t len, const struct prescan *pre,
+    struct rscan *rs, int ctx)
 {
 	struct scanner	 s;
 
 	memset(rs, 0, sizeof(*rs));
 	rs->max_tokens = rs->max_completion_tokens = -1;
-	s.p = (const unsigned char *)buf;
+	rs->base = buf;
+	s.base = s.p = (const unsigned char *)buf;
 	s.end = s.p + len;
 	s.rs = rs;
 	s.depth = 0;
+	s.portable = scan_portable;
+	s.pre = pre;
+	s.k = 0;
 	ws(&s);
 	if (s.p >= s.end || *s.p != '{')
 		return (0);
+	rs->open = s.p - s.base;
 	if (!scan_value(&s, ctx, 0))
 		return (0);
+	rs->close = s.p - 1 - s.base;
 	ws(&s);
 	return (s.p == s.end);
 }
@@ -373,12 +625,14 @@ scan(const char *buf, size_t len, struct rscan *rs, int ctx)
 /*
  * 1 with rs filled in when buf[0..len) may take the fast path (see
  * above); 0 when it must be parsed by json-c.  UTF-8 is checked in
- * strings, where alone bytes >= 0x80 are taken.
+ * strings, where alone bytes >= 0x80 are taken.  pre: what
+ * prescan_feed noted of the body as it came in, or NULL.
  */
 int
-rules_scan(const char *buf, size_t len, struct rscan *rs)
+rules_scan(const char *buf, size_t len, const struct prescan *pre,
+    struct rscan *rs)
 {
-	return (scan(buf, len, rs, CTX_TOP));
+	return (scan(buf, len, pre, rs, CTX_TOP));
 }
 
 /*
@@ -395,20 +649,5 @@ rules_plain(const char *buf, size_t len)
 {
 	struct rscan	 rs;
 
-	return (scan(buf, len, &rs, CTX_OTHER));
-}
-
-/* Whether the top object has a name, the first part of path. */
-int
-rscan_has(const struct rscan *rs, const char *path)
-{
-	size_t	 i, n;
-	const char *dot;
-
-	n = (dot = strchr(path, '.')) != NULL ? (size_t)(dot - path) :
-	    strlen(path);
-	for (i = 0; i < rs->ntop; i++)
-		if (rs->toplen[i] == n && memcmp(rs->top[i], path, n) == 0)
-			return (1);
-	return (0);
+	return (scan(buf, len, NULL, &rs, CTX_OTHER));
 }

@@ -25,12 +25,20 @@
  * the front door or an Origin not its own, and no admin route nor
  * passthrough without a loopback Host and the port; a passthrough is
  * for a served model whose runtime has it on, at a prefix that names
- * it.
+ * it.  The body scan's two ways of finding the bytes that matter (SSE2
+ * and a 64-bit word, scan.c) give the same answer and notes for every
+ * body, with its strings noted as it came in or not (prescan_feed), and
+ * a body the scan takes is an object json-c reads with the same members,
+ * in the same order, at the offsets noted.  Such a body spliced by each
+ * model's rules (splice.c) is refused as the json-c path refuses it, or
+ * reads as the same JSON as that path's tree, strict and with no name
+ * twice; only the routes the fast path reads as the tree does take it.
  *
  * FUZZ_WRITE_SEEDS=DIR writes the seed corpus into DIR and exits.
  */
 #include <sys/types.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 
 #include <err.h>
 #include <fcntl.h>
@@ -408,6 +416,123 @@ served(const struct pconf *c, const struct pmodel *m)
 	return (0);
 }
 
+/* The scan both ways, and what json-c reads of what it takes. */
+static void
+scan_both(const char *body, size_t len)
+{
+	static struct rscan	 rs, rs2;
+	struct prescan		 ps;
+	struct rerr		 e;
+	json_object		*o;
+	size_t			 i = 0, avail, step;
+	int			 r, r2, p, p2, u, u2;
+
+	scan_portable = 1;
+	r2 = rules_scan(body, len, NULL, &rs2);
+	p2 = rules_plain(body, len);
+	u2 = utf8_valid((const unsigned char *)body, len);
+	scan_portable = 0;
+	r = rules_scan(body, len, NULL, &rs);
+	p = rules_plain(body, len);
+	u = utf8_valid((const unsigned char *)body, len);
+	if (r != r2 || p != p2 || u != u2 ||
+	    memcmp(&rs, &rs2, sizeof(rs)) != 0)
+		abort();
+	/* with its strings noted as it came in, in pieces: the same */
+	memset(&ps, 0, sizeof(ps));
+	for (avail = 0, step = 1 + len % 7; avail < len;
+	    step = step * 5 % 61 + 1) {
+		avail = len - avail < step ? len : avail + step;
+		prescan_feed(&ps, body, avail);
+	}
+	if (rules_scan(body, len, &ps, &rs2) != r ||
+	    (r && memcmp(&rs, &rs2, sizeof(rs)) != 0))
+		abort();
+	prescan_clear(&ps);
+	if (!r)
+		return;
+	if ((o = rules_parse(body, len, &e)) == NULL ||
+	    (size_t)json_object_object_length(o) != rs.ntop ||
+	    body[rs.open] != '{' || body[rs.close] != '}')
+		abort();
+	json_object_object_foreach(o, key, val) {
+		(void)val;
+		if (rs.top[i].namelen != strlen(key) ||
+		    memcmp(body + rs.top[i].name, key, strlen(key)) != 0 ||
+		    rs.top[i].value + rs.top[i].valuelen > rs.close)
+			abort();
+		i++;
+	}
+	json_object_put(o);
+}
+
+/* Whether a splice of body reads as the tree o: strict, no name twice,
+ * and the same JSON. */
+static int
+same_json(const struct splice *sp, const char *body, json_object *o)
+{
+	static char		 out[1 << 17];
+	struct iovec		 iov[SPLICE_PIECES];
+	struct rerr		 e;
+	json_object		*again;
+	size_t			 n, i, total, off;
+	int			 same;
+
+	n = splice_iov(sp, body, iov, SPLICE_PIECES, &total);
+	if (total > sizeof(out))
+		abort();
+	for (i = 0, off = 0; i < n; i++) {
+		memcpy(out + off, iov[i].iov_base, iov[i].iov_len);
+		off += iov[i].iov_len;
+	}
+	if (!rules_plain(out, off) || (again = rules_parse(out, off,
+	    &e)) == NULL)
+		return (0);
+	same = json_object_equal(again, o);
+	json_object_put(again);
+	return (same);
+}
+
+/* The splice of a body the scan took against the json-c path, for the
+ * rules of each model of c. */
+static void
+splice_both(const struct pconf *c, const char *body, size_t len)
+{
+	static struct splice	 sp;
+	struct rscan		 rs;
+	struct rerr		 e, e2;
+	struct pmodel		*m;
+	json_object		*o;
+	int			 r, r2, changed, ch, ch2;
+
+	if (!rules_scan(body, len, NULL, &rs))
+		return;
+	TAILQ_FOREACH(m, &c->models, entry) {
+		if ((r = splice_rules(m->rt, &rs, &sp, &e)) == 1)
+			continue;
+		if ((o = rules_parse(body, len, &e2)) == NULL)
+			abort();
+		/* chat's route, which the fast path reads as the tree does */
+		r2 = rules_apply(m->rt, "/v1/chat/completions", o, &e2,
+		    &changed);
+		if (r != r2 || (r == -1 && (e.status != e2.status ||
+		    strcmp(e.code, e2.code) != 0 ||
+		    strcmp(e.message, e2.message) != 0)) ||
+		    (r == 0 && sp.changed != changed))
+			abort();
+		if (r == 0) {
+			ch = splice_rewrite(&sp, body, m->upstream,
+			    rules_cap(m), m->rt->kind);
+			ch2 = rules_rewrite(o, m->upstream, rules_cap(m),
+			    m->rt->kind, "/v1/chat/completions");
+			if (ch != -1 && (ch != ch2 ||
+			    !same_json(&sp, body, o)))
+				abort();
+		}
+		json_object_put(o);
+	}
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -434,6 +559,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* bits 3 and 4: the query; bit 5: the console is off */
 	c->console = (flags & 0x20) == 0;
 	hh.query = queries[flags >> 3 & 3];
+	if (in.left > 0)
+		splice_both(c, (const char *)in.p, in.left);
 	hh.host = host;
 	hh.ctype = ctype;
 	hh.marks = NULL;
@@ -446,25 +573,28 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if ((body = malloc(in.left)) == NULL)
 			return (0);
 		memcpy(body, in.p, in.left);
+		scan_both(body, in.left);
 	}
 
 	px->conf = c;
 	/*
 	 * The fast path must decide as json-c's does: the same action,
-	 * model and error; and where it took the body, json-c's tree must
-	 * agree with what it noted.
+	 * model and error; where it took the body, it changed it where the
+	 * rules did, json-c's tree must agree with what it noted, and its
+	 * pieces must read as that tree (below).
 	 */
 	http_fastpath = 1;
-	http_decide(c, cmd, path, &hh, body, in.left, &fdc);
+	http_decide(c, cmd, path, &hh, body, in.left, NULL, &fdc);
 	http_fastpath = 0;
-	http_decide(c, cmd, path, &hh, body, in.left, &dc);
+	http_decide(c, cmd, path, &hh, body, in.left, NULL, &dc);
 	http_fastpath = 1;
 	if (fdc.action != dc.action || fdc.model != dc.model ||
 	    (dc.action == HTTP_ERROR && (fdc.e.status != dc.e.status ||
 	    strcmp(fdc.e.code, dc.e.code) != 0 ||
 	    strcmp(fdc.e.message, dc.e.message) != 0)))
 		abort();
-	if (fdc.fast && (fdc.body != NULL || !dc.plain))
+	if (fdc.fast && (fdc.body != NULL || dc.plain != fdc.plain ||
+	    fdc.plain != !fdc.splice.changed))
 		abort();
 	json_object_put(fdc.body);
 	/* What a web page may not get: any route but /health served to a
@@ -578,16 +708,19 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		if (fdc.fast) {
 			json_object	*copy = NULL;
-			int		 need;
+			int		 ch;
 
-			need = rules_rewrite_needed(&fdc.scan,
-			    dc.model->upstream, cap, dc.model->rt->kind, path);
+			/* the grant's rewrite on the pieces, and on a
+			 * copy of the tree: the same JSON */
+			ch = splice_rewrite(&fdc.splice, body,
+			    dc.model->upstream, cap, dc.model->rt->kind);
 			if (json_object_deep_copy(dc.body, &copy, NULL) != 0)
 				abort();
 			if (rules_stops_stream(dc.model->rt,
-			    fdc.scan.stream) != stops ||
-			    need != rules_rewrite(copy, dc.model->upstream, cap,
-			    dc.model->rt->kind, path))
+			    fdc.scan.stream) != stops || (ch != -1 &&
+			    ch != rules_rewrite(copy, dc.model->upstream, cap,
+			    dc.model->rt->kind, path)) || (ch != -1 &&
+			    !same_json(&fdc.splice, body, copy)))
 				abort();
 			json_object_put(copy);
 		}

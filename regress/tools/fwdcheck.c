@@ -3,8 +3,8 @@
  * SPDX-License-Identifier: ISC (see the file LICENSE)
  */
 /*
- * fwdcheck [-0c] [-a bytes] [-b file]... [-H field]... [-p path] [-t ms]
- *     port [answer ...]
+ * fwdcheck [-0c] [-a bytes] [-b file [-e file]]... [-H field]...
+ *     [-p path] [-t ms] port [answer ...]
  *
  * Byte-exact checks of what the front door forwards.  Sends POSTs to
  * 127.0.0.1:port one after another on one connection, one for each
@@ -18,7 +18,8 @@
  * connection); BYTES the body's length.  A is "ok" when the digest of
  * the body (cksum.h) is the one the answer's X-Fakelm-Answer-Cksum
  * names, "bad" when it is not, "none" without that header; R is the same
- * for the body sent and X-Fakelm-Body-Cksum, what the model received.
+ * for the body sent (or the -e file given after it) and
+ * X-Fakelm-Body-Cksum, what the model received.
  * After the last answer, or one that ends the connection: "end open"
  * when the connection is open with nothing more on it, "end closed" when
  * the server closed it, "end stray N" when N bytes more came.  An answer
@@ -31,6 +32,8 @@
  *  -b file   a request body; given more than once, the requests take
  *            them in turn (default: an empty body)
  *  -c        send the bodies chunked, in pieces of varied sizes
+ *  -e file   what the model is to receive of the -b body before it
+ *            (default: that body itself)
  *  -H field  one more header field, "Name: value"; a Host or a
  *            Content-Type replaces the default one (Host: 127.0.0.1:port,
  *            Content-Type: application/json)
@@ -50,6 +53,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +74,7 @@ struct body {
 	const char	*data;
 	size_t		 len;
 	char		 sum[CKSUM_STR];
+	char		 want[CKSUM_STR];	/* what the model is to get */
 };
 
 struct answer {
@@ -111,9 +116,9 @@ static void		 end_check(int);
 static void
 usage(void)
 {
-	fprintf(stderr, "usage: fwdcheck [-0c] [-a bytes] [-b file] "
-	    "[-H field] [-p path] [-t ms] port\n"
-	    "                [answer ...]\n");
+	fprintf(stderr, "usage: fwdcheck [-0c] [-a bytes] [-b file "
+	    "[-e file]] [-H field] [-p path]\n"
+	    "                [-t ms] port [answer ...]\n");
 	exit(2);
 }
 
@@ -239,6 +244,7 @@ load_body(struct body *b, const char *path)
 	cksum_init(&ck);
 	cksum_add(&ck, b->data, b->len);
 	cksum_str(&ck, b->sum);
+	(void)strlcpy(b->want, b->sum, sizeof(b->want));
 }
 
 /* One request: the header, then the body as it is or chunked. */
@@ -549,7 +555,7 @@ int
 main(int argc, char *argv[])
 {
 	struct sockaddr_in	 sin;
-	struct body		 empty;
+	struct body		 empty, e;
 	struct answer		 a;
 	struct cksum		 ck;
 	char			*fields[MAX_FIELDS], sum[CKSUM_STR];
@@ -561,7 +567,7 @@ main(int argc, char *argv[])
 	int			 ch, i, minor = 1, chunk = 0, n;
 
 	tool_init();
-	while ((ch = getopt(argc, argv, "0a:b:cH:p:t:")) != -1) {
+	while ((ch = getopt(argc, argv, "0a:b:ce:H:p:t:")) != -1) {
 		switch (ch) {
 		case '0':
 			minor = 0;
@@ -576,6 +582,14 @@ main(int argc, char *argv[])
 			break;
 		case 'c':
 			chunk = 1;
+			break;
+		case 'e':
+			if (nbodies == 0)
+				usage();
+			load_body(&e, optarg);
+			(void)strlcpy(bodies[nbodies - 1].want, e.sum,
+			    sizeof(e.sum));
+			free((void *)(uintptr_t)e.data);
 			break;
 		case 'H':
 			if (nfields == MAX_FIELDS)
@@ -605,6 +619,7 @@ main(int argc, char *argv[])
 	empty.data = "";
 	cksum_init(&ck);
 	cksum_str(&ck, empty.sum);
+	(void)strlcpy(empty.want, empty.sum, sizeof(empty.want));
 
 	memset(&sin, 0, sizeof(sin));
 	sin.sin_family = AF_INET;
@@ -641,7 +656,7 @@ main(int argc, char *argv[])
 		    strcmp(a.answer_sum, cksum_str(&ck, sum)) == 0 ? "ok" :
 		    "bad",
 		    a.body_sum[0] == '\0' ? "none" :
-		    strcmp(a.body_sum, b->sum) == 0 ? "ok" : "bad");
+		    strcmp(a.body_sum, b->want) == 0 ? "ok" : "bad");
 		if (a.close)
 			break;
 	}

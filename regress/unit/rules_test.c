@@ -9,6 +9,7 @@
  */
 #include <sys/types.h>
 #include <sys/queue.h>
+#include <sys/uio.h>
 
 #include <atf-c.h>
 #include <stdlib.h>
@@ -387,15 +388,30 @@ ATF_TC_BODY(rewrite_cap, tc)
 	pconf_free(c);
 }
 
+/* Whether the grant's rewrite changes a scanned body, on its pieces. */
+static int
+rewrite_fast(const char *body, const char *upstream, int64_t cap, int kind)
+{
+	static struct splice	 sp;
+	struct pruntime		 rt;
+	struct rscan		 rs;
+	struct rerr		 e;
+
+	memset(&rt, 0, sizeof(rt));
+	ATF_REQUIRE_MSG(rules_fast(body, strlen(body), NULL, &rs), "%s", body);
+	ATF_REQUIRE_EQ(splice_rules(&rt, &rs, &sp, &e), 0);
+	return (splice_rewrite(&sp, body, upstream, cap, kind));
+}
+
 /*
  * A runtime whose send model is unchanged: the grant's upstream is "",
  * and the client's "model" (or its absence) goes on as it came, while
- * the cap still applies; rules_rewrite_needed says the same of a scan.
+ * the cap still applies; the splice of a scanned body does the same.
  */
 ATF_TC_WITHOUT_HEAD(rewrite_unchanged);
 ATF_TC_BODY(rewrite_unchanged, tc)
 {
-	struct rscan	 rs;
+	const char	*b;
 	json_object	*o;
 
 	o = parse("{\"model\":\"alias\",\"max_tokens\":16}");
@@ -415,16 +431,13 @@ ATF_TC_BODY(rewrite_unchanged, tc)
 	ATF_CHECK_STREQ(str(o), "{\"model\":\"qwen\"}");
 	json_object_put(o);
 
-	memset(&rs, 0, sizeof(rs));
-	rs.max_tokens = rs.max_completion_tokens = -1;
-	ATF_CHECK_EQ(rules_rewrite_needed(&rs, "", 0, KIND_CHAT, CC), 0);
-	ATF_CHECK_EQ(rules_rewrite_needed(&rs, "qwen", 0, KIND_CHAT, CC), 1);
-	rs.has_model = 1;
-	(void)strlcpy(rs.model, "alias", sizeof(rs.model));
-	ATF_CHECK_EQ(rules_rewrite_needed(&rs, "", 0, KIND_CHAT, CC), 0);
-	ATF_CHECK_EQ(rules_rewrite_needed(&rs, "", 8, KIND_CHAT, CC), 1);
-	ATF_CHECK_EQ(rules_rewrite_needed(&rs, "alias", 0, KIND_CHAT, CC), 0);
-	ATF_CHECK_EQ(rules_rewrite_needed(&rs, "qwen", 0, KIND_CHAT, CC), 1);
+	ATF_CHECK_EQ(rewrite_fast("{}", "", 0, KIND_CHAT), 0);
+	ATF_CHECK_EQ(rewrite_fast("{}", "qwen", 0, KIND_CHAT), 1);
+	b = "{\"model\":\"alias\",\"max_tokens\":16}";
+	ATF_CHECK_EQ(rewrite_fast(b, "", 0, KIND_CHAT), 0);
+	ATF_CHECK_EQ(rewrite_fast(b, "", 8, KIND_CHAT), 1);
+	ATF_CHECK_EQ(rewrite_fast(b, "alias", 0, KIND_CHAT), 0);
+	ATF_CHECK_EQ(rewrite_fast(b, "qwen", 0, KIND_CHAT), 1);
 }
 
 /* What the rewrite reports, and when a body's bytes may go on as is. */
@@ -479,6 +492,19 @@ ATF_TC_BODY(plain, tc)
 	json_object_put(o);
 }
 
+/* Whether the scan noted a member of the top object by that name. */
+static int
+top_has(const struct rscan *rs, const char *name)
+{
+	size_t	 i;
+
+	for (i = 0; i < rs->ntop; i++)
+		if (rs->top[i].namelen == strlen(name) && memcmp(rs->base +
+		    rs->top[i].name, name, strlen(name)) == 0)
+			return (1);
+	return (0);
+}
+
 /* The fast path's scan: what it takes, what it notes, what it leaves. */
 ATF_TC_WITHOUT_HEAD(scan);
 ATF_TC_BODY(scan, tc)
@@ -525,7 +551,7 @@ ATF_TC_BODY(scan, tc)
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		ATF_CHECK_EQ_MSG(rules_fast(cases[i].body,
-		    strlen(cases[i].body), &rs), cases[i].fast, "%s",
+		    strlen(cases[i].body), NULL, &rs), cases[i].fast, "%s",
 		    cases[i].body);
 		/* what the scan takes, json-c takes */
 		if (cases[i].fast) {
@@ -534,32 +560,34 @@ ATF_TC_BODY(scan, tc)
 			json_object_put(o);
 		}
 	}
-	ATF_REQUIRE(rules_fast(cases[0].body, strlen(cases[0].body), &rs));
+	ATF_REQUIRE(rules_fast(cases[0].body, strlen(cases[0].body), NULL, &rs));
 	ATF_CHECK_STREQ(rs.model, "m");
 	ATF_CHECK(rs.has_model);
 	ATF_CHECK(rs.stream);
 	ATF_CHECK_EQ(rs.max_tokens, 16);
 	ATF_CHECK_EQ(rs.max_completion_tokens, -1);
-	ATF_CHECK(rscan_has(&rs, "temperature"));
-	ATF_CHECK(rscan_has(&rs, "x.y"));
-	ATF_CHECK(!rscan_has(&rs, "y"));
-	ATF_CHECK(!rscan_has(&rs, "max_completion_tokens"));
+	ATF_CHECK(top_has(&rs, "temperature"));
+	ATF_CHECK(top_has(&rs, "x"));
+	ATF_CHECK(!top_has(&rs, "y"));
+	ATF_CHECK(!top_has(&rs, "max_completion_tokens"));
 
 	/* invalid UTF-8 is never fast */
-	ATF_CHECK(!rules_fast("{\"a\":\"\xc3\"}", 9, &rs));
+	ATF_CHECK(!rules_fast("{\"a\":\"\xc3\"}", 9, NULL, &rs));
 
-	/* the rewrite the notes call for */
-	ATF_REQUIRE(rules_fast("{\"model\":\"up\",\"max_tokens\":16}", 30,
-	    &rs));
-	ATF_CHECK(!rules_rewrite_needed(&rs, "up", 256, KIND_CHAT, CC));
-	ATF_CHECK(rules_rewrite_needed(&rs, "up", 8, KIND_CHAT, CC));
-	ATF_CHECK(rules_rewrite_needed(&rs, "other", 0, KIND_CHAT, CC));
-	ATF_REQUIRE(rules_fast("{\"model\":\"up\"}", 14, &rs));
-	ATF_CHECK(rules_rewrite_needed(&rs, "up", 256, KIND_CHAT, CC));
-	ATF_CHECK(!rules_rewrite_needed(&rs, "up", 256, KIND_EMBEDDING, CC));
-	ATF_REQUIRE(rules_fast("{\"model\":null}", 14, &rs));
+	/* the rewrite the notes call for, on the pieces */
+	ATF_CHECK_EQ(rewrite_fast("{\"model\":\"up\",\"max_tokens\":16}",
+	    "up", 256, KIND_CHAT), 0);
+	ATF_CHECK_EQ(rewrite_fast("{\"model\":\"up\",\"max_tokens\":16}",
+	    "up", 8, KIND_CHAT), 1);
+	ATF_CHECK_EQ(rewrite_fast("{\"model\":\"up\",\"max_tokens\":16}",
+	    "other", 0, KIND_CHAT), 1);
+	ATF_CHECK_EQ(rewrite_fast("{\"model\":\"up\"}", "up", 256, KIND_CHAT),
+	    1);
+	ATF_CHECK_EQ(rewrite_fast("{\"model\":\"up\"}", "up", 256,
+	    KIND_EMBEDDING), 0);
+	ATF_REQUIRE(rules_fast("{\"model\":null}", 14, NULL, &rs));
 	ATF_CHECK(!rs.has_model);
-	ATF_CHECK(rules_rewrite_needed(&rs, "up", 0, KIND_CHAT, CC));
+	ATF_CHECK_EQ(rewrite_fast("{\"model\":null}", "up", 0, KIND_CHAT), 1);
 }
 
 /* One body's parse does not reach into the next one's. */
@@ -620,13 +648,31 @@ decide_chat(struct pconf *c, const char *body, struct http_decision *dc)
 	}
 	http_fastpath = 1;
 	http_decide(c, EVHTTP_REQ_POST, "/v1/chat/completions", &hh, body,
-	    strlen(body), dc);
+	    strlen(body), NULL, dc);
+}
+
+/* The bytes of a splice of body, as a string. */
+static const char *
+spliced(const struct splice *sp, const char *body)
+{
+	static char	 out[1024];
+	struct iovec	 iov[SPLICE_PIECES];
+	size_t		 n, i, len, off = 0;
+
+	n = splice_iov(sp, body, iov, SPLICE_PIECES, &len);
+	ATF_REQUIRE(len < sizeof(out));
+	for (i = 0; i < n; i++) {
+		memcpy(out + off, iov[i].iov_base, iov[i].iov_len);
+		off += iov[i].iov_len;
+	}
+	out[off] = '\0';
+	return (out);
 }
 
 /*
  * A refused field, or the source of a move, in a body the fast scan
- * takes: the fast path never passes it on; the answer is the json-c
- * path's 400, or the move.
+ * takes: never passed on; the answer is the json-c path's 400, or the
+ * move, spliced (a refused path, tools.x, is json-c's to find).
  */
 ATF_TC_WITHOUT_HEAD(fast_refuse);
 ATF_TC_BODY(fast_refuse, tc)
@@ -640,14 +686,17 @@ ATF_TC_BODY(fast_refuse, tc)
 	struct pconf		*c = conf();
 	struct pmodel		*m = pconf_find_model(c, "qwen");
 	struct http_decision	 dc;
+	struct splice		 sp;
 	struct rscan		 rs;
+	struct rerr		 e;
 	const char		*b;
 	size_t			 i;
 
 	for (i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
 		b = refused[i];
-		ATF_REQUIRE_MSG(rules_fast(b, strlen(b), &rs), "%s", b);
-		ATF_CHECK_MSG(!rules_fast_ok(m->rt, CC, &rs), "%s", b);
+		ATF_REQUIRE_MSG(rules_fast(b, strlen(b), NULL, &rs), "%s", b);
+		ATF_CHECK_EQ_MSG(splice_rules(m->rt, &rs, &sp, &e), i == 0 ?
+		    -1 : 1, "%s", b);
 		decide_chat(c, b, &dc);
 		ATF_CHECK_EQ_MSG(dc.action, HTTP_ERROR, "%s", b);
 		ATF_CHECK_EQ_MSG(dc.e.status, 400, "%s", b);
@@ -658,7 +707,7 @@ ATF_TC_BODY(fast_refuse, tc)
 
 	/* allowed beside them: held, on the fast path, as it is */
 	b = "{\"model\":\"qwen\",\"tools\":{\"y\":[]}}";
-	ATF_REQUIRE(rules_fast(b, strlen(b), &rs));
+	ATF_REQUIRE(rules_fast(b, strlen(b), NULL, &rs));
 	decide_chat(c, b, &dc);
 	ATF_CHECK_EQ(dc.action, HTTP_HOLD);
 	ATF_CHECK(dc.plain);
@@ -668,15 +717,14 @@ ATF_TC_BODY(fast_refuse, tc)
 	ATF_CHECK_EQ(dc.action, HTTP_HOLD);
 	ATF_CHECK(dc.fast && dc.plain && dc.body == NULL);
 
-	/* a move's source: not fast; moved, or refused when it conflicts */
+	/* a move's source: moved in the bytes, or refused when it
+	 * conflicts */
 	b = "{\"model\":\"qwen\",\"max_completion_tokens\":9}";
-	ATF_REQUIRE(rules_fast(b, strlen(b), &rs));
-	ATF_CHECK(!rules_fast_ok(m->rt, CC, &rs));
 	decide_chat(c, b, &dc);
 	ATF_CHECK_EQ(dc.action, HTTP_HOLD);
-	ATF_CHECK(!dc.fast && !dc.plain && dc.body != NULL);
-	ATF_CHECK_STREQ(str(dc.body), "{\"model\":\"qwen\",\"max_tokens\":9}");
-	json_object_put(dc.body);
+	ATF_CHECK(dc.fast && !dc.plain && dc.body == NULL);
+	ATF_CHECK_STREQ(spliced(&dc.splice, b),
+	    "{\"model\":\"qwen\",\"max_tokens\":9}");
 	b = "{\"model\":\"qwen\",\"max_completion_tokens\":9,"
 	    "\"max_tokens\":8}";
 	decide_chat(c, b, &dc);
@@ -817,7 +865,8 @@ decide(struct pconf *c, int cmd, const char *path, const char *host,
 	struct http_decision	 dc;
 	struct http_hdrs	 hh = { host, origin, ctype, NULL, NULL };
 
-	http_decide(c, cmd, path, &hh, body, body ? strlen(body) : 0, &dc);
+	http_decide(c, cmd, path, &hh, body, body ? strlen(body) : 0, NULL,
+	    &dc);
 	json_object_put(dc.body);
 	return (dc.action == HTTP_ERROR ? dc.e.status : -dc.action);
 }
@@ -869,6 +918,22 @@ ATF_TC_BODY(web_page, tc)
 	pconf_free(c);
 }
 
+/* The routes the fast path reads as the tree does; the others go to it. */
+ATF_TC_WITHOUT_HEAD(fast_route);
+ATF_TC_BODY(fast_route, tc)
+{
+	ATF_CHECK(rules_fast_route("/v1/chat/completions"));
+	ATF_CHECK(rules_fast_route("/v1/other"));
+	ATF_CHECK(rules_fast_route("/v1/embeddings"));
+	ATF_CHECK(rules_fast_route("/v1/rerank"));
+	ATF_CHECK(!rules_fast_route("/v1/completions"));
+	ATF_CHECK(!rules_fast_route("/v1/messages"));
+	ATF_CHECK(!rules_fast_route("/v1/messages/count_tokens"));
+	ATF_CHECK(!rules_fast_route("/v1/responses"));
+	ATF_CHECK(!rules_fast_route("/v1/responses/input_tokens"));
+	ATF_CHECK(!rules_fast_route("/v1/audio/transcriptions"));
+}
+
 ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, parse);
@@ -883,6 +948,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, stops);
 	ATF_TP_ADD_TC(tp, plain);
 	ATF_TP_ADD_TC(tp, scan);
+	ATF_TP_ADD_TC(tp, fast_route);
 	ATF_TP_ADD_TC(tp, parse_alone);
 	ATF_TP_ADD_TC(tp, fast_refuse);
 	ATF_TP_ADD_TC(tp, cap_by_kind);
