@@ -21,6 +21,11 @@
  * keeps its Content-Length; any other is sent chunked to an HTTP/1.1
  * client, and to an HTTP/1.0 client up to the close of its connection.
  *
+ * A form (multipart.c) goes as its bytes with its model's value spliced
+ * to the grant's name; a passed-through request (/upstream/MODEL/...)
+ * goes with its own method, target and body, and the answer's Location
+ * is put back under the prefix.
+ *
  * A request lives in a struct preq.  Its client connection (conn.c)
  * tells it when the client goes (client_gone); from then on p->r is NULL
  * and the connection is never touched again.
@@ -34,8 +39,8 @@
  * upstream error or an answer that is no stream, a timeout, a cancel)
  * is the stream's last event, an error in the OpenAI shape.
  *
- * Calls: answer.c, metrics.c, conn.c, parent.c, splice.c, rules.c, h1.c,
- * buf.c, state.c.
+ * Calls: answer.c, metrics.c, conn.c, parent.c, splice.c, rules.c,
+ * routes.c, multipart.c, h1.c, buf.c, state.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>
@@ -63,6 +68,7 @@
 #include "h1.h"
 #include "log.h"
 #include "proxy.h"
+#include "routes.h"
 
 /* libbsd's <sys/tree.h> marks its static functions so; glibc has none */
 #ifndef __unused
@@ -142,6 +148,17 @@ struct preq {
 	char			*rawmem;	/* what raw is in, to free */
 	struct splice		*sp;		/* fast: the pieces of raw */
 	int			 spliced;	/* send sp's pieces, not raw */
+	int			 family;	/* enum route_family: errors */
+	int			 form;		/* a multipart form, read into: */
+	struct mform		 mf;
+	char			 boundary[MULTIPART_BOUNDARY_MAX + 1];
+	char			 upstream[AGENCY_PATH_MAX];	/* granted */
+	/* a model field put first in a form that has none */
+	char			 formhead[MULTIPART_BOUNDARY_MAX +
+				    AGENCY_PATH_MAX + 80];
+	int			 pass;		/* /upstream/MODEL/... */
+	int			 headreq;	/* HEAD: the answer has no body */
+	char			 prefix[AGENCY_PATH_MAX];	/* "/upstream/MODEL" */
 	int			 held;
 	uint64_t		 holdid;
 	uint16_t		 port;
@@ -422,7 +439,7 @@ reply_error_retry(struct preq *p, int status, const char *code,
 		return;
 	}
 	p->r = NULL;
-	answer_error_retry(r, status, code, msg, retry_after);
+	answer_error_as(r, p->family, status, code, msg, retry_after);
 }
 
 static void
@@ -453,17 +470,19 @@ ends_with(const char *s, size_t n, const char *t)
 }
 
 /*
- * A stream begun ends with an error event, obj (in the OpenAI shape),
- * and, when chunked, the last chunk, so that the client can tell it
- * from a broken connection.
+ * A stream begun ends with an error event, obj (in the shape of its
+ * family: on Anthropic's routes an event named "error", as Anthropic
+ * sends one), and, when chunked, the last chunk, so that the client can
+ * tell it from a broken connection.
  */
 static void
 client_event_error(struct preq *p, json_object *obj)
 {
 	struct hreq	*r = p->r;
-	const char	*js, *lead = "";
+	const char	*js, *lead = "", *ev;
 	size_t		 n, len;
 
+	ev = p->family == FAMILY_ANTHROPIC ? "event: error\n" : "";
 	js = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN |
 	    JSON_C_TO_STRING_NOSLASHESCAPE);
 	/* after an event cut in its middle, end that one first */
@@ -473,13 +492,14 @@ client_event_error(struct preq *p, json_object *obj)
 	else if (n > 0 && !ends_with(p->carry, n, "\n\n") &&
 	    !ends_with(p->carry, n, "\n\r\n"))
 		lead = "\n";
-	len = strlen(lead) + 6 + strlen(js) + 2;
+	len = strlen(lead) + strlen(ev) + 6 + strlen(js) + 2;
 	o_reset();
 	if (p->chunked_out) {
 		o_num(len, 16);
 		o_add("\r\n", 2);
 	}
 	o_str(lead);
+	o_str(ev);
 	o_str("data: ");
 	o_str(js);
 	o_add("\n\n", 2);
@@ -504,7 +524,7 @@ client_cancelled(struct preq *p)
 		client_close(p);
 		return;
 	}
-	obj = answer_error_object(499, "cancelled",
+	obj = answer_error_object_as(p->family, 499, "cancelled",
 	    "The request was cancelled.");
 	client_event_error(p, obj);
 	json_object_put(obj);
@@ -615,29 +635,72 @@ keep_headers(struct preq *p, const struct h1_msg *m)
 }
 
 /*
+ * Ask for the hold of a request that is set up; 0, or -1 when it ended.
+ * Its bytes (raw), when they may go on as they are or as pieces (sp, the
+ * splice of a fast-path body), are taken from the connection where they
+ * can be, else copied.
+ */
+static int
+hold_ask(struct preq *p, const struct pmodel *m, char *raw, size_t rawlen,
+    const struct splice *sp, const struct h1_msg *hm)
+{
+	struct proto_hold_req	 hr;
+
+	p->state = ST_HOLD;
+	if (raw != NULL) {
+		if ((p->rawmem = conn_take_input(p->r->conn)) != NULL)
+			p->raw = raw;
+		else if ((p->rawmem = p->raw = malloc(rawlen > 0 ? rawlen :
+		    1)) != NULL)
+			memcpy(p->raw, raw, rawlen);
+		p->rawlen = rawlen;
+	}
+	if (sp != NULL && (p->sp = malloc(sizeof(*sp))) != NULL)
+		memcpy(p->sp, sp, sizeof(*sp));
+	if ((raw != NULL && p->raw == NULL) || (sp != NULL && p->sp == NULL) ||
+	    keep_headers(p, hm) == -1) {
+		reply_error(p, 500, "internal_error", "Out of memory.");
+		preq_end(p);
+		return (-1);
+	}
+	memset(&hr, 0, sizeof(hr));
+	hr.reqid = p->reqid;
+	(void)strlcpy(hr.model, m->name, sizeof(hr.model));
+	hr.flags = p->progress ? PROTO_HOLD_PROGRESS : 0;
+	parent_send(IMSG_HOLD_REQ, &hr, sizeof(hr));
+	return (0);
+}
+
+/*
  * A model request that the rules took: its tree (body), or for the fast
- * path the splice of its bytes (sp, and whether it is a stream), and
- * its bytes (raw), when they may go on as they are or as pieces.  Takes
- * body; raw is taken from the connection where it can be, else copied.
+ * path the splice of its bytes (sp, and whether it is a stream), or a
+ * form (mf, read with boundary); and its bytes (raw), when they may go
+ * on as they are or as pieces.  Takes body.
  */
 void
 forward_start(struct hreq *r, const struct pmodel *m, json_object *body,
-    const struct splice *sp, int stream, char *raw, size_t rawlen,
-    const char *path, const char *target, const struct h1_msg *hm)
+    const struct splice *sp, int stream, const struct mform *mf,
+    const char *boundary, char *raw, size_t rawlen, const char *path,
+    const char *target, const struct h1_msg *hm)
 {
-	struct proto_hold_req	 hr;
 	struct preq		*p;
 
 	if ((p = preq_new(r, PREQ_MODEL, path)) == NULL) {
 		json_object_put(body);
-		answer_error(r, 500, "internal_error", "Out of memory.");
+		answer_error_as(r, routes_find(path)->family, 500,
+		    "internal_error", "Out of memory.", 0);
 		return;
 	}
 	(void)strlcpy(p->uri, target, sizeof(p->uri));	/* http.c sized it */
 	(void)strlcpy(p->model, m->name, sizeof(p->model));
+	p->family = routes_find(path)->family;
 	p->json = body;
-	/* stream: the scan's, on the fast path */
-	if (sp == NULL)
+	if (mf != NULL) {
+		p->form = 1;
+		p->mf = *mf;
+		(void)strlcpy(p->boundary, boundary, sizeof(p->boundary));
+		stream = mf->stream;
+	} else if (sp == NULL)		/* else the scan's, stream */
 		stream = rules_stream(body);
 	p->stops = rules_stops_stream(m->rt, stream);
 	/* its comment lines: only where a stream is awaited */
@@ -645,34 +708,58 @@ forward_start(struct hreq *r, const struct pmodel *m, json_object *body,
 	    tick_cb, p) == 0)
 		p->progress = 1;
 	p->kindof = m->rt->kind;
-	p->cap = rules_cap(m);
-	p->state = ST_HOLD;
-	/* kept, to be sent as they are (or in pieces) */
-	if (raw != NULL) {
-		if ((p->rawmem = conn_take_input(r->conn)) != NULL)
-			p->raw = raw;
-		else if ((p->rawmem = p->raw = malloc(rawlen)) != NULL)
-			memcpy(p->raw, raw, rawlen);
-		p->rawlen = rawlen;
-	}
-	if (sp != NULL && (p->sp = malloc(sizeof(*sp))) != NULL)
-		memcpy(p->sp, sp, sizeof(*sp));
-	if ((raw != NULL && p->raw == NULL) || (sp != NULL && p->sp == NULL)) {
-		reply_error(p, 500, "internal_error", "Out of memory.");
-		preq_end(p);
-		return;
-	}
-	if (keep_headers(p, hm) == -1) {
-		reply_error(p, 500, "internal_error", "Out of memory.");
-		preq_end(p);
-		return;
-	}
+	/* none on a route without the fields, which the splice would add */
+	p->cap = routes_find(path)->cap[0] != NULL ? rules_cap(m) : 0;
+	(void)hold_ask(p, m, raw, rawlen, sp, hm);
+}
 
-	memset(&hr, 0, sizeof(hr));
-	hr.reqid = p->reqid;
-	(void)strlcpy(hr.model, m->name, sizeof(hr.model));
-	hr.flags = p->progress ? PROTO_HOLD_PROGRESS : 0;
-	parent_send(IMSG_HOLD_REQ, &hr, sizeof(hr));
+/* Whether a passed-through body asks for a stream, if it is JSON. */
+static int
+pass_stream(const char *body, size_t len)
+{
+	struct rscan	 rs;
+	struct rerr	 e;
+	json_object	*obj;
+	int		 stream;
+
+	if (len == 0)
+		return (0);
+	if (rules_fast(body, len, NULL, &rs))
+		return (rs.stream);
+	if ((obj = rules_parse(body, len, &e)) == NULL)
+		return (0);
+	stream = rules_stream(obj);
+	json_object_put(obj);
+	return (stream);
+}
+
+/*
+ * /upstream/MODEL/...: the method, the rest of the target and the body
+ * go to the model's server as they came, with a hold for the request's
+ * length.  prefixlen: of "/upstream/MODEL", at the start of path.
+ */
+void
+forward_pass(struct hreq *r, const struct pmodel *m, const char *method,
+    const char *rest, size_t prefixlen, const char *path, char *body,
+    size_t len, const struct h1_msg *hm)
+{
+	struct preq	*p;
+
+	if ((p = preq_new(r, PREQ_MODEL, path)) == NULL) {
+		answer_error(r, 500, "internal_error", "Out of memory.");
+		return;
+	}
+	p->pass = 1;
+	(void)strlcpy(p->method, method, sizeof(p->method));
+	p->headreq = strcmp(method, "HEAD") == 0;
+	(void)strlcpy(p->uri, rest, sizeof(p->uri));
+	(void)snprintf(p->prefix, sizeof(p->prefix), "%.*s", (int)prefixlen,
+	    path);
+	(void)strlcpy(p->model, m->name, sizeof(p->model));
+	p->family = FAMILY_OPENAI;
+	p->stops = rules_stops_stream(m->rt, pass_stream(body, len));
+	p->kindof = m->rt->kind;
+	(void)hold_ask(p, m, body, len, NULL, hm);
 }
 
 /*
@@ -714,7 +801,7 @@ fast_rewrite(struct preq *p, const char *upstream)
 		preq_end(p);
 		return (0);
 	}
-	(void)rules_rewrite(p->json, upstream, p->cap, p->kindof);
+	(void)rules_rewrite(p->json, upstream, p->cap, p->kindof, p->path);
 	free(p->rawmem);
 	p->rawmem = p->raw = NULL;
 	free(p->sp);
@@ -743,11 +830,12 @@ forward_grant(const struct proto_hold_grant *g)
 	p->granted_at = now_ms();
 	hold_waited(p, MW_GRANTED, 0);
 	(void)strlcpy(p->label, g->label, sizeof(p->label));
+	(void)strlcpy(p->upstream, g->upstream, sizeof(p->upstream));
 	if (p->sp != NULL) {
 		if (!fast_rewrite(p, g->upstream))
 			return;
 	} else if (p->json != NULL &&
-	    rules_rewrite(p->json, g->upstream, p->cap, p->kindof)) {
+	    rules_rewrite(p->json, g->upstream, p->cap, p->kindof, p->path)) {
 		free(p->rawmem);
 		p->rawmem = p->raw = NULL;
 	}
@@ -948,7 +1036,7 @@ waited_fail(struct preq *p, int status, const char *code, const char *msg)
 	json_object	*obj;
 
 	tick_stop(p);
-	obj = answer_error_object(status, code, msg);
+	obj = answer_error_object_as(p->family, status, code, msg);
 	client_event_error(p, obj);
 	json_object_put(obj);
 }
@@ -1015,7 +1103,8 @@ waited_end(struct preq *p)
 		start[i] = '\0';
 		(void)snprintf(msg, sizeof(msg), "%.200s answered %d, not a "
 		    "stream: %s", p->label, status, start);
-		obj = answer_error_object(502, "upstream_error", msg);
+		obj = answer_error_object_as(p->family, 502, "upstream_error",
+		    msg);
 	}
 	tick_stop(p);
 	p->carrylen = 0;	/* none of it went to the client */
@@ -1188,9 +1277,9 @@ upstream_forward(struct preq *p)
 {
 	struct upconn	*uc;
 	struct iovec	 iov[SPLICE_PIECES + 1];
+	struct mpiece	 v[MULTIPART_PIECES];
 	const char	*s, *err = NULL;
-	size_t		 len;
-	int		 n = 2;
+	size_t		 len, i, n;
 	char		 msg[PROTO_MSG_MAX];
 
 	if ((uc = pool_get(p->port, &err)) == NULL) {
@@ -1209,10 +1298,11 @@ upstream_forward(struct preq *p)
 	uc->left = -1;
 
 	/* the body: its pieces, its bytes, or json-c's text of the tree */
+	n = 2;
 	if (p->spliced)
 		n = 1 + splice_iov(p->sp, p->raw, iov + 1, SPLICE_PIECES,
 		    &len);
-	else if (p->raw != NULL) {
+	else if (p->raw != NULL || p->json == NULL) {
 		iov[1].iov_base = p->raw;
 		iov[1].iov_len = len = p->rawlen;
 	} else {
@@ -1221,22 +1311,49 @@ upstream_forward(struct preq *p)
 		iov[1].iov_base = (void *)(uintptr_t)s;
 		iov[1].iov_len = len = strlen(s);
 	}
+	/* a form's model, by the rule of a JSON body's: the grant's */
+	if (p->form && p->upstream[0] != '\0' && (!p->mf.has_model ||
+	    p->mf.model_len != strlen(p->upstream) ||
+	    memcmp(p->raw + p->mf.model_off, p->upstream,
+	    p->mf.model_len) != 0)) {
+		if ((n = multipart_splice(p->raw, p->rawlen, &p->mf,
+		    p->boundary, p->upstream, p->formhead, sizeof(p->formhead),
+		    v)) == 0) {
+			reply_error(p, 500, "internal_error", "The model's "
+			    "upstream name cannot be a form's value.");
+			preq_end(p);
+			return;
+		}
+		for (len = 0, i = 0; i < n; i++) {
+			iov[i + 1].iov_base = (void *)(uintptr_t)v[i].p;
+			iov[i + 1].iov_len = v[i].len;
+			len += v[i].len;
+		}
+		n++;
+	}
 	o_reset();
-	o_str("POST ");
+	o_str(p->method);
+	o_add(" ", 1);
 	o_str(p->uri);
 	o_str(" HTTP/1.1\r\nHost: 127.0.0.1:");
 	o_num(p->port, 10);
 	o_str("\r\n");
 	o_add(p->hdrs, p->hdrslen);
-	if (!p->has_ctype)
+	if (!p->has_ctype && !p->pass)
 		o_str("Content-Type: application/json\r\n");
-	o_str("Content-Length: ");
-	o_num(len, 10);
-	o_str("\r\n\r\n");
+	/* passed through: a length where there is a body, or may be one */
+	if (!p->pass || len > 0 || strcmp(p->method, "POST") == 0 ||
+	    strcmp(p->method, "PUT") == 0 || strcmp(p->method, "PATCH") == 0) {
+		o_str("Content-Length: ");
+		o_num(len, 10);
+		o_str("\r\n");
+	}
+	o_str("\r\n");
+	/* the header, then the body from where it is: one writev */
 	iov[0].iov_base = ob.b;
 	iov[0].iov_len = ob.len;
 	timer_arm(p);
-	if (uc_send(uc, iov, n) == -1) {
+	if (uc_send(uc, iov, (int)n) == -1) {
 		o_reset();
 		upstream_fail(p, "connection failed");
 		return;
@@ -1329,6 +1446,26 @@ upstream_fail(struct preq *p, const char *what)
 	preq_end(p);	/* frees the connection */
 }
 
+/*
+ * A passed-through answer's Location, under /upstream/MODEL: a path of
+ * the server's own (not "//host"), or an absolute URL of its address.
+ */
+static void
+pass_location(struct preq *p, const char *v, size_t len)
+{
+	char	 self[64];
+	int	 n;
+
+	n = snprintf(self, sizeof(self), "http://127.0.0.1:%u/", p->port);
+	if (n > 0 && (size_t)n <= len && strncasecmp(v, self, n) == 0) {
+		v += n - 1;
+		len -= n - 1;
+	}
+	if (len > 0 && v[0] == '/' && (len == 1 || v[1] != '/'))
+		o_str(p->prefix);
+	o_add(v, len);
+}
+
 /* The answer's header, for the client. */
 static void
 client_header(struct preq *p, const struct h1_msg *m, int nobody)
@@ -1359,13 +1496,17 @@ client_header(struct preq *p, const struct h1_msg *m, int nobody)
 			continue;
 		o_add(h->name, h->namelen);
 		o_add(": ", 2);
-		o_add(h->value, h->valuelen);
+		if (p->pass && h->namelen == 8 &&
+		    strncasecmp(h->name, "Location", 8) == 0)
+			pass_location(p, h->value, h->valuelen);
+		else
+			o_add(h->value, h->valuelen);
 		o_add("\r\n", 2);
 	}
-	/* none for an answer that has no body (204, 304) */
+	/* none for an answer that has no body (204, 304), but a HEAD's */
 	if (p->chunked_out)
 		o_str("Transfer-Encoding: chunked\r\n");
-	else if (!nobody && m->content_length >= 0) {
+	else if ((!nobody || p->headreq) && m->content_length >= 0) {
 		o_str("Content-Length: ");
 		o_num(m->content_length, 10);
 		o_add("\r\n", 2);
@@ -1495,7 +1636,8 @@ upstream_bytes(struct preq *p, char *d, size_t len)
 			uc->hdone = 1;
 			if (p->r != NULL)	/* a client that left: 499 */
 				p->status = m.status;
-			nobody = m.status == 204 || m.status == 304;
+			nobody = m.status == 204 || m.status == 304 ||
+			    p->headreq;
 			uc->keepalive = m.keepalive;
 			if (nobody)
 				uc->left = 0;

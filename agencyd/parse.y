@@ -171,11 +171,10 @@ static size_t			 nnotes;
 %token	ALIAS ALWAYS ANY BODY BUDGET BUFFER CHAT CLOSE COMMAND CONSOLE
 %token	CONNECTIONS DEFAULT EMBEDDING ENV FAIRNESS GET HEADER IDLE IMAGE
 %token	INCLUDE KIND LAZY LISTEN LOAD LOADING MAX MEMORY MODEL MOVE NAME
-%token	NEVER NO ON OVERCOMMIT PART PORT PORTS POST PROGRESS QUEUE READY
-%token	REFUSE REQUEST
-%token	REQUESTS RESERVE RESTRICTED ROUTE RUNTIME SEND SERVER SOCKET
-%token	SPEECH STOPS STREAM TIMEOUT TO TOKENS UNCHANGED UPSTREAM USER
-%token	VISION WINDOW YES
+%token	NEVER NO ON OVERCOMMIT PART PASSTHROUGH PORT PORTS POST PROGRESS
+%token	QUEUE READY REFUSE REQUEST REQUESTS RERANK RESERVE RESTRICTED ROUTE
+%token	RUNTIME SEND SERVER SOCKET SPEECH STOPS STREAM TIMEOUT TO TOKENS
+%token	TRANSCRIPTION UNCHANGED UPSTREAM USER VISION WINDOW YES
 %token	ERROR
 %token	<v.string>	STRING
 %token	<v.number>	NUMBER
@@ -456,6 +455,7 @@ rtopt		: COMMAND STRING		{
 		}
 		| KIND kind			{ rt->kind = $2; }
 		| STOPS ON CLOSE stops		{ rt->stops = $4; }
+		| PASSTHROUGH yesno		{ rt->passthrough = $2; }
 		| SEND MODEL sendmodel		{ rt->send_model = $3; }
 		| LOADING PROGRESS yesno	{ rt->progress = $3; }
 		| ENV STRING			{
@@ -523,6 +523,8 @@ kind		: CHAT				{ $$ = KIND_CHAT; }
 		| SPEECH			{ $$ = KIND_SPEECH; }
 		| IMAGE				{ $$ = KIND_IMAGE; }
 		| VISION			{ $$ = KIND_VISION; }
+		| RERANK			{ $$ = KIND_RERANK; }
+		| TRANSCRIPTION			{ $$ = KIND_TRANSCRIPTION; }
 		;
 
 stops		: ALWAYS			{ $$ = STOPS_ALWAYS; }
@@ -800,6 +802,7 @@ lookup(const char *s)
 		{ "on",			ON },
 		{ "overcommit",		OVERCOMMIT },
 		{ "part",		PART },
+		{ "passthrough",	PASSTHROUGH },
 		{ "port",		PORT },
 		{ "ports",		PORTS },
 		{ "post",		POST },
@@ -809,6 +812,7 @@ lookup(const char *s)
 		{ "refuse",		REFUSE },
 		{ "request",		REQUEST },
 		{ "requests",		REQUESTS },
+		{ "rerank",		RERANK },
 		{ "reserve",		RESERVE },
 		{ "restricted",		RESTRICTED },
 		{ "route",		ROUTE },
@@ -822,6 +826,7 @@ lookup(const char *s)
 		{ "timeout",		TIMEOUT },
 		{ "to",			TO },
 		{ "tokens",		TOKENS },
+		{ "transcription",	TRANSCRIPTION },
 		{ "unchanged",		UNCHANGED },
 		{ "upstream",		UPSTREAM },
 		{ "user",		USER },
