@@ -4,9 +4,10 @@
  */
 /*
  * The front door's own answers: whole answers put together and written
- * to a client connection, JSON answers, errors in the OpenAI shape, the
- * answers to requests that could not be read, the status line's reason
- * phrases, and the access-log line.  http.c (routes) and forward.c
+ * to a client connection, JSON answers, errors in the shape of the
+ * route's family (OpenAI's, or Anthropic's on its routes), redirects,
+ * the answers to requests that could not be read, the status line's
+ * reason phrases, and the access-log line.  http.c (routes) and forward.c
  * (model requests) both answer through it.  The one table of statuses
  * holds each status's reason phrase and, for the statuses conn.c refuses
  * a request with, the error's code and message.
@@ -23,6 +24,7 @@
 
 #include "log.h"
 #include "proxy.h"
+#include "routes.h"
 
 /*
  * Every status the front door answers with itself.  code and message:
@@ -39,6 +41,7 @@ static const struct status {
 	{ 202, "Accepted", NULL, NULL },
 	{ 204, "No Content", NULL, NULL },
 	{ 304, "Not Modified", NULL, NULL },
+	{ 308, "Permanent Redirect", NULL, NULL },
 	{ 400, "Bad Request", "invalid_request",
 	    "The request is not valid HTTP/1.1." },
 	{ 401, "Unauthorized", NULL, NULL },
@@ -105,6 +108,39 @@ answer_error_type(int status)
 	return ("invalid_request_error");
 }
 
+/*
+ * Anthropic's error type for a status: its own list, and api_error for
+ * any other failure of ours.
+ */
+static const char *
+anthropic_type(int status)
+{
+	switch (status) {
+	case 400:
+	case 405:
+	case 408:
+	case 414:
+	case 415:
+	case 431:
+		return ("invalid_request_error");
+	case 401:
+		return ("authentication_error");
+	case 403:
+		return ("permission_error");
+	case 404:
+		return ("not_found_error");
+	case 413:
+		return ("request_too_large");
+	case 429:
+		return ("rate_limit_error");
+	case 503:
+		return ("overloaded_error");
+	default:
+		return (status >= 400 && status < 500 && status != 499 ?
+		    "invalid_request_error" : "api_error");
+	}
+}
+
 /* The answer's bytes are put together here, then written at once. */
 static struct buf	 hb;
 
@@ -142,7 +178,7 @@ static void
 answer(struct hreq *r, int status, const char *ctype, const char *xhdr,
     const char *a, size_t alen, const char *b, size_t blen)
 {
-	char	 head[2048], cors[AGENCY_ORIGIN_MAX + 64];
+	char	 head[AGENCY_PATH_MAX + 2048], cors[AGENCY_ORIGIN_MAX + 64];
 	int	 n;
 
 	(void)answer_cors(r, cors, sizeof(cors));
@@ -217,22 +253,43 @@ answer_json(struct hreq *r, int status, json_object *obj)
 	json_answer(r, status, "", obj);
 }
 
-/* An error in the OpenAI shape, {"error":{"message","type","code"}}:
- * the caller's to put. */
+/*
+ * An error in the shape of a route family (enum route_family): OpenAI's,
+ * {"error":{"message","type","code"}}, or Anthropic's,
+ * {"type":"error","error":{"type","message"}}.  The caller's to put.
+ */
 json_object *
-answer_error_object(int status, const char *code, const char *message)
+answer_error_object_as(int family, int status, const char *code,
+    const char *message)
 {
 	json_object	*obj, *err;
 
 	obj = json_object_new_object();
 	err = json_object_new_object();
-	json_object_object_add(err, "message",
-	    json_object_new_string(message));
-	json_object_object_add(err, "type",
-	    json_object_new_string(answer_error_type(status)));
-	json_object_object_add(err, "code", json_object_new_string(code));
+	if (family == FAMILY_ANTHROPIC) {
+		json_object_object_add(obj, "type",
+		    json_object_new_string("error"));
+		json_object_object_add(err, "type",
+		    json_object_new_string(anthropic_type(status)));
+		json_object_object_add(err, "message",
+		    json_object_new_string(message));
+	} else {
+		json_object_object_add(err, "message",
+		    json_object_new_string(message));
+		json_object_object_add(err, "type",
+		    json_object_new_string(answer_error_type(status)));
+		json_object_object_add(err, "code",
+		    json_object_new_string(code));
+	}
 	json_object_object_add(obj, "error", err);
 	return (obj);
+}
+
+json_object *
+answer_error_object(int status, const char *code, const char *message)
+{
+	return (answer_error_object_as(FAMILY_OPENAI, status, code,
+	    message));
 }
 
 void
@@ -247,10 +304,19 @@ void
 answer_error_retry(struct hreq *r, int status, const char *code,
     const char *message, int retry_after)
 {
+	answer_error_as(r, FAMILY_OPENAI, status, code, message,
+	    retry_after);
+}
+
+/* An error in the shape of a family, with a Retry-After (0: none). */
+void
+answer_error_as(struct hreq *r, int family, int status, const char *code,
+    const char *message, int retry_after)
+{
 	json_object	*obj;
 	char		 xhdr[40] = "";
 
-	obj = answer_error_object(status, code, message);
+	obj = answer_error_object_as(family, status, code, message);
 	if (retry_after > 0)
 		(void)snprintf(xhdr, sizeof(xhdr), "Retry-After: %d\r\n",
 		    retry_after);
@@ -261,10 +327,16 @@ answer_error_retry(struct hreq *r, int status, const char *code,
 	json_object_put(obj);
 }
 
+/* A redirect to location (a path of the front door's), empty bodied. */
 void
-answer_rerr(struct hreq *r, const struct rerr *e)
+answer_redirect(struct hreq *r, int status, const char *location)
 {
-	answer_error(r, e->status, e->code, e->message);
+	char	 xhdr[AGENCY_PATH_MAX + 16];
+
+	if ((size_t)snprintf(xhdr, sizeof(xhdr), "Location: %s\r\n",
+	    location) >= sizeof(xhdr))
+		fatalx("%s: location too long", __func__);
+	answer(r, status, "text/plain", xhdr, "", 0, NULL, 0);
 }
 
 /*

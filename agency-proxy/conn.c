@@ -74,7 +74,11 @@
  * groups (SO_PEERCRED, SO_PEERGROUPS) are read at its accept, for
  * access.c's allow rules.
  *
- * Calls: h1.c, buf.c, state.c.
+ * A form's body (multipart/form-data, of known length) has the places of
+ * its possible delimiters noted as it arrives (multipart.c's marks),
+ * while its bytes are in the cache, for the scan at its end.
+ *
+ * Calls: h1.c, buf.c, scan.c, multipart.c, state.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>
@@ -98,6 +102,8 @@
 #include "proxy.h"
 
 #define CONN_READ		(64 * 1024)	/* the shared read buffer */
+#define CONN_MARK_READ		(128 * 1024)	/* a read of a form's body, */
+#define CONN_MARK_PIECES	16		/* as many a turn at most */
 #define CONN_FIRST		(16 * 1024)	/* a request's first read */
 #define CONN_HEADER_MAX		(64 * 1024)	/* a request's header */
 #define CONN_PIPELINE_MAX	(64 * 1024)	/* kept while BUSY */
@@ -138,6 +144,8 @@ struct hconn {
 	struct h1_chunked	 ch;
 	size_t			 rawpos;	/* chunked: next raw byte */
 	size_t			 bodylen;	/* chunked: decoded so far */
+	int			 form;		/* a form of known length: */
+	struct mmarks		 marks;		/* its body's marks so far */
 	/* the running request */
 	size_t			 reqend;	/* in c->in, its end (0: it
 						 * is not in c->in) */
@@ -191,6 +199,8 @@ static void	 accept_errorcb(struct evconnlistener *, void *);
 static size_t	 conn_consume(struct hconn *, char *, size_t);
 static void	 conn_end(struct hconn *);
 static void	 conn_free(struct hconn *);
+static void	 form_start(struct hconn *, const struct h1_msg *);
+static void	 form_mark(struct hconn *);
 static void	 conn_linger(struct hconn *);
 static void	 conn_refuse(struct hconn *, int);
 static void	 wait_enter(struct hconn *);
@@ -611,11 +621,13 @@ io_write(struct hconn *c, const void *buf, size_t len)
 	return (io_tls(c, tls_write(c->tls, buf, len), 0));
 }
 
-/* The strings of a body of known length that came so far. */
+/* The strings of a body of known length that came so far (a form's are
+ * marked instead, form_mark). */
 static void
 in_prescan(struct hconn *c)
 {
-	if (c->state == CS_BODY && c->clen >= 0 && c->in.len > c->hdrlen)
+	if (c->state == CS_BODY && c->clen >= 0 && !c->form &&
+	    c->in.len > c->hdrlen)
 		prescan_feed(&c->pre, c->in.b + c->hdrlen,
 		    c->in.len - c->hdrlen);
 }
@@ -627,7 +639,7 @@ conn_readcb(evutil_socket_t fd, short ev, void *arg)
 	ssize_t		 n;
 	size_t		 used, room, total;
 	char		*dst;
-	int		 taken;
+	int		 taken, pieces = 0;
 
 	(void)ev;
 	if (c->broken) {
@@ -659,6 +671,7 @@ conn_readcb(evutil_socket_t fd, short ev, void *arg)
 	 * than a small request: of a long body, what came with its header
 	 * is copied into the room made for it, the rest read into place.
 	 */
+ again:
 	if (c->in.len == 0 && (c->state == CS_HEADER)) {
 		dst = rbuf;
 		room = CONN_FIRST;
@@ -670,6 +683,9 @@ conn_readcb(evutil_socket_t fd, short ev, void *arg)
 			conn_end(c);
 			return;
 		}
+		/* a form's, a piece at a time: marked while in the cache */
+		if (c->form && room > CONN_MARK_READ)
+			room = CONN_MARK_READ;
 		dst = c->in.b + c->in.len;
 	} else {
 		room = c->state == CS_BODY ? CONN_READ : 4096;
@@ -729,11 +745,18 @@ conn_readcb(evutil_socket_t fd, short ev, void *arg)
 				memcpy(c->in.b, rbuf + used, n - used);
 				c->in.len = n - used;
 				in_prescan(c);
+				form_mark(c);
 			}
 			return;
 		}
 		c->in.len += n;
 		in_prescan(c);
+		form_mark(c);
+		/* a form's next piece now, while the socket has one */
+		if (c->state == CS_BODY && c->form && (size_t)n == room &&
+		    c->in.len < c->hdrlen + (size_t)c->clen &&
+		    ++pieces < CONN_MARK_PIECES)
+			goto again;
 	}
 	if (c->state != CS_HEADER && c->state != CS_BODY)
 		return;
@@ -782,6 +805,47 @@ conn_refuse(struct hconn *c, int status)
 	c->req.keepalive = 0;
 	c->req.head = 0;
 	handler->refused(&c->req, status);
+}
+
+/* A body about to be read: whether it is a form to mark as it comes. */
+static void
+form_start(struct hconn *c, const struct h1_msg *m)
+{
+	const struct h1_header	*h;
+	char			 ct[64];
+
+	multipart_marks_reset(&c->marks);
+	c->form = 0;
+	if (c->clen <= 0 || (h = h1_find(m, "Content-Type")) == NULL ||
+	    h->valuelen >= sizeof(ct))
+		return;
+	memcpy(ct, h->value, h->valuelen);
+	ct[h->valuelen] = '\0';
+	c->form = multipart_is_form(ct);
+}
+
+/* The body bytes in c->in so far, marked if it is a form. */
+static void
+form_mark(struct hconn *c)
+{
+	size_t	 have;
+
+	if (c->state != CS_BODY || !c->form || c->in.len <= c->hdrlen)
+		return;
+	have = c->in.len - c->hdrlen;
+	if (have > (size_t)c->clen)
+		have = c->clen;
+	multipart_mark(&c->marks, c->in.b + c->hdrlen, have);
+}
+
+/* The marks of the body of the request being handed up; NULL if there
+ * are none that cover it. */
+const struct mmarks *
+conn_body_marks(struct hconn *c)
+{
+	if (!c->form || c->marks.over)
+		return (NULL);
+	return (&c->marks);
 }
 
 /*
@@ -835,6 +899,7 @@ conn_consume(struct hconn *c, char *buf, size_t len)
 			c->state = CS_BODY;
 			c->since = now_ms();
 			wait_enter(c);
+			form_start(c, &m);
 			if (m.expect_continue && m.minor == 1) {
 				/* only when the body is not all here */
 				total = c->clen >= 0 ?
@@ -1157,6 +1222,7 @@ conn_free(struct hconn *c)
 	buf_release(&c->in, 0);
 	buf_release(&c->out, 0);
 	prescan_clear(&c->pre);
+	multipart_marks_free(&c->marks);
 	free(c);
 }
 

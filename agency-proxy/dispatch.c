@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "imsg.h"
 #include "log.h"
@@ -347,15 +348,17 @@ conf_imsg(struct imsg *imsg, uint32_t type)
 	case IMSG_CONF_RUNTIME:
 		getdata(imsg, &prt, sizeof(prt));
 		STROK(prt.name, "runtime name");
-		if (prt.kind < KIND_CHAT || prt.kind > KIND_VISION ||
+		if (prt.kind < KIND_CHAT || prt.kind > KIND_TRANSCRIPTION ||
 		    prt.stops < STOPS_ALWAYS || prt.stops > STOPS_STREAM ||
-		    prt.max_tokens < 0 ||
+		    prt.max_tokens < 0 || (prt.passthrough != 0 &&
+		    prt.passthrough != 1) ||
 		    (prt.progress != 0 && prt.progress != 1))
 			fatalx("parent: runtime %s: kind %d stops %d",
 			    prt.name, prt.kind, prt.stops);
 		if ((px->nrt = pconf_add_runtime(c, prt.name, prt.kind,
 		    prt.stops, prt.max_tokens)) == NULL)
 			fatal("%s: runtime %s", __func__, prt.name);
+		px->nrt->passthrough = prt.passthrough;
 		px->nrt->progress = prt.progress;
 		break;
 	case IMSG_CONF_ROUTE:
@@ -539,6 +542,7 @@ conf_end(void)
 {
 	struct pconf	*old = px->conf;
 
+	pconf_created(px->nconf, old, (int64_t)time(NULL));
 	px->conf = px->nconf;
 	px->nconf = NULL;
 	px->nrt = NULL;

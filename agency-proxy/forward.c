@@ -21,6 +21,11 @@
  * keeps its Content-Length; any other is sent chunked to an HTTP/1.1
  * client, and to an HTTP/1.0 client up to the close of its connection.
  *
+ * A form (multipart.c) goes as its bytes with its model's value spliced
+ * to the grant's name; a passed-through request (/upstream/MODEL/...)
+ * goes with its own method, target and body, and the answer's Location
+ * is put back under the prefix.
+ *
  * A request lives in a struct preq.  Its client connection (conn.c)
  * tells it when the client goes (client_gone); from then on p->r is NULL
  * and the connection is never touched again.
@@ -42,7 +47,7 @@
  * is the stream's last event, an error in the OpenAI shape.
  *
  * Calls: answer.c, metrics.c, conn.c, parent.c, access.c, keyq.c,
- * splice.c, rules.c, h1.c, buf.c, state.c.
+ * splice.c, rules.c, routes.c, multipart.c, h1.c, buf.c, state.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>
@@ -70,6 +75,7 @@
 #include "h1.h"
 #include "log.h"
 #include "proxy.h"
+#include "routes.h"
 
 /* libbsd's <sys/tree.h> marks its static functions so; glibc has none */
 #ifndef __unused
@@ -154,6 +160,17 @@ struct preq {
 	char			*rawmem;	/* what raw is in, to free */
 	struct splice		*sp;		/* fast: the pieces of raw */
 	int			 spliced;	/* send sp's pieces, not raw */
+	int			 family;	/* enum route_family: errors */
+	int			 form;		/* a multipart form, read into: */
+	struct mform		 mf;
+	char			 boundary[MULTIPART_BOUNDARY_MAX + 1];
+	char			 upstream[AGENCY_PATH_MAX];	/* granted */
+	/* a model field put first in a form that has none */
+	char			 formhead[MULTIPART_BOUNDARY_MAX +
+				    AGENCY_PATH_MAX + 80];
+	int			 pass;		/* /upstream/MODEL/... */
+	int			 headreq;	/* HEAD: the answer has no body */
+	char			 prefix[AGENCY_PATH_MAX];	/* "/upstream/MODEL" */
 	int			 held;
 	uint64_t		 holdid;
 	uint16_t		 port;
@@ -448,7 +465,7 @@ reply_error_retry(struct preq *p, int status, const char *code,
 		return;
 	}
 	p->r = NULL;
-	answer_error_retry(r, status, code, msg, retry_after);
+	answer_error_as(r, p->family, status, code, msg, retry_after);
 }
 
 static void
@@ -479,17 +496,19 @@ ends_with(const char *s, size_t n, const char *t)
 }
 
 /*
- * A stream begun ends with an error event, obj (in the OpenAI shape),
- * and, when chunked, the last chunk, so that the client can tell it
- * from a broken connection.
+ * A stream begun ends with an error event, obj (in the shape of its
+ * family: on Anthropic's routes an event named "error", as Anthropic
+ * sends one), and, when chunked, the last chunk, so that the client can
+ * tell it from a broken connection.
  */
 static void
 client_event_error(struct preq *p, json_object *obj)
 {
 	struct hreq	*r = p->r;
-	const char	*js, *lead = "";
+	const char	*js, *lead = "", *ev;
 	size_t		 n, len;
 
+	ev = p->family == FAMILY_ANTHROPIC ? "event: error\n" : "";
 	js = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN |
 	    JSON_C_TO_STRING_NOSLASHESCAPE);
 	/* after an event cut in its middle, end that one first */
@@ -499,13 +518,14 @@ client_event_error(struct preq *p, json_object *obj)
 	else if (n > 0 && !ends_with(p->carry, n, "\n\n") &&
 	    !ends_with(p->carry, n, "\n\r\n"))
 		lead = "\n";
-	len = strlen(lead) + 6 + strlen(js) + 2;
+	len = strlen(lead) + strlen(ev) + 6 + strlen(js) + 2;
 	o_reset();
 	if (p->chunked_out) {
 		o_num(len, 16);
 		o_add("\r\n", 2);
 	}
 	o_str(lead);
+	o_str(ev);
 	o_str("data: ");
 	o_str(js);
 	o_add("\n\n", 2);
@@ -530,7 +550,7 @@ client_cancelled(struct preq *p)
 		client_close(p);
 		return;
 	}
-	obj = answer_error_object(499, "cancelled",
+	obj = answer_error_object_as(p->family, 499, "cancelled",
 	    "The request was cancelled.");
 	client_event_error(p, obj);
 	json_object_put(obj);
@@ -696,34 +716,85 @@ key_slot(struct preq *p, int64_t max)
 }
 
 /*
+ * Set up the hold of a request and ask for it; 0, or -1 when it ended.
+ * Its bytes (raw), when they may go on as they are or as pieces (sp, the
+ * splice of a fast-path body), are taken from the connection where they
+ * can be, else copied.  A request of a key with max requests asks only
+ * once it has a slot of its key (key_slot).
+ */
+static int
+hold_setup(struct preq *p, char *raw, size_t rawlen, const struct splice *sp,
+    const struct h1_msg *hm, const struct paccess *a)
+{
+	p->state = ST_HOLD;
+	if (raw != NULL) {
+		if ((p->rawmem = conn_take_input(p->r->conn)) != NULL)
+			p->raw = raw;
+		else if ((p->rawmem = p->raw = malloc(rawlen > 0 ? rawlen :
+		    1)) != NULL)
+			memcpy(p->raw, raw, rawlen);
+		p->rawlen = rawlen;
+	}
+	if (sp != NULL && (p->sp = malloc(sizeof(*sp))) != NULL)
+		memcpy(p->sp, sp, sizeof(*sp));
+	if ((raw != NULL && p->raw == NULL) || (sp != NULL && p->sp == NULL) ||
+	    keep_headers(p, hm, !TAILQ_EMPTY(&px->conf->keys)) == -1) {
+		reply_error(p, 500, "internal_error", "Out of memory.");
+		preq_end(p);
+		return (-1);
+	}
+	if (a->key != NULL && a->key->max_requests > 0) {
+		if (key_slot(p, a->key->max_requests) == -1)
+			return (-1);
+		if (p->state == ST_KEYWAIT)
+			return (0);
+	}
+	hold_ask(p);
+	return (0);
+}
+
+/* Who a request comes from: its key, its user, for the log. */
+static void
+preq_who(struct preq *p, const struct paccess *a)
+{
+	if (a->key != NULL)
+		(void)strlcpy(p->key, a->key->name, sizeof(p->key));
+	(void)strlcpy(p->user, a->user, sizeof(p->user));
+	access_who(a, p->who, sizeof(p->who));
+}
+
+/*
  * A model request that the rules took: its tree (body), or for the fast
- * path the splice of its bytes (sp, and whether it is a stream), and
- * its bytes (raw), when they may go on as they are or as pieces.  Takes
- * body; raw is taken from the connection where it can be, else copied.
- * a: who it comes from (its key, for max requests and the log).
+ * path the splice of its bytes (sp, and whether it is a stream), or a
+ * form (mf, read with boundary); and its bytes (raw), when they may go
+ * on as they are or as pieces.  Takes body.  a: who it comes from (its
+ * key, for max requests and the log).
  */
 void
 forward_start(struct hreq *r, const struct pmodel *m, json_object *body,
-    const struct splice *sp, int stream, char *raw, size_t rawlen,
-    const char *path, const char *target, const struct h1_msg *hm,
-    const struct paccess *a)
+    const struct splice *sp, int stream, const struct mform *mf,
+    const char *boundary, char *raw, size_t rawlen, const char *path,
+    const char *target, const struct h1_msg *hm, const struct paccess *a)
 {
 	struct preq		*p;
 
 	if ((p = preq_new(r, PREQ_MODEL, path)) == NULL) {
 		json_object_put(body);
-		answer_error(r, 500, "internal_error", "Out of memory.");
+		answer_error_as(r, routes_find(path)->family, 500,
+		    "internal_error", "Out of memory.", 0);
 		return;
 	}
 	(void)strlcpy(p->uri, target, sizeof(p->uri));	/* http.c sized it */
 	(void)strlcpy(p->model, m->name, sizeof(p->model));
-	if (a->key != NULL)
-		(void)strlcpy(p->key, a->key->name, sizeof(p->key));
-	(void)strlcpy(p->user, a->user, sizeof(p->user));
-	access_who(a, p->who, sizeof(p->who));
+	preq_who(p, a);
+	p->family = routes_find(path)->family;
 	p->json = body;
-	/* stream: the scan's, on the fast path */
-	if (sp == NULL)
+	if (mf != NULL) {
+		p->form = 1;
+		p->mf = *mf;
+		(void)strlcpy(p->boundary, boundary, sizeof(p->boundary));
+		stream = mf->stream;
+	} else if (sp == NULL)		/* else the scan's, stream */
 		stream = rules_stream(body);
 	p->stops = rules_stops_stream(m->rt, stream);
 	/* its comment lines: only where a stream is awaited */
@@ -731,34 +802,59 @@ forward_start(struct hreq *r, const struct pmodel *m, json_object *body,
 	    tick_cb, p) == 0)
 		p->progress = 1;
 	p->kindof = m->rt->kind;
-	p->cap = rules_cap(m);
-	p->state = ST_HOLD;
-	/* kept, to be sent as they are (or in pieces) */
-	if (raw != NULL) {
-		if ((p->rawmem = conn_take_input(r->conn)) != NULL)
-			p->raw = raw;
-		else if ((p->rawmem = p->raw = malloc(rawlen)) != NULL)
-			memcpy(p->raw, raw, rawlen);
-		p->rawlen = rawlen;
-	}
-	if (sp != NULL && (p->sp = malloc(sizeof(*sp))) != NULL)
-		memcpy(p->sp, sp, sizeof(*sp));
-	if ((raw != NULL && p->raw == NULL) || (sp != NULL && p->sp == NULL)) {
-		reply_error(p, 500, "internal_error", "Out of memory.");
-		preq_end(p);
+	/* none on a route without the fields, which the splice would add */
+	p->cap = routes_find(path)->cap[0] != NULL ? rules_cap(m) : 0;
+	(void)hold_setup(p, raw, rawlen, sp, hm, a);
+}
+
+/* Whether a passed-through body asks for a stream, if it is JSON. */
+static int
+pass_stream(const char *body, size_t len)
+{
+	struct rscan	 rs;
+	struct rerr	 e;
+	json_object	*obj;
+	int		 stream;
+
+	if (len == 0)
+		return (0);
+	if (rules_fast(body, len, NULL, &rs))
+		return (rs.stream);
+	if ((obj = rules_parse(body, len, &e)) == NULL)
+		return (0);
+	stream = rules_stream(obj);
+	json_object_put(obj);
+	return (stream);
+}
+
+/*
+ * /upstream/MODEL/...: the method, the rest of the target and the body
+ * go to the model's server as they came, with a hold for the request's
+ * length.  prefixlen: of "/upstream/MODEL", at the start of path.
+ */
+void
+forward_pass(struct hreq *r, const struct pmodel *m, const char *method,
+    const char *rest, size_t prefixlen, const char *path, char *body,
+    size_t len, const struct h1_msg *hm, const struct paccess *a)
+{
+	struct preq	*p;
+
+	if ((p = preq_new(r, PREQ_MODEL, path)) == NULL) {
+		answer_error(r, 500, "internal_error", "Out of memory.");
 		return;
 	}
-	if (keep_headers(p, hm, !TAILQ_EMPTY(&px->conf->keys)) == -1) {
-		reply_error(p, 500, "internal_error", "Out of memory.");
-		preq_end(p);
-		return;
-	}
-	if (a->key != NULL && a->key->max_requests > 0) {
-		if (key_slot(p, a->key->max_requests) == -1 ||
-		    p->state == ST_KEYWAIT)
-			return;
-	}
-	hold_ask(p);
+	p->pass = 1;
+	(void)strlcpy(p->method, method, sizeof(p->method));
+	p->headreq = strcmp(method, "HEAD") == 0;
+	(void)strlcpy(p->uri, rest, sizeof(p->uri));
+	(void)snprintf(p->prefix, sizeof(p->prefix), "%.*s", (int)prefixlen,
+	    path);
+	(void)strlcpy(p->model, m->name, sizeof(p->model));
+	preq_who(p, a);
+	p->family = FAMILY_OPENAI;
+	p->stops = rules_stops_stream(m->rt, pass_stream(body, len));
+	p->kindof = m->rt->kind;
+	(void)hold_setup(p, body, len, NULL, hm, a);
 }
 
 /*
@@ -800,7 +896,7 @@ fast_rewrite(struct preq *p, const char *upstream)
 		preq_end(p);
 		return (0);
 	}
-	(void)rules_rewrite(p->json, upstream, p->cap, p->kindof);
+	(void)rules_rewrite(p->json, upstream, p->cap, p->kindof, p->path);
 	free(p->rawmem);
 	p->rawmem = p->raw = NULL;
 	free(p->sp);
@@ -829,11 +925,12 @@ forward_grant(const struct proto_hold_grant *g)
 	p->granted_at = now_ms();
 	hold_waited(p, MW_GRANTED, 0);
 	(void)strlcpy(p->label, g->label, sizeof(p->label));
+	(void)strlcpy(p->upstream, g->upstream, sizeof(p->upstream));
 	if (p->sp != NULL) {
 		if (!fast_rewrite(p, g->upstream))
 			return;
 	} else if (p->json != NULL &&
-	    rules_rewrite(p->json, g->upstream, p->cap, p->kindof)) {
+	    rules_rewrite(p->json, g->upstream, p->cap, p->kindof, p->path)) {
 		free(p->rawmem);
 		p->rawmem = p->raw = NULL;
 	}
@@ -1034,7 +1131,7 @@ waited_fail(struct preq *p, int status, const char *code, const char *msg)
 	json_object	*obj;
 
 	tick_stop(p);
-	obj = answer_error_object(status, code, msg);
+	obj = answer_error_object_as(p->family, status, code, msg);
 	client_event_error(p, obj);
 	json_object_put(obj);
 }
@@ -1101,7 +1198,8 @@ waited_end(struct preq *p)
 		start[i] = '\0';
 		(void)snprintf(msg, sizeof(msg), "%.200s answered %d, not a "
 		    "stream: %s", p->label, status, start);
-		obj = answer_error_object(502, "upstream_error", msg);
+		obj = answer_error_object_as(p->family, 502, "upstream_error",
+		    msg);
 	}
 	tick_stop(p);
 	p->carrylen = 0;	/* none of it went to the client */
@@ -1274,9 +1372,9 @@ upstream_forward(struct preq *p)
 {
 	struct upconn	*uc;
 	struct iovec	 iov[SPLICE_PIECES + 1];
+	struct mpiece	 v[MULTIPART_PIECES];
 	const char	*s, *err = NULL;
-	size_t		 len;
-	int		 n = 2;
+	size_t		 len, i, n;
 	char		 msg[PROTO_MSG_MAX];
 
 	if ((uc = pool_get(p->port, &err)) == NULL) {
@@ -1295,10 +1393,11 @@ upstream_forward(struct preq *p)
 	uc->left = -1;
 
 	/* the body: its pieces, its bytes, or json-c's text of the tree */
+	n = 2;
 	if (p->spliced)
 		n = 1 + splice_iov(p->sp, p->raw, iov + 1, SPLICE_PIECES,
 		    &len);
-	else if (p->raw != NULL) {
+	else if (p->raw != NULL || p->json == NULL) {
 		iov[1].iov_base = p->raw;
 		iov[1].iov_len = len = p->rawlen;
 	} else {
@@ -1307,22 +1406,49 @@ upstream_forward(struct preq *p)
 		iov[1].iov_base = (void *)(uintptr_t)s;
 		iov[1].iov_len = len = strlen(s);
 	}
+	/* a form's model, by the rule of a JSON body's: the grant's */
+	if (p->form && p->upstream[0] != '\0' && (!p->mf.has_model ||
+	    p->mf.model_len != strlen(p->upstream) ||
+	    memcmp(p->raw + p->mf.model_off, p->upstream,
+	    p->mf.model_len) != 0)) {
+		if ((n = multipart_splice(p->raw, p->rawlen, &p->mf,
+		    p->boundary, p->upstream, p->formhead, sizeof(p->formhead),
+		    v)) == 0) {
+			reply_error(p, 500, "internal_error", "The model's "
+			    "upstream name cannot be a form's value.");
+			preq_end(p);
+			return;
+		}
+		for (len = 0, i = 0; i < n; i++) {
+			iov[i + 1].iov_base = (void *)(uintptr_t)v[i].p;
+			iov[i + 1].iov_len = v[i].len;
+			len += v[i].len;
+		}
+		n++;
+	}
 	o_reset();
-	o_str("POST ");
+	o_str(p->method);
+	o_add(" ", 1);
 	o_str(p->uri);
 	o_str(" HTTP/1.1\r\nHost: 127.0.0.1:");
 	o_num(p->port, 10);
 	o_str("\r\n");
 	o_add(p->hdrs, p->hdrslen);
-	if (!p->has_ctype)
+	if (!p->has_ctype && !p->pass)
 		o_str("Content-Type: application/json\r\n");
-	o_str("Content-Length: ");
-	o_num(len, 10);
-	o_str("\r\n\r\n");
+	/* passed through: a length where there is a body, or may be one */
+	if (!p->pass || len > 0 || strcmp(p->method, "POST") == 0 ||
+	    strcmp(p->method, "PUT") == 0 || strcmp(p->method, "PATCH") == 0) {
+		o_str("Content-Length: ");
+		o_num(len, 10);
+		o_str("\r\n");
+	}
+	o_str("\r\n");
+	/* the header, then the body from where it is: one writev */
 	iov[0].iov_base = ob.b;
 	iov[0].iov_len = ob.len;
 	timer_arm(p);
-	if (uc_send(uc, iov, n) == -1) {
+	if (uc_send(uc, iov, (int)n) == -1) {
 		o_reset();
 		upstream_fail(p, "connection failed");
 		return;
@@ -1415,6 +1541,26 @@ upstream_fail(struct preq *p, const char *what)
 	preq_end(p);	/* frees the connection */
 }
 
+/*
+ * A passed-through answer's Location, under /upstream/MODEL: a path of
+ * the server's own (not "//host"), or an absolute URL of its address.
+ */
+static void
+pass_location(struct preq *p, const char *v, size_t len)
+{
+	char	 self[64];
+	int	 n;
+
+	n = snprintf(self, sizeof(self), "http://127.0.0.1:%u/", p->port);
+	if (n > 0 && (size_t)n <= len && strncasecmp(v, self, n) == 0) {
+		v += n - 1;
+		len -= n - 1;
+	}
+	if (len > 0 && v[0] == '/' && (len == 1 || v[1] != '/'))
+		o_str(p->prefix);
+	o_add(v, len);
+}
+
 /* The answer's header, for the client. */
 static void
 client_header(struct preq *p, const struct h1_msg *m, int nobody)
@@ -1448,14 +1594,18 @@ client_header(struct preq *p, const struct h1_msg *m, int nobody)
 			continue;
 		o_add(h->name, h->namelen);
 		o_add(": ", 2);
-		o_add(h->value, h->valuelen);
+		if (p->pass && h->namelen == 8 &&
+		    strncasecmp(h->name, "Location", 8) == 0)
+			pass_location(p, h->value, h->valuelen);
+		else
+			o_add(h->value, h->valuelen);
 		o_add("\r\n", 2);
 	}
 	o_add(cors, answer_cors(p->r, cors, sizeof(cors)));
-	/* none for an answer that has no body (204, 304) */
+	/* none for an answer that has no body (204, 304), but a HEAD's */
 	if (p->chunked_out)
 		o_str("Transfer-Encoding: chunked\r\n");
-	else if (!nobody && m->content_length >= 0) {
+	else if ((!nobody || p->headreq) && m->content_length >= 0) {
 		o_str("Content-Length: ");
 		o_num(m->content_length, 10);
 		o_add("\r\n", 2);
@@ -1585,7 +1735,8 @@ upstream_bytes(struct preq *p, char *d, size_t len)
 			uc->hdone = 1;
 			if (p->r != NULL)	/* a client that left: 499 */
 				p->status = m.status;
-			nobody = m.status == 204 || m.status == 304;
+			nobody = m.status == 204 || m.status == 304 ||
+			    p->headreq;
 			uc->keepalive = m.keepalive;
 			if (nobody)
 				uc->left = 0;

@@ -11,7 +11,8 @@
  * model requests go on to forward.c.  The listeners of a configuration.
  *
  * Calls: forward.c, events.c, answer.c, metrics.c, conn.c, parent.c,
- * rules.c, scan.c, h1.c, console_assets.c, state.c.
+ * rules.c, scan.c, multipart.c, routes.c, utf8.c, h1.c, console_assets.c,
+ * state.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>
@@ -33,13 +34,21 @@
 #include "h1.h"
 #include "log.h"
 #include "proxy.h"
+#include "routes.h"
 
 static void	 http_request(struct hreq *, const struct h1_msg *, char *,
 		    size_t);
 static void	 http_refused(struct hreq *, int);
 static void	 http_models(struct hreq *, const struct paccess *);
+static int	 host_guard(const struct pconf *, const struct http_hdrs *,
+		    struct rerr *);
 static int	 admin_guard(const struct pconf *, const struct http_hdrs *,
-		    int, int, struct rerr *);
+		    int, struct rerr *);
+static void	 decide_form(const struct pconf *, const char *,
+		    const struct http_hdrs *, const char *, size_t,
+		    struct http_decision *);
+static void	 decide_pass(const struct pconf *, int, const char *,
+		    const struct http_hdrs *, struct http_decision *);
 static int	 json_ctype(const char *);
 static void	 http_cancel(struct hreq *, struct pmodel *);
 static void	 decide_error(struct http_decision *, int, const char *,
@@ -199,6 +208,7 @@ http_decide(const struct pconf *conf, int cmd, const char *path,
 	int		 changed, scanned = 0, unixsock, admin, console;
 
 	memset(dc, 0, sizeof(*dc));
+	dc->family = routes_find(path)->family;
 	if (conf == NULL) {
 		decide_error(dc, 503, "starting", "The proxy is starting.");
 		return;
@@ -229,7 +239,7 @@ http_decide(const struct pconf *conf, int cmd, const char *path,
 	}
 	if (hh->origin != NULL && !http_origin_ok(conf, hh->origin,
 	    hh->host, hh->tls)) {
-		if (admin || console ||
+		if (admin || console || strncmp(path, "/upstream/", 10) == 0 ||
 		    !access_cors_listed(conf, hh->origin)) {
 			rerr_set(&dc->e, 403, "forbidden_origin", "Requests "
 			    "from the origin '%.100s' are not allowed.",
@@ -257,8 +267,7 @@ http_decide(const struct pconf *conf, int cmd, const char *path,
 		    (dc->asset = console_asset(path)) == NULL) {
 			dc->asset = NULL;
 			decide_error(dc, 404, "not_found", "No such route.");
-		} else if (admin_guard(conf, hh, cmd, unixsock,
-		    &dc->e) != 0) {
+		} else if (admin_guard(conf, hh, cmd, &dc->e) != 0) {
 			dc->asset = NULL;
 			dc->action = HTTP_ERROR;
 		} else
@@ -279,7 +288,7 @@ http_decide(const struct pconf *conf, int cmd, const char *path,
 			dc->action = HTTP_MODELS;
 		return;
 	}
-	if (admin && admin_guard(conf, hh, cmd, unixsock, &dc->e) != 0) {
+	if (admin && admin_guard(conf, hh, cmd, &dc->e) != 0) {
 		dc->action = HTTP_ERROR;
 		return;
 	}
@@ -302,12 +311,20 @@ http_decide(const struct pconf *conf, int cmd, const char *path,
 		decide_admin(conf, cmd, path + 11, hh, body, len, dc);
 		return;
 	}
+	if (strncmp(path, "/upstream/", 10) == 0) {
+		decide_pass(conf, cmd, path, hh, dc);
+		return;
+	}
 	if (cmd != EVHTTP_REQ_POST) {
 		if (strncmp(path, "/v1/", 4) == 0)
 			decide_error(dc, 405, "method_not_allowed",
 			    "Model routes take POST.");
 		else
 			decide_error(dc, 404, "not_found", "No such route.");
+		return;
+	}
+	if (routes_find(path)->body == BODY_FORM) {
+		decide_form(conf, path, hh, body, len, dc);
 		return;
 	}
 	/* Only what a browser cannot send across origins unasked. */
@@ -321,7 +338,8 @@ http_decide(const struct pconf *conf, int cmd, const char *path,
 	 * the rules to be applied is only scanned, and what they change is
 	 * spliced.  What it cannot settle, it leaves to json-c below.
 	 */
-	if (http_fastpath && rules_fast(body, len, pre, &dc->scan)) {
+	if (http_fastpath && rules_fast_route(path) &&
+	    rules_fast(body, len, pre, &dc->scan)) {
 		if (rules_pick_name(conf, dc->scan.has_model ?
 		    dc->scan.model : NULL, &sc, &m, &dc->e) == -1) {
 			dc->action = HTTP_ERROR;
@@ -359,7 +377,7 @@ http_decide(const struct pconf *conf, int cmd, const char *path,
 		return;
 	}
 	if (rules_check_route(m, path, &dc->e) == -1 ||
-	    rules_apply(m->rt, obj, &dc->e, &changed) == -1) {
+	    rules_apply(m->rt, path, obj, &dc->e, &changed) == -1) {
 		json_object_put(obj);
 		dc->action = HTTP_ERROR;
 		dc->model = m;		/* refused for this model */
@@ -515,6 +533,137 @@ decide_error(struct http_decision *dc, int status, const char *code,
 	rerr_set(&dc->e, status, code, "%s", message);
 }
 
+/*
+ * A multipart/form-data body (routes.c says which routes take one): its
+ * framing read strictly (multipart.c), the model picked by the form's
+ * model field, a hold for the bytes as they came.  A form is what a
+ * page may post across origins unasked: the Origin check above is what
+ * keeps other sites out.
+ */
+static void
+decide_form(const struct pconf *conf, const char *path,
+    const struct http_hdrs *hh, const char *body, size_t len,
+    struct http_decision *dc)
+{
+	char		 name[MULTIPART_MODEL_MAX + 1];
+	const char	*err;
+	struct pmodel	*m;
+	struct pscope	 sc;
+	int		 r;
+
+	access_scope(&dc->acc, &sc);
+	if (!multipart_is_form(hh->ctype)) {
+		decide_error(dc, 415, "unsupported_media_type",
+		    "This route needs Content-Type: multipart/form-data.");
+		return;
+	}
+	if (multipart_boundary(hh->ctype, dc->boundary, sizeof(dc->boundary),
+	    &err) == -1) {
+		decide_error(dc, 400, "invalid_form", err);
+		return;
+	}
+	if ((r = multipart_scan(body, len, dc->boundary, (size_t)conf->max_body,
+	    hh->marks, &dc->mf, &err)) != 0) {
+		decide_error(dc, -r, r == -413 ? "body_too_large" :
+		    "invalid_form", err);
+		return;
+	}
+	if (dc->mf.has_model) {
+		memcpy(name, body + dc->mf.model_off, dc->mf.model_len);
+		name[dc->mf.model_len] = '\0';
+		if (!utf8_valid((const unsigned char *)name,
+		    dc->mf.model_len)) {
+			decide_error(dc, 400, "invalid_form",
+			    "The form's model is not valid UTF-8.");
+			return;
+		}
+	}
+	if (rules_pick_name(conf, dc->mf.has_model ? name : NULL, &sc, &m,
+	    &dc->e) == -1) {
+		dc->action = HTTP_ERROR;
+		return;
+	}
+	if (rules_check_route(m, path, &dc->e) == -1) {
+		dc->action = HTTP_ERROR;
+		dc->model = m;
+		return;
+	}
+	dc->action = HTTP_HOLD;
+	dc->model = m;
+	dc->form = 1;
+	dc->plain = 1;
+}
+
+/*
+ * The served name (or alias) that path, after "/upstream/", starts
+ * with as a whole segment: the longest, since a name may hold a slash.
+ * Sets *n to its length.
+ */
+static struct pmodel *
+pass_model(const struct pconf *conf, const char *rest, size_t *n)
+{
+	struct pmodel	*m, *best = NULL;
+	const char	*s;
+	size_t		 i, k;
+
+	*n = 0;
+	TAILQ_FOREACH(m, &conf->models, entry) {
+		for (i = 0; i <= m->aliases.n; i++) {
+			s = i == 0 ? m->name : m->aliases.v[i - 1];
+			k = strlen(s);
+			if (k > *n && strncmp(rest, s, k) == 0 &&
+			    (rest[k] == '/' || rest[k] == '\0')) {
+				best = m;
+				*n = k;
+			}
+		}
+	}
+	return (best);
+}
+
+/*
+ * /upstream/MODEL/...: any method but TRACE and CONNECT, to the model's
+ * own server as it is, where its runtime says "passthrough yes".  No
+ * request rule reads it, so it is kept to the admin routes' Host.
+ */
+static void
+decide_pass(const struct pconf *conf, int cmd, const char *path,
+    const struct http_hdrs *hh, struct http_decision *dc)
+{
+	struct pmodel	*m;
+	size_t		 n;
+
+	if (host_guard(conf, hh, &dc->e) != 0) {
+		dc->action = HTTP_ERROR;
+		return;
+	}
+	if (cmd == HTTP_REQ_UNKNOWN || cmd == EVHTTP_REQ_TRACE ||
+	    cmd == EVHTTP_REQ_CONNECT) {
+		decide_error(dc, 405, "method_not_allowed",
+		    "That method is not passed through.");
+		return;
+	}
+	if ((m = pass_model(conf, path + 10, &n)) == NULL ||
+	    !access_model_ok(&dc->acc, m)) {
+		rerr_set(&dc->e, 404, "model_not_found", "No model served "
+		    "here is named after /upstream/ in %.200s.", path);
+		dc->action = HTTP_ERROR;
+		return;
+	}
+	if (!m->rt->passthrough) {
+		rerr_set(&dc->e, 404, "passthrough_off", "The model '%s' is "
+		    "not passed through (its runtime needs passthrough yes).",
+		    m->name);
+		dc->action = HTTP_ERROR;
+		dc->model = m;
+		return;
+	}
+	dc->model = m;
+	dc->prefix = 10 + n;
+	/* its own page's relative links need the slash */
+	dc->action = path[dc->prefix] == '\0' ? HTTP_REDIRECT : HTTP_PASS;
+}
+
 static const struct {
 	const char	*name;
 	int		 cmd;
@@ -601,6 +750,7 @@ struct delayed {
 	struct hreq	*r;
 	struct event	*ev;
 	struct rerr	 e;
+	int		 family;	/* the error's shape */
 	char		 method[16];
 	char		 path[AGENCY_PATH_MAX];
 	int64_t		 t0;
@@ -633,7 +783,8 @@ delayed_answer(evutil_socket_t fd, short ev, void *arg)
 	(void)fd;
 	(void)ev;
 	conn_set_owner(d->r->conn, NULL, NULL, NULL);
-	answer_rerr(d->r, &d->e);
+	answer_error_as(d->r, d->family, d->e.status, d->e.code, d->e.message,
+	    0);
 	answer_log(d->method, d->path, "-", d->e.status, now_ms() - d->t0,
 	    -1, -1, NULL);
 	metrics_unrouted(d->e.status);
@@ -643,8 +794,8 @@ delayed_answer(evutil_socket_t fd, short ev, void *arg)
 /* Answer e after ms, unless the client goes first; 0, or -1 if it
  * cannot be held back (then it is answered at once by the caller). */
 static int
-delay_error(struct hreq *r, const struct rerr *e, int ms, const char *method,
-    const char *path, int64_t t0)
+delay_error(struct hreq *r, const struct http_decision *dc, int ms,
+    const char *method, const char *path, int64_t t0)
 {
 	struct delayed	*d;
 	struct timeval	 tv;
@@ -656,7 +807,8 @@ delay_error(struct hreq *r, const struct rerr *e, int ms, const char *method,
 		return (-1);
 	}
 	d->r = r;
-	d->e = *e;
+	d->e = dc->e;
+	d->family = dc->family;
 	(void)strlcpy(d->method, method, sizeof(d->method));
 	(void)strlcpy(d->path, path, sizeof(d->path));
 	d->t0 = t0;
@@ -675,6 +827,7 @@ http_request(struct hreq *r, const struct h1_msg *m, char *body,
 {
 	struct http_decision	 dc;
 	char			 path[AGENCY_PATH_MAX], target[AGENCY_PATH_MAX];
+	char			 location[AGENCY_PATH_MAX + 1];
 	char			 host[256], ctype[256], origin[256];
 	char			 authority[256], acrm[32], acrh[1024];
 	char			 lastid[64], inm[64];
@@ -686,7 +839,7 @@ http_request(struct hreq *r, const struct h1_msg *m, char *body,
 	int			 cmd = HTTP_REQ_UNKNOWN;
 	json_object		*obj;
 	int64_t			 t0 = now_ms();
-	size_t			 i;
+	size_t			 i, blen = len;
 
 	r->cors[0] = '\0';
 	for (i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
@@ -728,6 +881,7 @@ http_request(struct hreq *r, const struct h1_msg *m, char *body,
 	    field(m, "Host", host, sizeof(host));
 	hh.origin = field(m, "Origin", origin, sizeof(origin));
 	hh.ctype = field(m, "Content-Type", ctype, sizeof(ctype));
+	hh.marks = conn_body_marks(r->conn);
 	hh.query = (q = strchr(target, '?')) != NULL ? q + 1 : NULL;
 	/* a credential too long to be a key's is a wrong one ("") */
 	hh.authorization = field(m, "Authorization", authz, sizeof(authz));
@@ -795,15 +949,29 @@ http_request(struct hreq *r, const struct h1_msg *m, char *body,
 	case HTTP_HOLD:
 		/* takes body */
 		forward_start(r, dc.model, dc.body, dc.fast ? &dc.splice :
-		    NULL, dc.scan.stream, dc.plain || dc.fast ? body : NULL,
-		    len, path, target, m, &dc.acc);
+		    NULL, dc.scan.stream, dc.form ? &dc.mf : NULL, dc.boundary,
+		    dc.plain || dc.fast ? body : NULL, len, path, target, m,
+		    &dc.acc);
+		break;
+	case HTTP_PASS:
+		/* the body of any method that has one */
+		forward_pass(r, dc.model, method, target + dc.prefix,
+		    dc.prefix, path, body, blen, m, &dc.acc);
+		break;
+	case HTTP_REDIRECT:
+		(void)snprintf(location, sizeof(location), "%.*s/%s",
+		    (int)dc.prefix, target, target + dc.prefix);
+		answer_redirect(r, 308, location);
+		answer_log(method, path, dc.model->name, 308, now_ms() - t0,
+		    -1, -1, who);
 		break;
 	case HTTP_ERROR:
 	default:
-		if (dc.delay > 0 && delay_error(r, &dc.e, dc.delay, method,
+		if (dc.delay > 0 && delay_error(r, &dc, dc.delay, method,
 		    path, t0) == 0)
 			break;
-		answer_rerr(r, &dc.e);
+		answer_error_as(r, dc.family, dc.e.status, dc.e.code,
+		    dc.e.message, 0);
 		answer_log(method, path, "-", dc.e.status, now_ms() - t0,
 		    -1, -1, who);
 		if (dc.model != NULL)
@@ -881,9 +1049,12 @@ http_console(struct hreq *r, const struct console_asset *a, const char *inm,
 static void
 http_models(struct hreq *r, const struct paccess *a)
 {
-	struct pmodel	*m;
-	json_object	*obj, *data, *e, *st;
-	size_t		 i;
+	struct pmodel		*m;
+	json_object		*obj, *data, *e, *routes, *st;
+	const char *const	*kr;
+	const char		*name;
+	char			 pass[AGENCY_NAME_MAX + 16];
+	size_t			 i, k;
 
 	obj = json_object_new_object();
 	data = json_object_new_array();
@@ -898,7 +1069,7 @@ http_models(struct hreq *r, const struct paccess *a)
 			json_object_object_add(e, "object",
 			    json_object_new_string("model"));
 			json_object_object_add(e, "created",
-			    json_object_new_int64(0));
+			    json_object_new_int64(m->created));
 			json_object_object_add(e, "owned_by",
 			    json_object_new_string("agency"));
 			if (i > 0)
@@ -909,6 +1080,26 @@ http_models(struct hreq *r, const struct paccess *a)
 				    aliases_json(m));
 			if ((st = model_status_json(m->name)) != NULL)
 				json_object_object_add(e, "status", st);
+			/* what it serves, for a client to find the model of
+			 * a kind: the runtime's routes, or its kind's */
+			json_object_object_add(e, "kind",
+			    json_object_new_string(routes_kind_name(
+			    m->rt->kind)));
+			routes = json_object_new_array();
+			kr = routes_of_kind(m->rt->kind);
+			for (k = 0; m->rt->routes.n > 0 ?
+			    k < m->rt->routes.n : kr[k] != NULL; k++)
+				json_object_array_add(routes,
+				    json_object_new_string(m->rt->routes.n > 0 ?
+				    m->rt->routes.v[k] : kr[k]));
+			json_object_object_add(e, "routes", routes);
+			if (m->rt->passthrough) {
+				name = i == 0 ? m->name : m->aliases.v[i - 1];
+				(void)snprintf(pass, sizeof(pass),
+				    "/upstream/%s/", name);
+				json_object_object_add(e, "passthrough",
+				    json_object_new_string(pass));
+			}
 			json_object_array_add(data, e);
 		}
 	}
@@ -1070,17 +1261,17 @@ json_ctype(const char *ct)
 }
 
 /*
- * Admin routes and /metrics, beyond the Host check of every route: a
- * loopback name with a listener's port, whatever server names there
- * are (on a Unix socket, which is local, any Host), and POSTs only with
- * a JSON body.
+ * Admin routes, /metrics and passthrough, beyond the Host check of every
+ * route: a loopback name with a listener's port, whatever server names
+ * there are (on a Unix socket, which is local, any Host).
  */
 static int
-admin_guard(const struct pconf *conf, const struct http_hdrs *hh, int cmd,
-    int unixsock, struct rerr *e)
+host_guard(const struct pconf *conf, const struct http_hdrs *hh,
+    struct rerr *e)
 {
 	char		 name[AGENCY_NAME_MAX];
 	long long	 port;
+	int		 unixsock = hh->peer != NULL && hh->peer->unixsock;
 
 	if (!unixsock && (hh->host == NULL || host_split(hh->host, name,
 	    sizeof(name), &port) == -1 || !loopback_name(name) || port == 0 ||
@@ -1089,6 +1280,17 @@ admin_guard(const struct pconf *conf, const struct http_hdrs *hh, int cmd,
 		    "a Host of 127.0.0.1, [::1] or localhost with the port.");
 		return (403);
 	}
+	return (0);
+}
+
+/* The admin routes and /metrics: their Host, and POSTs only with a JSON
+ * body. */
+static int
+admin_guard(const struct pconf *conf, const struct http_hdrs *hh, int cmd,
+    struct rerr *e)
+{
+	if (host_guard(conf, hh, e) != 0)
+		return (403);
 	if (cmd == EVHTTP_REQ_POST && !json_ctype(hh->ctype)) {
 		rerr_set(e, 415, "unsupported_media_type",
 		    "Admin POSTs need Content-Type: application/json.");

@@ -20,18 +20,26 @@
  * same order, from the bottom up.
  *
  * Decisions the design leaves open, settled here:
- * - A runtime with no "routes" serves the routes of its kind:
- *     chat       /v1/chat/completions, /v1/completions
- *     embedding  /v1/embeddings
- *     speech     /v1/audio/speech
- *     image      /v1/images/generations
- *     vision     /v1/chat/completions
+ * - A runtime with no "routes" serves the routes of its kind (routes.c
+ *   lists them, as agency.conf(5) does): chat has OpenAI's chat and
+ *   completions, Anthropic's Messages and OpenAI's Responses.  Each
+ *   route has a family (OpenAI's or Anthropic's: the shape of the front
+ *   door's errors on it), a body (JSON, or a multipart form whose model
+ *   field is read and rewritten) and the fields the cap holds.
  * - A runtime with no "parts" allows the content-part types of its kind:
- *   "text" for every kind, and "image_url" as well for vision.  An
- *   image_url part must carry a data:image/ URL, whatever the list says.
- * - The max_tokens cap lowers max_tokens and max_completion_tokens when
- *   they are over it; a chat or vision request that has neither gets
- *   max_tokens set to the cap, so the operator's limit always holds.
+ *   "text" for every kind, and "image_url" as well for vision; an
+ *   Anthropic image block and a Responses input_image count as
+ *   "image_url".  An image must be inline (a data:image/ URL, a base64
+ *   source), whatever the list says; Anthropic's tool and thinking
+ *   blocks are not media and always pass.
+ * - The max_tokens cap lowers the route's fields when they are over it
+ *   (max_tokens and max_completion_tokens of chat, max_tokens of
+ *   Messages, max_output_tokens of Responses); a chat or vision request
+ *   that has none of them gets the first set to the cap, so the
+ *   operator's limit always holds.  Counting routes are not capped.
+ * - /upstream/MODEL/... (passthrough yes) goes to the model's server as
+ *   it came, any method, held like a model request; no rule reads it,
+ *   so it is kept to loopback Hosts as the admin routes are.
  * - A request counts for cancel from the moment it asked for a hold: a
  *   cancel ends waiting requests too (they are withdrawn).
  * - request_timeout bounds the wait for the upstream's header and then
@@ -51,6 +59,7 @@
 #include <json-c/json.h>
 
 #include "config.h"
+#include "multipart.h"
 #include "proto.h"
 
 /* A method of none of libevent's EVHTTP_REQ_* types, for http_decide */
@@ -115,6 +124,7 @@ struct pruntime {
 	int			 kind;		/* enum model_kind */
 	int			 stops;		/* enum stops_on_close */
 	int64_t			 max_tokens;	/* 0: no cap */
+	int			 passthrough;	/* /upstream/MODEL/... */
 	int			 progress;	/* loading progress */
 	struct pstrs		 routes;
 	struct pstrs		 parts;
@@ -129,6 +139,8 @@ struct pmodel {
 	char			 upstream[AGENCY_PATH_MAX];
 	char			 label[AGENCY_PATH_MAX];
 	int64_t			 max_tokens;	/* 0: the runtime's */
+	int64_t			 created;	/* s since the epoch: when the
+						 * proxy first served it */
 	struct pruntime		*rt;
 	struct pstrs		 aliases;
 };
@@ -309,6 +321,7 @@ struct pallow	*pconf_add_allow(struct pconf *, int, uint32_t,
 		    const char *, int);
 int		 pconf_add_user(struct pconf *, uint32_t, const char *);
 const char	*pconf_user_name(const struct pconf *, uint32_t);
+void		 pconf_created(struct pconf *, const struct pconf *, int64_t);
 int		 pstrs_add(struct pstrs *, const char *);
 int		 pstrs_has(const struct pstrs *, const char *);
 void		 pstrs_clear(struct pstrs *);
@@ -326,15 +339,17 @@ int		 rules_pick_model(const struct pconf *, json_object *,
 int		 rules_route_allowed(const struct pruntime *, const char *);
 int		 rules_check_route(const struct pmodel *, const char *,
 		    struct rerr *);
-int		 rules_apply(const struct pruntime *, json_object *,
-		    struct rerr *, int *);
+int		 rules_apply(const struct pruntime *, const char *,
+		    json_object *, struct rerr *, int *);
 int		 rules_fast(const char *, size_t, const struct prescan *,
 		    struct rscan *);
+int		 rules_fast_route(const char *);
 int		 rules_pick_name(const struct pconf *, const char *,
 		    const struct pscope *, struct pmodel **, struct rerr *);
 int		 rules_stops_stream(const struct pruntime *, int);
 int64_t		 rules_cap(const struct pmodel *);
-int		 rules_rewrite(json_object *, const char *, int64_t, int);
+int		 rules_rewrite(json_object *, const char *, int64_t, int,
+		    const char *);
 int		 rules_stops(const struct pruntime *, json_object *);
 int		 rules_stream(json_object *);
 json_object	*rules_parse(const char *, size_t, struct rerr *);
@@ -420,6 +435,7 @@ void		*conn_listen(int, void *, int);
 void		 conn_unlisten(void *);
 char		*conn_take_input(struct hconn *);
 int		 conn_write(struct hconn *, const void *, size_t);
+const struct mmarks *conn_body_marks(struct hconn *);
 size_t		 conn_queued(const struct hconn *);
 void		 conn_set_owner(struct hconn *, void (*)(void *),
 		    void (*)(void *), void *);
@@ -475,10 +491,13 @@ void		 answer_headers(struct hreq *, int, const char *, const char *,
 		    const void *, size_t);
 void		 answer_json(struct hreq *, int, json_object *);
 json_object	*answer_error_object(int, const char *, const char *);
+json_object	*answer_error_object_as(int, int, const char *, const char *);
 void		 answer_error(struct hreq *, int, const char *, const char *);
 void		 answer_error_retry(struct hreq *, int, const char *,
 		    const char *, int);
-void		 answer_rerr(struct hreq *, const struct rerr *);
+void		 answer_error_as(struct hreq *, int, int, const char *,
+		    const char *, int);
+void		 answer_redirect(struct hreq *, int, const char *);
 int		 answer_refused(struct hreq *, int);
 const char	*answer_error_type(int);
 void		 answer_log(const char *, const char *, const char *, int,
@@ -522,9 +541,13 @@ void		 events_get_stats(struct events_stats *);
 
 /* forward.c */
 void		 forward_start(struct hreq *, const struct pmodel *,
-		    json_object *, const struct splice *, int, char *, size_t,
+		    json_object *, const struct splice *, int,
+		    const struct mform *, const char *, char *, size_t,
 		    const char *, const char *, const struct h1_msg *,
 		    const struct paccess *);
+void		 forward_pass(struct hreq *, const struct pmodel *,
+		    const char *, const char *, size_t, const char *, char *,
+		    size_t, const struct h1_msg *, const struct paccess *);
 void		 forward_status(struct hreq *);
 void		 forward_metrics(struct hreq *);
 void		 forward_grant(const struct proto_hold_grant *);
@@ -543,6 +566,7 @@ struct http_hdrs {
 	const char		*host;
 	const char		*origin;
 	const char		*ctype;
+	const struct mmarks	*marks;	/* a form's, as it came: or NULL */
 	const char		*query;	/* what follows "?" in the target */
 	const char		*authorization;
 	const char		*apikey;	/* x-api-key */
@@ -584,6 +608,8 @@ enum http_action {
 	HTTP_HOLD,		/* ask for a hold on model for body */
 	HTTP_METRICS,		/* GET /metrics, guarded like admin */
 	HTTP_PREFLIGHT,		/* a CORS preflight, granted */
+	HTTP_PASS,		/* /upstream/MODEL/...: to model as it is */
+	HTTP_REDIRECT,		/* /upstream/MODEL: to /upstream/MODEL/ */
 	HTTP_CONSOLE,		/* a file of the console: asset */
 	HTTP_EVENTS,		/* the events stream */
 	HTTP_LOGS,		/* model's log, follow or not */
@@ -619,6 +645,14 @@ struct http_decision {
 	const char	*pf_method;	/* HTTP_PREFLIGHT: the method */
 	char		 pf_headers[CORS_HEADERS_MAX];	/* and headers */
 	struct splice	 splice;
+	int		 family;	/* enum route_family: the shape of
+					 * the errors */
+	int		 form;		/* HTTP_HOLD: body is NULL, a form
+					 * read into mf with boundary */
+	struct mform	 mf;
+	char		 boundary[MULTIPART_BOUNDARY_MAX + 1];
+	size_t		 prefix;	/* HTTP_PASS, HTTP_REDIRECT: the
+					 * length of "/upstream/MODEL" */
 	const struct console_asset *asset;	/* HTTP_CONSOLE */
 	int		 follow;	/* HTTP_LOGS: ?follow=1 */
 	int		 wait;		/* HTTP_LOAD: "wait", true unless

@@ -6,7 +6,7 @@
  * The proxy's view of the configuration and the request rules: pure
  * functions on json-c objects, no I/O, so the unit tests drive them.
  *
- * Calls: scan.c, utf8.c.
+ * Calls: scan.c, utf8.c, routes.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>
@@ -21,13 +21,7 @@
 
 #include "log.h"
 #include "proxy.h"
-
-static const char	*chat_routes[] = { "/v1/chat/completions",
-			    "/v1/completions", NULL };
-static const char	*embedding_routes[] = { "/v1/embeddings", NULL };
-static const char	*speech_routes[] = { "/v1/audio/speech", NULL };
-static const char	*image_routes[] = { "/v1/images/generations", NULL };
-static const char	*vision_routes[] = { "/v1/chat/completions", NULL };
+#include "routes.h"
 
 static const char	*text_parts[] = { "text", NULL };
 static const char	*vision_parts[] = { "text", "image_url", NULL };
@@ -36,8 +30,8 @@ static json_object	*path_get(json_object *, const char *, json_object **,
 			    char *, size_t);
 static int		 path_set(json_object *, const char *, json_object *);
 static void		 path_prune(json_object *, const char *);
-static int		 check_parts(const struct pruntime *, json_object *,
-			    struct rerr *);
+static int		 check_parts(const struct pruntime *, const char *,
+			    json_object *, struct rerr *);
 
 void
 rerr_set(struct rerr *e, int status, const char *code, const char *fmt, ...)
@@ -295,6 +289,28 @@ pconf_find_model(const struct pconf *c, const char *name)
 	return (NULL);
 }
 
+/*
+ * When each model of a new configuration was first served, for the
+ * models list's "created": as in the old one (NULL at the first), or
+ * now for a model it did not have.
+ */
+void
+pconf_created(struct pconf *c, const struct pconf *old, int64_t now)
+{
+	struct pmodel	*m, *o;
+
+	TAILQ_FOREACH(m, &c->models, entry) {
+		m->created = now;
+		if (old == NULL)
+			continue;
+		TAILQ_FOREACH(o, &old->models, entry)
+			if (strcmp(o->name, m->name) == 0) {
+				m->created = o->created;
+				break;
+			}
+	}
+}
+
 size_t
 pconf_nmodels(const struct pconf *c)
 {
@@ -459,33 +475,38 @@ rules_fast(const char *buf, size_t len, const struct prescan *pre,
 	return (len > 0 && rules_scan(buf, len, pre, rs));
 }
 
+/*
+ * Whether the fast path (scan.c, splice.c) reads a body of path as the
+ * tree's rules do: chat's routes (content parts in "messages", which
+ * the scan takes only as strings; the cap on max_tokens and
+ * max_completion_tokens, added where there is none), or a route with
+ * neither parts nor a cap.  Anthropic's and the Responses API's bodies,
+ * and completions', go to json-c.
+ */
+int
+rules_fast_route(const char *path)
+{
+	const struct route	*r = routes_find(path);
+
+	if (r->body != BODY_JSON)
+		return (0);
+	if (r->parts == PARTS_NONE && r->cap[0] == NULL)
+		return (1);
+	return (r->parts == PARTS_CHAT && r->add && r->cap[0] != NULL &&
+	    strcmp(r->cap[0], "max_tokens") == 0 && r->cap[1] != NULL &&
+	    strcmp(r->cap[1], "max_completion_tokens") == 0);
+}
+
 int
 rules_route_allowed(const struct pruntime *rt, const char *path)
 {
-	const char	**r;
-	size_t		  i;
+	const char *const	*r;
+	size_t			 i;
 
 	if (rt->routes.n > 0)
 		return (pstrs_has(&rt->routes, path));
-	switch (rt->kind) {
-	case KIND_CHAT:
-		r = chat_routes;
-		break;
-	case KIND_EMBEDDING:
-		r = embedding_routes;
-		break;
-	case KIND_SPEECH:
-		r = speech_routes;
-		break;
-	case KIND_IMAGE:
-		r = image_routes;
-		break;
-	case KIND_VISION:
-		r = vision_routes;
-		break;
-	default:
+	if ((r = routes_of_kind(rt->kind)) == NULL)
 		return (0);
-	}
 	for (i = 0; r[i] != NULL; i++)
 		if (strcmp(r[i], path) == 0)
 			return (1);
@@ -517,20 +538,59 @@ part_allowed(const struct pruntime *rt, const char *type)
 	return (0);
 }
 
+/*
+ * The name a runtime's "part" list knows a part of a family by: OpenAI's
+ * chat names, which Anthropic's blocks and the Responses' parts map to.
+ */
+static const char *
+part_name(int parts, const char *type)
+{
+	static const char	*map[][2] = {
+		{ "image", "image_url" },	/* Anthropic */
+		{ "document", "file" },
+		{ "input_text", "text" },	/* Responses */
+		{ "output_text", "text" },
+		{ "refusal", "text" },
+		{ "summary_text", "text" },
+		{ "reasoning_text", "text" },
+		{ "input_image", "image_url" },
+		{ "input_file", "file" },
+	};
+	size_t			 i, lo, hi;
+
+	/* the first two rows are Anthropic's, the rest the Responses' */
+	lo = parts == PARTS_MESSAGES ? 0 : 2;
+	hi = parts == PARTS_MESSAGES ? 2 : parts == PARTS_RESPONSES ?
+	    sizeof(map) / sizeof(map[0]) : 0;
+	for (i = lo; i < hi; i++)
+		if (strcmp(map[i][0], type) == 0)
+			return (map[i][1]);
+	return (type);
+}
+
+static const char *
+member_string(json_object *obj, const char *key)
+{
+	json_object	*v;
+
+	if (!json_object_object_get_ex(obj, key, &v) ||
+	    !json_object_is_type(v, json_type_string))
+		return (NULL);
+	return (json_object_get_string(v));
+}
+
 /* Only inline images: the model process must never fetch or open. */
 static int
 check_image_url(json_object *part, struct rerr *e)
 {
-	json_object	*iu, *u;
+	json_object	*iu;
 	const char	*url = NULL;
 
 	if (json_object_object_get_ex(part, "image_url", &iu)) {
 		if (json_object_is_type(iu, json_type_string))
 			url = json_object_get_string(iu);
-		else if (json_object_is_type(iu, json_type_object) &&
-		    json_object_object_get_ex(iu, "url", &u) &&
-		    json_object_is_type(u, json_type_string))
-			url = json_object_get_string(u);
+		else if (json_object_is_type(iu, json_type_object))
+			url = member_string(iu, "url");
 	}
 	if (url == NULL || strncmp(url, "data:image/", 11) != 0) {
 		rerr_set(e, 400, "image_url_not_allowed",
@@ -540,50 +600,186 @@ check_image_url(json_object *part, struct rerr *e)
 	return (0);
 }
 
+/*
+ * An image or a file of a part, as its family carries it: never a URL
+ * or an id of a file the server would fetch or look up.
+ */
 static int
-check_parts(const struct pruntime *rt, json_object *body, struct rerr *e)
+check_media(int parts, const char *name, json_object *part, struct rerr *e)
 {
-	json_object	*msgs, *msg, *content, *part, *jt;
-	const char	*type;
-	size_t		 i, j, n, np;
+	json_object	*src;
+	const char	*t, *url;
 
-	if (!json_object_object_get_ex(body, "messages", &msgs))
+	switch (parts) {
+	case PARTS_MESSAGES:
+		/* {"source":{"type":"base64"|"text"|"content",...}} */
+		t = json_object_object_get_ex(part, "source", &src) ?
+		    member_string(src, "type") : NULL;
+		if (t == NULL || (strcmp(t, "base64") != 0 &&
+		    (strcmp(name, "file") != 0 || (strcmp(t, "text") != 0 &&
+		    strcmp(t, "content") != 0)))) {
+			rerr_set(e, 400, "source_not_allowed", "Only inline "
+			    "sources (base64) are allowed in image and "
+			    "document blocks.");
+			return (-1);
+		}
 		return (0);
-	if (!json_object_is_type(msgs, json_type_array)) {
-		rerr_set(e, 400, "invalid_messages",
-		    "The field 'messages' must be an array.");
+	case PARTS_RESPONSES:
+		if (strcmp(name, "image_url") == 0) {
+			url = member_string(part, "image_url");
+			if (url == NULL || strncmp(url, "data:image/", 11) !=
+			    0 || json_object_object_get_ex(part, "file_id",
+			    NULL)) {
+				rerr_set(e, 400, "image_url_not_allowed",
+				    "Only data:image/ URLs are allowed in "
+				    "input_image parts.");
+				return (-1);
+			}
+			return (0);
+		}
+		if (json_object_object_get_ex(part, "file_url", NULL) ||
+		    json_object_object_get_ex(part, "file_id", NULL)) {
+			rerr_set(e, 400, "file_not_allowed", "Only inline "
+			    "files (file_data) are allowed in input_file "
+			    "parts.");
+			return (-1);
+		}
+		return (0);
+	default:
+		if (strcmp(name, "image_url") == 0)
+			return (check_image_url(part, e));
+		if (json_object_object_get_ex(part, "file", &src) &&
+		    json_object_object_get_ex(src, "file_id", NULL)) {
+			rerr_set(e, 400, "file_not_allowed", "Only inline "
+			    "files (file_data) are allowed in file parts.");
+			return (-1);
+		}
+		return (0);
+	}
+}
+
+static int	 check_content(const struct pruntime *, int, json_object *,
+		    int, struct rerr *);
+
+/* One content part (an Anthropic block, a Responses part). */
+static int
+check_part(const struct pruntime *rt, int parts, json_object *part,
+    int depth, struct rerr *e)
+{
+	json_object	*content;
+	const char	*type, *name;
+
+	if (!json_object_is_type(part, json_type_object) ||
+	    (type = member_string(part, "type")) == NULL) {
+		rerr_set(e, 400, "invalid_content_part",
+		    "A content part has no type.");
 		return (-1);
 	}
-	n = json_object_array_length(msgs);
-	for (i = 0; i < n; i++) {
-		msg = json_object_array_get_idx(msgs, i);
-		if (!json_object_is_type(msg, json_type_object) ||
-		    !json_object_object_get_ex(msg, "content", &content) ||
-		    !json_object_is_type(content, json_type_array))
-			continue;
-		np = json_object_array_length(content);
-		for (j = 0; j < np; j++) {
-			part = json_object_array_get_idx(content, j);
-			if (!json_object_is_type(part, json_type_object) ||
-			    !json_object_object_get_ex(part, "type", &jt) ||
-			    !json_object_is_type(jt, json_type_string)) {
-				rerr_set(e, 400, "invalid_content_part",
-				    "A content part has no type.");
-				return (-1);
-			}
-			type = json_object_get_string(jt);
-			if (!part_allowed(rt, type)) {
-				rerr_set(e, 400, "content_part_not_allowed",
-				    "Content parts of type '%.100s' are not "
-				    "allowed for this model.", type);
-				return (-1);
-			}
-			if (strcmp(type, "image_url") == 0 &&
-			    check_image_url(part, e) == -1)
-				return (-1);
+	if (parts == PARTS_MESSAGES) {
+		/* the blocks of a conversation with tools, not media */
+		if (strcmp(type, "tool_use") == 0 ||
+		    strcmp(type, "thinking") == 0 ||
+		    strcmp(type, "redacted_thinking") == 0)
+			return (0);
+		if (strcmp(type, "tool_result") == 0) {
+			if (!json_object_object_get_ex(part, "content",
+			    &content))
+				return (0);
+			return (check_content(rt, parts, content, depth + 1,
+			    e));
 		}
 	}
+	name = part_name(parts, type);
+	if (!part_allowed(rt, name)) {
+		rerr_set(e, 400, "content_part_not_allowed",
+		    "Content parts of type '%.100s' are not allowed for this "
+		    "model.", type);
+		return (-1);
+	}
+	if (strcmp(name, "image_url") == 0 || strcmp(name, "file") == 0)
+		return (check_media(parts, name, part, e));
 	return (0);
+}
+
+/* A content: a string, or an array of parts. */
+static int
+check_content(const struct pruntime *rt, int parts, json_object *content,
+    int depth, struct rerr *e)
+{
+	size_t	 i, n;
+
+	if (!json_object_is_type(content, json_type_array))
+		return (0);
+	if (depth > 2) {
+		rerr_set(e, 400, "invalid_content_part",
+		    "Content parts are nested too deep.");
+		return (-1);
+	}
+	n = json_object_array_length(content);
+	for (i = 0; i < n; i++)
+		if (check_part(rt, parts, json_object_array_get_idx(content,
+		    i), depth, e) == -1)
+			return (-1);
+	return (0);
+}
+
+/* The contents of a list of messages (chat, Messages) or of input
+ * items (Responses: a message's content, a tool call's output). */
+static int
+check_list(const struct pruntime *rt, int parts, json_object *body,
+    const char *key, struct rerr *e)
+{
+	json_object	*list, *item, *content;
+	size_t		 i, n;
+
+	if (!json_object_object_get_ex(body, key, &list) ||
+	    (parts == PARTS_RESPONSES &&
+	    json_object_is_type(list, json_type_string)))
+		return (0);
+	if (!json_object_is_type(list, json_type_array)) {
+		rerr_set(e, 400, "invalid_messages",
+		    "The field '%s' must be an array.", key);
+		return (-1);
+	}
+	n = json_object_array_length(list);
+	for (i = 0; i < n; i++) {
+		item = json_object_array_get_idx(list, i);
+		if (!json_object_is_type(item, json_type_object))
+			continue;
+		if (json_object_object_get_ex(item, "content", &content) &&
+		    check_content(rt, parts, content, 0, e) == -1)
+			return (-1);
+		if (parts == PARTS_RESPONSES &&
+		    json_object_object_get_ex(item, "output", &content) &&
+		    check_content(rt, parts, content, 0, e) == -1)
+			return (-1);
+	}
+	return (0);
+}
+
+/* The content parts of a body of the route at path, where it has them. */
+static int
+check_parts(const struct pruntime *rt, const char *path, json_object *body,
+    struct rerr *e)
+{
+	const struct route	*r = routes_find(path);
+	json_object		*sys;
+
+	switch (r->parts) {
+	case PARTS_CHAT:
+		return (check_list(rt, r->parts, body, "messages", e));
+	case PARTS_MESSAGES:
+		if (json_object_object_get_ex(body, "system", &sys) &&
+		    check_content(rt, r->parts, sys, 0, e) == -1)
+			return (-1);
+		return (check_list(rt, r->parts, body, "messages", e));
+	case PARTS_RESPONSES:
+		if (check_list(rt, r->parts, body, "instructions", e) == -1)
+			return (-1);
+		return (check_list(rt, r->parts, body, "input", e));
+	default:
+		return (0);
+	}
 }
 
 /*
@@ -668,15 +864,15 @@ path_prune(json_object *obj, const char *path)
 }
 
 int
-rules_apply(const struct pruntime *rt, json_object *body, struct rerr *e,
-    int *changed)
+rules_apply(const struct pruntime *rt, const char *path, json_object *body,
+    struct rerr *e, int *changed)
 {
 	json_object	*from, *to, *parent;
 	char		 key[AGENCY_FIELD_MAX];
 	size_t		 i;
 
 	*changed = 0;
-	if (check_parts(rt, body, e) == -1)
+	if (check_parts(rt, path, body, e) == -1)
 		return (-1);
 
 	for (i = 0; i < rt->nmoves; i++) {
@@ -741,13 +937,17 @@ cap_field(json_object *body, const char *field, int64_t cap, int *seen)
 
 /*
  * The upstream's model name ("": the client's own "model", or none, is
- * left as it is), and the cap (0: none) for a kind.
+ * left as it is), and the cap (0: none) on the fields of the route at
+ * path (routes.c), the first of them added when a body of a chat or
+ * vision runtime has none.
  */
 int
-rules_rewrite(json_object *body, const char *upstream, int64_t cap, int kind)
+rules_rewrite(json_object *body, const char *upstream, int64_t cap, int kind,
+    const char *path)
 {
-	json_object	*v;
-	int		 seen = 0, changed = 0;
+	const struct route	*r = routes_find(path);
+	json_object		*v;
+	int			 seen = 0, changed = 0, k;
 
 	if (upstream[0] == '\0')
 		;	/* the runtime's send model unchanged */
@@ -760,10 +960,11 @@ rules_rewrite(json_object *body, const char *upstream, int64_t cap, int kind)
 	}
 	if (cap <= 0)
 		return (changed);
-	changed |= cap_field(body, "max_tokens", cap, &seen);
-	changed |= cap_field(body, "max_completion_tokens", cap, &seen);
-	if (!seen && (kind == KIND_CHAT || kind == KIND_VISION)) {
-		json_object_object_add(body, "max_tokens",
+	for (k = 0; k < ROUTE_CAPS && r->cap[k] != NULL; k++)
+		changed |= cap_field(body, r->cap[k], cap, &seen);
+	if (r->add && r->cap[0] != NULL && !seen &&
+	    (kind == KIND_CHAT || kind == KIND_VISION)) {
+		json_object_object_add(body, r->cap[0],
 		    json_object_new_int64(cap));
 		changed = 1;
 	}

@@ -216,10 +216,10 @@ static size_t			 nnotes;
 %token	CLOSE COMMAND CONNECTIONS CONSOLE CORS DEFAULT EMBEDDING ENV
 %token	FAIRNESS GET GROUP HEADER IDLE IMAGE INCLUDE KEY KIND LAZY LISTEN
 %token	LOAD LOADING MAX MEMORY MODE MODEL MODELS MOVE NAME NEVER NO ON
-%token	ORIGIN OVERCOMMIT OWNER PART PORT PORTS POST PROGRESS QUEUE READY
-%token	REFUSE REQUEST REQUESTS RESERVE RESTRICTED ROUTE RUNTIME SECRET
-%token	SECRETFILE SEND SERVER SHA256 SOCKET SPEECH STOPS STREAM TIMEOUT
-%token	TLS TO TOKENS UNCHANGED UPSTREAM USER
+%token	ORIGIN OVERCOMMIT OWNER PART PASSTHROUGH PORT PORTS POST PROGRESS
+%token	QUEUE READY REFUSE REQUEST REQUESTS RERANK RESERVE RESTRICTED ROUTE
+%token	RUNTIME SECRET SECRETFILE SEND SERVER SHA256 SOCKET SPEECH STOPS
+%token	STREAM TIMEOUT TLS TO TOKENS TRANSCRIPTION UNCHANGED UPSTREAM USER
 %token	VISION WINDOW YES
 %token	ERROR
 %token	<v.string>	STRING
@@ -655,6 +655,7 @@ rtopt		: COMMAND STRING		{
 		}
 		| KIND kind			{ rt->kind = $2; }
 		| STOPS ON CLOSE stops		{ rt->stops = $4; }
+		| PASSTHROUGH yesno		{ rt->passthrough = $2; }
 		| SEND MODEL sendmodel		{ rt->send_model = $3; }
 		| LOADING PROGRESS yesno	{ rt->progress = $3; }
 		| ENV STRING			{
@@ -722,6 +723,8 @@ kind		: CHAT				{ $$ = KIND_CHAT; }
 		| SPEECH			{ $$ = KIND_SPEECH; }
 		| IMAGE				{ $$ = KIND_IMAGE; }
 		| VISION			{ $$ = KIND_VISION; }
+		| RERANK			{ $$ = KIND_RERANK; }
+		| TRANSCRIPTION			{ $$ = KIND_TRANSCRIPTION; }
 		;
 
 stops		: ALWAYS			{ $$ = STOPS_ALWAYS; }
@@ -1010,6 +1013,7 @@ lookup(const char *s)
 		{ "overcommit",		OVERCOMMIT },
 		{ "owner",		OWNER },
 		{ "part",		PART },
+		{ "passthrough",	PASSTHROUGH },
 		{ "port",		PORT },
 		{ "ports",		PORTS },
 		{ "post",		POST },
@@ -1019,6 +1023,7 @@ lookup(const char *s)
 		{ "refuse",		REFUSE },
 		{ "request",		REQUEST },
 		{ "requests",		REQUESTS },
+		{ "rerank",		RERANK },
 		{ "reserve",		RESERVE },
 		{ "restricted",		RESTRICTED },
 		{ "route",		ROUTE },
@@ -1035,6 +1040,7 @@ lookup(const char *s)
 		{ "tls",		TLS },
 		{ "to",			TO },
 		{ "tokens",		TOKENS },
+		{ "transcription",	TRANSCRIPTION },
 		{ "unchanged",		UNCHANGED },
 		{ "upstream",		UPSTREAM },
 		{ "user",		USER },

@@ -102,6 +102,8 @@ print_runtime(FILE *fp, const struct agency_conf *conf,
 		[KIND_SPEECH] = "speech",
 		[KIND_IMAGE] = "image",
 		[KIND_VISION] = "vision",
+		[KIND_RERANK] = "rerank",
+		[KIND_TRANSCRIPTION] = "transcription",
 	};
 	static const char	*stops[] = {
 		[STOPS_ALWAYS] = "always",
@@ -134,6 +136,8 @@ print_runtime(FILE *fp, const struct agency_conf *conf,
 		    rt->progress ? "yes" : "no");
 	if (rt->max_tokens != 0)
 		fprintf(fp, "\tmax tokens %" PRId64 "\n", rt->max_tokens);
+	if (rt->passthrough)
+		fprintf(fp, "\tpassthrough yes\n");
 	print_strlist(fp, "env", &rt->env);
 	print_strlist(fp, "route", &rt->routes);
 	print_strlist(fp, "part", &rt->parts);

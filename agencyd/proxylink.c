@@ -549,6 +549,7 @@ proxy_send_config(struct agencyd *d)
 		pr.kind = rt->kind;
 		pr.stops = rt->stops;
 		pr.max_tokens = rt->max_tokens;
+		pr.passthrough = rt->passthrough;
 		pr.progress = rt->progress;
 		if (imsg_compose(ibuf, IMSG_CONF_RUNTIME, 0, 0, -1, &pr,
 		    sizeof(pr)) == -1 ||

@@ -55,6 +55,8 @@ enum model_kind {
 	KIND_SPEECH,
 	KIND_IMAGE,
 	KIND_VISION,
+	KIND_RERANK,
+	KIND_TRANSCRIPTION,
 };
 
 enum stops_on_close {
@@ -174,6 +176,7 @@ struct runtime_conf {
 	int			 progress;	/* loading progress; -1 until
 						 * the global one */
 	int64_t			 max_tokens;	/* 0: no cap */
+	int			 passthrough;	/* /upstream/MODEL/... */
 	struct strlist		 env;		/* K=V */
 	struct strlist		 routes;	/* empty: the kind's routes */
 	struct strlist		 parts;		/* allowed content-part types */

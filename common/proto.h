@@ -336,6 +336,7 @@ struct proto_runtime {
 	int32_t		kind;		/* enum model_kind */
 	int32_t		stops;		/* enum stops_on_close */
 	int64_t		max_tokens;
+	int32_t		passthrough;	/* 1: /upstream/MODEL/... */
 	int32_t		progress;	/* loading progress: 0 or 1 */
 };
 

@@ -11,6 +11,8 @@
 //   slow    chat, 100 ms a token, lazy, 600M, stops on close always
 //   other   chat, lazy, 600M: with "memory budget 1G", it does not fit
 //           while slow is busy, so its request is refused with 503.
+//   whisper-1 (alias whisper)  transcription: fakelm answers an upload
+//           with the size and digest of each file it got.
 //   loader  chat, lazy, 100M, loads in 1.5 s, with loading progress: a
 //           stream that waits for its load gets agency's header at once
 //           and comment lines (": loading loader 1.0s") before the
@@ -24,12 +26,9 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import http from 'node:http';
-import OpenAI from 'openai';
-
-const BASE_URL = process.env.BASE_URL;
-if (!BASE_URL)
-	throw new Error('BASE_URL is not set (run through openai_test)');
+import { randomBytes } from 'node:crypto';
+import OpenAI, { toFile } from 'openai';
+import { BASE_URL, cksum, model, inProgress, waitFor } from './lib.mjs';
 
 // No retries: a 503 must come back as it is, not be retried away.
 const client = new OpenAI({
@@ -38,56 +37,6 @@ const client = new OpenAI({
 	maxRetries: 0,
 	timeout: 30_000,
 });
-
-// GET /v1/agency/status with the Host header the admin routes require.
-function status() {
-	const u = new URL('/v1/agency/status', BASE_URL);
-	return new Promise((resolve, reject) => {
-		const req = http.get({
-			host: u.hostname,
-			port: u.port,
-			path: u.pathname,
-			headers: { Host: `127.0.0.1:${u.port}` },
-		}, (res) => {
-			let body = '';
-			res.setEncoding('utf8');
-			res.on('data', (d) => { body += d; });
-			res.on('end', () => {
-				if (res.statusCode !== 200) {
-					reject(new Error(`status: HTTP ${res.statusCode}: ${body}`));
-					return;
-				}
-				try {
-					resolve(JSON.parse(body));
-				} catch (e) {
-					reject(e);
-				}
-			});
-		});
-		req.on('error', reject);
-	});
-}
-
-async function model(name) {
-	const m = (await status()).models.find((x) => x.model === name);
-	assert.ok(m, `no model ${name} in the status`);
-	return m;
-}
-
-const inProgress = async () =>
-	(await status()).models.reduce((n, m) => n + m.requestsInProgress, 0);
-
-// Poll COND every 20 ms until it returns true, for at most MS.
-async function waitFor(ms, cond, what) {
-	const end = Date.now() + ms;
-	for (;;) {
-		if (await cond())
-			return;
-		if (Date.now() > end)
-			assert.fail(`timed out after ${ms} ms waiting for ${what}`);
-		await new Promise((r) => setTimeout(r, 20));
-	}
-}
 
 const hello = [{ role: 'user', content: 'hello' }];
 
@@ -352,6 +301,164 @@ test('an abort mid-stream from a runtime that does not stop on close', async () 
 	await waitFor(5000, async () => (await inProgress()) === 0,
 	    'requestsInProgress 0 once the answer was drained');
 	assert.equal((await model('drain')).state, 'ready');
+});
+
+// The Responses API (fakelm speaks it as OpenAI does).
+
+test('responses.create', async () => {
+	const r = await client.responses.create({
+		model: 'fast',
+		instructions: 'be brief',
+		input: 'hello there',
+		max_output_tokens: 4,
+	});
+	assert.equal(r.object, 'response');
+	assert.equal(r.model, 'fast');
+	// the client's own join of the output's text parts
+	assert.equal(r.output_text, 'hello there tok3 tok4');
+	assert.equal(r.status, 'incomplete');
+	assert.equal(r.incomplete_details.reason, 'max_output_tokens');
+	assert.deepEqual(r.usage, { input_tokens: 4, output_tokens: 4,
+	    total_tokens: 8 });
+	const items = await client.responses.create({
+		model: 'fast',
+		input: [{ role: 'user', content: [{ type: 'input_text',
+		    text: 'one two' }] }],
+	});
+	assert.equal(items.status, 'completed');
+	assert.match(items.output_text, /^one two tok3 /);
+});
+
+test('responses.create, streamed: the events in order', async () => {
+	const stream = await client.responses.create({
+		model: 'fast',
+		input: 'a b',
+		max_output_tokens: 3,
+		stream: true,
+	});
+	const types = [];
+	let text = '';
+	for await (const e of stream) {
+		types.push(e.type);
+		if (e.type === 'response.output_text.delta')
+			text += e.delta;
+	}
+	assert.deepEqual(types, ['response.created', 'response.in_progress',
+	    'response.output_item.added', 'response.content_part.added',
+	    'response.output_text.delta', 'response.output_text.delta',
+	    'response.output_text.delta', 'response.output_text.done',
+	    'response.content_part.done', 'response.output_item.done',
+	    'response.incomplete']);
+	assert.equal(text, 'a b tok3');
+});
+
+test('responses.stream: deltas as they are made, and the final response', async () => {
+	const stream = client.responses.stream({
+		model: 'slow',
+		input: 'x',
+		max_output_tokens: 6,
+	});
+	const stamps = [];
+	stream.on('response.output_text.delta', () => stamps.push(Date.now()));
+	const r = await stream.finalResponse();
+	assert.equal(r.output_text, 'x tok2 tok3 tok4 tok5 tok6');
+	assert.equal(stamps.length, 6);
+	const spread = stamps.at(-1) - stamps[0];
+	assert.ok(spread >= 400, `deltas arrived within ${spread} ms`);
+	await waitFor(5000, async () => (await inProgress()) === 0,
+	    'requestsInProgress 0');
+});
+
+test('responses.inputTokens.count', async () => {
+	const r = await client.responses.inputTokens.count({
+		model: 'fast',
+		input: 'three short words',
+	});
+	assert.equal(r.object, 'response.input_tokens');
+	assert.equal(r.input_tokens, 3);
+});
+
+test('responses.create for an unknown model is a NotFoundError', async () => {
+	await assert.rejects(
+	    client.responses.create({ model: 'nosuch', input: 'x' }),
+	    (e) => {
+		assert.ok(e instanceof OpenAI.NotFoundError,
+		    `${e.constructor.name}: ${e.message}`);
+		assert.match(e.message, /nosuch/);
+		return true;
+	    });
+});
+
+test('an abort mid-Response leaves no request in progress', async () => {
+	const ac = new AbortController();
+	const stream = await client.responses.create({
+		model: 'slow',
+		input: 'x',
+		max_output_tokens: 300,
+		stream: true,
+	}, { signal: ac.signal });
+	let n = 0;
+	for await (const e of stream) {
+		if (e.type === 'response.output_text.delta' && ++n === 2) {
+			assert.equal((await model('slow')).requestsInProgress, 1);
+			ac.abort();
+		}
+	}
+	assert.equal(n, 2);
+	await waitFor(3000, async () => (await inProgress()) === 0,
+	    'requestsInProgress 0 after the abort');
+	assert.equal((await model('slow')).state, 'ready');
+});
+
+// Audio uploads: multipart/form-data through the front door.
+
+test('audio.transcriptions.create: the file arrives intact', async () => {
+	for (const size of [0, 1, 70_000, 3 << 20]) {
+		const bytes = randomBytes(size);
+		const r = await client.audio.transcriptions.create({
+			// the alias: the model field goes on as the model's name
+			model: 'whisper',
+			file: await toFile(bytes, 'speech.wav',
+			    { type: 'audio/wav' }),
+			language: 'en',
+		});
+		assert.equal(typeof r.text, 'string');
+		assert.equal(r.files.length, 1, JSON.stringify(r));
+		assert.equal(r.files[0].filename, 'speech.wav');
+		assert.equal(r.files[0].size, size);
+		assert.equal(r.files[0].cksum, cksum(bytes));
+		assert.equal(r.fields.model, 'whisper-1');
+		assert.equal(r.fields.language, 'en');
+	}
+});
+
+test('audio.transcriptions.create as text, and translations', async () => {
+	const file = await toFile(Buffer.from('RIFF\r\n--x\r\n'), 'a.wav');
+	const t = await client.audio.transcriptions.create({
+		model: 'whisper-1',
+		file,
+		response_format: 'text',
+	});
+	assert.match(t, /^fakelm heard \d+ bytes in 1 files/);
+	const r = await client.audio.translations.create({
+		model: 'whisper-1',
+		file: await toFile(Buffer.from('x'), 'b.wav'),
+	});
+	assert.equal(r.files[0].size, 1);
+});
+
+test('audio.transcriptions.create for a chat model is a NotFoundError', async () => {
+	await assert.rejects(
+	    client.audio.transcriptions.create({
+		model: 'fast',
+		file: await toFile(Buffer.from('x'), 'a.wav'),
+	    }),
+	    (e) => {
+		assert.ok(e instanceof OpenAI.NotFoundError,
+		    `${e.constructor.name}: ${e.message}`);
+		assert.match(e.message, /does not serve \/v1\/audio\/transcriptions/);
+		return true;
+	    });
 });
 
 test('loading progress: a stream that waits for a load, comment lines and all', async () => {

@@ -41,7 +41,7 @@ static int		 exiting;
 static __dead void	usage(FILE *, int);
 static long long	number(const char *, const char *, long long,
 			    long long);
-static size_t		size(const char *);
+static size_t		size(const char *, const char *);
 static void		bind_port(void);
 static void		load(void);
 static void		load_done(evutil_socket_t, short, void *);
@@ -68,6 +68,8 @@ enum {
 	OPT_SLOW_EXIT_MS,
 	OPT_STALL,
 	OPT_STAMP,
+	OPT_MAX_BODY,
+	OPT_ANTHROPIC_STRICT,
 	OPT_ANY_MODEL,
 	OPT_LOG_REQUESTS
 };
@@ -92,6 +94,9 @@ static const struct option longopts[] = {
 	{ "slow-exit-ms",	required_argument,	NULL, OPT_SLOW_EXIT_MS },
 	{ "stall",		no_argument,		NULL, OPT_STALL },
 	{ "stamp",		no_argument,		NULL, OPT_STAMP },
+	{ "max-body",		required_argument,	NULL, OPT_MAX_BODY },
+	{ "anthropic-strict",	no_argument,		NULL,
+	    OPT_ANTHROPIC_STRICT },
 	{ "any-model",		no_argument,		NULL, OPT_ANY_MODEL },
 	{ "log-requests",	no_argument,		NULL,
 	    OPT_LOG_REQUESTS },
@@ -112,7 +117,7 @@ usage(FILE *fp, int code)
 "       [--token-ms N] [--stops-on-close always|never|stream]\n"
 "       [--crash-after-ms N] [--crash-mid-stream K] [--ignore-term]\n"
 "       [--slow-exit-ms N] [--stall] [--stamp] [--any-model]\n"
-"       [--log-requests]\n"
+"       [--log-requests] [--max-body SIZE] [--anthropic-strict]\n"
 "\n"
 "An OpenAI-compatible stand-in model server for tests and benchmarks.\n"
 "\n"
@@ -143,6 +148,9 @@ usage(FILE *fp, int code)
 "  --stamp            for benchmarks: add \"mono_ns\", CLOCK_MONOTONIC in ns\n"
 "                     when written, to each streamed chunk, and mono_ns=N\n"
 "                     to the ready line and the request log lines\n"
+"  --max-body SIZE    the largest request body taken (default 16M)\n"
+"  --anthropic-strict answer 400 to an Anthropic request without an\n"
+"                     anthropic-version header, as the Anthropic API does\n"
 "  --any-model        serve whatever model a request names, and answer\n"
 "                     with that name (--model when it names none), as a\n"
 "                     server that takes the request's model does\n"
@@ -151,7 +159,16 @@ usage(FILE *fp, int code)
 "  -h, --help         print this text and exit\n"
 "\n"
 "Routes: GET /health, GET /v1/models, POST /v1/chat/completions,\n"
-"POST /v1/completions, POST /v1/embeddings.\n"
+"POST /v1/completions, POST /v1/embeddings; Anthropic's POST /v1/messages\n"
+"and /v1/messages/count_tokens (errors in Anthropic's shape; the headers\n"
+"anthropic-version and anthropic-beta echoed as X-Fakelm-Anthropic-*);\n"
+"OpenAI's POST /v1/responses and /v1/responses/input_tokens; rerank at\n"
+"POST /v1/rerank, /v1/reranking and /rerank (a document's score is the\n"
+"share of the query's words it has); and multipart/form-data uploads\n"
+"at POST /v1/audio/transcriptions, /v1/audio/translations,\n"
+"/v1/images/edits and /inference, answered with the size and cksum(1)\n"
+"digest of the body and of each file, and the other fields' values.\n"
+"GET /redirect?to=WHERE answers 302 with Location: WHERE.\n"
 "\n"
 "A request with the header \"X-Fakelm-Answer: FRAMING SIZE [MS]\", on any\n"
 "route but /health, is answered 200 with SIZE bytes of text, framed by\n"
@@ -182,14 +199,14 @@ number(const char *what, const char *s, long long lo, long long hi)
 }
 
 static size_t
-size(const char *s)
+size(const char *what, const char *s)
 {
 	char		 buf[32];
 	size_t		 len;
 	long long	 mult = 1, n;
 
 	if (strlcpy(buf, s, sizeof(buf)) >= sizeof(buf)) {
-		complain("fakelm: --rss %s is too long", s);
+		complain("fakelm: %s %s is too long", what, s);
 		usage(stderr, 1);
 	}
 	len = strlen(buf);
@@ -213,7 +230,7 @@ size(const char *s)
 		if (mult != 1)
 			buf[len - 1] = '\0';
 	}
-	n = number("--rss", buf, 0, (64LL << 30) / mult);
+	n = number(what, buf, 0, (64LL << 30) / mult);
 	return ((size_t)(n * mult));
 }
 
@@ -396,6 +413,7 @@ main(int argc, char *argv[])
 	conf.crash_mid_stream = -1;
 	conf.ready_status = 200;
 	conf.stops_on_close = STOPS_ALWAYS;
+	conf.max_body = FAKELM_MAX_BODY;
 
 	while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (ch) {
@@ -417,7 +435,7 @@ main(int argc, char *argv[])
 			conf.bind_early = 1;
 			break;
 		case OPT_RSS:
-			conf.rss = size(optarg);
+			conf.rss = size("--rss", optarg);
 			break;
 		case OPT_FAIL_LOAD:
 			conf.fail_load = 1;
@@ -463,6 +481,12 @@ main(int argc, char *argv[])
 			break;
 		case OPT_STAMP:
 			conf.stamp = 1;
+			break;
+		case OPT_MAX_BODY:
+			conf.max_body = (long long)size("--max-body", optarg);
+			break;
+		case OPT_ANTHROPIC_STRICT:
+			conf.anthropic_strict = 1;
 			break;
 		case OPT_ANY_MODEL:
 			conf.any_model = 1;

@@ -37,77 +37,13 @@
 
 #define JSON_FLAGS	(JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
 
-enum route {
-	ROUTE_CHAT,
-	ROUTE_COMPLETION
-};
-
-/* How an X-Fakelm-Answer answer ends (bytes_answer). */
-enum framing {
-	FRAME_NONE,		/* not such an answer */
-	FRAME_LENGTH,		/* Content-Length */
-	FRAME_CHUNKED,		/* Transfer-Encoding: chunked */
-	FRAME_CLOSE		/* HTTP/1.0, up to the close */
-};
-
-struct word {
-	size_t	off;
-	size_t	len;
-};
-
-/* One answer being generated, or one request held by --stall. */
-struct gen {
-	struct evhttp_request		*req;
-	struct evhttp_connection	*evcon;	/* NULL once the client left */
-	struct event			*ev;
-	struct event			*watch;	/* the client's socket */
-	enum route			 route;
-	int				 stream;
-	int				 include_usage;
-	int				 stops;	/* a close stops generation */
-	int				 stalled;
-	int				 closed;
-	int				 peer_gone;	/* seen by watch */
-	int				 limited;	/* max_tokens given */
-	enum framing			 framing;	/* bytes_answer's */
-	long long			 tick_ms;	/* between two steps */
-	long long			 crash_at;	/* -1: no crash */
-	size_t				 ntok;
-	size_t				 sent;
-	long long			 prompt_tokens;
-	char				*echo;
-	struct word			*words;
-	size_t				 nwords;
-	struct evbuffer			*text;
-	char				*model;
-	char				*path;
-	const char			*method;
-	char				 id[48];
-	long long			 created;
-};
-
 static int			 crash_armed = 1;
 static unsigned long long	 seq;
 static struct json_tokener	*tok;
 
 static void	handle(struct evhttp_request *, void *);
-static void	log_request(const char *, const char *, const char *, int,
-		    size_t, int);
 static void	log_received(struct evhttp_request *, const char *);
 static const char *reason(int);
-static void	send_json(struct evhttp_request *, int, struct json_object *);
-static void	reply_json(struct evhttp_request *, int, struct json_object *,
-		    const char *, const char *, size_t);
-static void	reply_error(struct evhttp_request *, int, const char *,
-		    const char *, const char *, const char *, ...)
-		    __attribute__((__format__ (printf, 6, 7)));
-static struct json_object *parse_body(struct evhttp_request *,
-		    const char *);
-static int	check_model(struct evhttp_request *, const char *,
-		    struct json_object *, const char **);
-static const char *answer_model(const char *);
-static long long count_words(const char *);
-static void	content_text(struct json_object *, struct evbuffer *);
 static void	health(struct evhttp_request *, const char *);
 static void	models(struct evhttp_request *, const char *);
 static void	embeddings(struct evhttp_request *, const char *);
@@ -118,18 +54,14 @@ static void	bytes_answer(struct evhttp_request *, const char *,
 		    const char *);
 static void	bytes_fill(struct evbuffer *, size_t, unsigned long long);
 static int	bytes_step(struct gen *);
-static struct gen *gen_new(struct evhttp_request *, const char *,
-		    const char *);
 static void	gen_free(struct gen *);
 static void	gen_split(struct gen *);
-static void	gen_run(struct gen *);
 static int	gen_step(struct gen *);
 static void	gen_tick(evutil_socket_t, short, void *);
 static void	gen_closed(struct evhttp_connection *, void *);
 static void	gen_watch(struct gen *);
 static void	gen_peer(evutil_socket_t, short, void *);
 static int	gen_drop(struct gen *);
-static void	gen_token(struct gen *, size_t, struct evbuffer *);
 static void	gen_chunk(struct gen *, struct json_object *);
 static struct json_object *gen_object(struct gen *, int);
 static struct json_object *usage_object(long long, long long);
@@ -161,6 +93,13 @@ complain(const char *fmt, ...)
 }
 
 void
+oom(void)
+{
+	complain("fakelm: out of memory");
+	exit(1);
+}
+
+void
 crash(int use_abort)
 {
 	struct rlimit	rl = { 0, 0 };
@@ -182,7 +121,7 @@ serve_init(struct evhttp *http)
 		complain("fakelm: json_tokener_new failed");
 		exit(1);
 	}
-	evhttp_set_max_body_size(http, 16 * 1024 * 1024);
+	evhttp_set_max_body_size(http, conf.max_body);
 	/* Slow answers are the point; never time a client out for them. */
 	evhttp_set_timeout(http, 3600);
 	evhttp_set_allowed_methods(http, EVHTTP_REQ_GET | EVHTTP_REQ_POST |
@@ -200,7 +139,7 @@ mono_ns(void)
 	return ((long long)ts.tv_sec * 1000000000LL + ts.tv_nsec);
 }
 
-static void
+void
 log_request(const char *method, const char *path, const char *model,
     int status, size_t tokens, int closed)
 {
@@ -251,7 +190,7 @@ reason(int code)
 }
 
 /* Send obj as the whole answer and drop our reference to it. */
-static void
+void
 send_json(struct evhttp_request *req, int code, struct json_object *obj)
 {
 	struct evbuffer	*buf;
@@ -269,7 +208,7 @@ send_json(struct evhttp_request *req, int code, struct json_object *obj)
 	json_object_put(obj);
 }
 
-static void
+void
 reply_json(struct evhttp_request *req, int code, struct json_object *obj,
     const char *path, const char *model, size_t tokens)
 {
@@ -277,7 +216,7 @@ reply_json(struct evhttp_request *req, int code, struct json_object *obj,
 	send_json(req, code, obj);
 }
 
-static void
+void
 reply_error(struct evhttp_request *req, int code, const char *path,
     const char *model, const char *type, const char *fmt, ...)
 {
@@ -294,8 +233,17 @@ reply_error(struct evhttp_request *req, int code, const char *path,
 	err = json_object_new_object();
 	json_object_object_add(err, "message",
 	    json_object_new_string(msg == NULL ? "error" : msg));
-	json_object_object_add(err, "type", json_object_new_string(type));
-	json_object_object_add(err, "code", json_object_new_int(code));
+	if (apis_anthropic(path)) {
+		/* Anthropic's shape: its type names the status */
+		json_object_object_add(err, "type",
+		    json_object_new_string(apis_error_type(code)));
+		json_object_object_add(obj, "type",
+		    json_object_new_string("error"));
+	} else {
+		json_object_object_add(err, "type",
+		    json_object_new_string(type));
+		json_object_object_add(err, "code", json_object_new_int(code));
+	}
 	json_object_object_add(obj, "error", err);
 	free(msg);
 	reply_json(req, code, obj, path, model, 0);
@@ -366,6 +314,8 @@ handle(struct evhttp_request *req, void *arg)
 		bytes_answer(req, path, spec);
 		return;
 	}
+	if (apis_route(req, path))
+		return;
 	if (strcmp(path, "/v1/models") == 0) {
 		if (cmd != EVHTTP_REQ_GET)
 			goto method;
@@ -421,7 +371,7 @@ models(struct evhttp_request *req, const char *path)
 }
 
 /* The body as JSON, or NULL after answering 400. */
-static struct json_object *
+struct json_object *
 parse_body(struct evhttp_request *req, const char *path)
 {
 	struct evbuffer		*in = evhttp_request_get_input_buffer(req);
@@ -451,7 +401,7 @@ parse_body(struct evhttp_request *req, const char *path)
  * Sets *modelp to the model the body names (NULL when it names none) and
  * returns 0, or answers 400/404 and returns -1.
  */
-static int
+int
 check_model(struct evhttp_request *req, const char *path,
     struct json_object *body, const char **modelp)
 {
@@ -478,13 +428,13 @@ check_model(struct evhttp_request *req, const char *path,
 }
 
 /* The model an answer names: with --any-model, the one it was sent. */
-static const char *
+const char *
 answer_model(const char *sent)
 {
 	return (conf.any_model && sent != NULL ? sent : conf.model);
 }
 
-static long long
+long long
 count_words(const char *s)
 {
 	long long	n = 0;
@@ -501,11 +451,16 @@ count_words(const char *s)
 	return (n);
 }
 
-/* The text of a message's content: a string, or the text parts. */
-static void
+/*
+ * The text of a message's content: a string, or the text parts (Chat's
+ * and Anthropic's "text", the Responses API's "input_text" and
+ * "output_text").
+ */
+void
 content_text(struct json_object *content, struct evbuffer *out)
 {
 	struct json_object	*part, *type, *text;
+	const char		*t;
 	size_t			 i, n;
 
 	if (json_object_is_type(content, json_type_string)) {
@@ -518,9 +473,12 @@ content_text(struct json_object *content, struct evbuffer *out)
 	n = json_object_array_length(content);
 	for (i = 0; i < n; i++) {
 		part = json_object_array_get_idx(content, i);
-		if (json_object_object_get_ex(part, "type", &type) &&
-		    strcmp(json_object_get_string(type), "text") == 0 &&
-		    json_object_object_get_ex(part, "text", &text))
+		if (!json_object_object_get_ex(part, "type", &type) ||
+		    !json_object_object_get_ex(part, "text", &text))
+			continue;
+		t = json_object_get_string(type);
+		if (strcmp(t, "text") == 0 || strcmp(t, "input_text") == 0 ||
+		    strcmp(t, "output_text") == 0)
 			evbuffer_add_printf(out, "%s ",
 			    json_object_get_string(text));
 	}
@@ -588,7 +546,7 @@ embeddings(struct evhttp_request *req, const char *path)
 	json_object_put(body);
 }
 
-static struct gen *
+struct gen *
 gen_new(struct evhttp_request *req, const char *path, const char *model)
 {
 	struct gen	*g;
@@ -779,8 +737,8 @@ completion(struct evhttp_request *req, const char *path, enum route route)
 	struct evbuffer		*all = NULL, *last = NULL;
 	const char		*model, *key;
 	struct gen		*g;
-	long long		 max = FAKELM_DEFAULT_TOKENS;
-	int			 limited = 0, stream = 0, usage = 0;
+	long long		 max;
+	int			 limited, stream = 0, usage = 0;
 	size_t			 i, n;
 
 	if ((body = parse_body(req, path)) == NULL)
@@ -792,19 +750,8 @@ completion(struct evhttp_request *req, const char *path, enum route route)
 	if (route == ROUTE_CHAT &&
 	    json_object_object_get_ex(body, "max_completion_tokens", &v))
 		key = "max_completion_tokens";
-	if (json_object_object_get_ex(body, key, &v) &&
-	    !json_object_is_type(v, json_type_null)) {
-		if (!json_object_is_type(v, json_type_int) ||
-		    (max = json_object_get_int64(v)) < 0 ||
-		    max > FAKELM_MAX_TOKENS) {
-			reply_error(req, 400, path, model,
-			    "invalid_request_error",
-			    "%s must be an integer from 0 to %d", key,
-			    FAKELM_MAX_TOKENS);
-			goto done;
-		}
-		limited = 1;
-	}
+	if (max_tokens_of(req, path, model, body, key, &max, &limited) == -1)
+		goto done;
 	if (json_object_object_get_ex(body, "stream", &v))
 		stream = json_object_get_boolean(v);
 	if (stream && json_object_object_get_ex(body, "stream_options", &o) &&
@@ -860,16 +807,61 @@ completion(struct evhttp_request *req, const char *path, enum route route)
 
 	g = gen_new(req, path, model);
 	g->route = route;
-	g->stream = stream;
 	g->include_usage = usage;
 	g->limited = limited;
-	g->ntok = (size_t)max;
 	g->prompt_tokens = count_words((const char *)evbuffer_pullup(all, -1));
-	if ((g->echo = strdup((const char *)evbuffer_pullup(last, -1))) ==
-	    NULL) {
-		complain("fakelm: out of memory");
-		exit(1);
+	gen_begin(g, max, stream, route == ROUTE_CHAT ? "chatcmpl-fakelm" :
+	    "cmpl-fakelm", (const char *)evbuffer_pullup(last, -1));
+	gen_run(g);
+ done:
+	if (all != NULL)
+		evbuffer_free(all);
+	if (last != NULL)
+		evbuffer_free(last);
+	json_object_put(body);
+}
+
+/*
+ * The count of tokens the field key of body asks for (*limited set), or
+ * else the default; -1 after answering 400.
+ */
+int
+max_tokens_of(struct evhttp_request *req, const char *path,
+    const char *model, struct json_object *body, const char *key,
+    long long *max, int *limited)
+{
+	struct json_object	*v;
+
+	*max = FAKELM_DEFAULT_TOKENS;
+	*limited = 0;
+	if (!json_object_object_get_ex(body, key, &v) ||
+	    json_object_is_type(v, json_type_null))
+		return (0);
+	if (!json_object_is_type(v, json_type_int) ||
+	    (*max = json_object_get_int64(v)) < 0 ||
+	    *max > FAKELM_MAX_TOKENS) {
+		reply_error(req, 400, path, model, "invalid_request_error",
+		    "%s must be an integer from 0 to %d", key,
+		    FAKELM_MAX_TOKENS);
+		return (-1);
 	}
+	*limited = 1;
+	return (0);
+}
+
+/*
+ * Ready g to generate max tokens (streamed or not) that echo the words
+ * of echo, for an answer with the id PREFIX-N: how a close ends it,
+ * whether --crash-mid-stream ends it.  gen_run runs it.
+ */
+void
+gen_begin(struct gen *g, long long max, int stream, const char *prefix,
+    const char *echo)
+{
+	g->stream = stream;
+	g->ntok = (size_t)max;
+	if ((g->echo = strdup(echo)) == NULL)
+		oom();
 	gen_split(g);
 	switch (conf.stops_on_close) {
 	case STOPS_ALWAYS:
@@ -885,19 +877,11 @@ completion(struct evhttp_request *req, const char *path, enum route route)
 		g->stops = 1;
 		break;
 	}
-	snprintf(g->id, sizeof(g->id), "%s-fakelm-%llu",
-	    route == ROUTE_CHAT ? "chatcmpl" : "cmpl", ++seq);
+	snprintf(g->id, sizeof(g->id), "%s-%llu", prefix, ++seq);
 	if (stream && crash_armed && conf.crash_mid_stream >= 0) {
 		crash_armed = 0;
 		g->crash_at = conf.crash_mid_stream;
 	}
-	gen_run(g);
- done:
-	if (all != NULL)
-		evbuffer_free(all);
-	if (last != NULL)
-		evbuffer_free(last);
-	json_object_put(body);
 }
 
 /* Split the echo into words, as many as there will be tokens. */
@@ -931,7 +915,7 @@ gen_split(struct gen *g)
  * with N counting from 1 over all tokens; every token but the first
  * starts with a space, so the tokens joined are the answer's text.
  */
-static void
+void
 gen_token(struct gen *g, size_t i, struct evbuffer *out)
 {
 	if (i > 0)
@@ -942,7 +926,7 @@ gen_token(struct gen *g, size_t i, struct evbuffer *out)
 		evbuffer_add_printf(out, "tok%zu", i + 1);
 }
 
-static void
+void
 gen_run(struct gen *g)
 {
 	struct timeval	tv;
@@ -953,6 +937,8 @@ gen_run(struct gen *g)
 		evhttp_add_header(evhttp_request_get_output_headers(g->req),
 		    "Cache-Control", "no-cache");
 		evhttp_send_reply_start(g->req, 200, "OK");
+		if (g->api != NULL)
+			g->api->start(g);
 	}
 	if (g->tick_ms == 0) {
 		/* Nothing to wait for: answer in one go. */
@@ -983,6 +969,11 @@ gen_step(struct gen *g)
 	}
 	if (!g->stream) {
 		gen_token(g, g->sent, g->text);
+		g->sent++;
+		return (1);
+	}
+	if (g->api != NULL) {
+		g->api->step(g);
 		g->sent++;
 		return (1);
 	}
@@ -1140,14 +1131,24 @@ gen_closed(struct evhttp_connection *evcon, void *arg)
 static void
 gen_chunk(struct gen *g, struct json_object *obj)
 {
+	gen_sse(g, NULL, obj);
+}
+
+/*
+ * One server-sent event, named event (NULL: no name), with obj as its
+ * data (NULL: [DONE]); drops our reference to obj.
+ */
+void
+gen_sse(struct gen *g, const char *event, struct json_object *obj)
+{
 	struct evbuffer	*buf;
 	const char	*s;
 	size_t		 len;
 
-	if ((buf = evbuffer_new()) == NULL) {
-		complain("fakelm: out of memory");
-		exit(1);
-	}
+	if ((buf = evbuffer_new()) == NULL)
+		oom();
+	if (event != NULL)
+		evbuffer_add_printf(buf, "event: %s\n", event);
 	if (obj == NULL)
 		evbuffer_add_printf(buf, "data: [DONE]\n\n");
 	else {
@@ -1224,6 +1225,12 @@ gen_finish(struct gen *g)
 	if (g->framing != FRAME_NONE) {
 		/* the end of the pieces; for FRAME_CLOSE, the close */
 		evhttp_send_reply_end(g->req);
+		gen_free(g);
+		return;
+	}
+	if (g->api != NULL) {
+		/* answers, and so frees the request */
+		g->api->finish(g);
 		gen_free(g);
 		return;
 	}

@@ -22,23 +22,28 @@
  * client of one of a few users), then the body.
  *
  * Invariants: no crash, no leak; an error has a known status, a code and
- * a NUL-terminated message; a hold is for a served model on a route its
- * runtime allows, with a JSON object body and a JSON Content-Type; no
- * route but /health is served with a Host that does not name the front
- * door (but to a Unix socket's client) or an Origin not its own or, for
- * routes that are not the admin ones, listed; no admin route without a
- * loopback Host and the port.  With keys: nothing but /health, a
+ * a NUL-terminated message, and its family is Anthropic's on Anthropic's
+ * routes alone; a hold is for a served model on a route its runtime
+ * allows, with a JSON object body and a JSON Content-Type, or on a form
+ * route, a form whose model (if any) is inside the body and names the
+ * model; no route but /health is served with a Host that does not name
+ * the front door (but to a Unix socket's client) or an Origin not its
+ * own or, for routes that are not the admin ones nor passthrough,
+ * listed; no admin route nor passthrough without a loopback Host and
+ * the port; a passthrough is for a served model whose runtime has it
+ * on, at a prefix that names it.  With keys: nothing but /health, a
  * preflight and the console's files without a key's secret or an allow
  * rule; a key's request only for its models, an admin route only for an
  * admin key; CORS granted only to a listed origin, never on an admin
- * route nor the console.  The body scan's two ways of finding the bytes
- * that matter (SSE2 and a 64-bit word, scan.c) give the same answer and
- * notes for every body, with its strings noted as it came in or not
- * (prescan_feed), and a body the scan takes is an object json-c
- * reads with the same members, in the same order, at the offsets noted.
- * Such a body spliced by each model's rules (splice.c) is refused as the
- * json-c path refuses it, or reads as the same JSON as that path's tree,
- * strict and with no name twice.
+ * route, passthrough nor the console.  The body scan's two ways of
+ * finding the bytes that matter (SSE2 and a 64-bit word, scan.c) give
+ * the same answer and notes for every body, with its strings noted as
+ * it came in or not (prescan_feed), and a body the scan takes is an
+ * object json-c reads with the same members, in the same order, at the
+ * offsets noted.  Such a body spliced by each model's rules (splice.c)
+ * is refused as the json-c path refuses it, or reads as the same JSON
+ * as that path's tree, strict and with no name twice; only the routes
+ * the fast path reads as the tree does take it.
  *
  * FUZZ_WRITE_SEEDS=DIR writes the seed corpus into DIR and exits.
  */
@@ -62,6 +67,7 @@
 #include "log.h"
 #include "proxy.h"
 #include "sha256.h"
+#include "routes.h"
 
 int	LLVMFuzzerInitialize(int *, char ***);
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
@@ -81,6 +87,11 @@ static const char	*paths[] = { "/v1/chat/completions",
 			    "/v1/responses", "/v1/agency/cancel",
 			    "/v1/agency/status", "/v1/agency/other", "/health",
 			    "/v1/models", "/v1/other", "/", "/x", "/metrics",
+			    "/v1/messages", "/v1/messages/count_tokens",
+			    "/v1/responses/input_tokens", "/v1/rerank",
+			    "/v1/audio/transcriptions", "/v1/images/edits",
+			    "/upstream/qwen/v1/props", "/upstream/q",
+			    "/upstream/bge/x", "/upstream/", "/inference",
 			    "/v1/agency/events", "/v1/agency/logs/qwen",
 			    "/v1/agency/logs/%71wen", "/v1/agency/logs/nope",
 			    "/v1/agency/logs/%00", "/v1/agency/logs/%6",
@@ -103,7 +114,10 @@ static const char	*ctypes[] = { NULL, "application/json",
 			    "Application/JSON;charset=utf-8",
 			    "application/jsonx", "text/plain", "",
 			    "application/x-www-form-urlencoded",
-			    "application/json\t;x" };
+			    "application/json\t;x",
+			    "multipart/form-data; boundary=b",
+			    "multipart/form-data", "multipart/form-data; "
+			    "boundary=\"b\"; boundary=c" };
 #define NCTYPES		(sizeof(ctypes) / sizeof(ctypes[0]))
 
 static const char	*origins[] = { NULL, "http://127.0.0.1:8080",
@@ -210,6 +224,10 @@ make_conf(const char *default_model, int named, int any)
 	    0)) == NULL ||
 	    (rt = pconf_add_runtime(c, "sd", KIND_IMAGE, STOPS_ALWAYS,
 	    0)) == NULL ||
+	    (rt = pconf_add_runtime(c, "rank", KIND_RERANK, STOPS_ALWAYS,
+	    0)) == NULL ||
+	    (rt = pconf_add_runtime(c, "whisper", KIND_TRANSCRIPTION,
+	    STOPS_STREAM, 0)) == NULL ||
 	    (rt = pconf_add_runtime(c, "custom", KIND_CHAT, STOPS_ALWAYS,
 	    0)) == NULL ||
 	    pstrs_add(&rt->routes, "/v1/responses") ||
@@ -225,8 +243,13 @@ make_conf(const char *default_model, int named, int any)
 	    0) == NULL ||
 	    pconf_add_model(c, "flux", "sd", "/m/flux", "flux", 0) == NULL ||
 	    pconf_add_model(c, "odd", "custom", "/m/o", "odd", 0) == NULL ||
+	    pconf_add_model(c, "rr", "rank", "/m/r", "rr", 0) == NULL ||
+	    pconf_add_model(c, "w", "whisper", "/m/w", "w", 0) == NULL ||
 	    (l = calloc(1, sizeof(*l))) == NULL)
 		errx(1, "cannot build the configuration");
+	/* llama's models may be passed through */
+	TAILQ_FOREACH(rt, &c->runtimes, entry)
+		rt->passthrough = strcmp(rt->name, "llama") == 0;
 	l->fd = -1;
 	l->port = 8080;
 	(void)strlcpy(l->host, "127.0.0.1", sizeof(l->host));
@@ -279,6 +302,23 @@ write_seeds(const char *dir)
 		"{\"model\":",
 		"{} x",
 		"",
+		/* 23: Anthropic's Messages, Responses, rerank, forms */
+		"{\"model\":\"qwen\",\"max_tokens\":9999,\"system\":[{\"type\":"
+		    "\"text\",\"text\":\"s\"}],\"messages\":[{\"role\":"
+		    "\"user\",\"content\":[{\"type\":\"image\",\"source\":"
+		    "{\"type\":\"url\",\"url\":\"http://x\"}},{\"type\":"
+		    "\"tool_result\",\"content\":[{\"type\":\"text\"}]}]}]}",
+		"{\"model\":\"llava\",\"max_output_tokens\":10,\"input\":"
+		    "[{\"role\":\"user\",\"content\":[{\"type\":"
+		    "\"input_image\",\"image_url\":\"data:image/png;base64,"
+		    "AA\"}]},{\"type\":\"function_call_output\",\"output\":"
+		    "[{\"type\":\"input_file\",\"file_url\":\"x\"}]}]}",
+		"{\"model\":\"rr\",\"query\":\"a\",\"documents\":[\"a\"]}",
+		"--b\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\n"
+		    "w\r\n--b\r\nContent-Disposition: form-data; name=\"file\"; "
+		    "filename=\"a.wav\"\r\n\r\nRIFF\r\n--b--\r\n",
+		"--b\r\nContent-Disposition: form-data; name=stream\r\n\r\n"
+		    "true\r\n--b--",
 	};
 	/* method, path, host, ctype, origin, flags, Authorization,
 	 * x-api-key, Access-Control-Request-Method and -Headers, the
@@ -327,20 +367,34 @@ write_seeds(const char *dir)
 		{ 5, 14, 1, 0, 12, 64, 0, 0, 2, 1 },	/* ... of /metrics */
 		{ 0, 0, 1, 1, 12, 64, 1 },	/* a listed origin's request */
 		{ 1, 0, 1, 0, 1, 64, 2, 0, 0, 0, 1 },	/* TLS */
-		{ 1, 15, 1, 0, 0, 0 },	/* the events */
-		{ 1, 16, 1, 0, 0, 8 },	/* a log, followed */
-		{ 1, 17, 2, 0, 0, 16 },	/* a log, its name escaped */
-		{ 1, 18, 1, 0, 0, 0 },	/* the log of no model */
-		{ 0, 22, 1, 1, 0, 0 },	/* load */
-		{ 0, 23, 3, 2, 0, 1 },	/* unload */
+		{ 0, 15, 1, 1, 0, 0 },	/* POST /v1/messages */
+		{ 0, 16, 1, 1, 0, 1 },	/* count_tokens */
+		{ 0, 5, 1, 1, 0, 0 },	/* Responses */
+		{ 0, 17, 1, 1, 0, 1 },
+		{ 0, 18, 1, 1, 0, 0 },	/* rerank */
+		{ 0, 19, 1, 9, 0, 0 },	/* a form */
+		{ 0, 25, 1, 11, 0, 1 },
+		{ 0, 20, 1, 9, 0, 0 },
+		{ 0, 19, 1, 1, 0, 0 },	/* JSON to a form route */
+		{ 1, 21, 1, 0, 0, 0 },	/* passthrough */
+		{ 1, 22, 2, 0, 0, 1 },
+		{ 3, 23, 1, 5, 0, 0 },
+		{ 0, 21, 7, 1, 0, 4 },
+		{ 1, 26, 1, 0, 0, 0 },	/* the events */
+		{ 1, 27, 1, 0, 0, 8 },	/* a log, followed */
+		{ 1, 28, 2, 0, 0, 16 },	/* a log, its name escaped */
+		{ 1, 29, 1, 0, 0, 0 },	/* the log of no model */
+		{ 0, 33, 1, 1, 0, 0 },	/* load */
+		{ 0, 34, 3, 2, 0, 1 },	/* unload */
 		{ 1, 12, 1, 0, 0, 0 },	/* the console */
-		{ 1, 24, 3, 0, 0, 0 },	/* its script */
-		{ 1, 24, 1, 0, 0, 32 },	/* ... turned off */
+		{ 1, 35, 3, 0, 0, 0 },	/* its script */
+		{ 1, 35, 1, 0, 0, 32 },	/* ... turned off */
 	};
 	/* the body for each head but the first */
 	static const size_t pairs[] = { 0, 1, 12, 13, 14, 11, 0, 16, 0, 0, 0,
 		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 22,
 		0, 0, 0, 0, 22, 22, 22, 0, 0, 22, 22, 22, 1, 22,
+		23, 23, 24, 24, 25, 26, 27, 26, 0, 22, 22, 14, 0,
 		0, 0, 0, 0, 0, 0, 0, 0, 0 };
 	char		 path[1024];
 	uint8_t		 buf[4096];
@@ -552,7 +606,9 @@ splice_both(const struct pconf *c, const char *body, size_t len)
 			continue;
 		if ((o = rules_parse(body, len, &e2)) == NULL)
 			abort();
-		r2 = rules_apply(m->rt, o, &e2, &changed);
+		/* chat's route, which the fast path reads as the tree does */
+		r2 = rules_apply(m->rt, "/v1/chat/completions", o, &e2,
+		    &changed);
 		if (r != r2 || (r == -1 && (e.status != e2.status ||
 		    strcmp(e.code, e2.code) != 0 ||
 		    strcmp(e.message, e2.message) != 0)) ||
@@ -562,7 +618,7 @@ splice_both(const struct pconf *c, const char *body, size_t len)
 			ch = splice_rewrite(&sp, body, m->upstream,
 			    rules_cap(m), m->rt->kind);
 			ch2 = rules_rewrite(o, m->upstream, rules_cap(m),
-			    m->rt->kind);
+			    m->rt->kind, "/v1/chat/completions");
 			if (ch != -1 && (ch != ch2 ||
 			    !same_json(&sp, body, o)))
 				abort();
@@ -585,7 +641,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const char		*authz, *apikey;
 	char			*body;
 	int			 cmd, stops, flags, conn, access, unixsock;
-	int			 admin, console, credential;
+	int			 admin, console, pass, credential;
 	int64_t			 cap;
 
 	cmd = methods[byte(&in) % NMETHODS];
@@ -607,6 +663,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		splice_both(c, (const char *)in.p, in.left);
 	hh.host = host;
 	hh.ctype = ctype;
+	hh.marks = NULL;
 	hh.origin = origin;
 	hh.authorization = authz = pick(&in, authzs, NAUTHZS, abuf,
 	    sizeof(abuf));
@@ -620,6 +677,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	admin = strcmp(path, "/metrics") == 0 ||
 	    strncmp(path, "/v1/agency/", 11) == 0;
 	console = strcmp(path, "/") == 0 || strncmp(path, "/console/", 9) == 0;
+	pass = strncmp(path, "/upstream/", 10) == 0;
 	/* a key's secret, said again: the right bytes, in a right form */
 	credential = (authz != NULL && (strcmp(authz, authzs[1]) == 0 ||
 	    strcmp(authz, authzs[2]) == 0 || strcmp(authz, authzs[3]) == 0)) ||
@@ -663,18 +721,20 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (dc.action != HTTP_ERROR && dc.action != HTTP_HEALTH &&
 	    ((!unixsock && !http_host_ok(c, host)) || (origin != NULL &&
 	    !http_origin_ok(c, origin, host, hh.tls) &&
-	    (admin || strcasecmp(origin, CORS_ORIGIN) != 0 || !access))))
+	    (admin || pass || strcasecmp(origin, CORS_ORIGIN) != 0 ||
+	    !access))))
 		abort();
 	if ((dc.action == HTTP_STATUS || dc.action == HTTP_CANCEL ||
-	    dc.action == HTTP_METRICS || dc.action == HTTP_CONSOLE ||
+	    dc.action == HTTP_METRICS || dc.action == HTTP_PASS ||
+	    dc.action == HTTP_REDIRECT || dc.action == HTTP_CONSOLE ||
 	    dc.action == HTTP_EVENTS || dc.action == HTTP_LOGS ||
 	    dc.action == HTTP_LOAD || dc.action == HTTP_UNLOAD) &&
 	    !unixsock && !admin_host(host))
 		abort();
-	/* CORS: a listed origin alone, never an admin route nor the
-	 * console, never "*" */
+	/* CORS: a listed origin alone, never an admin route, passthrough
+	 * nor the console, never "*" */
 	if ((dc.cors[0] != '\0' || dc.action == HTTP_PREFLIGHT) &&
-	    (admin || console || origin == NULL ||
+	    (admin || console || pass || origin == NULL ||
 	    strcmp(dc.cors, origin) != 0 ||
 	    strcasecmp(origin, CORS_ORIGIN) != 0 || !access))
 		abort();
@@ -702,7 +762,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (dc.delay != 0 && (dc.action != HTTP_ERROR ||
 	    dc.e.status != 401 || !access))
 		abort();
-	if (dc.action == HTTP_HOLD && !json_ctype(ctype))
+	if (dc.action == HTTP_HOLD && !dc.form && !json_ctype(ctype))
+		abort();
+	if (dc.family != routes_find(path)->family ||
+	    (dc.family == FAMILY_ANTHROPIC &&
+	    strncmp(path, "/v1/messages", 12) != 0))
 		abort();
 	if (verbose)
 		fprintf(stderr, "%d %s: action %d status %d %s %s\n", cmd,
@@ -744,6 +808,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    cmd != EVHTTP_REQ_POST || dc.body != NULL)
 			abort();
 		break;
+	case HTTP_PASS:
+	case HTTP_REDIRECT:
+		if (dc.model == NULL || !served(c, dc.model) ||
+		    !dc.model->rt->passthrough || dc.body != NULL ||
+		    dc.prefix <= 10 || dc.prefix > strlen(path) ||
+		    strncmp(path, "/upstream/", 10) != 0 ||
+		    (path[dc.prefix] != '/') != (dc.action == HTTP_REDIRECT))
+			abort();
+		break;
 	case HTTP_CONSOLE:
 		/* a file of its own, only while it is on, only to read */
 		if (dc.asset == NULL || !c->console || dc.body != NULL ||
@@ -772,6 +845,19 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		break;
 	case HTTP_HOLD:
+		if (dc.form) {
+			const struct mform	*f = &dc.mf;
+
+			if (dc.body != NULL || dc.fast || !dc.plain ||
+			    dc.model == NULL || !served(c, dc.model) ||
+			    routes_find(path)->body != BODY_FORM ||
+			    !rules_route_allowed(dc.model->rt, path) ||
+			    f->nparts == 0 || (f->has_model &&
+			    (f->model_off + f->model_len > in.left ||
+			    f->model_len == 0)))
+				abort();
+			break;
+		}
 		/* "would ask for a hold on model dc.model->name" */
 		if (dc.model == NULL || !served(c, dc.model) ||
 		    cmd != EVHTTP_REQ_POST || dc.body == NULL ||
@@ -795,7 +881,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (rules_stops_stream(dc.model->rt,
 			    fdc.scan.stream) != stops || (ch != -1 &&
 			    ch != rules_rewrite(copy, dc.model->upstream, cap,
-			    dc.model->rt->kind)) || (ch != -1 &&
+			    dc.model->rt->kind, path)) || (ch != -1 &&
 			    !same_json(&fdc.splice, body, copy)))
 				abort();
 			json_object_put(copy);
@@ -804,7 +890,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		 * the bytes go on as they are only if they read back as
 		 * the very tree the rules saw. */
 		if (!rules_rewrite(dc.body, dc.model->upstream, cap,
-		    dc.model->rt->kind) && dc.plain) {
+		    dc.model->rt->kind, path) && dc.plain) {
 			struct json_tokener	*t;
 			json_object		*again;
 

@@ -20,6 +20,9 @@
 
 #include "proxy.h"
 
+/* the route most cases are about */
+#define CC	"/v1/chat/completions"
+
 static json_object *
 parse(const char *s)
 {
@@ -228,7 +231,7 @@ apply(struct pconf *c, const char *model, const char *body, struct rerr *e,
 	json_object	*o = parse(body);
 	int		 rv, changed;
 
-	rv = rules_apply(pconf_find_model(c, model)->rt, o, e, &changed);
+	rv = rules_apply(pconf_find_model(c, model)->rt, CC, o, e, &changed);
 	strlcpy(out, str(o), outsize);
 	json_object_put(o);
 	return (rv);
@@ -357,29 +360,29 @@ ATF_TC_BODY(rewrite_cap, tc)
 	ATF_CHECK_EQ(rules_cap(pconf_find_model(c, "bge")), 0);
 
 	o = parse("{\"model\":\"q\",\"max_tokens\":1000}");
-	rules_rewrite(o, "/m/q.gguf", 256, KIND_CHAT);
+	rules_rewrite(o, "/m/q.gguf", 256, KIND_CHAT, CC);
 	ATF_CHECK_STREQ(str(o), "{\"model\":\"\\/m\\/q.gguf\","
 	    "\"max_tokens\":256}");
 	json_object_put(o);
 
 	o = parse("{\"max_tokens\":10,\"max_completion_tokens\":999}");
-	rules_rewrite(o, "up", 256, KIND_CHAT);
+	rules_rewrite(o, "up", 256, KIND_CHAT, CC);
 	ATF_CHECK_STREQ(str(o), "{\"max_tokens\":10,"
 	    "\"max_completion_tokens\":256,\"model\":\"up\"}");
 	json_object_put(o);
 
 	/* absent: the cap is added for chat, not for embeddings */
 	o = parse("{}");
-	rules_rewrite(o, "up", 256, KIND_CHAT);
+	rules_rewrite(o, "up", 256, KIND_CHAT, CC);
 	ATF_CHECK_STREQ(str(o), "{\"model\":\"up\",\"max_tokens\":256}");
 	json_object_put(o);
 	o = parse("{}");
-	rules_rewrite(o, "up", 256, KIND_EMBEDDING);
+	rules_rewrite(o, "up", 256, KIND_EMBEDDING, CC);
 	ATF_CHECK_STREQ(str(o), "{\"model\":\"up\"}");
 	json_object_put(o);
 	/* no cap: untouched */
 	o = parse("{\"max_tokens\":100000}");
-	rules_rewrite(o, "up", 0, KIND_CHAT);
+	rules_rewrite(o, "up", 0, KIND_CHAT, CC);
 	ATF_CHECK_STREQ(str(o), "{\"max_tokens\":100000,\"model\":\"up\"}");
 	json_object_put(o);
 	pconf_free(c);
@@ -412,19 +415,19 @@ ATF_TC_BODY(rewrite_unchanged, tc)
 	json_object	*o;
 
 	o = parse("{\"model\":\"alias\",\"max_tokens\":16}");
-	ATF_CHECK_EQ(rules_rewrite(o, "", 256, KIND_CHAT), 0);
+	ATF_CHECK_EQ(rules_rewrite(o, "", 256, KIND_CHAT, CC), 0);
 	ATF_CHECK_STREQ(str(o), "{\"model\":\"alias\",\"max_tokens\":16}");
-	ATF_CHECK_EQ(rules_rewrite(o, "", 8, KIND_CHAT), 1);
+	ATF_CHECK_EQ(rules_rewrite(o, "", 8, KIND_CHAT, CC), 1);
 	ATF_CHECK_STREQ(str(o), "{\"model\":\"alias\",\"max_tokens\":8}");
 	json_object_put(o);
 	/* no model: none is added */
 	o = parse("{\"max_tokens\":16}");
-	ATF_CHECK_EQ(rules_rewrite(o, "", 0, KIND_CHAT), 0);
+	ATF_CHECK_EQ(rules_rewrite(o, "", 0, KIND_CHAT, CC), 0);
 	ATF_CHECK_STREQ(str(o), "{\"max_tokens\":16}");
 	json_object_put(o);
 	/* the model's name, as the default send model gives it */
 	o = parse("{\"model\":\"alias\"}");
-	ATF_CHECK_EQ(rules_rewrite(o, "qwen", 0, KIND_CHAT), 1);
+	ATF_CHECK_EQ(rules_rewrite(o, "qwen", 0, KIND_CHAT, CC), 1);
 	ATF_CHECK_STREQ(str(o), "{\"model\":\"qwen\"}");
 	json_object_put(o);
 
@@ -478,14 +481,14 @@ ATF_TC_BODY(plain, tc)
 
 	/* the rewrite says whether it changed anything */
 	o = parse("{\"model\":\"up\",\"max_tokens\":16}");
-	ATF_CHECK_EQ(rules_rewrite(o, "up", 256, KIND_CHAT), 0);
-	ATF_CHECK_EQ(rules_rewrite(o, "up", 0, KIND_CHAT), 0);
-	ATF_CHECK_EQ(rules_rewrite(o, "up", 8, KIND_CHAT), 1);	/* capped */
-	ATF_CHECK_EQ(rules_rewrite(o, "other", 0, KIND_CHAT), 1);
+	ATF_CHECK_EQ(rules_rewrite(o, "up", 256, KIND_CHAT, CC), 0);
+	ATF_CHECK_EQ(rules_rewrite(o, "up", 0, KIND_CHAT, CC), 0);
+	ATF_CHECK_EQ(rules_rewrite(o, "up", 8, KIND_CHAT, CC), 1);	/* capped */
+	ATF_CHECK_EQ(rules_rewrite(o, "other", 0, KIND_CHAT, CC), 1);
 	json_object_put(o);
 	o = parse("{\"model\":\"up\"}");
-	ATF_CHECK_EQ(rules_rewrite(o, "up", 256, KIND_EMBEDDING), 0);
-	ATF_CHECK_EQ(rules_rewrite(o, "up", 256, KIND_CHAT), 1);	/* added */
+	ATF_CHECK_EQ(rules_rewrite(o, "up", 256, KIND_EMBEDDING, CC), 0);
+	ATF_CHECK_EQ(rules_rewrite(o, "up", 256, KIND_CHAT, CC), 1);	/* added */
 	json_object_put(o);
 }
 
@@ -751,7 +754,7 @@ ATF_TC_BODY(cap_by_kind, tc)
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		o = parse("{\"model\":\"up\"}");
-		ATF_CHECK_EQ_MSG(rules_rewrite(o, "up", 64, cases[i].kind),
+		ATF_CHECK_EQ_MSG(rules_rewrite(o, "up", 64, cases[i].kind, CC),
 		    strchr(cases[i].out, ',') != NULL, "kind %d", cases[i].kind);
 		ATF_CHECK_STREQ_MSG(str(o), cases[i].out, "kind %d",
 		    cases[i].kind);
@@ -925,6 +928,22 @@ ATF_TC_BODY(web_page, tc)
 	pconf_free(c);
 }
 
+/* The routes the fast path reads as the tree does; the others go to it. */
+ATF_TC_WITHOUT_HEAD(fast_route);
+ATF_TC_BODY(fast_route, tc)
+{
+	ATF_CHECK(rules_fast_route("/v1/chat/completions"));
+	ATF_CHECK(rules_fast_route("/v1/other"));
+	ATF_CHECK(rules_fast_route("/v1/embeddings"));
+	ATF_CHECK(rules_fast_route("/v1/rerank"));
+	ATF_CHECK(!rules_fast_route("/v1/completions"));
+	ATF_CHECK(!rules_fast_route("/v1/messages"));
+	ATF_CHECK(!rules_fast_route("/v1/messages/count_tokens"));
+	ATF_CHECK(!rules_fast_route("/v1/responses"));
+	ATF_CHECK(!rules_fast_route("/v1/responses/input_tokens"));
+	ATF_CHECK(!rules_fast_route("/v1/audio/transcriptions"));
+}
+
 ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, parse);
@@ -939,6 +958,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, stops);
 	ATF_TP_ADD_TC(tp, plain);
 	ATF_TP_ADD_TC(tp, scan);
+	ATF_TP_ADD_TC(tp, fast_route);
 	ATF_TP_ADD_TC(tp, parse_alone);
 	ATF_TP_ADD_TC(tp, fast_refuse);
 	ATF_TP_ADD_TC(tp, cap_by_kind);

@@ -840,7 +840,7 @@ splice_check(const struct pruntime *rt, const char *body, size_t len,
 	ATF_REQUIRE_MSG(rules_scan(body, len, NULL, &rs), "%s", show(body, len));
 	r = splice_rules(rt, &rs, &sp, &e);
 	ATF_REQUIRE((o = jparse(body, len)) != NULL);
-	r2 = rules_apply(rt, o, &e2, &changed);
+	r2 = rules_apply(rt, "/v1/chat/completions", o, &e2, &changed);
 	if (r == 1) {
 		json_object_put(o);
 		return (0);
@@ -857,7 +857,7 @@ splice_check(const struct pruntime *rt, const char *body, size_t len,
 	    e2.message);
 	ATF_REQUIRE_EQ_MSG(sp.changed, changed, "%s", show(body, len));
 	c = splice_rewrite(&sp, body, upstream, cap, kind);
-	c2 = rules_rewrite(o, upstream, cap, kind);
+	c2 = rules_rewrite(o, upstream, cap, kind, "/v1/chat/completions");
 	if (c == -1) {
 		json_object_put(o);
 		return (0);

@@ -1,0 +1,142 @@
+/*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
+ * The table of model routes (routes.h).  What the rules do with each:
+ *
+ * - OpenAI's chat completions: content parts in messages; the cap holds
+ *   max_tokens and max_completion_tokens, and sets max_tokens.
+ * - OpenAI's completions: no parts; the cap holds max_tokens and sets it.
+ * - Anthropic's Messages: Anthropic's blocks; the cap holds max_tokens
+ *   (which Anthropic requires) and sets it.  count_tokens: the blocks,
+ *   no cap (it takes no max_tokens).
+ * - OpenAI's Responses: the parts of the input items; the cap holds
+ *   max_output_tokens and sets it.  input_tokens: the parts, no cap.
+ * - Embeddings, rerank, speech, image generation: no parts, no cap.
+ * - Transcriptions, translations, image edits and whisper-server's
+ *   /inference: a multipart/form-data body, whose model field is read
+ *   and rewritten; nothing else of it is looked at.
+ *
+ * Any other route reads as chat completions do (and as every route did
+ * before this table).
+ *
+ * The kinds' routes, agency.conf(5)'s list: chat has OpenAI's chat and
+ * completions, Anthropic's Messages and OpenAI's Responses; vision the
+ * same but completions, which take no images; rerank the three paths
+ * llama-server answers on; transcription OpenAI's two audio forms and
+ * whisper.cpp's own /inference; image generations and edits.
+ *
+ * Calls no other file of agency-proxy.
+ */
+#include <sys/types.h>
+
+#include <string.h>
+
+#include "config.h"
+#include "routes.h"
+
+static const struct route	 table[] = {
+	{ "/v1/chat/completions", FAMILY_OPENAI, BODY_JSON, PARTS_CHAT,
+	    { "max_tokens", "max_completion_tokens" }, 1 },
+	{ "/v1/completions", FAMILY_OPENAI, BODY_JSON, PARTS_NONE,
+	    { "max_tokens", NULL }, 1 },
+	{ "/v1/messages", FAMILY_ANTHROPIC, BODY_JSON, PARTS_MESSAGES,
+	    { "max_tokens", NULL }, 1 },
+	{ "/v1/messages/count_tokens", FAMILY_ANTHROPIC, BODY_JSON,
+	    PARTS_MESSAGES, { NULL, NULL }, 0 },
+	{ "/v1/responses", FAMILY_OPENAI, BODY_JSON, PARTS_RESPONSES,
+	    { "max_output_tokens", NULL }, 1 },
+	{ "/v1/responses/input_tokens", FAMILY_OPENAI, BODY_JSON,
+	    PARTS_RESPONSES, { NULL, NULL }, 0 },
+	{ "/v1/embeddings", FAMILY_OPENAI, BODY_JSON, PARTS_NONE,
+	    { NULL, NULL }, 0 },
+	{ "/v1/rerank", FAMILY_OPENAI, BODY_JSON, PARTS_NONE,
+	    { NULL, NULL }, 0 },
+	{ "/v1/reranking", FAMILY_OPENAI, BODY_JSON, PARTS_NONE,
+	    { NULL, NULL }, 0 },
+	{ "/rerank", FAMILY_OPENAI, BODY_JSON, PARTS_NONE,
+	    { NULL, NULL }, 0 },
+	{ "/v1/audio/speech", FAMILY_OPENAI, BODY_JSON, PARTS_NONE,
+	    { NULL, NULL }, 0 },
+	{ "/v1/audio/transcriptions", FAMILY_OPENAI, BODY_FORM, PARTS_NONE,
+	    { NULL, NULL }, 0 },
+	{ "/v1/audio/translations", FAMILY_OPENAI, BODY_FORM, PARTS_NONE,
+	    { NULL, NULL }, 0 },
+	{ "/inference", FAMILY_OPENAI, BODY_FORM, PARTS_NONE,
+	    { NULL, NULL }, 0 },
+	{ "/v1/images/generations", FAMILY_OPENAI, BODY_JSON, PARTS_NONE,
+	    { NULL, NULL }, 0 },
+	{ "/v1/images/edits", FAMILY_OPENAI, BODY_FORM, PARTS_NONE,
+	    { NULL, NULL }, 0 },
+};
+
+static const char *const	 chat_routes[] = { "/v1/chat/completions",
+	"/v1/completions", "/v1/messages", "/v1/messages/count_tokens",
+	"/v1/responses", "/v1/responses/input_tokens", NULL };
+static const char *const	 vision_routes[] = { "/v1/chat/completions",
+	"/v1/messages", "/v1/messages/count_tokens", "/v1/responses",
+	"/v1/responses/input_tokens", NULL };
+static const char *const	 embedding_routes[] = { "/v1/embeddings",
+	NULL };
+static const char *const	 rerank_routes[] = { "/v1/rerank",
+	"/v1/reranking", "/rerank", NULL };
+static const char *const	 speech_routes[] = { "/v1/audio/speech",
+	NULL };
+static const char *const	 transcription_routes[] = {
+	"/v1/audio/transcriptions", "/v1/audio/translations", "/inference",
+	NULL };
+static const char *const	 image_routes[] = { "/v1/images/generations",
+	"/v1/images/edits", NULL };
+
+static const struct {
+	int			 kind;
+	const char		*name;
+	const char *const	*routes;
+} kinds[] = {
+	{ KIND_CHAT, "chat", chat_routes },
+	{ KIND_EMBEDDING, "embedding", embedding_routes },
+	{ KIND_SPEECH, "speech", speech_routes },
+	{ KIND_IMAGE, "image", image_routes },
+	{ KIND_VISION, "vision", vision_routes },
+	{ KIND_RERANK, "rerank", rerank_routes },
+	{ KIND_TRANSCRIPTION, "transcription", transcription_routes },
+};
+
+static const struct route	 other = {
+	NULL, FAMILY_OPENAI, BODY_JSON, PARTS_CHAT,
+	{ "max_tokens", "max_completion_tokens" }, 1
+};
+
+const struct route *
+routes_find(const char *path)
+{
+	size_t	 i;
+
+	for (i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+		if (strcmp(table[i].path, path) == 0)
+			return (&table[i]);
+	return (&other);
+}
+
+const char *const *
+routes_of_kind(int kind)
+{
+	size_t	 i;
+
+	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (kinds[i].kind == kind)
+			return (kinds[i].routes);
+	return (NULL);
+}
+
+const char *
+routes_kind_name(int kind)
+{
+	size_t	 i;
+
+	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (kinds[i].kind == kind)
+			return (kinds[i].name);
+	return (NULL);
+}
