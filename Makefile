@@ -17,7 +17,8 @@ DESTDIR ?=
 
 CC ?=		cc
 YACC =		byacc
-PKGS =		libbsd-overlay libevent json-c libseccomp libsystemd
+PKGS =		libbsd-overlay libevent json-c libseccomp libsystemd libtls \
+		libcrypto
 
 # The path agencyd runs the proxy from (tests point it elsewhere with
 # -P), and the configuration it reads without -f.

@@ -565,6 +565,7 @@ ctl_dispatch(struct ctl *ctl, struct imsg *imsg)
 	struct proto_status	 st;
 	struct proto_alias	 al;
 	struct proto_memory	 pm;
+	struct proto_key_status	 ks;
 	struct proto_reqid	 r;
 	struct proto_ctl_result	 res;
 	struct proto_log	 lg;
@@ -598,6 +599,17 @@ ctl_dispatch(struct ctl *ctl, struct imsg *imsg)
 		    imsg_get_data(imsg, &pm, sizeof(pm)) == -1 ||
 		    status_set_memory(&ctl->status, &pm) == -1)
 			broken(ctl, "malformed status from agencyd");
+		return (0);
+	case IMSG_STATUS_KEY:
+		if (action != CTL_STATUS)
+			broken(ctl, "unexpected message from agencyd");
+		if (imsg_get_data(imsg, &ks, sizeof(ks)) == -1)
+			broken(ctl, "malformed status from agencyd");
+		if (status_add_key(&ctl->status, &ks) == -1) {
+			if (errno == ENOMEM)
+				err(CTL_EXIT_ERROR, "status");
+			broken(ctl, "malformed status from agencyd");
+		}
 		return (0);
 	case IMSG_STATUS_END:
 		if (action != CTL_STATUS ||

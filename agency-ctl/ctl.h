@@ -43,6 +43,9 @@ struct ctl_status {
 	size_t			 asize;
 	struct proto_memory	 memory;
 	int			 has_memory;
+	struct proto_key_status	*keys;		/* requests by API key */
+	size_t			 nkeys;
+	size_t			 keysize;
 };
 
 /* show.c */
@@ -52,6 +55,8 @@ int		 status_add_alias(struct ctl_status *,
 		    const struct proto_alias *);
 int		 status_set_memory(struct ctl_status *,
 		    const struct proto_memory *);
+int		 status_add_key(struct ctl_status *,
+		    const struct proto_key_status *);
 void		 status_clear(struct ctl_status *);
 void		 fmt_size(char *, size_t, int64_t);
 void		 fmt_ago(char *, size_t, int64_t, int64_t);

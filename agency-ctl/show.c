@@ -130,6 +130,32 @@ status_set_memory(struct ctl_status *s, const struct proto_memory *pm)
 	return (0);
 }
 
+/* The same for a key's count; the name must be a key's name. */
+int
+status_add_key(struct ctl_status *s, const struct proto_key_status *k)
+{
+	struct proto_key_status	*p;
+	size_t			 size;
+
+	if (!PROTO_STROK(k->name) || k->name[0] == '\0') {
+		errno = EBADMSG;
+		return (-1);
+	}
+	if (s->nkeys >= CTL_MODELS_MAX) {
+		errno = E2BIG;
+		return (-1);
+	}
+	if (s->nkeys == s->keysize) {
+		size = s->keysize == 0 ? 16 : s->keysize * 2;
+		if ((p = reallocarray(s->keys, size, sizeof(*p))) == NULL)
+			return (-1);
+		s->keys = p;
+		s->keysize = size;
+	}
+	s->keys[s->nkeys++] = *k;
+	return (0);
+}
+
 void
 status_clear(struct ctl_status *s)
 {
@@ -140,6 +166,9 @@ status_clear(struct ctl_status *s)
 	s->n = s->size = 0;
 	s->naliases = s->asize = 0;
 	s->has_memory = 0;
+	free(s->keys);
+	s->keys = NULL;
+	s->nkeys = s->keysize = 0;
 }
 
 /* Bytes in binary units: "512B", "1.5K", "6.0G", "40G"; "-" for none. */
@@ -449,6 +478,17 @@ show_status(FILE *fp, const struct ctl_status *s, int64_t now, size_t width)
 		fmt_memory(line, sizeof(line), &s->memory);
 		show_wrapped(fp, "", line, width);
 	}
+	if (s->nkeys == 0)
+		return;
+	/* Key names are plain (agency.conf(5)): no cleaning needed. */
+	c = strlen("KEY");
+	for (i = 0; i < s->nkeys; i++)
+		if (strlen(s->keys[i].name) > c)
+			c = strlen(s->keys[i].name);
+	fprintf(fp, "\n%-*sREQUESTS\n", (int)(c + COL_GAP), "KEY");
+	for (i = 0; i < s->nkeys; i++)
+		fprintf(fp, "%-*s%llu\n", (int)(c + COL_GAP), s->keys[i].name,
+		    (unsigned long long)s->keys[i].requests);
 }
 
 /*
@@ -575,6 +615,30 @@ show_status_json(FILE *fp, const struct ctl_status *s)
 			return (-1);
 		}
 		json_object_object_add(top, "memory", o);
+	}
+	/* With keys: "keys": [{"key", "requests"}], requests since the
+	 * key was defined. */
+	if (s->nkeys > 0) {
+		if ((arr = json_object_new_array()) == NULL) {
+			json_object_put(top);
+			return (-1);
+		}
+		json_object_object_add(top, "keys", arr);
+		for (i = 0; i < s->nkeys; i++) {
+			if ((o = json_object_new_object()) == NULL) {
+				json_object_put(top);
+				return (-1);
+			}
+			json_object_object_add(o, "key",
+			    json_object_new_string(s->keys[i].name));
+			json_object_object_add(o, "requests", json_object_new_int64(
+			    (int64_t)s->keys[i].requests));
+			if (json_object_array_add(arr, o) == -1) {
+				json_object_put(o);
+				json_object_put(top);
+				return (-1);
+			}
+		}
 	}
 	out = json_object_to_json_string_ext(top, JSON_C_TO_STRING_PRETTY |
 	    JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE);

@@ -39,10 +39,12 @@ static const struct status {
 } statuses[] = {
 	{ 200, "OK", NULL, NULL },
 	{ 202, "Accepted", NULL, NULL },
+	{ 204, "No Content", NULL, NULL },
 	{ 304, "Not Modified", NULL, NULL },
 	{ 308, "Permanent Redirect", NULL, NULL },
 	{ 400, "Bad Request", "invalid_request",
 	    "The request is not valid HTTP/1.1." },
+	{ 401, "Unauthorized", NULL, NULL },
 	{ 403, "Forbidden", NULL, NULL },
 	{ 404, "Not Found", NULL, NULL },
 	{ 405, "Method Not Allowed", NULL, NULL },
@@ -94,7 +96,10 @@ answer_error_type(int status)
 {
 	if (status >= 500)
 		return ("server_error");
-	if (status == 403 || status == 401)
+	/* as OpenAI's own answer to a wrong key */
+	if (status == 401)
+		return ("invalid_request_error");
+	if (status == 403)
 		return ("permission_error");
 	if (status == 404)
 		return ("not_found_error");
@@ -146,19 +151,41 @@ h_add(const void *p, size_t n)
 		fatal("%s", __func__);
 }
 
+/*
+ * The CORS fields of an answer to a request of a listed origin (see
+ * access.c): that origin alone, never "*" and never credentials, and
+ * Vary, since another origin gets another answer.
+ */
+size_t
+answer_cors(const struct hreq *r, char *buf, size_t size)
+{
+	int	n;
+
+	if (r->cors[0] == '\0') {
+		buf[0] = '\0';
+		return (0);
+	}
+	n = snprintf(buf, size, "Access-Control-Allow-Origin: %s\r\n"
+	    "Vary: Origin\r\n", r->cors);
+	if (n < 0 || (size_t)n >= size)
+		fatalx("%s: too long", __func__);
+	return (n);
+}
+
 /* A whole answer, in two parts; then the connection reads on, or
  * closes.  xhdr: header lines of its own, each ending in CRLF, or "". */
 static void
 answer(struct hreq *r, int status, const char *ctype, const char *xhdr,
     const char *a, size_t alen, const char *b, size_t blen)
 {
-	char	 head[AGENCY_PATH_MAX + 512];	/* a Location fits */
+	char	 head[AGENCY_PATH_MAX + 2048], cors[AGENCY_ORIGIN_MAX + 64];
 	int	 n;
 
+	(void)answer_cors(r, cors, sizeof(cors));
 	n = snprintf(head, sizeof(head), "HTTP/1.%d %d %s\r\n"
-	    "Content-Type: %s\r\nContent-Length: %zu\r\n%s%s\r\n",
+	    "Content-Type: %s\r\nContent-Length: %zu\r\n%s%s%s\r\n",
 	    r->minor >= 1 ? 1 : 0, status, reason(status), ctype, alen + blen,
-	    xhdr, !r->keepalive ? "Connection: close\r\n" :
+	    xhdr, cors, !r->keepalive ? "Connection: close\r\n" :
 	    r->minor == 0 ? "Connection: keep-alive\r\n" : "");
 	if (n < 0 || (size_t)n >= sizeof(head))
 		fatalx("%s: header too long", __func__);
@@ -178,6 +205,28 @@ answer_reply(struct hreq *r, int status, const char *ctype,
     const char *body, size_t len)
 {
 	answer(r, status, ctype, "", body, len, NULL, 0);
+}
+
+/* The answer to a CORS preflight that access.c granted: 204, the
+ * route's method, the header fields allowed, how long to keep it. */
+void
+answer_preflight(struct hreq *r, const char *method, const char *headers)
+{
+	char	 head[2048], cors[AGENCY_ORIGIN_MAX + 64];
+	int	 n;
+
+	(void)answer_cors(r, cors, sizeof(cors));
+	n = snprintf(head, sizeof(head), "HTTP/1.%d 204 No Content\r\n%s"
+	    "Access-Control-Allow-Methods: %s\r\n"
+	    "Access-Control-Allow-Headers: %s\r\n"
+	    "Access-Control-Max-Age: %d\r\n%s\r\n",
+	    r->minor >= 1 ? 1 : 0, cors, method, headers, CORS_MAX_AGE,
+	    !r->keepalive ? "Connection: close\r\n" :
+	    r->minor == 0 ? "Connection: keep-alive\r\n" : "");
+	if (n < 0 || (size_t)n >= sizeof(head))
+		fatalx("%s: header too long", __func__);
+	(void)conn_write(r->conn, head, n);
+	conn_done(r->conn, 1);
 }
 
 /* An answer with header lines of its own (xhdr: each ending in CRLF). */
@@ -271,6 +320,9 @@ answer_error_as(struct hreq *r, int family, int status, const char *code,
 	if (retry_after > 0)
 		(void)snprintf(xhdr, sizeof(xhdr), "Retry-After: %d\r\n",
 		    retry_after);
+	else if (status == 401)
+		(void)strlcpy(xhdr, "WWW-Authenticate: Bearer\r\n",
+		    sizeof(xhdr));
 	json_answer(r, status, xhdr, obj);
 	json_object_put(obj);
 }
@@ -304,29 +356,30 @@ answer_refused(struct hreq *r, int status)
 	return (st->status);
 }
 
-/* The access-log line of a request; tokens < 0: not reported. */
+/* The access-log line of a request; tokens < 0: not reported.  who:
+ * its key and user (access_who), or NULL; never a secret. */
 void
 answer_log(const char *method, const char *path, const char *model,
-    int status, int64_t ms, int64_t ptok, int64_t ctok)
+    int status, int64_t ms, int64_t ptok, int64_t ctok, const char *who)
 {
 	answer_log_end(method, path, model, status, ms, -1, ptok, ctok,
-	    END_DONE);
+	    END_DONE, who);
 }
 
 /*
  * The same, for a model request: "waited Nms" after the duration when
  * waited >= 0, how long it waited for its model (its hold's answer, or
- * until it left); and how it ended when otherwise than its answer (enum
- * req_end): "POST /v1/chat/completions qwen 499 812ms waited 790ms
- * (client left)".
+ * until it left); how it ended when otherwise than its answer (enum
+ * req_end); who it was, last: "POST /v1/chat/completions qwen 499 812ms
+ * waited 790ms (client left) key=alice".
  */
 void
 answer_log_end(const char *method, const char *path, const char *model,
     int status, int64_t ms, int64_t waited, int64_t ptok, int64_t ctok,
-    int end)
+    int end, const char *who)
 {
 	char		 w[40], tokens[64];
-	const char	*how;
+	const char	*how, *sp = who != NULL && who[0] != '\0' ? " " : "";
 
 	switch (end) {
 	case END_CLIENT_LEFT:
@@ -343,6 +396,8 @@ answer_log_end(const char *method, const char *path, const char *model,
 		how = "";
 		break;
 	}
+	if (who == NULL)
+		who = "";
 	w[0] = '\0';
 	if (waited >= 0)
 		(void)snprintf(w, sizeof(w), " waited %lldms",
@@ -351,6 +406,6 @@ answer_log_end(const char *method, const char *path, const char *model,
 	if (ptok >= 0 && ctok >= 0)
 		(void)snprintf(tokens, sizeof(tokens), " %lld->%lld tokens",
 		    (long long)ptok, (long long)ctok);
-	log_info("%s %s %s %d %lldms%s%s%s", method, path, model, status,
-	    (long long)ms, w, tokens, how);
+	log_info("%s %s %s %d %lldms%s%s%s%s%s", method, path, model,
+	    status, (long long)ms, w, tokens, how, sp, who);
 }

@@ -59,6 +59,21 @@
  * (a body refused unread) does not turn the close into a reset that
  * destroys the answer.
  *
+ * TLS, on the listeners that have it, is here too, with libtls: the
+ * handshake happens in the first reads, then every read and write goes
+ * through tls_read and tls_write (io_read, io_write), a read that must
+ * wait for the socket to be writable (or a write for it to be readable)
+ * waiting for that event instead.  A read that fills its buffer may
+ * leave plaintext in libtls, which no event would announce: the read
+ * callback is run again.  A server context is a listener's (conn_listen
+ * takes it, conn_unlisten frees it); a connection's context outlives it,
+ * so a reload gives new connections the new certificate and leaves the
+ * others as they are.  TLS 1.2 and 1.3 only, ALPN http/1.1.
+ *
+ * On a Unix-socket listener, each client's uid, gid and supplementary
+ * groups (SO_PEERCRED, SO_PEERGROUPS) are read at its accept, for
+ * access.c's allow rules.
+ *
  * A form's body (multipart/form-data, of known length) has the places of
  * its possible delimiters noted as it arrives (multipart.c's marks),
  * while its bytes are in the cache, for the scan at its end.
@@ -72,6 +87,7 @@
 
 #include <errno.h>
 #include <stdint.h>
+#include <tls.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +113,7 @@
 						 * cap for a new connection */
 #define BODY_SMALL		(64 * 1024)	/* may use all of the budget */
 #define FD_MIN			64		/* below: no proxy */
+#define PEER_GROUPS_MAX		65536		/* a client's groups, read */
 
 enum conn_state {
 	CS_HEADER,		/* reading a request's header */
@@ -143,12 +160,17 @@ struct hconn {
 	int			 broken;	/* a write failed */
 	int			 paused;	/* read event deleted */
 	int			 eof;		/* the client is done sending */
+	struct tls		*tls;		/* NULL: plain */
+	int			 rwantw;	/* a TLS read waits for POLLOUT */
+	int			 wwantr;	/* a TLS write waits for POLLIN */
 };
 TAILQ_HEAD(hconns, hconn);
 
 struct lsn {
 	TAILQ_ENTRY(lsn)	 entry;
 	struct evconnlistener	*lev;
+	struct tls		*tls;		/* its server context, or NULL */
+	int			 unixsock;
 };
 TAILQ_HEAD(lsns, lsn);
 
@@ -262,19 +284,81 @@ conn_configure(const struct pconf *conf)
 	evtimer_add(sweep_ev, &tv);
 }
 
-/* Accept on fd (listening, non-blocking); the listener is returned. */
+/*
+ * Before the privilege drop: libtls and the library under it read their
+ * configuration now, while there are files to read.
+ */
+void
+conn_tls_init(void)
+{
+	if (tls_init() == -1)
+		fatalx("tls_init failed");
+}
+
+/*
+ * A TLS server context for a certificate chain and its key (PEM, in
+ * memory: the proxy opens no file): TLS 1.2 and 1.3, ALPN http/1.1.
+ * NULL with why said if libtls refuses them.
+ */
 void *
-conn_listen(int fd)
+conn_tls_server(const uint8_t *cert, size_t certlen, const uint8_t *key,
+    size_t keylen, char *why, size_t whylen)
+{
+	struct tls_config	*cfg;
+	struct tls		*ctx = NULL;
+
+	if ((cfg = tls_config_new()) == NULL) {
+		(void)strlcpy(why, "tls_config_new failed", whylen);
+		return (NULL);
+	}
+	if (tls_config_set_protocols(cfg, TLS_PROTOCOL_TLSv1_2 |
+	    TLS_PROTOCOL_TLSv1_3) == -1 ||
+	    tls_config_set_alpn(cfg, "http/1.1") == -1 ||
+	    tls_config_set_keypair_mem(cfg, cert, certlen, key, keylen) == -1) {
+		(void)strlcpy(why, tls_config_error(cfg), whylen);
+		goto done;
+	}
+	if ((ctx = tls_server()) == NULL) {
+		(void)strlcpy(why, "tls_server failed", whylen);
+		goto done;
+	}
+	if (tls_configure(ctx, cfg) == -1) {
+		(void)strlcpy(why, tls_error(ctx), whylen);
+		tls_free(ctx);
+		ctx = NULL;
+	}
+ done:
+	/* the context keeps what it needs; the key's copy goes */
+	tls_config_clear_keys(cfg);
+	tls_config_free(cfg);
+	return (ctx);
+}
+
+void
+conn_tls_free(void *ctx)
+{
+	tls_free(ctx);
+}
+
+/*
+ * Accept on fd (listening, non-blocking), with TLS when tls is a server
+ * context (which the listener takes), and the peers' credentials on a
+ * Unix socket; the listener is returned.
+ */
+void *
+conn_listen(int fd, void *tls, int unixsock)
 {
 	struct lsn	*l;
 
 	if ((l = calloc(1, sizeof(*l))) == NULL)
 		return (NULL);
-	if ((l->lev = evconnlistener_new(px->base, conn_acceptcb, NULL,
+	if ((l->lev = evconnlistener_new(px->base, conn_acceptcb, l,
 	    LEV_OPT_CLOSE_ON_FREE, 0, fd)) == NULL) {
 		free(l);
 		return (NULL);
 	}
+	l->tls = tls;
+	l->unixsock = unixsock;
 	evconnlistener_set_error_cb(l->lev, accept_errorcb);
 	if (accept_paused)
 		evconnlistener_disable(l->lev);
@@ -289,7 +373,45 @@ conn_unlisten(void *arg)
 
 	TAILQ_REMOVE(&lsns, l, entry);
 	evconnlistener_free(l->lev);	/* closes the socket */
+	tls_free(l->tls);		/* connections keep their own */
 	free(l);
+}
+
+/* A Unix socket's client: its uid and gid, and its groups. */
+static void
+peer_read(struct hconn *c)
+{
+	struct ucred	 uc;
+	socklen_t	 len = sizeof(uc);
+	uint32_t	*g = NULL;
+
+	c->req.peer.unixsock = 1;
+	if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) == -1 ||
+	    len != sizeof(uc)) {
+		log_warn("%s: SO_PEERCRED", __func__);
+		return;
+	}
+	c->req.peer.uid = uc.uid;
+	c->req.peer.gid = uc.gid;
+	c->req.peer.known = 1;
+	/* as many as the kernel has, up to what a user may be in */
+	len = 64 * sizeof(*g);
+	for (;;) {
+		if ((g = malloc(len)) == NULL)
+			break;
+		if (getsockopt(c->fd, SOL_SOCKET, SO_PEERGROUPS, g,
+		    &len) == 0) {
+			c->req.peer.groups = g;
+			c->req.peer.ngroups = len / sizeof(*g);
+			return;
+		}
+		free(g);
+		g = NULL;
+		if (errno != ERANGE || len > PEER_GROUPS_MAX * sizeof(*g))
+			break;
+	}
+	/* without its groups, a group rule may miss it: never more */
+	log_debug("%s: SO_PEERGROUPS: %s", __func__, strerror(errno));
 }
 
 /*
@@ -315,12 +437,12 @@ static void
 conn_acceptcb(struct evconnlistener *lev, evutil_socket_t fd,
     struct sockaddr *sa, int salen, void *arg)
 {
+	struct lsn	*l = arg;
 	struct hconn	*c;
 
 	(void)lev;
 	(void)sa;
 	(void)salen;
-	(void)arg;
 	stats.accepted++;
 	if (stats.open >= stats.max && !conn_evict()) {
 		stats.refused++;
@@ -336,6 +458,18 @@ conn_acceptcb(struct evconnlistener *lev, evutil_socket_t fd,
 	c->state = CS_HEADER;
 	c->since = c->lastio = now_ms();
 	c->req.conn = c;
+	if (l->unixsock)
+		peer_read(c);
+	/* the handshake comes with the first reads */
+	if (l->tls != NULL && tls_accept_socket(l->tls, &c->tls, fd) == -1) {
+		log_warnx("%s: tls_accept_socket: %s", __func__,
+		    tls_error(l->tls));
+		close(fd);
+		free(c->req.peer.groups);
+		free(c);
+		return;
+	}
+	c->req.tls = c->tls != NULL;
 	if (event_assign(&c->rev, px->base, fd, EV_READ | EV_PERSIST,
 	    conn_readcb, c) == -1 ||
 	    event_assign(&c->wev, px->base, fd, EV_WRITE | EV_PERSIST,
@@ -343,6 +477,8 @@ conn_acceptcb(struct evconnlistener *lev, evutil_socket_t fd,
 	    event_add(&c->rev, NULL) == -1) {
 		log_warnx("%s: cannot watch a connection", __func__);
 		close(fd);
+		tls_free(c->tls);
+		free(c->req.peer.groups);
 		free(c);
 		return;
 	}
@@ -431,6 +567,60 @@ in_limit(const struct hconn *c)
 	}
 }
 
+/*
+ * A libtls result as read(2) and write(2) give theirs: -1 with EAGAIN
+ * when it must wait, which for the other event than its own (the
+ * handshake's turn) is noted: a read that waits to write adds the write
+ * event, a write that waits to read is resumed by the read event.
+ */
+static ssize_t
+io_tls(struct hconn *c, ssize_t n, int reading)
+{
+	if (n == TLS_WANT_POLLIN || n == TLS_WANT_POLLOUT) {
+		if (reading && n == TLS_WANT_POLLOUT) {
+			c->rwantw = 1;
+			event_add(&c->wev, NULL);
+		} else if (!reading && n == TLS_WANT_POLLIN)
+			c->wwantr = 1;
+		errno = EAGAIN;
+		return (-1);
+	}
+	if (n == -1) {
+		log_debug("%s: %s", __func__, tls_error(c->tls));
+		errno = EIO;
+	}
+	return (n);
+}
+
+/*
+ * Read at most len bytes: > 0, 0 at the end, -1 with errno (EAGAIN:
+ * nothing to read now).  Through TLS, a read that fills buf may leave
+ * more in libtls, which no event would tell: the read callback runs
+ * again.
+ */
+static ssize_t
+io_read(struct hconn *c, void *buf, size_t len)
+{
+	ssize_t	 n;
+
+	if (c->tls == NULL)
+		return (read(c->fd, buf, len));
+	n = io_tls(c, tls_read(c->tls, buf, len), 1);
+	if (n > 0 && (size_t)n == len && !c->paused)
+		event_active(&c->rev, EV_READ, 1);
+	return (n);
+}
+
+/* Write at most len bytes: the bytes written, or -1 with errno (EAGAIN:
+ * none now). */
+static ssize_t
+io_write(struct hconn *c, const void *buf, size_t len)
+{
+	if (c->tls == NULL)
+		return (write(c->fd, buf, len));
+	return (io_tls(c, tls_write(c->tls, buf, len), 0));
+}
+
 /* The strings of a body of known length that came so far (a form's are
  * marked instead, form_mark). */
 static void
@@ -455,6 +645,12 @@ conn_readcb(evutil_socket_t fd, short ev, void *arg)
 	if (c->broken) {
 		conn_end(c);
 		return;
+	}
+	if (c->wwantr) {
+		/* the write that waited for input goes on */
+		c->wwantr = 0;
+		if (conn_queued(c) > 0)
+			event_add(&c->wev, NULL);
 	}
 	if (c->state == CS_CLOSING && conn_queued(c) == 0) {
 		conn_linger(c);
@@ -508,7 +704,7 @@ conn_readcb(evutil_socket_t fd, short ev, void *arg)
 	 * header is at most CONN_HEADER_MAX, its body fits in_limit), or
 	 * it is refused.  Work it off before reading more.
 	 */
-	n = room == 0 ? -2 : read(fd, dst, room);
+	n = room == 0 ? -2 : io_read(c, dst, room);
 	if (n == -1) {
 		if (errno == EAGAIN || errno == EINTR)
 			n = -2;		/* nothing new; process what is kept */
@@ -817,7 +1013,7 @@ conn_write(struct hconn *c, const void *p, size_t len)
 		return (-1);
 	if (c->out.len == c->outoff) {
 		c->outoff = c->out.len = 0;
-		n = write(c->fd, p, len);
+		n = io_write(c, p, len);
 		if (n == -1) {
 			if (errno != EAGAIN && errno != EINTR) {
 				c->broken = 1;
@@ -842,7 +1038,8 @@ conn_write(struct hconn *c, const void *p, size_t len)
 		event_active(&c->rev, EV_READ, 1);
 		return (-1);
 	}
-	event_add(&c->wev, NULL);
+	if (!c->wwantr)
+		event_add(&c->wev, NULL);
 	return (0);
 }
 
@@ -858,9 +1055,21 @@ conn_writecb(evutil_socket_t fd, short ev, void *arg)
 	struct hconn	*c = arg;
 	ssize_t		 n;
 
+	(void)fd;
 	(void)ev;
-	n = write(fd, c->out.b + c->outoff, c->out.len - c->outoff);
+	if (c->rwantw) {
+		/* the read that waited for this goes on */
+		c->rwantw = 0;
+		event_active(&c->rev, EV_READ, 1);
+		if (conn_queued(c) == 0) {
+			event_del(&c->wev);
+			return;
+		}
+	}
+	n = io_write(c, c->out.b + c->outoff, c->out.len - c->outoff);
 	if (n == -1) {
+		if (c->wwantr)
+			event_del(&c->wev);	/* the read event resumes it */
 		if (errno == EAGAIN || errno == EINTR)
 			return;
 		conn_end(c);
@@ -922,6 +1131,9 @@ conn_done(struct hconn *c, int keepalive)
 	if (c->paused) {
 		c->paused = 0;
 		event_add(&c->rev, NULL);
+		/* what libtls may hold has no event of its own */
+		if (c->tls != NULL && !c->inproc)
+			event_active(&c->rev, EV_READ, 1);
 	}
 	/* what was pipelined meanwhile, unless conn_consume goes on */
 	if (c->in.len > 0 && !c->inproc)
@@ -937,6 +1149,9 @@ conn_done(struct hconn *c, int keepalive)
 static void
 conn_linger(struct hconn *c)
 {
+	/* TLS's own end first, if the socket takes it now */
+	if (c->tls != NULL && !c->eof)
+		(void)tls_close(c->tls);
 	if (c->eof || shutdown(c->fd, SHUT_WR) == -1) {
 		conn_free(c);
 		return;
@@ -999,7 +1214,9 @@ conn_free(struct hconn *c)
 	body_give(c);
 	event_del(&c->rev);
 	event_del(&c->wev);
+	tls_free(c->tls);
 	close(c->fd);
+	free(c->req.peer.groups);
 	TAILQ_REMOVE(&conns, c, entry);
 	stats.open--;
 	buf_release(&c->in, 0);

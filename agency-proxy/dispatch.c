@@ -11,6 +11,11 @@
  * so a bad message means a broken channel.  Nothing calls into this
  * file but proxy.c, which registers it with parent.c.
  *
+ * The access part of the configuration (keys as digests, allow rules,
+ * CORS origins, user names, and each TLS listener's certificate and key
+ * in pieces) is built here too; the key's bytes are the listener's until
+ * http.c has made its TLS context.
+ *
  * Calls: http.c, forward.c, probe.c, rules.c, sandbox.c, parent.c,
  * state.c.
  */
@@ -27,6 +32,7 @@
 #include "proxy.h"
 
 static void	 conf_imsg(struct imsg *, uint32_t);
+static void	 conf_access(struct imsg *, uint32_t);
 static void	 events_imsg(struct imsg *, uint32_t);
 static void	 conf_end(void);
 
@@ -70,6 +76,14 @@ dispatch_imsg(struct imsg *imsg)
 	case IMSG_CONF_ALIAS:
 	case IMSG_CONF_NAME:
 	case IMSG_CONF_END:
+	case IMSG_CONF_CORS:
+	case IMSG_CONF_TLS_CERT:
+	case IMSG_CONF_TLS_KEY:
+	case IMSG_CONF_KEY:
+	case IMSG_CONF_KEY_MODEL:
+	case IMSG_CONF_ALLOW:
+	case IMSG_CONF_ALLOW_MODEL:
+	case IMSG_CONF_USER:
 		conf_imsg(imsg, type);
 		break;
 	case IMSG_HOLD_GRANTV:
@@ -286,10 +300,12 @@ conf_imsg(struct imsg *imsg, uint32_t type)
 			    (long long)g.max_connections);
 		if (g.body_timeout <= 0 || g.body_buffer <= 0 ||
 		    (g.host_any != 0 && g.host_any != 1) ||
-		    (g.console != 0 && g.console != 1))
+		    (g.console != 0 && g.console != 1) || g.queue_timeout < 0)
 			fatalx("parent: body timeout %lld, body buffer %lld, "
-			    "host any %d, console %d", (long long)g.body_timeout,
-			    (long long)g.body_buffer, g.host_any, g.console);
+			    "host any %d, console %d, queue timeout %lld",
+			    (long long)g.body_timeout,
+			    (long long)g.body_buffer, g.host_any, g.console,
+			    (long long)g.queue_timeout);
 		c->max_body = g.max_body;
 		c->request_timeout = g.request_timeout;
 		c->header_timeout = g.header_timeout;
@@ -300,22 +316,34 @@ conf_imsg(struct imsg *imsg, uint32_t type)
 		c->console = g.console;
 		c->port_lo = g.port_lo;
 		c->port_hi = g.port_hi;
+		c->queue_timeout = g.queue_timeout;
 		(void)strlcpy(c->default_model, g.default_model,
 		    sizeof(c->default_model));
 		px->nrt = NULL;
 		px->nmodel = NULL;
+		px->nlisten = NULL;
+		px->nkey = NULL;
+		px->nallow = NULL;
 		break;
 	case IMSG_CONF_LISTEN:
 		getdata(imsg, &pl, sizeof(pl));
 		STROK(pl.host, "listen host");
+		STROK(pl.path, "listen path");
+		if ((pl.tls != 0 && pl.tls != 1) ||
+		    (pl.path[0] != '\0' && (pl.tls || pl.host[0] != '\0')))
+			fatalx("parent: listen %s path %s tls %d", pl.host,
+			    pl.path, pl.tls);
 		if ((fd = imsg_get_fd(imsg)) == -1)
 			fatalx("parent: CONF_LISTEN without a socket");
 		if ((l = calloc(1, sizeof(*l))) == NULL)
 			fatal("%s: calloc", __func__);
 		l->fd = fd;
 		l->port = pl.port;
+		l->tls = pl.tls;
 		(void)strlcpy(l->host, pl.host, sizeof(l->host));
+		(void)strlcpy(l->path, pl.path, sizeof(l->path));
 		TAILQ_INSERT_TAIL(&c->listens, l, entry);
+		px->nlisten = l;
 		break;
 	case IMSG_CONF_RUNTIME:
 		getdata(imsg, &prt, sizeof(prt));
@@ -387,7 +415,122 @@ conf_imsg(struct imsg *imsg, uint32_t type)
 	case IMSG_CONF_END:
 		if (imsg_get_len(imsg) != 0)
 			fatalx("parent: CONF_END with a payload");
+		TAILQ_FOREACH(l, &c->listens, entry)
+			if (l->tls && (l->certlen == 0 || l->keylen == 0))
+				fatalx("parent: listen on %s port %u: TLS "
+				    "without its certificate and key",
+				    l->host, l->port);
 		conf_end();
+		break;
+	default:
+		conf_access(imsg, type);
+		break;
+	}
+}
+
+/* Append a piece of the last TLS listener's certificate or key. */
+static void
+conf_piece(struct imsg *imsg, uint8_t **buf, size_t *len, size_t max)
+{
+	size_t	 n = imsg_get_len(imsg);
+	uint8_t	*b;
+
+	if (n == 0 || n > PROTO_TLS_PIECE || *len + n > max)
+		fatalx("parent: a TLS piece of %zu bytes after %zu", n, *len);
+	/* a key's bytes are never left behind in freed memory */
+	if ((b = malloc(*len + n)) == NULL)
+		fatal("%s: malloc", __func__);
+	if (*len > 0)
+		memcpy(b, *buf, *len);
+	freezero(*buf, *len);
+	if (imsg_get_data(imsg, b + *len, n) == -1)
+		fatalx("parent: a TLS piece that does not read");
+	*buf = b;
+	*len += n;
+}
+
+/* A model a key or rule names: the model's own name, once. */
+static void
+conf_model_add(struct pconf *c, struct pstrs *models, const char *name)
+{
+	struct pmodel	*m;
+
+	if ((m = pconf_find_model(c, name)) == NULL)
+		fatalx("parent: access to an unknown model %s", name);
+	if (!pstrs_has(models, m->name) && pstrs_add(models, m->name) == -1)
+		fatal("%s: pstrs_add", __func__);
+}
+
+/* The access part of the configuration. */
+static void
+conf_access(struct imsg *imsg, uint32_t type)
+{
+	struct proto_key	 pk;
+	struct proto_allow	 pa;
+	struct proto_user	 pu;
+	struct proto_str	 s;
+	struct pconf		*c = px->nconf;
+
+	switch (type) {
+	case IMSG_CONF_CORS:
+		getdata(imsg, &s, sizeof(s));
+		STROK(s.s, "cors origin");
+		if (pstrs_add(&c->cors, s.s) == -1)
+			fatal("%s: pstrs_add", __func__);
+		break;
+	case IMSG_CONF_TLS_CERT:
+	case IMSG_CONF_TLS_KEY:
+		if (px->nlisten == NULL || !px->nlisten->tls)
+			fatalx("parent: a TLS piece without a TLS listener");
+		if (type == IMSG_CONF_TLS_CERT)
+			conf_piece(imsg, &px->nlisten->cert,
+			    &px->nlisten->certlen, PROTO_TLS_CERT_MAX);
+		else
+			conf_piece(imsg, &px->nlisten->key,
+			    &px->nlisten->keylen, PROTO_TLS_KEY_MAX);
+		break;
+	case IMSG_CONF_KEY:
+		getdata(imsg, &pk, sizeof(pk));
+		STROK(pk.name, "key name");
+		if ((pk.admin != 0 && pk.admin != 1) || pk.max_requests < 0 ||
+		    pk.name[0] == '\0')
+			fatalx("parent: key %s: admin %d max requests %lld",
+			    pk.name, pk.admin, (long long)pk.max_requests);
+		if ((px->nkey = pconf_add_key(c, pk.name, pk.digest, pk.admin,
+		    pk.max_requests)) == NULL)
+			fatal("%s: pconf_add_key", __func__);
+		explicit_bzero(&pk, sizeof(pk));
+		break;
+	case IMSG_CONF_KEY_MODEL:
+		getdata(imsg, &s, sizeof(s));
+		STROK(s.s, "key model");
+		if (px->nkey == NULL)
+			fatalx("parent: a key's model before a key");
+		conf_model_add(c, &px->nkey->models, s.s);
+		break;
+	case IMSG_CONF_ALLOW:
+		getdata(imsg, &pa, sizeof(pa));
+		STROK(pa.name, "allow name");
+		if ((pa.kind != ALLOW_USER && pa.kind != ALLOW_GROUP) ||
+		    (pa.admin != 0 && pa.admin != 1))
+			fatalx("parent: allow rule %s: kind %d admin %d",
+			    pa.name, pa.kind, pa.admin);
+		if ((px->nallow = pconf_add_allow(c, pa.kind, pa.id, pa.name,
+		    pa.admin)) == NULL)
+			fatal("%s: pconf_add_allow", __func__);
+		break;
+	case IMSG_CONF_ALLOW_MODEL:
+		getdata(imsg, &s, sizeof(s));
+		STROK(s.s, "allow model");
+		if (px->nallow == NULL)
+			fatalx("parent: a rule's model before a rule");
+		conf_model_add(c, &px->nallow->models, s.s);
+		break;
+	case IMSG_CONF_USER:
+		getdata(imsg, &pu, sizeof(pu));
+		STROK(pu.name, "user name");
+		if (pconf_add_user(c, pu.uid, pu.name) == -1)
+			fatal("%s: pconf_add_user", __func__);
 		break;
 	default:
 		fatalx("parent: config message %u", type);
@@ -404,6 +547,9 @@ conf_end(void)
 	px->nconf = NULL;
 	px->nrt = NULL;
 	px->nmodel = NULL;
+	px->nlisten = NULL;
+	px->nkey = NULL;
+	px->nallow = NULL;
 	http_swap_listeners(old, px->conf);
 	pconf_free(old);
 	log_info("configuration: %zu models, %s", pconf_nmodels(px->conf),

@@ -89,6 +89,9 @@ struct pend {
 	int			 wrote;	/* follow: the header is out */
 	json_object		*lines;	/* PEND_LOGS */
 	int64_t			 t0;
+	char			 who[2 * AGENCY_NAME_MAX + 16];	/* its key or
+								 * user, for
+								 * the log */
 };
 
 static struct evmodels	 models = TAILQ_HEAD_INITIALIZER(models);
@@ -661,9 +664,11 @@ events_logs_end(const struct proto_logs_end *le)
 	pend_free(p);
 }
 
-/* POST /v1/agency/load or unload of m, load waiting or not. */
+/* POST /v1/agency/load or unload of m, load waiting or not; who asked,
+ * for the access log (access.c's access_who). */
 void
-events_admin(struct hreq *r, const struct pmodel *m, int unload, int wait)
+events_admin(struct hreq *r, const struct pmodel *m, int unload, int wait,
+    const char *who)
 {
 	struct proto_admin	 a;
 	struct pend		*p;
@@ -671,6 +676,7 @@ events_admin(struct hreq *r, const struct pmodel *m, int unload, int wait)
 	if ((p = pend_new(r, unload ? PEND_UNLOAD : PEND_LOAD,
 	    m->name)) == NULL)
 		return;
+	(void)strlcpy(p->who, who, sizeof(p->who));
 	memset(&a, 0, sizeof(a));
 	a.reqid = p->reqid;
 	a.op = unload ? ADMIN_UNLOAD : ADMIN_LOAD;
@@ -704,7 +710,7 @@ events_admin_done(const struct proto_admin_done *d)
 		}
 		answer_log("POST", p->kind == PEND_LOAD ? "/v1/agency/load" :
 		    "/v1/agency/unload", p->model, d->status,
-		    now_ms() - p->t0, -1, -1);
+		    now_ms() - p->t0, -1, -1, p->who);
 	}
 	pend_free(p);
 }

@@ -30,6 +30,13 @@
  * tells it when the client goes (client_gone); from then on p->r is NULL
  * and the connection is never touched again.
  *
+ * A request of a key with "max requests" waits for a slot of its key
+ * (keyq.c) before it asks for a hold (ST_KEYWAIT), within the queue
+ * timeout; at its end its slot goes to the next.  With keys in the
+ * configuration, the client's credentials (Authorization, x-api-key)
+ * never go on to the model; answers to a listed CORS origin carry its
+ * fields, and those the model sent are dropped.
+ *
  * Loading progress: a streamed request of a runtime with "loading
  * progress" asks the parent to be told what it waits for.  At the first
  * telling (forward_wait) it is answered with a header of our own (200,
@@ -39,8 +46,8 @@
  * upstream error or an answer that is no stream, a timeout, a cancel)
  * is the stream's last event, an error in the OpenAI shape.
  *
- * Calls: answer.c, metrics.c, conn.c, parent.c, splice.c, rules.c,
- * routes.c, multipart.c, h1.c, buf.c, state.c.
+ * Calls: answer.c, metrics.c, conn.c, parent.c, access.c, keyq.c,
+ * splice.c, rules.c, routes.c, multipart.c, h1.c, buf.c, state.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>
@@ -94,6 +101,7 @@ enum preq_state {
 	ST_HOLD,		/* waiting for the parent's answer */
 	ST_FORWARD,		/* held, upstream request in progress */
 	ST_DRAIN,		/* held, client gone, upstream runs out */
+	ST_KEYWAIT,		/* waiting for a slot of its key */
 };
 
 struct upconn {
@@ -138,6 +146,10 @@ struct preq {
 	char			 path[256];
 	char			 uri[AGENCY_PATH_MAX];
 	char			 model[AGENCY_NAME_MAX];
+	char			 key[AGENCY_NAME_MAX];	/* its key's; "" */
+	char			 user[AGENCY_NAME_MAX];	/* a socket's user */
+	char			 who[2 * AGENCY_NAME_MAX + 16];	/* the log's */
+	int			 keyslot;	/* holds a slot of its key */
 	int64_t			 t0;
 	int			 stops;
 	int			 kindof;	/* enum model_kind */
@@ -239,6 +251,7 @@ static void		 body_drop(struct preq *);
 static void		 timer_arm(struct preq *);
 static void		 timer_cb(evutil_socket_t, short, void *);
 static void		 usage_scan(struct preq *, const char *, size_t);
+static void		 hold_ask(struct preq *);
 static int		 waited_data(struct preq *, const char *, size_t);
 static void		 waited_fail(struct preq *, int, const char *,
 			    const char *);
@@ -353,10 +366,17 @@ ended(struct preq *p, int end)
 		p->end = end;
 }
 
-/* The end of every request: release, log, free. */
+/* The end of every request: release, log, free.  Its key's slot goes
+ * to the next of the key's requests. */
 static void
 preq_end(struct preq *p)
 {
+	struct preq	*next = NULL;
+
+	if (p->keyslot)
+		next = keyq_leave(p->key, p, 1);
+	else if (p->state == ST_KEYWAIT && p->kind == PREQ_MODEL)
+		(void)keyq_leave(p->key, p, 0);
 	release(p);
 	if (p->uc != NULL) {
 		uc_free(p->uc);
@@ -373,10 +393,11 @@ preq_end(struct preq *p)
 		p->status = 499;
 	if (p->kind == PREQ_MODEL || p->status != 0)
 		answer_log_end(p->method, p->path, p->model, p->status,
-		    now_ms() - p->t0, p->wait_ms, p->ptok, p->ctok, p->end);
+		    now_ms() - p->t0, p->wait_ms, p->ptok, p->ctok, p->end,
+		    p->who);
 	if (p->kind == PREQ_MODEL)
-		metrics_request_end(p->model, p->status, p->end, p->ptok,
-		    p->ctok);
+		metrics_request_end(p->model, p->key, p->user, p->status,
+		    p->end, p->ptok, p->ctok);
 	RB_REMOVE(preqtree, &tree, p);
 	TAILQ_REMOVE(&preqs, p, entry);
 	evtimer_del(&p->timer);
@@ -389,6 +410,11 @@ preq_end(struct preq *p)
 	free(p->sts);
 	free(p->kept.b);
 	free(p);
+	if (next != NULL) {
+		next->keyslot = 1;
+		evtimer_del(&next->timer);
+		hold_ask(next);
+	}
 }
 
 static void
@@ -552,6 +578,9 @@ client_gone(void *arg)
 	ended(p, END_CLIENT_LEFT);
 
 	switch (p->kind != PREQ_MODEL ? ST_HOLD : p->state) {
+	case ST_KEYWAIT:
+		preq_end(p);
+		break;
 	case ST_HOLD:
 		if (p->kind == PREQ_MODEL) {
 			memset(&pr, 0, sizeof(pr));
@@ -596,9 +625,19 @@ client_drained(void *arg)
 	}
 }
 
-/* Keep the request's end-to-end headers for the upstream request. */
+/* A client's credential for the front door, never passed on when the
+ * front door has keys. */
 static int
-keep_headers(struct preq *p, const struct h1_msg *m)
+is_credential(const char *key, size_t len)
+{
+	return ((len == 13 && strncasecmp(key, "Authorization", 13) == 0) ||
+	    (len == 9 && strncasecmp(key, "X-Api-Key", 9) == 0));
+}
+
+/* Keep the request's end-to-end headers for the upstream request; with
+ * strip, not the credentials. */
+static int
+keep_headers(struct preq *p, const struct h1_msg *m, int strip)
 {
 	const struct h1_header	*h;
 	size_t			 i, n = 0;
@@ -606,7 +645,8 @@ keep_headers(struct preq *p, const struct h1_msg *m)
 
 	for (i = 0; i < m->nheaders; i++) {
 		h = &m->headers[i];
-		if (!is_hop(h->name, h->namelen))
+		if (!is_hop(h->name, h->namelen) &&
+		    !(strip && is_credential(h->name, h->namelen)))
 			n += h->namelen + h->valuelen + 4;
 	}
 	if (n > sizeof(p->hbuf) && (p->hdrs = malloc(n)) == NULL) {
@@ -616,7 +656,8 @@ keep_headers(struct preq *p, const struct h1_msg *m)
 	d = p->hdrs;
 	for (i = 0; i < m->nheaders; i++) {
 		h = &m->headers[i];
-		if (is_hop(h->name, h->namelen))
+		if (is_hop(h->name, h->namelen) ||
+		    (strip && is_credential(h->name, h->namelen)))
 			continue;
 		if (h->namelen == 12 &&
 		    strncasecmp(h->name, "Content-Type", 12) == 0)
@@ -634,18 +675,57 @@ keep_headers(struct preq *p, const struct h1_msg *m)
 	return (0);
 }
 
-/*
- * Ask for the hold of a request that is set up; 0, or -1 when it ended.
- * Its bytes (raw), when they may go on as they are or as pieces (sp, the
- * splice of a fast-path body), are taken from the connection where they
- * can be, else copied.
- */
-static int
-hold_ask(struct preq *p, const struct pmodel *m, char *raw, size_t rawlen,
-    const struct splice *sp, const struct h1_msg *hm)
+/* Ask the parent for a hold on the request's model. */
+static void
+hold_ask(struct preq *p)
 {
 	struct proto_hold_req	 hr;
 
+	p->state = ST_HOLD;
+	memset(&hr, 0, sizeof(hr));
+	hr.reqid = p->reqid;
+	(void)strlcpy(hr.model, p->model, sizeof(hr.model));
+	hr.flags = p->progress ? PROTO_HOLD_PROGRESS : 0;
+	(void)strlcpy(hr.key, p->key, sizeof(hr.key));
+	parent_send(IMSG_HOLD_REQ, &hr, sizeof(hr));
+}
+
+/* A slot of its key, or a wait for one of at most the queue timeout;
+ * 0, or -1 when the request ended. */
+static int
+key_slot(struct preq *p, int64_t max)
+{
+	struct timeval	 tv;
+	int64_t		 ms = px->conf->queue_timeout;
+
+	switch (keyq_enter(p->key, max, p)) {
+	case 1:
+		p->keyslot = 1;
+		return (0);
+	case 0:
+		p->state = ST_KEYWAIT;
+		tv.tv_sec = ms / 1000;
+		tv.tv_usec = (ms % 1000) * 1000;
+		evtimer_add(&p->timer, &tv);
+		return (0);
+	default:
+		reply_error(p, 500, "internal_error", "Out of memory.");
+		preq_end(p);
+		return (-1);
+	}
+}
+
+/*
+ * Set up the hold of a request and ask for it; 0, or -1 when it ended.
+ * Its bytes (raw), when they may go on as they are or as pieces (sp, the
+ * splice of a fast-path body), are taken from the connection where they
+ * can be, else copied.  A request of a key with max requests asks only
+ * once it has a slot of its key (key_slot).
+ */
+static int
+hold_setup(struct preq *p, char *raw, size_t rawlen, const struct splice *sp,
+    const struct h1_msg *hm, const struct paccess *a)
+{
 	p->state = ST_HOLD;
 	if (raw != NULL) {
 		if ((p->rawmem = conn_take_input(p->r->conn)) != NULL)
@@ -658,30 +738,43 @@ hold_ask(struct preq *p, const struct pmodel *m, char *raw, size_t rawlen,
 	if (sp != NULL && (p->sp = malloc(sizeof(*sp))) != NULL)
 		memcpy(p->sp, sp, sizeof(*sp));
 	if ((raw != NULL && p->raw == NULL) || (sp != NULL && p->sp == NULL) ||
-	    keep_headers(p, hm) == -1) {
+	    keep_headers(p, hm, !TAILQ_EMPTY(&px->conf->keys)) == -1) {
 		reply_error(p, 500, "internal_error", "Out of memory.");
 		preq_end(p);
 		return (-1);
 	}
-	memset(&hr, 0, sizeof(hr));
-	hr.reqid = p->reqid;
-	(void)strlcpy(hr.model, m->name, sizeof(hr.model));
-	hr.flags = p->progress ? PROTO_HOLD_PROGRESS : 0;
-	parent_send(IMSG_HOLD_REQ, &hr, sizeof(hr));
+	if (a->key != NULL && a->key->max_requests > 0) {
+		if (key_slot(p, a->key->max_requests) == -1)
+			return (-1);
+		if (p->state == ST_KEYWAIT)
+			return (0);
+	}
+	hold_ask(p);
 	return (0);
+}
+
+/* Who a request comes from: its key, its user, for the log. */
+static void
+preq_who(struct preq *p, const struct paccess *a)
+{
+	if (a->key != NULL)
+		(void)strlcpy(p->key, a->key->name, sizeof(p->key));
+	(void)strlcpy(p->user, a->user, sizeof(p->user));
+	access_who(a, p->who, sizeof(p->who));
 }
 
 /*
  * A model request that the rules took: its tree (body), or for the fast
  * path the splice of its bytes (sp, and whether it is a stream), or a
  * form (mf, read with boundary); and its bytes (raw), when they may go
- * on as they are or as pieces.  Takes body.
+ * on as they are or as pieces.  Takes body.  a: who it comes from (its
+ * key, for max requests and the log).
  */
 void
 forward_start(struct hreq *r, const struct pmodel *m, json_object *body,
     const struct splice *sp, int stream, const struct mform *mf,
     const char *boundary, char *raw, size_t rawlen, const char *path,
-    const char *target, const struct h1_msg *hm)
+    const char *target, const struct h1_msg *hm, const struct paccess *a)
 {
 	struct preq		*p;
 
@@ -693,6 +786,7 @@ forward_start(struct hreq *r, const struct pmodel *m, json_object *body,
 	}
 	(void)strlcpy(p->uri, target, sizeof(p->uri));	/* http.c sized it */
 	(void)strlcpy(p->model, m->name, sizeof(p->model));
+	preq_who(p, a);
 	p->family = routes_find(path)->family;
 	p->json = body;
 	if (mf != NULL) {
@@ -710,7 +804,7 @@ forward_start(struct hreq *r, const struct pmodel *m, json_object *body,
 	p->kindof = m->rt->kind;
 	/* none on a route without the fields, which the splice would add */
 	p->cap = routes_find(path)->cap[0] != NULL ? rules_cap(m) : 0;
-	(void)hold_ask(p, m, raw, rawlen, sp, hm);
+	(void)hold_setup(p, raw, rawlen, sp, hm, a);
 }
 
 /* Whether a passed-through body asks for a stream, if it is JSON. */
@@ -741,7 +835,7 @@ pass_stream(const char *body, size_t len)
 void
 forward_pass(struct hreq *r, const struct pmodel *m, const char *method,
     const char *rest, size_t prefixlen, const char *path, char *body,
-    size_t len, const struct h1_msg *hm)
+    size_t len, const struct h1_msg *hm, const struct paccess *a)
 {
 	struct preq	*p;
 
@@ -756,10 +850,11 @@ forward_pass(struct hreq *r, const struct pmodel *m, const char *method,
 	(void)snprintf(p->prefix, sizeof(p->prefix), "%.*s", (int)prefixlen,
 	    path);
 	(void)strlcpy(p->model, m->name, sizeof(p->model));
+	preq_who(p, a);
 	p->family = FAMILY_OPENAI;
 	p->stops = rules_stops_stream(m->rt, pass_stream(body, len));
 	p->kindof = m->rt->kind;
-	(void)hold_ask(p, m, body, len, NULL, hm);
+	(void)hold_setup(p, body, len, NULL, hm, a);
 }
 
 /*
@@ -1471,6 +1566,7 @@ static void
 client_header(struct preq *p, const struct h1_msg *m, int nobody)
 {
 	const struct h1_header	*h;
+	char			 cors[AGENCY_ORIGIN_MAX + 64];
 	size_t			 i;
 	int			 keep = p->r->keepalive;
 
@@ -1492,7 +1588,9 @@ client_header(struct preq *p, const struct h1_msg *m, int nobody)
 	o_add("\r\n", 2);
 	for (i = 0; i < m->nheaders; i++) {
 		h = &m->headers[i];
-		if (is_hop(h->name, h->namelen))
+		/* CORS is the front door's to grant, not the model's */
+		if (is_hop(h->name, h->namelen) || (h->namelen > 15 &&
+		    strncasecmp(h->name, "Access-Control-", 15) == 0))
 			continue;
 		o_add(h->name, h->namelen);
 		o_add(": ", 2);
@@ -1503,6 +1601,7 @@ client_header(struct preq *p, const struct h1_msg *m, int nobody)
 			o_add(h->value, h->valuelen);
 		o_add("\r\n", 2);
 	}
+	o_add(cors, answer_cors(p->r, cors, sizeof(cors)));
 	/* none for an answer that has no body (204, 304), but a HEAD's */
 	if (p->chunked_out)
 		o_str("Transfer-Encoding: chunked\r\n");
@@ -1779,6 +1878,16 @@ timer_cb(evutil_socket_t fd, short ev, void *arg)
 
 	(void)fd;
 	(void)ev;
+	if (p->state == ST_KEYWAIT) {
+		(void)snprintf(msg, sizeof(msg), "The key '%s' has as many "
+		    "requests in progress as it may (max requests); this one "
+		    "waited %lld ms for one of them to end.", p->key,
+		    (long long)px->conf->queue_timeout);
+		reply_error_retry(p, 429, "key_busy", msg, 1);
+		p->wait_ms = now_ms() - p->t0;	/* for its key's slot */
+		preq_end(p);
+		return;
+	}
 	log_warnx("request %llu: %s did not answer in time",
 	    (unsigned long long)p->reqid, p->label);
 	if (p->replied && !p->waited) {

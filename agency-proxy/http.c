@@ -25,6 +25,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include <event2/event.h>
 #include <event2/http.h>	/* EVHTTP_REQ_*, for http_decide */
 
 #include <json-c/json.h>
@@ -38,7 +39,7 @@
 static void	 http_request(struct hreq *, const struct h1_msg *, char *,
 		    size_t);
 static void	 http_refused(struct hreq *, int);
-static void	 http_models(struct hreq *);
+static void	 http_models(struct hreq *, const struct paccess *);
 static int	 host_guard(const struct pconf *, const struct http_hdrs *,
 		    struct rerr *);
 static int	 admin_guard(const struct pconf *, const struct http_hdrs *,
@@ -66,7 +67,7 @@ static void
 http_refused(struct hreq *r, int status)
 {
 	status = answer_refused(r, status);
-	answer_log("-", "-", "-", status, 0, -1, -1);
+	answer_log("-", "-", "-", status, 0, -1, -1, NULL);
 	metrics_unrouted(status);
 }
 
@@ -82,23 +83,50 @@ http_init(void)
 	conn_init(&http_handler);
 }
 
-/* New listeners first, then the old ones go; requests in progress stay. */
+/*
+ * New listeners first, then the old ones go; requests in progress stay.
+ * A TLS listener gets a server context for its certificate and key (the
+ * key's bytes are wiped then); one libtls refuses is not listened on,
+ * and said so, rather than served in the clear.
+ */
 void
 http_swap_listeners(struct pconf *old, struct pconf *new)
 {
 	struct plisten	*l;
+	void		*tls;
+	char		 why[256];
 	int		 flags;
 
 	conn_configure(new);
 	TAILQ_FOREACH(l, &new->listens, entry) {
+		tls = NULL;
+		if (l->tls) {
+			tls = conn_tls_server(l->cert, l->certlen, l->key,
+			    l->keylen, why, sizeof(why));
+			freezero(l->key, l->keylen);
+			l->key = NULL;
+			l->keylen = 0;
+			if (tls == NULL) {
+				log_warnx("listen on %s port %u: TLS: %s; not "
+				    "listening there", l->host, l->port, why);
+				close(l->fd);
+				l->fd = -1;
+				continue;
+			}
+		}
 		if ((flags = fcntl(l->fd, F_GETFL)) == -1 ||
 		    fcntl(l->fd, F_SETFL, flags | O_NONBLOCK) == -1)
 			fatal("%s: fcntl", __func__);
-		if ((l->lsn = conn_listen(l->fd)) == NULL)
+		if ((l->lsn = conn_listen(l->fd, tls, l->path[0] != '\0')) ==
+		    NULL)
 			fatalx("%s: cannot accept on %s port %u", __func__,
 			    l->host, l->port);
 		l->fd = -1;	/* the listener's now */
-		log_debug("listening on %s port %u", l->host, l->port);
+		if (l->path[0] != '\0')
+			log_debug("listening on %s", l->path);
+		else
+			log_debug("listening on %s port %u%s", l->host,
+			    l->port, l->tls ? " (TLS)" : "");
 	}
 	if (old == NULL)
 		return;
@@ -112,13 +140,62 @@ http_swap_listeners(struct pconf *old, struct pconf *new)
 	}
 }
 
+/* The admin routes, and /metrics: guarded, never granted by CORS. */
+static int
+admin_route(const char *path)
+{
+	return (strcmp(path, "/metrics") == 0 ||
+	    strncmp(path, "/v1/agency/", 11) == 0);
+}
+
+/*
+ * A CORS preflight of a listed origin (dc->cors): the method of its
+ * route (GET for the models list, POST for the model routes), asked for,
+ * and headers that access.c allows.  Admin routes never get here.
+ */
+static void
+decide_preflight(const char *path, const struct http_hdrs *hh,
+    struct http_decision *dc)
+{
+	const char	*method;
+
+	/* a refused preflight grants nothing */
+	dc->cors[0] = '\0';
+	if (strcmp(path, "/v1/models") == 0)
+		method = "GET";
+	else if (strncmp(path, "/v1/", 4) == 0)
+		method = "POST";
+	else {
+		decide_error(dc, 403, "cors_refused", "No such route for "
+		    "other origins.");
+		return;
+	}
+	if (strcmp(hh->acrm, method) != 0) {
+		rerr_set(&dc->e, 403, "cors_refused", "Other origins may use "
+		    "%s on %.100s, not %.20s.", method, path, hh->acrm);
+		dc->action = HTTP_ERROR;
+		return;
+	}
+	if (access_cors_headers(hh->acrh, dc->pf_headers,
+	    sizeof(dc->pf_headers)) == -1) {
+		decide_error(dc, 403, "cors_refused", "Other origins may send "
+		    "only the header fields " "Authorization, Content-Type, "
+		    "X-Api-Key and those of the OpenAI clients.");
+		return;
+	}
+	dc->pf_method = method;
+	dc->action = HTTP_PREFLIGHT;
+	(void)strlcpy(dc->cors, hh->origin, sizeof(dc->cors));
+}
+
 /*
  * What the front door does with a request, decided without touching the
  * request or the network, so that the fuzzer runs the very code that
  * serves (the checks in the order the design gives them: Host and
- * Origin, routes, admin guards, Content-Type, body, model, rules).  cmd
- * is an EVHTTP_REQ_* value; hh holds the header fields that bear on it
- * (NULL when absent); body is only read for POSTs.
+ * Origin, CORS preflights, the console's files, access (keys and allow
+ * rules), routes, admin guards, Content-Type, body, model, rules).  cmd is an EVHTTP_REQ_*
+ * value; hh holds the header fields that bear on it (NULL when absent)
+ * and what the connection is; body is only read for POSTs.
  */
 void
 http_decide(const struct pconf *conf, int cmd, const char *path,
@@ -127,7 +204,8 @@ http_decide(const struct pconf *conf, int cmd, const char *path,
 {
 	json_object	*obj;
 	struct pmodel	*m;
-	int		 changed, scanned = 0;
+	struct pscope	 sc;
+	int		 changed, scanned = 0, unixsock, admin, console;
 
 	memset(dc, 0, sizeof(*dc));
 	dc->family = routes_find(path)->family;
@@ -144,8 +222,15 @@ http_decide(const struct pconf *conf, int cmd, const char *path,
 			dc->action = HTTP_HEALTH;
 		return;
 	}
-	/* Against DNS rebinding and cross-origin pages, before anything. */
-	if (!http_host_ok(conf, hh->host)) {
+	admin = admin_route(path);
+	console = strcmp(path, "/") == 0 || strncmp(path, "/console/", 9) == 0;
+	/*
+	 * Against DNS rebinding and cross-origin pages, before anything.
+	 * A Unix socket is out of a browser's reach: its Host is not
+	 * checked (curl sends "localhost", without a port).
+	 */
+	unixsock = hh->peer != NULL && hh->peer->unixsock;
+	if (!unixsock && !http_host_ok(conf, hh->host)) {
 		rerr_set(&dc->e, 403, "forbidden_host", "The Host '%.100s' is "
 		    "not a name of this front door (see server name in "
 		    "agency.conf(5)).", hh->host != NULL ? hh->host : "");
@@ -153,32 +238,30 @@ http_decide(const struct pconf *conf, int cmd, const char *path,
 		return;
 	}
 	if (hh->origin != NULL && !http_origin_ok(conf, hh->origin,
-	    hh->host)) {
-		rerr_set(&dc->e, 403, "forbidden_origin", "Requests from the "
-		    "origin '%.100s' are not allowed.", hh->origin);
-		dc->action = HTTP_ERROR;
-		return;
-	}
-	if (strcmp(path, "/v1/models") == 0) {
-		if (cmd != EVHTTP_REQ_GET)
-			decide_error(dc, 405, "method_not_allowed",
-			    "Use GET.");
-		else
-			dc->action = HTTP_MODELS;
-		return;
-	}
-	if (strcmp(path, "/metrics") == 0) {
-		if (admin_guard(conf, hh, cmd, &dc->e) != 0)
+	    hh->host, hh->tls)) {
+		if (admin || console || strncmp(path, "/upstream/", 10) == 0 ||
+		    !access_cors_listed(conf, hh->origin)) {
+			rerr_set(&dc->e, 403, "forbidden_origin", "Requests "
+			    "from the origin '%.100s' are not allowed.",
+			    hh->origin);
 			dc->action = HTTP_ERROR;
-		else if (cmd != EVHTTP_REQ_GET)
-			decide_error(dc, 405, "method_not_allowed",
-			    "Use GET.");
-		else
-			dc->action = HTTP_METRICS;
-		return;
+			return;
+		}
+		/* a listed origin: its answers, errors too, say so */
+		(void)strlcpy(dc->cors, hh->origin, sizeof(dc->cors));
+		/* a preflight carries no credentials */
+		if (cmd == EVHTTP_REQ_OPTIONS && hh->acrm != NULL) {
+			decide_preflight(path, hh, dc);
+			return;
+		}
 	}
-	/* The console's files: admin rules, and only when it is on. */
-	if (strcmp(path, "/") == 0 || strncmp(path, "/console/", 9) == 0) {
+	/*
+	 * The console's files: the admin routes' guard, and only when it is
+	 * on, but no key: a browser sends none when it opens a page, and
+	 * they are the same for everyone.  What the page shows comes from
+	 * the admin routes, with the admin key it is given.
+	 */
+	if (console) {
 		if (!conf->console || (cmd != EVHTTP_REQ_GET &&
 		    cmd != EVHTTP_REQ_HEAD) ||
 		    (dc->asset = console_asset(path)) == NULL) {
@@ -191,11 +274,40 @@ http_decide(const struct pconf *conf, int cmd, const char *path,
 			dc->action = HTTP_CONSOLE;
 		return;
 	}
+	if (access_decide(conf, hh, &dc->acc, &dc->e) == -1) {
+		dc->action = HTTP_ERROR;
+		dc->delay = dc->acc.wrong ? AUTH_DELAY_MS : 0;
+		return;
+	}
+	access_scope(&dc->acc, &sc);
+	if (strcmp(path, "/v1/models") == 0) {
+		if (cmd != EVHTTP_REQ_GET)
+			decide_error(dc, 405, "method_not_allowed",
+			    "Use GET.");
+		else
+			dc->action = HTTP_MODELS;
+		return;
+	}
+	if (admin && admin_guard(conf, hh, cmd, &dc->e) != 0) {
+		dc->action = HTTP_ERROR;
+		return;
+	}
+	if (admin && !dc->acc.admin) {
+		decide_error(dc, 403, "admin_key_required", dc->acc.key !=
+		    NULL ? "Admin routes need a key marked admin." :
+		    "Admin routes need a key marked admin, or an allow rule "
+		    "with admin.");
+		return;
+	}
+	if (strcmp(path, "/metrics") == 0) {
+		if (cmd != EVHTTP_REQ_GET)
+			decide_error(dc, 405, "method_not_allowed",
+			    "Use GET.");
+		else
+			dc->action = HTTP_METRICS;
+		return;
+	}
 	if (strncmp(path, "/v1/agency/", 11) == 0) {
-		if (admin_guard(conf, hh, cmd, &dc->e) != 0) {
-			dc->action = HTTP_ERROR;
-			return;
-		}
 		decide_admin(conf, cmd, path + 11, hh, body, len, dc);
 		return;
 	}
@@ -229,7 +341,7 @@ http_decide(const struct pconf *conf, int cmd, const char *path,
 	if (http_fastpath && rules_fast_route(path) &&
 	    rules_fast(body, len, pre, &dc->scan)) {
 		if (rules_pick_name(conf, dc->scan.has_model ?
-		    dc->scan.model : NULL, &m, &dc->e) == -1) {
+		    dc->scan.model : NULL, &sc, &m, &dc->e) == -1) {
 			dc->action = HTTP_ERROR;
 			return;
 		}
@@ -259,7 +371,7 @@ http_decide(const struct pconf *conf, int cmd, const char *path,
 		dc->action = HTTP_ERROR;
 		return;
 	}
-	if (rules_pick_model(conf, obj, &m, &dc->e) == -1) {
+	if (rules_pick_model(conf, obj, &sc, &m, &dc->e) == -1) {
 		json_object_put(obj);
 		dc->action = HTTP_ERROR;
 		return;
@@ -359,7 +471,8 @@ decide_admin(const struct pconf *conf, int cmd, const char *route,
 	}
 	if (strncmp(route, "logs/", 5) == 0 && cmd == EVHTTP_REQ_GET) {
 		if (pct_decode(route + 5, name, sizeof(name)) == -1 ||
-		    (m = pconf_find_model(conf, name)) == NULL) {
+		    (m = pconf_find_model(conf, name)) == NULL ||
+		    !access_model_ok(&dc->acc, m)) {
 			rerr_set(&dc->e, 404, "model_not_found",
 			    "The model '%.100s' does not exist.", route + 5);
 			dc->action = HTTP_ERROR;
@@ -398,7 +511,7 @@ decide_admin(const struct pconf *conf, int cmd, const char *route,
 		dc->wait = json_object_get_boolean(jw);
 	}
 	if ((m = pconf_find_model(conf, json_object_get_string(jm))) ==
-	    NULL) {
+	    NULL || !access_model_ok(&dc->acc, m)) {
 		rerr_set(&dc->e, 404, "model_not_found",
 		    "The model '%.100s' does not exist.",
 		    json_object_get_string(jm));
@@ -435,8 +548,10 @@ decide_form(const struct pconf *conf, const char *path,
 	char		 name[MULTIPART_MODEL_MAX + 1];
 	const char	*err;
 	struct pmodel	*m;
+	struct pscope	 sc;
 	int		 r;
 
+	access_scope(&dc->acc, &sc);
 	if (!multipart_is_form(hh->ctype)) {
 		decide_error(dc, 415, "unsupported_media_type",
 		    "This route needs Content-Type: multipart/form-data.");
@@ -463,7 +578,7 @@ decide_form(const struct pconf *conf, const char *path,
 			return;
 		}
 	}
-	if (rules_pick_name(conf, dc->mf.has_model ? name : NULL, &m,
+	if (rules_pick_name(conf, dc->mf.has_model ? name : NULL, &sc, &m,
 	    &dc->e) == -1) {
 		dc->action = HTTP_ERROR;
 		return;
@@ -528,7 +643,8 @@ decide_pass(const struct pconf *conf, int cmd, const char *path,
 		    "That method is not passed through.");
 		return;
 	}
-	if ((m = pass_model(conf, path + 10, &n)) == NULL) {
+	if ((m = pass_model(conf, path + 10, &n)) == NULL ||
+	    !access_model_ok(&dc->acc, m)) {
 		rerr_set(&dc->e, 404, "model_not_found", "No model served "
 		    "here is named after /upstream/ in %.200s.", path);
 		dc->action = HTTP_ERROR;
@@ -629,6 +745,80 @@ target_path(const char *t, size_t len, char *path, size_t psize,
 	return (0);
 }
 
+/* A refusal held back AUTH_DELAY_MS (a wrong key), until its timer. */
+struct delayed {
+	struct hreq	*r;
+	struct event	*ev;
+	struct rerr	 e;
+	int		 family;	/* the error's shape */
+	char		 method[16];
+	char		 path[AGENCY_PATH_MAX];
+	int64_t		 t0;
+};
+
+static void
+delayed_free(struct delayed *d)
+{
+	event_free(d->ev);
+	free(d);
+}
+
+/* The client left before the answer: nothing to answer. */
+static void
+delayed_gone(void *arg)
+{
+	struct delayed	*d = arg;
+
+	answer_log(d->method, d->path, "-", 499, now_ms() - d->t0, -1, -1,
+	    NULL);
+	metrics_unrouted(499);
+	delayed_free(d);
+}
+
+static void
+delayed_answer(evutil_socket_t fd, short ev, void *arg)
+{
+	struct delayed	*d = arg;
+
+	(void)fd;
+	(void)ev;
+	conn_set_owner(d->r->conn, NULL, NULL, NULL);
+	answer_error_as(d->r, d->family, d->e.status, d->e.code, d->e.message,
+	    0);
+	answer_log(d->method, d->path, "-", d->e.status, now_ms() - d->t0,
+	    -1, -1, NULL);
+	metrics_unrouted(d->e.status);
+	delayed_free(d);
+}
+
+/* Answer e after ms, unless the client goes first; 0, or -1 if it
+ * cannot be held back (then it is answered at once by the caller). */
+static int
+delay_error(struct hreq *r, const struct http_decision *dc, int ms,
+    const char *method, const char *path, int64_t t0)
+{
+	struct delayed	*d;
+	struct timeval	 tv;
+
+	if ((d = calloc(1, sizeof(*d))) == NULL)
+		return (-1);
+	if ((d->ev = evtimer_new(px->base, delayed_answer, d)) == NULL) {
+		free(d);
+		return (-1);
+	}
+	d->r = r;
+	d->e = dc->e;
+	d->family = dc->family;
+	(void)strlcpy(d->method, method, sizeof(d->method));
+	(void)strlcpy(d->path, path, sizeof(d->path));
+	d->t0 = t0;
+	tv.tv_sec = ms / 1000;
+	tv.tv_usec = (ms % 1000) * 1000;
+	conn_set_owner(r->conn, delayed_gone, NULL, d);
+	evtimer_add(d->ev, &tv);
+	return (0);
+}
+
 /* A complete request from conn.c: buf holds its body (len bytes),
  * which the request's handling may change. */
 static void
@@ -639,7 +829,11 @@ http_request(struct hreq *r, const struct h1_msg *m, char *body,
 	char			 path[AGENCY_PATH_MAX], target[AGENCY_PATH_MAX];
 	char			 location[AGENCY_PATH_MAX + 1];
 	char			 host[256], ctype[256], origin[256];
-	char			 authority[256], lastid[64], inm[64];
+	char			 authority[256], acrm[32], acrh[1024];
+	char			 lastid[64], inm[64];
+	char			 who[2 * AGENCY_NAME_MAX + 16];
+	char			 authz[AGENCY_SECRET_MAX + 64];
+	char			 apikey[AGENCY_SECRET_MAX + 64];
 	struct http_hdrs	 hh;
 	const char		*method = "OTHER", *last, *q;
 	int			 cmd = HTTP_REQ_UNKNOWN;
@@ -647,6 +841,7 @@ http_request(struct hreq *r, const struct h1_msg *m, char *body,
 	int64_t			 t0 = now_ms();
 	size_t			 i, blen = len;
 
+	r->cors[0] = '\0';
 	for (i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
 		if (strlen(methods[i].name) == m->methodlen &&
 		    memcmp(methods[i].name, m->method, m->methodlen) == 0) {
@@ -662,7 +857,7 @@ http_request(struct hreq *r, const struct h1_msg *m, char *body,
 		    "The request target is too long." :
 		    "The request target is not a path.");
 		answer_log(method, "-", "-", m->targetlen >= sizeof(target) ?
-		    414 : 400, now_ms() - t0, -1, -1);
+		    414 : 400, now_ms() - t0, -1, -1, NULL);
 		metrics_unrouted(m->targetlen >= sizeof(target) ? 414 : 400);
 		return;
 	}
@@ -674,21 +869,35 @@ http_request(struct hreq *r, const struct h1_msg *m, char *body,
 		r->keepalive = 0;
 		answer_error(r, 400, "invalid_request",
 		    "More than one Content-Length.");
-		answer_log(method, path, "-", 400, now_ms() - t0, -1, -1);
+		answer_log(method, path, "-", 400, now_ms() - t0, -1, -1, NULL);
 		metrics_unrouted(400);
 		return;
 	}
 	if (cmd != EVHTTP_REQ_POST)
 		len = 0;
 
+	memset(&hh, 0, sizeof(hh));
 	hh.host = authority[0] != '\0' ? authority :
 	    field(m, "Host", host, sizeof(host));
 	hh.origin = field(m, "Origin", origin, sizeof(origin));
 	hh.ctype = field(m, "Content-Type", ctype, sizeof(ctype));
 	hh.marks = conn_body_marks(r->conn);
 	hh.query = (q = strchr(target, '?')) != NULL ? q + 1 : NULL;
+	/* a credential too long to be a key's is a wrong one ("") */
+	hh.authorization = field(m, "Authorization", authz, sizeof(authz));
+	hh.apikey = field(m, "X-Api-Key", apikey, sizeof(apikey));
+	hh.acrm = field(m, "Access-Control-Request-Method", acrm,
+	    sizeof(acrm));
+	hh.acrh = field(m, "Access-Control-Request-Headers", acrh,
+	    sizeof(acrh));
+	hh.tls = r->tls;
+	hh.peer = &r->peer;
 	http_decide(px->conf, cmd, path, &hh, len > 0 ? body : NULL, len,
 	    r->pre, &dc);
+	explicit_bzero(authz, sizeof(authz));
+	explicit_bzero(apikey, sizeof(apikey));
+	(void)strlcpy(r->cors, dc.cors, sizeof(r->cors));
+	access_who(&dc.acc, who, sizeof(who));
 	last = field(m, "Last-Event-ID", lastid, sizeof(lastid));
 	switch (dc.action) {
 	case HTTP_HEALTH:
@@ -697,11 +906,15 @@ http_request(struct hreq *r, const struct h1_msg *m, char *body,
 		    json_object_new_string("ok"));
 		answer_json(r, 200, obj);
 		json_object_put(obj);
-		answer_log(method, path, "-", 200, now_ms() - t0, -1, -1);
+		answer_log(method, path, "-", 200, now_ms() - t0, -1, -1, NULL);
+		break;
+	case HTTP_PREFLIGHT:
+		answer_preflight(r, dc.pf_method, dc.pf_headers);
+		answer_log(method, path, "-", 204, now_ms() - t0, -1, -1, NULL);
 		break;
 	case HTTP_MODELS:
-		http_models(r);
-		answer_log(method, path, "-", 200, now_ms() - t0, -1, -1);
+		http_models(r, &dc.acc);
+		answer_log(method, path, "-", 200, now_ms() - t0, -1, -1, who);
 		break;
 	case HTTP_STATUS:
 		forward_status(r);
@@ -712,52 +925,59 @@ http_request(struct hreq *r, const struct h1_msg *m, char *body,
 	case HTTP_CANCEL:
 		http_cancel(r, dc.model);
 		answer_log(method, path, dc.model->name, 200, now_ms() - t0,
-		    -1, -1);
+		    -1, -1, who);
 		break;
 	case HTTP_CONSOLE:
 		http_console(r, dc.asset, field(m, "If-None-Match", inm,
 		    sizeof(inm)), method, path, t0);
 		break;
 	case HTTP_EVENTS:
-		answer_log(method, path, "-", 200, now_ms() - t0, -1, -1);
+		answer_log(method, path, "-", 200, now_ms() - t0, -1, -1, who);
 		events_stream(r, last);
 		break;
 	case HTTP_LOGS:
 		answer_log(method, path, dc.model->name, 200, now_ms() - t0,
-		    -1, -1);
+		    -1, -1, who);
 		events_logs(r, dc.model, dc.follow, last);
 		break;
 	case HTTP_LOAD:
 	case HTTP_UNLOAD:
 		/* logged with its answer */
-		events_admin(r, dc.model, dc.action == HTTP_UNLOAD, dc.wait);
+		events_admin(r, dc.model, dc.action == HTTP_UNLOAD, dc.wait,
+		    who);
 		break;
 	case HTTP_HOLD:
 		/* takes body */
 		forward_start(r, dc.model, dc.body, dc.fast ? &dc.splice :
 		    NULL, dc.scan.stream, dc.form ? &dc.mf : NULL, dc.boundary,
-		    dc.plain || dc.fast ? body : NULL, len, path, target, m);
+		    dc.plain || dc.fast ? body : NULL, len, path, target, m,
+		    &dc.acc);
 		break;
 	case HTTP_PASS:
 		/* the body of any method that has one */
 		forward_pass(r, dc.model, method, target + dc.prefix,
-		    dc.prefix, path, body, blen, m);
+		    dc.prefix, path, body, blen, m, &dc.acc);
 		break;
 	case HTTP_REDIRECT:
 		(void)snprintf(location, sizeof(location), "%.*s/%s",
 		    (int)dc.prefix, target, target + dc.prefix);
 		answer_redirect(r, 308, location);
 		answer_log(method, path, dc.model->name, 308, now_ms() - t0,
-		    -1, -1);
+		    -1, -1, who);
 		break;
 	case HTTP_ERROR:
 	default:
+		if (dc.delay > 0 && delay_error(r, &dc, dc.delay, method,
+		    path, t0) == 0)
+			break;
 		answer_error_as(r, dc.family, dc.e.status, dc.e.code,
 		    dc.e.message, 0);
 		answer_log(method, path, "-", dc.e.status, now_ms() - t0,
-		    -1, -1);
+		    -1, -1, who);
 		if (dc.model != NULL)
-			metrics_request(dc.model->name, dc.e.status, -1, -1);
+			metrics_request(dc.model->name, dc.acc.key != NULL ?
+			    dc.acc.key->name : NULL, dc.acc.user, dc.e.status,
+			    -1, -1);
 		else
 			metrics_unrouted(dc.e.status);
 		break;
@@ -822,11 +1042,12 @@ http_console(struct hreq *r, const struct console_asset *a, const char *inm,
 	answer_headers(r, same ? 304 : 200, a->type, xhdr, a->data,
 	    same ? 0 : a->len);
 	answer_log(method, path, "-", same ? 304 : 200, now_ms() - t0, -1,
-	    -1);
+	    -1, NULL);
 }
 
+/* The models, and their aliases, that the request may use. */
 static void
-http_models(struct hreq *r)
+http_models(struct hreq *r, const struct paccess *a)
 {
 	struct pmodel		*m;
 	json_object		*obj, *data, *e, *routes, *st;
@@ -839,6 +1060,8 @@ http_models(struct hreq *r)
 	data = json_object_new_array();
 	json_object_object_add(obj, "object", json_object_new_string("list"));
 	TAILQ_FOREACH(m, &px->conf->models, entry) {
+		if (!access_model_ok(a, m))
+			continue;
 		for (i = 0; i <= m->aliases.n; i++) {
 			e = json_object_new_object();
 			json_object_object_add(e, "id", json_object_new_string(
@@ -922,16 +1145,16 @@ host_split(const char *host, char *name, size_t size, long long *port)
 	return (0);
 }
 
-/* Whether port (0: none, which is 80) is one the front door listens on. */
+/* Whether port (0: none, which is 80, or 443 for TLS) is one the front
+ * door listens on. */
 static int
 our_port(const struct pconf *conf, long long port)
 {
 	struct plisten	*l;
 
-	if (port == 0)
-		port = 80;
 	TAILQ_FOREACH(l, &conf->listens, entry)
-		if (l->port == port)
+		if (l->path[0] == '\0' && (l->port == port ||
+		    (port == 0 && l->port == (l->tls ? 443 : 80))))
 			return (1);
 	return (0);
 }
@@ -1000,28 +1223,30 @@ http_host_ok(const struct pconf *conf, const char *host)
 }
 
 /*
- * Whether a request with this Origin may be served: when it is the
- * front door's own origin, that of the Host it was sent to (a page the
- * front door itself served).  The place for a list of other allowed
- * origins ("cors origin").  "null", and any origin that is not
- * http://HOST[:PORT], is refused.
+ * Whether a request with this Origin is of the front door's own origin,
+ * that of the Host it was sent to (a page the front door itself
+ * served), with the scheme of the connection (https over TLS).  Other
+ * origins are for the "cors origin" list (access.c).  "null", and any
+ * origin that is not SCHEME://HOST[:PORT], is not.
  */
 int
 http_origin_ok(const struct pconf *conf, const char *origin,
-    const char *host)
+    const char *host, int tls)
 {
 	char		 oname[AGENCY_NAME_MAX], hname[AGENCY_NAME_MAX];
-	long long	 oport, hport;
+	const char	*scheme = tls ? "https://" : "http://";
+	size_t		 n = strlen(scheme);
+	long long	 oport, hport, def = tls ? 443 : 80;
 
 	(void)conf;
-	if (host == NULL || strncasecmp(origin, "http://", 7) != 0 ||
-	    host_split(origin + 7, oname, sizeof(oname), &oport) == -1 ||
+	if (host == NULL || strncasecmp(origin, scheme, n) != 0 ||
+	    host_split(origin + n, oname, sizeof(oname), &oport) == -1 ||
 	    host_split(host, hname, sizeof(hname), &hport) == -1)
 		return (0);
 	if (strchr(oname, '/') != NULL)
 		return (0);
 	return (strcasecmp(oname, hname) == 0 &&
-	    (oport == 0 ? 80 : oport) == (hport == 0 ? 80 : hport));
+	    (oport == 0 ? def : oport) == (hport == 0 ? def : hport));
 }
 
 /* Content-Type: application/json, with parameters or not. */
@@ -1038,7 +1263,7 @@ json_ctype(const char *ct)
 /*
  * Admin routes, /metrics and passthrough, beyond the Host check of every
  * route: a loopback name with a listener's port, whatever server names
- * there are.
+ * there are (on a Unix socket, which is local, any Host).
  */
 static int
 host_guard(const struct pconf *conf, const struct http_hdrs *hh,
@@ -1046,10 +1271,11 @@ host_guard(const struct pconf *conf, const struct http_hdrs *hh,
 {
 	char		 name[AGENCY_NAME_MAX];
 	long long	 port;
+	int		 unixsock = hh->peer != NULL && hh->peer->unixsock;
 
-	if (hh->host == NULL || host_split(hh->host, name, sizeof(name),
-	    &port) == -1 || !loopback_name(name) || port == 0 ||
-	    !our_port(conf, port)) {
+	if (!unixsock && (hh->host == NULL || host_split(hh->host, name,
+	    sizeof(name), &port) == -1 || !loopback_name(name) || port == 0 ||
+	    !our_port(conf, port))) {
 		rerr_set(e, 403, "forbidden_host", "Admin routes need "
 		    "a Host of 127.0.0.1, [::1] or localhost with the port.");
 		return (403);

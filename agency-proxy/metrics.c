@@ -64,7 +64,18 @@ struct mcount {
 };
 TAILQ_HEAD(mcounts, mcount);
 
+/* Requests of a key, or of a Unix socket's user, to a model. */
+struct wcount {
+	TAILQ_ENTRY(wcount)	 entry;
+	int			 user;		/* 0: a key */
+	char			 who[AGENCY_NAME_MAX];
+	char			 model[AGENCY_NAME_MAX];
+	uint64_t		 codes[MC_N];
+};
+TAILQ_HEAD(wcounts, wcount);
+
 static struct mcounts	 mcounts = TAILQ_HEAD_INITIALIZER(mcounts);
+static struct wcounts	 wcounts = TAILQ_HEAD_INITIALIZER(wcounts);
 static uint64_t		 unrouted[MC_N];
 
 /* The wait histogram's upper bounds, ms. */
@@ -130,20 +141,49 @@ mcount_get(const char *model)
 	return (m);
 }
 
-/* A request for model ended with status; tokens < 0: not reported. */
-void
-metrics_request(const char *model, int status, int64_t ptok, int64_t ctok)
+static void
+wcount_add(int user, const char *who, const char *model, enum mclass c)
 {
-	metrics_request_end(model, status, END_DONE, ptok, ctok);
+	struct wcount	*w;
+
+	TAILQ_FOREACH(w, &wcounts, entry)
+		if (w->user == user && strcmp(w->who, who) == 0 &&
+		    strcmp(w->model, model) == 0)
+			break;
+	if (w == NULL) {
+		if ((w = calloc(1, sizeof(*w))) == NULL)
+			return;
+		w->user = user;
+		(void)strlcpy(w->who, who, sizeof(w->who));
+		(void)strlcpy(w->model, model, sizeof(w->model));
+		TAILQ_INSERT_TAIL(&wcounts, w, entry);
+	}
+	w->codes[c]++;
+}
+
+/*
+ * A request for model ended with status; tokens < 0: not reported.  key
+ * and user: the name of its key and of its Unix socket's user, or NULL
+ * or "" (never a secret).
+ */
+void
+metrics_request(const char *model, const char *key, const char *user,
+    int status, int64_t ptok, int64_t ctok)
+{
+	metrics_request_end(model, key, user, status, END_DONE, ptok, ctok);
 }
 
 /* The same, for a request that may have ended otherwise (enum req_end). */
 void
-metrics_request_end(const char *model, int status, int end, int64_t ptok,
-    int64_t ctok)
+metrics_request_end(const char *model, const char *key, const char *user,
+    int status, int end, int64_t ptok, int64_t ctok)
 {
 	struct mcount	*m;
 
+	if (key != NULL && key[0] != '\0')
+		wcount_add(0, key, model, classify(status, end));
+	if (user != NULL && user[0] != '\0')
+		wcount_add(1, user, model, classify(status, end));
 	if ((m = mcount_get(model)) == NULL)
 		return;
 	m->codes[classify(status, end)]++;
@@ -275,6 +315,31 @@ sample(struct evbuffer *b, const char *name, const char *model,
 }
 
 static void
+render_who(struct evbuffer *b, int user)
+{
+	struct wcount	*w;
+	const char	*name = user ? "agency_user_requests_total" :
+			    "agency_key_requests_total";
+	int		 c;
+
+	TAILQ_FOREACH(w, &wcounts, entry) {
+		if (w->user != user)
+			continue;
+		for (c = 0; c < MC_N; c++) {
+			if (c >= MC_SHOWN && w->codes[c] == 0)
+				continue;
+			evbuffer_add_printf(b, "%s{%s=\"", name,
+			    user ? "user" : "key");
+			label(b, w->who);
+			evbuffer_add_printf(b, "\",model=\"");
+			label(b, w->model);
+			evbuffer_add_printf(b, "\",code=\"%s\"} %llu\n",
+			    class_names[c], (unsigned long long)w->codes[c]);
+		}
+	}
+}
+
+static void
 render_requests(struct evbuffer *b)
 {
 	struct mcount	*m;
@@ -294,6 +359,13 @@ render_requests(struct evbuffer *b)
 			sample(b, "agency_requests_total", m->model, extra,
 			    m->codes[c]);
 		}
+	family(b, "agency_key_requests_total", "counter", "Model requests "
+	    "by API key and the status class the client got.");
+	render_who(b, 0);
+	family(b, "agency_user_requests_total", "counter", "Model requests "
+	    "on a Unix socket by the client's user (uid=N when its name is "
+	    "not known) and status class.");
+	render_who(b, 1);
 	family(b, "agency_unrouted_requests_total", "counter", "Requests "
 	    "refused before a model was chosen (no such route or model, "
 	    "bad body, admin guards), by status class.");

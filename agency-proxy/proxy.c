@@ -9,7 +9,8 @@
  * HTTP layer, which registers itself with conn.c.  See README here for
  * the files and a request's way through them.
  *
- * Calls: dispatch.c, http.c, parent.c, privsep.c, sandbox.c, state.c.
+ * Calls: dispatch.c, http.c, conn.c, parent.c, privsep.c, sandbox.c,
+ * state.c.
  */
 #include <sys/types.h>
 #include <sys/socket.h>
@@ -108,6 +109,8 @@ main(int argc, char *argv[])
 	if (selftest) {
 		log_init(1, LOG_DAEMON);
 		log_setverbose(verbose);
+		/* as the proxy does, so that its sandbox is the one tried */
+		conn_tls_init();
 		return (sandbox_selftest(user, nports > 0 ? ports[0].lo : 0,
 		    nports > 0 ? ports[0].hi : 0));
 	}
@@ -130,6 +133,8 @@ main(int argc, char *argv[])
 	parent_init(PROXY_FD, dispatch_imsg, dispatch_lost);
 	log_sethook(parent_loghook);
 
+	/* libtls's library reads its configuration: not in the chroot */
+	conn_tls_init();
 	privsep_drop(user);
 
 	http_init();

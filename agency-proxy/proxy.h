@@ -80,6 +80,17 @@ struct imsg;
 struct imsgev;
 struct h1_msg;
 struct hconn;
+struct paccess;
+
+/* The client of a Unix-socket listener, as the kernel tells it. */
+struct hpeer {
+	int		 unixsock;	/* came on a Unix-socket listener */
+	int		 known;		/* its credentials were read */
+	uint32_t	 uid;
+	uint32_t	 gid;
+	uint32_t	*groups;	/* supplementary (SO_PEERGROUPS) */
+	size_t		 ngroups;
+};
 
 /* The request a client connection runs (conn.c), for its answer. */
 struct hreq {
@@ -89,6 +100,12 @@ struct hreq {
 	int		 minor;		/* HTTP/1.minor */
 	int		 keepalive;	/* the client asked to keep it */
 	int		 head;		/* HEAD: no body in the answer */
+	/* the connection's, from its accept */
+	int		 tls;
+	struct hpeer	 peer;
+	/* the request's, set by its handler: the origin the answer's
+	 * Access-Control-Allow-Origin names ("": none) */
+	char		 cors[AGENCY_ORIGIN_MAX];
 };
 
 struct pstrs {
@@ -133,7 +150,41 @@ struct plisten {
 	int				 fd;
 	char				 host[AGENCY_NAME_MAX];
 	uint16_t			 port;
+	char				 path[AGENCY_PATH_MAX]; /* Unix */
+	int				 tls;
+	uint8_t				*cert;	/* PEM, as the parent sent it */
+	size_t				 certlen;
+	uint8_t				*key;	/* wiped once used */
+	size_t				 keylen;
 	void				*lsn;	/* conn_listen's */
+};
+
+/* An API key: its name and digest, never the secret. */
+struct pkey {
+	TAILQ_ENTRY(pkey)		 entry;
+	char				 name[AGENCY_NAME_MAX];
+	uint8_t				 digest[AGENCY_DIGEST_LEN];
+	int				 admin;
+	int64_t				 max_requests;	/* 0: no bound */
+	struct pstrs			 models;	/* model names (not
+							 * aliases); none:
+							 * every model */
+};
+
+/* An allow rule of the Unix-socket listeners. */
+struct pallow {
+	TAILQ_ENTRY(pallow)		 entry;
+	int				 kind;		/* enum allow_kind */
+	uint32_t			 id;		/* uid or gid */
+	char				 name[AGENCY_NAME_MAX];
+	int				 admin;
+	struct pstrs			 models;	/* as for keys */
+};
+
+/* A user's name, for the log: the proxy cannot read the user database. */
+struct puser {
+	uint32_t			 uid;
+	char				 name[AGENCY_NAME_MAX];
 };
 
 struct pconf {
@@ -149,9 +200,15 @@ struct pconf {
 	uint16_t			 port_lo;
 	uint16_t			 port_hi;
 	char				 default_model[AGENCY_NAME_MAX];
+	int64_t				 queue_timeout;	/* ms, a key's wait */
 	TAILQ_HEAD(, pruntime)		 runtimes;
 	TAILQ_HEAD(, pmodel)		 models;
 	TAILQ_HEAD(, plisten)		 listens;
+	struct pstrs			 cors;		/* CORS origins */
+	TAILQ_HEAD(, pkey)		 keys;
+	TAILQ_HEAD(, pallow)		 allows;
+	struct puser			*users;
+	size_t				 nusers;
 };
 
 /* An error for the client, in the OpenAI shape. */
@@ -168,6 +225,9 @@ struct proxy {
 	struct pconf		*nconf;		/* being received */
 	struct pruntime		*nrt;		/* last runtime received */
 	struct pmodel		*nmodel;	/* last model received */
+	struct plisten		*nlisten;	/* last listener received */
+	struct pkey		*nkey;		/* last key received */
+	struct pallow		*nallow;	/* last allow rule received */
 	int			 ready;		/* PROXY_READY was sent */
 	uint64_t		 seq;		/* last request id */
 };
@@ -255,14 +315,27 @@ struct pmodel	*pconf_add_model(struct pconf *, const char *, const char *,
 		    const char *, const char *, int64_t);
 struct pmodel	*pconf_find_model(const struct pconf *, const char *);
 size_t		 pconf_nmodels(const struct pconf *);
+struct pkey	*pconf_add_key(struct pconf *, const char *,
+		    const uint8_t [AGENCY_DIGEST_LEN], int, int64_t);
+struct pallow	*pconf_add_allow(struct pconf *, int, uint32_t,
+		    const char *, int);
+int		 pconf_add_user(struct pconf *, uint32_t, const char *);
+const char	*pconf_user_name(const struct pconf *, uint32_t);
 void		 pconf_created(struct pconf *, const struct pconf *, int64_t);
 int		 pstrs_add(struct pstrs *, const char *);
 int		 pstrs_has(const struct pstrs *, const char *);
 void		 pstrs_clear(struct pstrs *);
 int		 pruntime_add_move(struct pruntime *, const char *,
 		    const char *);
+/* Which models a request may use (access.c decides): ok(arg, m) says
+ * whether m is one; a NULL scope, or a NULL ok, lets it use every one. */
+struct pscope {
+	int		(*ok)(const void *, const struct pmodel *);
+	const void	*arg;
+};
+
 int		 rules_pick_model(const struct pconf *, json_object *,
-		    struct pmodel **, struct rerr *);
+		    const struct pscope *, struct pmodel **, struct rerr *);
 int		 rules_route_allowed(const struct pruntime *, const char *);
 int		 rules_check_route(const struct pmodel *, const char *,
 		    struct rerr *);
@@ -272,7 +345,7 @@ int		 rules_fast(const char *, size_t, const struct prescan *,
 		    struct rscan *);
 int		 rules_fast_route(const char *);
 int		 rules_pick_name(const struct pconf *, const char *,
-		    struct pmodel **, struct rerr *);
+		    const struct pscope *, struct pmodel **, struct rerr *);
 int		 rules_stops_stream(const struct pruntime *, int);
 int64_t		 rules_cap(const struct pmodel *);
 int		 rules_rewrite(json_object *, const char *, int64_t, int,
@@ -354,7 +427,11 @@ struct conn_handler {
 
 void		 conn_init(const struct conn_handler *);
 void		 conn_configure(const struct pconf *);
-void		*conn_listen(int);
+void		 conn_tls_init(void);
+void		*conn_tls_server(const uint8_t *, size_t, const uint8_t *,
+		    size_t, char *, size_t);
+void		 conn_tls_free(void *);
+void		*conn_listen(int, void *, int);
 void		 conn_unlisten(void *);
 char		*conn_take_input(struct hconn *);
 int		 conn_write(struct hconn *, const void *, size_t);
@@ -395,9 +472,10 @@ struct events_stats {
 	uint64_t	 dropped;	/* fell behind, in all */
 };
 
-void		 metrics_request(const char *, int, int64_t, int64_t);
-void		 metrics_request_end(const char *, int, int, int64_t,
-		    int64_t);
+void		 metrics_request(const char *, const char *, const char *, int,
+		    int64_t, int64_t);
+void		 metrics_request_end(const char *, const char *, const char *,
+		    int, int, int64_t, int64_t);
 void		 metrics_wait(const char *, int, int, int64_t);
 void		 metrics_unrouted(int);
 void		 metrics_totals(const char *, uint64_t *, uint64_t *,
@@ -423,14 +501,21 @@ void		 answer_redirect(struct hreq *, int, const char *);
 int		 answer_refused(struct hreq *, int);
 const char	*answer_error_type(int);
 void		 answer_log(const char *, const char *, const char *, int,
-		    int64_t, int64_t, int64_t);
+		    int64_t, int64_t, int64_t, const char *);
 void		 answer_log_end(const char *, const char *, const char *, int,
-		    int64_t, int64_t, int64_t, int64_t, int);
+		    int64_t, int64_t, int64_t, int64_t, int, const char *);
+size_t		 answer_cors(const struct hreq *, char *, size_t);
+void		 answer_preflight(struct hreq *, const char *, const char *);
 
 /* probe.c */
 void		 probe_start(const struct proto_probe *);
 void		 probe_cancel(uint64_t);
 int		 probe_delay(int64_t, int, int *);
+
+/* keyq.c: the slots of keys with max requests */
+int		 keyq_enter(const char *, int64_t, void *);
+void		*keyq_leave(const char *, void *, int);
+void		 keyq_counts(const char *, uint64_t *, uint64_t *);
 
 /* events.c: the events stream, logs, loads and unloads over HTTP */
 void		 events_init(void);
@@ -439,7 +524,8 @@ json_object	*events_record(const struct proto_status *,
 void		 events_stream(struct hreq *, const char *);
 void		 events_logs(struct hreq *, const struct pmodel *, int,
 		    const char *);
-void		 events_admin(struct hreq *, const struct pmodel *, int, int);
+void		 events_admin(struct hreq *, const struct pmodel *, int, int,
+		    const char *);
 void		 events_admin_done(const struct proto_admin_done *);
 void		 events_logline(const struct proto_logline *);
 void		 events_logs_end(const struct proto_logs_end *);
@@ -457,10 +543,11 @@ void		 events_get_stats(struct events_stats *);
 void		 forward_start(struct hreq *, const struct pmodel *,
 		    json_object *, const struct splice *, int,
 		    const struct mform *, const char *, char *, size_t,
-		    const char *, const char *, const struct h1_msg *);
+		    const char *, const char *, const struct h1_msg *,
+		    const struct paccess *);
 void		 forward_pass(struct hreq *, const struct pmodel *,
 		    const char *, const char *, size_t, const char *, char *,
-		    size_t, const struct h1_msg *);
+		    size_t, const struct h1_msg *, const struct paccess *);
 void		 forward_status(struct hreq *);
 void		 forward_metrics(struct hreq *);
 void		 forward_grant(const struct proto_hold_grant *);
@@ -473,6 +560,44 @@ void		 forward_cancel_ask(struct hreq *, const char *);
 void		 forward_cancel_answer(uint64_t, const char *, uint32_t);
 void		 forward_shutdown(void);
 
+/* The header fields a decision reads; NULL when absent.  And what the
+ * connection is: TLS or not, and a Unix socket's client. */
+struct http_hdrs {
+	const char		*host;
+	const char		*origin;
+	const char		*ctype;
+	const struct mmarks	*marks;	/* a form's, as it came: or NULL */
+	const char		*query;	/* what follows "?" in the target */
+	const char		*authorization;
+	const char		*apikey;	/* x-api-key */
+	const char		*acrm;	/* Access-Control-Request-Method */
+	const char		*acrh;	/* Access-Control-Request-Headers */
+	int			 tls;
+	const struct hpeer	*peer;
+};
+
+/* access.c: who a request comes from, and what it may do (pure) */
+struct paccess {
+	const struct pconf	*conf;
+	const struct pkey	*key;	/* the key it came with */
+	const struct hpeer	*peer;	/* a Unix socket's client */
+	int			 rules;	/* let in by allow rules */
+	int			 open;	/* no keys nor rules apply */
+	int			 admin;	/* may use the admin routes */
+	int			 wrong;	/* refused: a wrong credential */
+	char			 user[AGENCY_NAME_MAX];	/* the peer's name,
+							 * or "uid=N"; "" */
+};
+
+int		 access_bearer(const char *, const char **, size_t *);
+int		 access_decide(const struct pconf *, const struct http_hdrs *,
+		    struct paccess *, struct rerr *);
+int		 access_model_ok(const struct paccess *, const struct pmodel *);
+void		 access_scope(const struct paccess *, struct pscope *);
+void		 access_who(const struct paccess *, char *, size_t);
+int		 access_cors_listed(const struct pconf *, const char *);
+int		 access_cors_headers(const char *, char *, size_t);
+
 /* http.c: what to do with a request, decided before any effect */
 enum http_action {
 	HTTP_ERROR,		/* answer e */
@@ -482,6 +607,7 @@ enum http_action {
 	HTTP_CANCEL,		/* admin cancel of model */
 	HTTP_HOLD,		/* ask for a hold on model for body */
 	HTTP_METRICS,		/* GET /metrics, guarded like admin */
+	HTTP_PREFLIGHT,		/* a CORS preflight, granted */
 	HTTP_PASS,		/* /upstream/MODEL/...: to model as it is */
 	HTTP_REDIRECT,		/* /upstream/MODEL: to /upstream/MODEL/ */
 	HTTP_CONSOLE,		/* a file of the console: asset */
@@ -490,6 +616,10 @@ enum http_action {
 	HTTP_LOAD,		/* admin load of model, wait or not */
 	HTTP_UNLOAD,		/* admin unload of model */
 };
+
+#define AUTH_DELAY_MS		250	/* before the 401 of a wrong key */
+#define CORS_MAX_AGE		600	/* s, a preflight's answer kept */
+#define CORS_HEADERS_MAX	512
 
 struct console_asset;
 
@@ -507,6 +637,13 @@ struct http_decision {
 					 * what the rules needed of it and
 					 * splice what they made of it */
 	struct rscan	 scan;
+	struct paccess	 acc;		/* who, once let in */
+	int		 delay;		/* ms before the answer (a wrong
+					 * key) */
+	char		 cors[AGENCY_ORIGIN_MAX];	/* the origin granted,
+							 * or "" */
+	const char	*pf_method;	/* HTTP_PREFLIGHT: the method */
+	char		 pf_headers[CORS_HEADERS_MAX];	/* and headers */
 	struct splice	 splice;
 	int		 family;	/* enum route_family: the shape of
 					 * the errors */
@@ -524,21 +661,12 @@ struct http_decision {
 
 extern int	 http_fastpath;		/* 0: json-c for every body */
 
-/* The header fields a decision reads; NULL when absent. */
-struct http_hdrs {
-	const char	*host;
-	const char	*origin;
-	const char	*ctype;
-	const struct mmarks *marks;	/* a form's, as it came: or NULL */
-	const char	*query;		/* what follows "?" in the target */
-};
-
 void		 http_decide(const struct pconf *, int, const char *,
 		    const struct http_hdrs *, const char *, size_t,
 		    const struct prescan *, struct http_decision *);
 int		 http_host_ok(const struct pconf *, const char *);
 int		 http_origin_ok(const struct pconf *, const char *,
-		    const char *);
+		    const char *, int);
 void		 http_init(void);
 void		 http_swap_listeners(struct pconf *, struct pconf *);
 

@@ -95,11 +95,14 @@ pconf_new(void)
 	TAILQ_INIT(&c->runtimes);
 	TAILQ_INIT(&c->models);
 	TAILQ_INIT(&c->listens);
+	TAILQ_INIT(&c->keys);
+	TAILQ_INIT(&c->allows);
 	c->max_body = DEFAULT_MAX_BODY;
 	c->request_timeout = DEFAULT_REQUEST_TIMEOUT;
 	c->header_timeout = DEFAULT_HEADER_TIMEOUT;
 	c->body_timeout = DEFAULT_BODY_TIMEOUT;
 	c->body_buffer = DEFAULT_BODY_BUFFER;
+	c->queue_timeout = DEFAULT_QUEUE_TIMEOUT;
 	return (c);
 }
 
@@ -110,6 +113,8 @@ pconf_free(struct pconf *c)
 	struct pruntime	*rt;
 	struct pmodel	*m;
 	struct plisten	*l;
+	struct pkey	*k;
+	struct pallow	*a;
 
 	if (c == NULL)
 		return;
@@ -128,10 +133,82 @@ pconf_free(struct pconf *c)
 	}
 	while ((l = TAILQ_FIRST(&c->listens)) != NULL) {
 		TAILQ_REMOVE(&c->listens, l, entry);
+		free(l->cert);
+		freezero(l->key, l->keylen);
 		free(l);
 	}
+	while ((k = TAILQ_FIRST(&c->keys)) != NULL) {
+		TAILQ_REMOVE(&c->keys, k, entry);
+		pstrs_clear(&k->models);
+		freezero(k, sizeof(*k));
+	}
+	while ((a = TAILQ_FIRST(&c->allows)) != NULL) {
+		TAILQ_REMOVE(&c->allows, a, entry);
+		pstrs_clear(&a->models);
+		free(a);
+	}
+	free(c->users);
 	pstrs_clear(&c->names);
+	pstrs_clear(&c->cors);
 	free(c);
+}
+
+struct pkey *
+pconf_add_key(struct pconf *c, const char *name,
+    const uint8_t digest[AGENCY_DIGEST_LEN], int admin, int64_t max_requests)
+{
+	struct pkey	*k;
+
+	if ((k = calloc(1, sizeof(*k))) == NULL)
+		return (NULL);
+	(void)strlcpy(k->name, name, sizeof(k->name));
+	memcpy(k->digest, digest, sizeof(k->digest));
+	k->admin = admin;
+	k->max_requests = max_requests;
+	TAILQ_INSERT_TAIL(&c->keys, k, entry);
+	return (k);
+}
+
+struct pallow *
+pconf_add_allow(struct pconf *c, int kind, uint32_t id, const char *name,
+    int admin)
+{
+	struct pallow	*a;
+
+	if ((a = calloc(1, sizeof(*a))) == NULL)
+		return (NULL);
+	a->kind = kind;
+	a->id = id;
+	(void)strlcpy(a->name, name, sizeof(a->name));
+	a->admin = admin;
+	TAILQ_INSERT_TAIL(&c->allows, a, entry);
+	return (a);
+}
+
+int
+pconf_add_user(struct pconf *c, uint32_t uid, const char *name)
+{
+	struct puser	*u;
+
+	if ((u = reallocarray(c->users, c->nusers + 1, sizeof(*u))) == NULL)
+		return (-1);
+	c->users = u;
+	u[c->nusers].uid = uid;
+	(void)strlcpy(u[c->nusers].name, name, sizeof(u[c->nusers].name));
+	c->nusers++;
+	return (0);
+}
+
+/* A user's name, if the parent told us; NULL otherwise. */
+const char *
+pconf_user_name(const struct pconf *c, uint32_t uid)
+{
+	size_t	i;
+
+	for (i = 0; i < c->nusers; i++)
+		if (c->users[i].uid == uid)
+			return (c->users[i].name);
+	return (NULL);
 }
 
 struct pruntime *
@@ -304,13 +381,25 @@ rules_parse(const char *buf, size_t len, struct rerr *e)
 	return (obj);
 }
 
+/* Whether the scope lets a request use m (no scope: every model). */
+static int
+in_scope(const struct pscope *sc, const struct pmodel *m)
+{
+	return (sc == NULL || sc->ok == NULL || sc->ok(sc->arg, m));
+}
+
+/* The served models a request may use, as an error message lists them:
+ * a key never learns of the others. */
 static void
-served_names(const struct pconf *c, char *buf, size_t size)
+served_names(const struct pconf *c, const struct pscope *sc, char *buf,
+    size_t size)
 {
 	struct pmodel	*m;
 
 	buf[0] = '\0';
 	TAILQ_FOREACH(m, &c->models, entry) {
+		if (!in_scope(sc, m))
+			continue;
 		if (buf[0] != '\0')
 			(void)strlcat(buf, ", ", size);
 		(void)strlcat(buf, m->name, size);
@@ -321,7 +410,7 @@ served_names(const struct pconf *c, char *buf, size_t size)
 
 int
 rules_pick_model(const struct pconf *c, json_object *body,
-    struct pmodel **mp, struct rerr *e)
+    const struct pscope *sc, struct pmodel **mp, struct rerr *e)
 {
 	json_object	*jm;
 
@@ -333,15 +422,17 @@ rules_pick_model(const struct pconf *c, json_object *body,
 			    "The field 'model' must be a string.");
 			return (-1);
 		}
-		return (rules_pick_name(c, json_object_get_string(jm), mp, e));
+		return (rules_pick_name(c, json_object_get_string(jm), sc, mp,
+		    e));
 	}
-	return (rules_pick_name(c, NULL, mp, e));
+	return (rules_pick_name(c, NULL, sc, mp, e));
 }
 
-/* The model a body names (NULL: it names none). */
+/* The model a body names (NULL: it names none), if sc lets the request
+ * use it; one it may not use does not exist, for it. */
 int
-rules_pick_name(const struct pconf *c, const char *name, struct pmodel **mp,
-    struct rerr *e)
+rules_pick_name(const struct pconf *c, const char *name,
+    const struct pscope *sc, struct pmodel **mp, struct rerr *e)
 {
 	char		 names[PROTO_MSG_MAX - 64];
 
@@ -351,16 +442,21 @@ rules_pick_name(const struct pconf *c, const char *name, struct pmodel **mp,
 	else if (c->default_model[0] != '\0')
 		name = c->default_model;
 	else if (pconf_nmodels(c) == 1) {
+		/* the one model, unless the request may not use it */
 		*mp = TAILQ_FIRST(&c->models);
-		return (0);
+		if (in_scope(sc, *mp))
+			return (0);
+		name = (*mp)->name;
 	} else {
-		served_names(c, names, sizeof(names));
+		served_names(c, sc, names, sizeof(names));
 		rerr_set(e, 400, "model_required",
 		    "The body names no model; served models: %s.", names);
 		return (-1);
 	}
-	if ((*mp = pconf_find_model(c, name)) == NULL) {
-		served_names(c, names, sizeof(names));
+	if ((*mp = pconf_find_model(c, name)) == NULL ||
+	    !in_scope(sc, *mp)) {
+		*mp = NULL;
+		served_names(c, sc, names, sizeof(names));
 		rerr_set(e, 404, "model_not_found",
 		    "The model '%.100s' does not exist; served models: %s.",
 		    name, names);

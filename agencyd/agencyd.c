@@ -81,6 +81,7 @@ main(int argc, char *argv[])
 	TAILQ_INIT(&d.models);
 	TAILQ_INIT(&d.draining);
 	TAILQ_INIT(&d.probes);
+	TAILQ_INIT(&d.keystats);
 	d.conffile = CONF_PATH;
 	d.proxy_path = PROXY_PATH;
 
@@ -140,6 +141,7 @@ main(int argc, char *argv[])
 		exit(0);
 	}
 	d.conf = conf;
+	keystats_reload(&d, conf);
 	/* Reloads read it again from wherever we are by then. */
 	d.conffile = conffile = agencyd_abspath(d.conffile);
 
@@ -152,8 +154,10 @@ main(int argc, char *argv[])
 	if (control_check(conf->socket) == -1 ||
 	    (conf->rsocket[0] != '\0' && control_check(conf->rsocket) == -1))
 		exit(1);
-	if (listeners_bind(conf) == -1)
+	if (listeners_bind(conf) == -1) {
+		listeners_close(conf);
 		exit(1);
+	}
 
 	/* Where lines are seen: a service manager's stderr, or ours when
 	 * no syslog daemon would take them. */
@@ -197,6 +201,8 @@ main(int argc, char *argv[])
 	agencyd_loop(base);
 
 	control_cleanup(&d);
+	listeners_close(d.conf);
+	keystats_free(&d);
 	pool_free(d.pool);
 	proxy_cleanup();
 	models_free(&d);

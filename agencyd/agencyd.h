@@ -29,6 +29,14 @@
 struct agency_conf	*parse_config(const char *, int);
 int			 cmdline_symset(char *);
 
+/* secrets.c: API keys and TLS files, read and checked for parse.y;
+ * each returns 0, or -1 with why said */
+int			 secret_ok(const char *, size_t, char *, size_t);
+int			 secret_file_digest(const char *,
+			    uint8_t [AGENCY_DIGEST_LEN], char *, size_t);
+int			 tls_files_read(struct tls_files *, char *, size_t,
+			    int *);
+
 /* printconf.c: the normalized form, which parses back to the same. */
 void			 print_config(FILE *, const struct agency_conf *);
 
@@ -59,6 +67,14 @@ struct probe {
 };
 TAILQ_HEAD(probe_head, probe);
 
+/* Requests by API key (keystats.c). */
+struct keystat {
+	TAILQ_ENTRY(keystat)	 entry;
+	char			 name[AGENCY_NAME_MAX];
+	uint64_t		 requests;
+};
+TAILQ_HEAD(keystat_head, keystat);
+
 struct agencyd {
 	struct agency_conf	*conf;
 	const char		*conffile;
@@ -69,6 +85,7 @@ struct agencyd {
 	struct model_head	 models;
 	struct model_head	 draining;	/* removed, until stopped */
 	struct probe_head	 probes;
+	struct keystat_head	 keystats;
 
 	/* agency-proxy */
 	struct imsgev		 proxy_iev;
@@ -164,6 +181,20 @@ void		 notify_ready(void);
 void		 notify_status(struct agencyd *);
 void		 notify_stopping(void);
 
+/* keystats.c: requests by key, for status */
+void		 keystats_count(struct agencyd *, const char *);
+void		 keystats_reload(struct agencyd *, const struct agency_conf *);
+void		 keystats_free(struct agencyd *);
+void		 keystats_fill(const struct keystat *,
+		    struct proto_key_status *);
+
+/* listeners.c: the front door's sockets */
+int		 listeners_bind(struct agency_conf *);
+int		 listener_update(const struct listen_conf *,
+		    const struct listen_conf *);
+void		 listener_close(struct listen_conf *);
+void		 listeners_close(struct agency_conf *);
+
 /* proxylink.c: agencyd's side of the socketpair */
 #define PROXY_STATUS_MAX	4	/* status answers on their way out */
 #define PROXY_STALL_MS		10000	/* no read of what it was sent */
@@ -193,6 +224,5 @@ void		 proxy_composev(struct agencyd *, uint32_t,
 #define PORTS_NARROWED	1
 #define PORTS_RESTART	2
 int		 proxy_ports_check(struct agencyd *, char *, size_t);
-int		 listeners_bind(struct agency_conf *);
 
 #endif /* AGENCYD_H */

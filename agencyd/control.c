@@ -609,9 +609,11 @@ static void
 control_status(struct agencyd *d, struct ctl_conn *c, struct model *only)
 {
 	struct proto_status	 st;
+	struct proto_key_status	 pk;
 	struct proto_alias	 al;
 	struct proto_memory	 pm;
 	struct proto_reqid	 r;
+	struct keystat		*ks;
 	struct model		*m;
 	struct strent		*se;
 	size_t			 i, n;
@@ -635,6 +637,12 @@ control_status(struct agencyd *d, struct ctl_conn *c, struct model *only)
 	}
 	models_memory(d, &pm);
 	control_compose(c, IMSG_STATUS_MEMORY, &pm, sizeof(pm));
+	/* the requests by key, in a whole status */
+	if (only == NULL)
+		TAILQ_FOREACH(ks, &d->keystats, entry) {
+			keystats_fill(ks, &pk);
+			control_compose(c, IMSG_STATUS_KEY, &pk, sizeof(pk));
+		}
 	memset(&r, 0, sizeof(r));
 	control_compose(c, IMSG_STATUS_END, &r, sizeof(r));
 }

@@ -23,6 +23,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
 #include <netdb.h>
 #include <pwd.h>
@@ -36,6 +37,7 @@
 #include "agencyd.h"
 #include "log.h"
 #include "memory.h"	/* mem_fmt */
+#include "sha256.h"
 
 #define MAXINCLUDE	16	/* include depth; also stops include loops */
 #define MAXUNGET	16
@@ -102,7 +104,9 @@ static int		 symset(const char *, const char *, int);
 static const char	*symget(const char *);
 static void		 symclear(void);
 static int		 setstr(char *, size_t, const char *, const char *);
-static char		*server_name(const char *);
+static char		*xstrdup(const char *);
+static char		*host_norm(const char *, const char *, const char *);
+static char		*cors_origin(const char *);
 static int		 addstr(struct strlist *, const char *, size_t,
 			    const char *);
 static int		 check_command(const char *);
@@ -110,7 +114,21 @@ static int		 check_upstream(const char *);
 static int		 check_env(const char *);
 static int64_t		 parse_size(const char *);
 static int64_t		 parse_duration(const char *);
-static int		 add_listen(const char *, int64_t);
+static int		 add_listen(const char *, int64_t, int, int);
+static int		 add_unix_listen(const char *);
+static void		 tls_set(char *, struct pos *, const char *,
+			    const char *);
+static void		 pending_clear(void);
+static void		 name_add(const char *);
+static void		 key_start(char *);
+static void		 key_end(void);
+static void		 key_secret_file(const char *);
+static void		 key_secret_hash(const char *);
+static void		 allow_add(enum allow_kind, const char *);
+static int		 mode_octal(int64_t, mode_t *);
+static void		 check_listeners(void);
+static void		 check_tls(struct tls_files *, const struct pos *,
+			    const struct pos *);
 static void		 runtime_start(char *);
 static void		 runtime_end(void);
 static void		 model_start(char *);
@@ -119,6 +137,8 @@ static void		 model_alias(char *);
 static void		 block_abandon(void);
 static void		 check_all(void);
 static void		 pos_note(const void *, int);
+static void		 pos_note_at(const void *, int, const struct pos *);
+static void		 key_free(struct key_conf *);
 static const struct pos	*pos_find(const void *, int);
 static void		 pos_free(void);
 static void		 check_users(void);
@@ -146,6 +166,28 @@ static struct pos		 model_pos;
 
 static struct pos		*listen_pos;	/* one per listen statement */
 static size_t			 nlisten_pos;
+static struct key_conf		*kb;		/* the key block being read */
+static int			 key_keep;
+static int			 key_secret;	/* a secret was written */
+static int			 key_secret_good;	/* and read */
+static struct pos		 key_pos;
+
+/*
+ * What the statements inside a listen and an allow rule collected
+ * before the statement ends: the files of a TLS listener's block, a
+ * Unix socket's owner, group and mode, the models of an allow rule.
+ */
+static struct tls_files		 pend_tls;
+static struct pos		 pend_cert_pos, pend_key_pos;
+static char			 pend_owner[AGENCY_NAME_MAX];
+static char			 pend_group[AGENCY_NAME_MAX];
+static mode_t			 pend_mode = DEFAULT_UNIX_MODE;
+static struct strlist		 pend_names =
+				    TAILQ_HEAD_INITIALIZER(pend_names);
+static struct strlist		*names_into = &pend_names;
+static int			 pend_admin;
+static struct pos		 tls_cert_pos, tls_key_pos;	/* global */
+static struct pos		 allow_pos;	/* the first allow rule */
 static struct pos		 ports_pos;
 static struct pos		 default_pos;
 static struct pos		 rsocket_pos;
@@ -160,6 +202,8 @@ static char			*top_name;	/* the file given to agencyd */
 #define POS_MEMORY	0
 #define POS_UPSTREAM	1
 #define POS_COMMAND	2
+#define POS_TLS_CERT	3
+#define POS_TLS_KEY	4
 static struct notepos {
 	const void		*key;	/* the model_conf or runtime_conf */
 	int			 what;	/* POS_* */
@@ -168,18 +212,20 @@ static struct notepos {
 static size_t			 nnotes;
 %}
 
-%token	ALIAS ALWAYS ANY BODY BUDGET BUFFER CHAT CLOSE COMMAND CONSOLE
-%token	CONNECTIONS DEFAULT EMBEDDING ENV FAIRNESS GET HEADER IDLE IMAGE
-%token	INCLUDE KIND LAZY LISTEN LOAD LOADING MAX MEMORY MODEL MOVE NAME
-%token	NEVER NO ON OVERCOMMIT PART PASSTHROUGH PORT PORTS POST PROGRESS
+%token	ADMIN ALIAS ALLOW ALWAYS ANY BODY BUDGET BUFFER CERTIFICATE CHAT
+%token	CLOSE COMMAND CONNECTIONS CONSOLE CORS DEFAULT EMBEDDING ENV
+%token	FAIRNESS GET GROUP HEADER IDLE IMAGE INCLUDE KEY KIND LAZY LISTEN
+%token	LOAD LOADING MAX MEMORY MODE MODEL MODELS MOVE NAME NEVER NO ON
+%token	ORIGIN OVERCOMMIT OWNER PART PASSTHROUGH PORT PORTS POST PROGRESS
 %token	QUEUE READY REFUSE REQUEST REQUESTS RERANK RESERVE RESTRICTED ROUTE
-%token	RUNTIME SEND SERVER SOCKET SPEECH STOPS STREAM TIMEOUT TO TOKENS
-%token	TRANSCRIPTION UNCHANGED UPSTREAM USER VISION WINDOW YES
+%token	RUNTIME SECRET SECRETFILE SEND SERVER SHA256 SOCKET SPEECH STOPS
+%token	STREAM TIMEOUT TLS TO TOKENS TRANSCRIPTION UNCHANGED UPSTREAM USER
+%token	VISION WINDOW YES
 %token	ERROR
 %token	<v.string>	STRING
 %token	<v.number>	NUMBER
-%type	<v.number>	size duration yesno kind stops sendmodel
-%type	<v.string>	macroval
+%type	<v.number>	size duration yesno kind stops listentls sendmodel
+%type	<v.string>	macroval macroname
 /* Strings that error recovery throws away. */
 %destructor	{ (void)msg; free($$); } <v.string>
 %%
@@ -191,6 +237,7 @@ grammar		: /* empty */
 		| grammar main '\n'
 		| grammar runtime '\n'
 		| grammar model '\n'
+		| grammar key '\n'
 		| grammar error '\n'		{
 			block_abandon();
 			yyerrok;
@@ -209,7 +256,7 @@ include		: INCLUDE STRING		{
 		}
 		;
 
-varset		: STRING '=' macroval		{
+varset		: macroname '=' macroval	{
 			const char	*s;
 
 			for (s = $1; *s != '\0'; s++)
@@ -224,6 +271,28 @@ varset		: STRING '=' macroval		{
 		}
 		;
 
+/*
+ * The keywords that came with keys, TLS and CORS were free words
+ * before: files written then may name macros so (as the examples did
+ * "models").
+ */
+macroname	: STRING			{ $$ = $1; }
+		| ADMIN				{ $$ = xstrdup("admin"); }
+		| ALLOW				{ $$ = xstrdup("allow"); }
+		| CERTIFICATE			{ $$ = xstrdup("certificate"); }
+		| CORS				{ $$ = xstrdup("cors"); }
+		| GROUP				{ $$ = xstrdup("group"); }
+		| KEY				{ $$ = xstrdup("key"); }
+		| MODE				{ $$ = xstrdup("mode"); }
+		| MODELS			{ $$ = xstrdup("models"); }
+		| ORIGIN			{ $$ = xstrdup("origin"); }
+		| OWNER				{ $$ = xstrdup("owner"); }
+		| SECRET			{ $$ = xstrdup("secret"); }
+		| SECRETFILE			{ $$ = xstrdup("file"); }
+		| SHA256			{ $$ = xstrdup("sha256"); }
+		| TLS				{ $$ = xstrdup("tls"); }
+		;
+
 macroval	: STRING			{ $$ = $1; }
 		| NUMBER			{
 			if (asprintf(&$$, "%lld", (long long)$1) == -1)
@@ -231,8 +300,41 @@ macroval	: STRING			{ $$ = $1; }
 		}
 		;
 
-main		: LISTEN ON STRING PORT NUMBER	{
-			(void)add_listen($3, $5);
+main		: LISTEN ON STRING PORT NUMBER listentls {
+			(void)add_listen($3, $5, $6, $<lineno>1);
+			pending_clear();
+			free($3);
+		}
+		| LISTEN ON STRING unixopts	{
+			(void)add_unix_listen($3);
+			pending_clear();
+			free($3);
+		}
+		| TLS CERTIFICATE STRING	{
+			tls_set(conf->tls.cert, &tls_cert_pos, $3,
+			    "tls certificate");
+			free($3);
+		}
+		| TLS KEY STRING		{
+			tls_set(conf->tls.key, &tls_key_pos, $3, "tls key");
+			free($3);
+		}
+		| CORS ORIGIN STRING		{
+			char	*origin;
+
+			if ((origin = cors_origin($3)) != NULL &&
+			    !strlist_contains(&conf->cors_origins, origin))
+				(void)addstr(&conf->cors_origins, origin,
+				    AGENCY_ORIGIN_MAX, "cors origin");
+			free(origin);
+			free($3);
+		}
+		| ALLOW USER STRING allowopts	{
+			allow_add(ALLOW_USER, $3);
+			free($3);
+		}
+		| ALLOW GROUP STRING allowopts	{
+			allow_add(ALLOW_GROUP, $3);
 			free($3);
 		}
 		| LISTEN ON NUMBER PORT NUMBER	{
@@ -342,7 +444,7 @@ main		: LISTEN ON STRING PORT NUMBER	{
 		| SERVER NAME STRING		{
 			char	*name;
 
-			if ((name = server_name($3)) != NULL &&
+			if ((name = host_norm($3, "server name", $3)) != NULL &&
 			    !strlist_contains(&conf->server_names, name))
 				(void)addstr(&conf->server_names, name,
 				    AGENCY_NAME_MAX, "server name");
@@ -394,6 +496,104 @@ main		: LISTEN ON STRING PORT NUMBER	{
 				(void)here(&default_pos);
 			}
 			free($3);
+		}
+		;
+
+listentls	: /* empty */			{ $$ = 0; }
+		| TLS				{ $$ = 1; }
+		| TLS '{' tlsbody tlslast '}'	{ $$ = 1; }
+		;
+
+tlsbody		: /* empty */
+		| tlsbody '\n'
+		| tlsbody tlsopt '\n'
+		| tlsbody error '\n'		{ yyerrok; }
+		;
+
+tlslast		: /* empty */
+		| tlsopt
+		;
+
+tlsopt		: TLS CERTIFICATE STRING	{
+			tls_set(pend_tls.cert, &pend_cert_pos, $3,
+			    "tls certificate");
+			free($3);
+		}
+		| TLS KEY STRING		{
+			tls_set(pend_tls.key, &pend_key_pos, $3, "tls key");
+			free($3);
+		}
+		;
+
+unixopts	: /* empty */
+		| unixopts unixopt
+		;
+
+unixopt		: OWNER STRING			{
+			(void)setstr(pend_owner, sizeof(pend_owner), $2,
+			    "owner");
+			free($2);
+		}
+		| GROUP STRING			{
+			(void)setstr(pend_group, sizeof(pend_group), $2,
+			    "group");
+			free($2);
+		}
+		| MODE NUMBER			{
+			if (mode_octal($2, &pend_mode) == -1)
+				yyerror("mode %lld is not an octal mode from "
+				    "0 to 0777", (long long)$2);
+		}
+		;
+
+allowopts	: /* empty */
+		| allowopts MODELS names
+		| allowopts ADMIN		{ pend_admin = 1; }
+		;
+
+names		: STRING			{
+			name_add($1);
+			free($1);
+		}
+		| names STRING			{
+			name_add($2);
+			free($2);
+		}
+		;
+
+key		: KEY STRING			{
+			key_start($2);
+			$2 = NULL;	/* freed; still on the stack */
+		}
+		    '{' kbody klast '}'		{ key_end(); }
+		;
+
+kbody		: /* empty */
+		| kbody '\n'
+		| kbody kopt '\n'
+		| kbody error '\n'		{ yyerrok; }
+		;
+
+klast		: /* empty */
+		| kopt
+		;
+
+kopt		: SECRET SECRETFILE STRING	{
+			key_secret_file($3);
+			free($3);
+		}
+		| SECRET SHA256 STRING		{
+			key_secret_hash($3);
+			free($3);
+		}
+		| MODELS names
+		| ADMIN				{ kb->admin = 1; }
+		| MAX REQUESTS NUMBER		{
+			if ($3 < 1 || $3 > MAX_REQUESTS_MAX)
+				yyerror("max requests must be 1 to %d",
+				    MAX_REQUESTS_MAX);
+			else
+				kb->max_requests = $3;
 		}
 		;
 
@@ -767,26 +967,33 @@ lookup(const char *s)
 {
 	/* Sorted, for bsearch. */
 	static const struct keywords keywords[] = {
+		{ "admin",		ADMIN },
 		{ "alias",		ALIAS },
+		{ "allow",		ALLOW },
 		{ "always",		ALWAYS },
 		{ "any",		ANY },
 		{ "body",		BODY },
 		{ "budget",		BUDGET },
 		{ "buffer",		BUFFER },
+		{ "certificate",	CERTIFICATE },
 		{ "chat",		CHAT },
 		{ "close",		CLOSE },
 		{ "command",		COMMAND },
 		{ "connections",	CONNECTIONS },
 		{ "console",		CONSOLE },
+		{ "cors",		CORS },
 		{ "default",		DEFAULT },
 		{ "embedding",		EMBEDDING },
 		{ "env",		ENV },
 		{ "fairness",		FAIRNESS },
+		{ "file",		SECRETFILE },
 		{ "get",		GET },
+		{ "group",		GROUP },
 		{ "header",		HEADER },
 		{ "idle",		IDLE },
 		{ "image",		IMAGE },
 		{ "include",		INCLUDE },
+		{ "key",		KEY },
 		{ "kind",		KIND },
 		{ "lazy",		LAZY },
 		{ "listen",		LISTEN },
@@ -794,13 +1001,17 @@ lookup(const char *s)
 		{ "loading",		LOADING },
 		{ "max",		MAX },
 		{ "memory",		MEMORY },
+		{ "mode",		MODE },
 		{ "model",		MODEL },
+		{ "models",		MODELS },
 		{ "move",		MOVE },
 		{ "name",		NAME },
 		{ "never",		NEVER },
 		{ "no",			NO },
 		{ "on",			ON },
+		{ "origin",		ORIGIN },
 		{ "overcommit",		OVERCOMMIT },
+		{ "owner",		OWNER },
 		{ "part",		PART },
 		{ "passthrough",	PASSTHROUGH },
 		{ "port",		PORT },
@@ -817,13 +1028,16 @@ lookup(const char *s)
 		{ "restricted",		RESTRICTED },
 		{ "route",		ROUTE },
 		{ "runtime",		RUNTIME },
+		{ "secret",		SECRET },
 		{ "send",		SEND },
 		{ "server",		SERVER },
+		{ "sha256",		SHA256 },
 		{ "socket",		SOCKET },
 		{ "speech",		SPEECH },
 		{ "stops",		STOPS },
 		{ "stream",		STREAM },
 		{ "timeout",		TIMEOUT },
+		{ "tls",		TLS },
 		{ "to",			TO },
 		{ "tokens",		TOKENS },
 		{ "transcription",	TRANSCRIPTION },
@@ -1246,6 +1460,16 @@ cmdline_symset(char *s)
 	return (ret);
 }
 
+static char *
+xstrdup(const char *s)
+{
+	char	*d;
+
+	if ((d = strdup(s)) == NULL)
+		fatal("%s: strdup", __func__);
+	return (d);
+}
+
 /* Copy a string into one of the fixed arrays of config.h. */
 static int
 setstr(char *dst, size_t len, const char *s, const char *what)
@@ -1282,10 +1506,12 @@ addstr(struct strlist *list, const char *s, size_t max, const char *what)
  * A server name as the front door compares it with a request's Host: a
  * host name, an IPv4 address or an IPv6 address in brackets, then
  * optionally ":" and a port; in lower case, the port without leading
- * zeroes.  NULL, with the error said, if it is none of these.
+ * zeroes.  NULL, with the error said, if it is none of these.  What is
+ * the statement's name for the error, whole what the statement gave
+ * (of which s is the host part).
  */
 static char *
-server_name(const char *s)
+host_norm(const char *s, const char *what, const char *whole)
 {
 	struct in6_addr	 in6;
 	struct in_addr	 in4;
@@ -1305,8 +1531,8 @@ server_name(const char *s)
 	} else {
 		if ((colon = strchr(s, ':')) != NULL &&
 		    strchr(colon + 1, ':') != NULL) {
-			yyerror("server name \"%s\": an IPv6 address needs "
-			    "brackets", s);
+			yyerror("%s \"%s\": an IPv6 address needs "
+			    "brackets", what, whole);
 			return (NULL);
 		}
 		n = colon != NULL ? (size_t)(colon - s) : strlen(s);
@@ -1322,7 +1548,8 @@ server_name(const char *s)
 		else
 			port = strtonum(colon + 1, 1, 65535, &errstr);
 		if (errstr != NULL) {
-			yyerror("server name \"%s\": port is %s", s, errstr);
+			yyerror("%s \"%s\": port is %s", what, whole,
+			    errstr);
 			return (NULL);
 		}
 	}
@@ -1356,8 +1583,60 @@ server_name(const char *s)
 		fatal("%s: strdup", __func__);
 	return (name);
  bad:
-	yyerror("invalid server name \"%s\"", s);
+	yyerror("invalid %s \"%s\"", what, whole);
 	return (NULL);
+}
+
+/*
+ * A CORS origin as browsers send it in Origin: http or https, "://",
+ * a host as for a server name and an optional port; in lower case,
+ * without the scheme's default port.  NULL, with the error said, if it
+ * is not one (a wildcard never is).
+ */
+static char *
+cors_origin(const char *s)
+{
+	const char	*rest;
+	char		*host, *origin, *colon;
+	int		 https;
+
+	if (strcmp(s, "*") == 0) {
+		yyerror("cors origin \"*\": list each origin; a wildcard is "
+		    "never allowed");
+		return (NULL);
+	}
+	if (strncasecmp(s, "https://", 8) == 0) {
+		https = 1;
+		rest = s + 8;
+	} else if (strncasecmp(s, "http://", 7) == 0) {
+		https = 0;
+		rest = s + 7;
+	} else {
+		yyerror("cors origin \"%s\" is not http://HOST or "
+		    "https://HOST, with an optional port", s);
+		return (NULL);
+	}
+	if (strchr(rest, '/') != NULL || strchr(rest, '?') != NULL ||
+	    strchr(rest, '#') != NULL) {
+		yyerror("cors origin \"%s\" has a path: an origin is only "
+		    "the scheme, host and port", s);
+		return (NULL);
+	}
+	if ((host = host_norm(rest, "cors origin", s)) == NULL)
+		return (NULL);
+	/* The default port is what browsers leave out. */
+	if ((colon = strrchr(host, ':')) != NULL && strchr(colon, ']') == NULL &&
+	    strcmp(colon + 1, https ? "443" : "80") == 0)
+		*colon = '\0';
+	if (asprintf(&origin, "%s://%s", https ? "https" : "http", host) == -1)
+		fatal("%s: asprintf", __func__);
+	free(host);
+	if (strlen(origin) >= AGENCY_ORIGIN_MAX) {
+		yyerror("cors origin \"%s\" too long", s);
+		free(origin);
+		return (NULL);
+	}
+	return (origin);
 }
 
 /* %p port, %u upstream, %m model name, %% a percent sign. */
@@ -1532,8 +1811,24 @@ parse_duration(const char *s)
 	return (-1);
 }
 
+/* A listener's position: line, the line its statement began on. */
+static void
+listen_pos_add(int line)
+{
+	listen_pos = reallocarray(listen_pos, nlisten_pos + 1,
+	    sizeof(*listen_pos));
+	if (listen_pos == NULL)
+		fatal("%s: reallocarray", __func__);
+	(void)here(&listen_pos[nlisten_pos]);
+	listen_pos[nlisten_pos++].line = line;
+}
+
+/*
+ * A TCP listener, with TLS or not; a TLS one takes the files of its
+ * block (pend_tls), if it had one.  line is where the statement began.
+ */
 static int
-add_listen(const char *host, int64_t port)
+add_listen(const char *host, int64_t port, int tls, int line)
 {
 	struct addrinfo		 hints, *res;
 	struct listen_conf	*lc, *l;
@@ -1593,14 +1888,326 @@ add_listen(const char *host, int64_t port)
 			return (-1);
 		}
 	}
+	lc->tls = tls;
+	if (tls && (pend_tls.cert[0] != '\0' || pend_tls.key[0] != '\0')) {
+		lc->tls_own = 1;
+		(void)strlcpy(lc->tlsf.cert, pend_tls.cert,
+		    sizeof(lc->tlsf.cert));
+		(void)strlcpy(lc->tlsf.key, pend_tls.key,
+		    sizeof(lc->tlsf.key));
+		/* Where they were written, for check_listeners. */
+		if (pend_cert_pos.file != NULL)
+			pos_note_at(&lc->tlsf, POS_TLS_CERT, &pend_cert_pos);
+		if (pend_key_pos.file != NULL)
+			pos_note_at(&lc->tlsf, POS_TLS_KEY, &pend_key_pos);
+	}
 	TAILQ_INSERT_TAIL(&conf->listens, lc, entry);
-
-	listen_pos = reallocarray(listen_pos, nlisten_pos + 1,
-	    sizeof(*listen_pos));
-	if (listen_pos == NULL)
-		fatal("%s: reallocarray", __func__);
-	(void)here(&listen_pos[nlisten_pos++]);
+	listen_pos_add(line);
 	return (0);
+}
+
+/*
+ * A Unix-socket listener at path, with the owner, group and mode its
+ * statement gave (pend_*), the names resolved now.
+ */
+static int
+add_unix_listen(const char *path)
+{
+	struct sockaddr_un	*sun;
+	struct listen_conf	*lc, *l;
+	struct passwd		*pw;
+	struct group		*gr;
+
+	if (path[0] != '/') {
+		yyerror("listen on \"%s\": a Unix socket's path must be "
+		    "absolute (or give a port)", path);
+		return (-1);
+	}
+	if ((lc = calloc(1, sizeof(*lc))) == NULL)
+		fatal("%s: calloc", __func__);
+	sun = (struct sockaddr_un *)&lc->ss;
+	if (strlen(path) >= sizeof(sun->sun_path)) {
+		yyerror("listen on \"%s\": path too long for a socket (at "
+		    "most %zu bytes)", path, sizeof(sun->sun_path) - 1);
+		free(lc);
+		return (-1);
+	}
+	TAILQ_FOREACH(l, &conf->listens, entry) {
+		if (strcmp(l->path, path) == 0) {
+			yyerror("listen on \"%s\" given twice", path);
+			free(lc);
+			return (-1);
+		}
+	}
+	sun->sun_family = AF_UNIX;
+	(void)strlcpy(sun->sun_path, path, sizeof(sun->sun_path));
+	lc->sslen = sizeof(*sun);
+	(void)strlcpy(lc->path, path, sizeof(lc->path));
+	lc->fd = -1;
+	lc->uid = geteuid();
+	lc->gid = getegid();
+	lc->mode = pend_mode;
+	if (pend_owner[0] != '\0') {
+		if ((pw = getpwnam(pend_owner)) == NULL) {
+			yyerror("listen on \"%s\": unknown owner \"%s\"",
+			    path, pend_owner);
+			free(lc);
+			return (-1);
+		}
+		lc->uid = pw->pw_uid;
+		(void)strlcpy(lc->owner, pend_owner, sizeof(lc->owner));
+	}
+	if (pend_group[0] != '\0') {
+		if ((gr = getgrnam(pend_group)) == NULL) {
+			yyerror("listen on \"%s\": unknown group \"%s\"",
+			    path, pend_group);
+			free(lc);
+			return (-1);
+		}
+		lc->gid = gr->gr_gid;
+		(void)strlcpy(lc->group, pend_group, sizeof(lc->group));
+	}
+	TAILQ_INSERT_TAIL(&conf->listens, lc, entry);
+	listen_pos_add(yylval.lineno);
+	return (0);
+}
+
+/* A mode written in octal digits, which the lexer read as decimal. */
+static int
+mode_octal(int64_t n, mode_t *mode)
+{
+	mode_t	m = 0, bit = 1;
+
+	if (n < 0 || n > 777)
+		return (-1);
+	for (; n > 0; n /= 10, bit *= 8) {
+		if (n % 10 > 7)
+			return (-1);
+		m += (n % 10) * bit;
+	}
+	*mode = m;
+	return (0);
+}
+
+/* A tls certificate or tls key path into dst, and where it was. */
+static void
+tls_set(char *dst, struct pos *p, const char *path, const char *what)
+{
+	if (path[0] != '/') {
+		yyerror("%s \"%s\": the path must be absolute", what, path);
+		return;
+	}
+	if (dst[0] != '\0') {
+		yyerror("%s given twice", what);
+		return;
+	}
+	if (setstr(dst, AGENCY_PATH_MAX, path, what) == 0) {
+		free(p->file);
+		(void)here(p);
+	}
+}
+
+/* What a listen or allow statement collected, once it is used. */
+static void
+pending_clear(void)
+{
+	tls_files_clear(&pend_tls);
+	memset(&pend_tls, 0, sizeof(pend_tls));
+	free(pend_cert_pos.file);
+	free(pend_key_pos.file);
+	memset(&pend_cert_pos, 0, sizeof(pend_cert_pos));
+	memset(&pend_key_pos, 0, sizeof(pend_key_pos));
+	pend_owner[0] = pend_group[0] = '\0';
+	pend_mode = DEFAULT_UNIX_MODE;
+	strlist_clear(&pend_names);
+	pend_admin = 0;
+}
+
+/*
+ * A model named by a key or an allow rule, into the list being read
+ * (names_into): a model or an alias defined above, each model once.
+ */
+static void
+name_add(const char *name)
+{
+	struct model_conf	*m;
+	struct strent		*se;
+
+	if ((m = config_find_model(conf, name)) == NULL) {
+		yyerror("unknown model \"%s\" (models are defined before "
+		    "the keys and allow rules that name them)", name);
+		return;
+	}
+	TAILQ_FOREACH(se, names_into, entry) {
+		if (config_find_model(conf, se->s) != m)
+			continue;
+		if (strcmp(se->s, name) == 0)
+			yyerror("model \"%s\" given twice", name);
+		else
+			yyerror("model \"%s\" given twice, as \"%s\" and "
+			    "\"%s\"", m->name, se->s, name);
+		return;
+	}
+	if (strlist_add(names_into, name) == -1)
+		fatal("%s: strlist_add", __func__);
+}
+
+/* Names of keys appear in logs and metric labels: keep them plain. */
+static int
+key_name_ok(const char *name)
+{
+	const char	*s;
+
+	if (name[0] == '\0')
+		return (0);
+	for (s = name; *s != '\0'; s++)
+		if (!isalnum((unsigned char)*s) && strchr("._-@", *s) == NULL)
+			return (0);
+	return (1);
+}
+
+static void
+key_start(char *name)
+{
+	if ((kb = calloc(1, sizeof(*kb))) == NULL)
+		fatal("%s: calloc", __func__);
+	TAILQ_INIT(&kb->models);
+	kb->line = yylval.lineno;
+	key_secret = key_secret_good = 0;
+	(void)here(&key_pos);
+	names_into = &kb->models;
+
+	key_keep = 0;
+	if (setstr(kb->name, sizeof(kb->name), name, "key name") == 0) {
+		if (!key_name_ok(name))
+			yyerror("key name \"%s\": use letters, digits and "
+			    "\"._-@\" only", name);
+		else if (config_find_key(conf, name) != NULL)
+			yyerror("key \"%s\" defined twice", name);
+		else
+			key_keep = 1;
+	}
+	free(name);
+	if (key_keep)
+		TAILQ_INSERT_TAIL(&conf->keys, kb, entry);
+}
+
+static void
+key_secret_file(const char *path)
+{
+	char	why[256];
+
+	if (key_secret++) {
+		yyerror("key \"%s\" has a secret already", kb->name);
+		return;
+	}
+	if (path[0] != '/') {
+		yyerror("secret file \"%s\": the path must be absolute",
+		    path);
+		return;
+	}
+	if (setstr(kb->secret_file, sizeof(kb->secret_file), path,
+	    "secret file") == -1)
+		return;
+	if (secret_file_digest(path, kb->digest, why, sizeof(why)) == -1)
+		yyerror("secret file \"%s\": %s", path, why);
+	else
+		key_secret_good = 1;
+}
+
+static void
+key_secret_hash(const char *hex)
+{
+	if (key_secret++) {
+		yyerror("key \"%s\" has a secret already", kb->name);
+		return;
+	}
+	if (sha256_unhex(hex, kb->digest) == -1)
+		yyerror("secret sha256 \"%.80s\" is not 64 hexadecimal "
+		    "digits", hex);
+	else
+		key_secret_good = 1;
+}
+
+static void
+key_free(struct key_conf *k)
+{
+	strlist_clear(&k->models);
+	freezero(k, sizeof(*k));
+}
+
+static void
+key_end(void)
+{
+	struct key_conf	*k;
+
+	if (!key_secret)
+		conf_error(&key_pos, "key \"%s\" has no secret", kb->name);
+	else if (key_keep && key_secret_good) {
+		/* The proxy could not tell the two apart.  (A key whose
+		 * secret could not be read has had its error.) */
+		TAILQ_FOREACH(k, &conf->keys, entry)
+			if (k != kb && sha256_equal(k->digest,
+			    kb->digest)) {
+				conf_error(&key_pos, "key \"%s\" has the "
+				    "secret of key \"%s\"", kb->name,
+				    k->name);
+				break;
+			}
+	}
+	if (!key_keep)
+		key_free(kb);
+	kb = NULL;
+	names_into = &pend_names;
+	free(key_pos.file);
+	key_pos.file = NULL;
+}
+
+/* An allow rule, with the models and admin its statement gave. */
+static void
+allow_add(enum allow_kind kind, const char *name)
+{
+	struct allow_conf	*a;
+	struct passwd		*pw;
+	struct group		*gr;
+	const char		*what = kind == ALLOW_USER ? "user" : "group";
+	uint32_t		 id;
+
+	if (strlen(name) >= AGENCY_NAME_MAX || name[0] == '\0') {
+		yyerror("invalid %s name \"%.80s\"", what, name);
+		goto done;
+	}
+	if (kind == ALLOW_USER) {
+		if ((pw = getpwnam(name)) == NULL) {
+			yyerror("allow user \"%s\": unknown user", name);
+			goto done;
+		}
+		id = pw->pw_uid;
+	} else {
+		if ((gr = getgrnam(name)) == NULL) {
+			yyerror("allow group \"%s\": unknown group", name);
+			goto done;
+		}
+		id = gr->gr_gid;
+	}
+	TAILQ_FOREACH(a, &conf->allows, entry)
+		if (a->kind == kind && a->id == id) {
+			yyerror("allow %s \"%s\" given twice", what, name);
+			goto done;
+		}
+	if ((a = calloc(1, sizeof(*a))) == NULL)
+		fatal("%s: calloc", __func__);
+	a->kind = kind;
+	(void)strlcpy(a->name, name, sizeof(a->name));
+	a->id = id;
+	a->admin = pend_admin;
+	TAILQ_INIT(&a->models);
+	TAILQ_CONCAT(&a->models, &pend_names, entry);
+	TAILQ_INSERT_TAIL(&conf->allows, a, entry);
+	if (allow_pos.file == NULL)
+		(void)here(&allow_pos);
+ done:
+	pending_clear();
 }
 
 static void
@@ -1767,10 +2374,18 @@ block_abandon(void)
 	model = NULL;
 	free(model_pos.file);
 	model_pos.file = NULL;
+	if (kb != NULL && !key_keep)
+		key_free(kb);
+	kb = NULL;
+	names_into = &pend_names;
+	free(key_pos.file);
+	key_pos.file = NULL;
+	pending_clear();
 }
 
+/* Where key's what was written: at, or here when at is NULL. */
 static void
-pos_note(const void *key, int what)
+pos_note_at(const void *key, int what, const struct pos *at)
 {
 	struct notepos	*n;
 	size_t		 i;
@@ -1788,7 +2403,19 @@ pos_note(const void *key, int what)
 		nnotes++;
 	} else
 		free(notes[i].pos.file);	/* the last one counts */
-	(void)here(&notes[i].pos);
+	if (at == NULL)
+		(void)here(&notes[i].pos);
+	else {
+		if ((notes[i].pos.file = strdup(at->file)) == NULL)
+			fatal("%s: strdup", __func__);
+		notes[i].pos.line = at->line;
+	}
+}
+
+static void
+pos_note(const void *key, int what)
+{
+	pos_note_at(key, what, NULL);
 }
 
 /* Where it was written; the whole file when it was not. */
@@ -2008,6 +2635,78 @@ check_runnable(void)
 	check_budget();
 }
 
+/*
+ * A certificate and its key, both given, read and checked: cp and kp
+ * are where each was written.
+ */
+static void
+check_tls(struct tls_files *tf, const struct pos *cp, const struct pos *kp)
+{
+	char	why[512];
+	int	bad_key;
+
+	if (tf->cert[0] == '\0')
+		conf_error(kp, "tls key \"%s\" without a tls certificate",
+		    tf->key);
+	else if (tf->key[0] == '\0')
+		conf_error(cp, "tls certificate \"%s\" without a tls key",
+		    tf->cert);
+	else if (tls_files_read(tf, why, sizeof(why), &bad_key) == -1)
+		conf_error(bad_key ? kp : cp, "%s \"%s\": %s",
+		    bad_key ? "tls key" : "tls certificate",
+		    bad_key ? tf->key : tf->cert, why);
+}
+
+/*
+ * The listeners as a whole: each TLS one has a certificate and key (its
+ * own or the global ones), read and checked here; global ones that no
+ * listener uses are an error, as a forgotten "tls" would otherwise
+ * serve in the clear.  A Unix socket is no control socket, and allow
+ * rules need a Unix socket to apply to.
+ */
+static void
+check_listeners(void)
+{
+	struct pos		 whole = { top_name, 0 };
+	const struct pos	*lp;
+	struct listen_conf	*lc;
+	size_t			 i = 0;
+	int			 global = 0, any_unix = 0;
+
+	TAILQ_FOREACH(lc, &conf->listens, entry) {
+		lp = i < nlisten_pos ? &listen_pos[i] : &whole;
+		i++;
+		if (lc->path[0] != '\0') {
+			any_unix = 1;
+			if (strcmp(lc->path, conf->socket) == 0 ||
+			    strcmp(lc->path, conf->rsocket) == 0)
+				conf_error(lp, "listen on \"%s\" is also a "
+				    "control socket", lc->path);
+			continue;
+		}
+		if (!lc->tls)
+			continue;
+		if (lc->tls_own)
+			check_tls(&lc->tlsf, pos_find(&lc->tlsf, POS_TLS_CERT),
+			    pos_find(&lc->tlsf, POS_TLS_KEY));
+		else if (conf->tls.cert[0] == '\0' && conf->tls.key[0] == '\0')
+			conf_error(lp, "listen on %s port %u tls has no "
+			    "certificate: give tls certificate and tls key",
+			    lc->host, lc->port);
+		else
+			global = 1;
+	}
+	if (global)
+		check_tls(&conf->tls, &tls_cert_pos, &tls_key_pos);
+	else if (conf->tls.cert[0] != '\0' || conf->tls.key[0] != '\0')
+		conf_error(conf->tls.cert[0] != '\0' ? &tls_cert_pos :
+		    &tls_key_pos, "no listener uses the global tls "
+		    "certificate and key: add tls to a listen on");
+	if (!TAILQ_EMPTY(&conf->allows) && !any_unix)
+		conf_error(&allow_pos, "allow rules are for Unix-socket "
+		    "listeners, and there is none");
+}
+
 /* What needs the whole file: defaults that depend on it, and checks. */
 static void
 check_all(void)
@@ -2068,6 +2767,7 @@ check_all(void)
 		if (r->progress == -1)
 			r->progress = conf->progress;
 
+	check_listeners();
 	check_users();
 	check_runnable();
 }
@@ -2106,6 +2806,13 @@ parse_config(const char *filename, int xopts)
 	free(rsocket_pos.file);
 	free(user_pos.file);
 	free(model_user_pos.file);
+	free(tls_cert_pos.file);
+	free(tls_key_pos.file);
+	free(allow_pos.file);
+	memset(&tls_cert_pos, 0, sizeof(tls_cert_pos));
+	memset(&tls_key_pos, 0, sizeof(tls_key_pos));
+	memset(&allow_pos, 0, sizeof(allow_pos));
+	pending_clear();
 	pos_free();
 	free(top_name);
 	top_name = NULL;

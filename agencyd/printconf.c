@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "agencyd.h"
+#include "sha256.h"
 
 static void	print_string(FILE *, const char *);
 static void	print_size(FILE *, int64_t);
@@ -25,6 +26,10 @@ static void	print_runtime(FILE *, const struct agency_conf *,
 		    const struct runtime_conf *);
 static void	print_model(FILE *, const struct agency_conf *,
 		    const struct model_conf *);
+static void	print_listen(FILE *, const struct listen_conf *);
+static void	print_names(FILE *, const struct strlist *);
+static void	print_key(FILE *, const struct key_conf *);
+static void	print_allow(FILE *, const struct allow_conf *);
 
 static void
 print_string(FILE *fp, const char *s)
@@ -192,6 +197,91 @@ print_model(FILE *fp, const struct agency_conf *conf,
 	fprintf(fp, "}\n");
 }
 
+static void
+print_listen(FILE *fp, const struct listen_conf *lc)
+{
+	if (lc->path[0] != '\0') {
+		fprintf(fp, "listen on ");
+		print_string(fp, lc->path);
+		if (lc->owner[0] != '\0') {
+			fprintf(fp, " owner ");
+			print_string(fp, lc->owner);
+		}
+		if (lc->group[0] != '\0') {
+			fprintf(fp, " group ");
+			print_string(fp, lc->group);
+		}
+		fprintf(fp, " mode %04o\n", (unsigned int)lc->mode);
+		return;
+	}
+	fprintf(fp, "listen on %s port %u", lc->host, lc->port);
+	if (!lc->tls)
+		fputc('\n', fp);
+	else if (!lc->tls_own)
+		fprintf(fp, " tls\n");
+	else {
+		fprintf(fp, " tls {\n\ttls certificate ");
+		print_string(fp, lc->tlsf.cert);
+		fprintf(fp, "\n\ttls key ");
+		print_string(fp, lc->tlsf.key);
+		fprintf(fp, "\n}\n");
+	}
+}
+
+/* A list of models on the line of its statement. */
+static void
+print_names(FILE *fp, const struct strlist *list)
+{
+	const struct strent	*se;
+
+	TAILQ_FOREACH(se, list, entry) {
+		fputc(' ', fp);
+		print_string(fp, se->s);
+	}
+}
+
+/* A key's secret as it was written: its file, or its digest. */
+static void
+print_key(FILE *fp, const struct key_conf *k)
+{
+	char	hex[SHA256_HEXLEN];
+
+	fprintf(fp, "key ");
+	print_string(fp, k->name);
+	if (k->secret_file[0] != '\0') {
+		fprintf(fp, " {\n\tsecret file ");
+		print_string(fp, k->secret_file);
+	} else {
+		sha256_hex(k->digest, hex);
+		fprintf(fp, " {\n\tsecret sha256 \"%s\"", hex);
+	}
+	fputc('\n', fp);
+	if (!TAILQ_EMPTY(&k->models)) {
+		fprintf(fp, "\tmodels");
+		print_names(fp, &k->models);
+		fputc('\n', fp);
+	}
+	if (k->admin)
+		fprintf(fp, "\tadmin\n");
+	if (k->max_requests != 0)
+		fprintf(fp, "\tmax requests %" PRId64 "\n", k->max_requests);
+	fprintf(fp, "}\n");
+}
+
+static void
+print_allow(FILE *fp, const struct allow_conf *a)
+{
+	fprintf(fp, "allow %s ", a->kind == ALLOW_USER ? "user" : "group");
+	print_string(fp, a->name);
+	if (!TAILQ_EMPTY(&a->models)) {
+		fprintf(fp, " models");
+		print_names(fp, &a->models);
+	}
+	if (a->admin)
+		fprintf(fp, " admin");
+	fputc('\n', fp);
+}
+
 /*
  * Everything is printed, defaults included, except what has no written
  * form (an automatic reserve, no budget, no idle timeout, no default
@@ -204,11 +294,20 @@ print_config(FILE *fp, const struct agency_conf *conf)
 	const struct listen_conf	*lc;
 	const struct runtime_conf	*rt;
 	const struct model_conf		*m;
+	const struct key_conf		*k;
+	const struct allow_conf		*a;
 	const struct strent		*se;
 	char				 defsock[sizeof(conf->socket)];
 
 	TAILQ_FOREACH(lc, &conf->listens, entry)
-		fprintf(fp, "listen on %s port %u\n", lc->host, lc->port);
+		print_listen(fp, lc);
+	if (conf->tls.cert[0] != '\0') {
+		fprintf(fp, "tls certificate ");
+		print_string(fp, conf->tls.cert);
+		fprintf(fp, "\ntls key ");
+		print_string(fp, conf->tls.key);
+		fputc('\n', fp);
+	}
 	if (config_default_socket(defsock, sizeof(defsock)) == -1 ||
 	    strcmp(defsock, conf->socket) != 0) {
 		fprintf(fp, "socket ");
@@ -268,6 +367,9 @@ print_config(FILE *fp, const struct agency_conf *conf)
 		fprintf(fp, "server name \"%s\"\n", se->s);
 	if (conf->server_name_any)
 		fprintf(fp, "server name any\n");
+	/* origins are lower case, without quotes or backslashes */
+	TAILQ_FOREACH(se, &conf->cors_origins, entry)
+		fprintf(fp, "cors origin \"%s\"\n", se->s);
 	if (conf->idle_timeout != 0) {
 		fprintf(fp, "idle timeout ");
 		print_duration(fp, conf->idle_timeout);
@@ -301,4 +403,12 @@ print_config(FILE *fp, const struct agency_conf *conf)
 		fputc('\n', fp);
 		print_model(fp, conf, m);
 	}
+	TAILQ_FOREACH(k, &conf->keys, entry) {
+		fputc('\n', fp);
+		print_key(fp, k);
+	}
+	if (!TAILQ_EMPTY(&conf->allows))
+		fputc('\n', fp);
+	TAILQ_FOREACH(a, &conf->allows, entry)
+		print_allow(fp, a);
 }

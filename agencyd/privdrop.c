@@ -5,10 +5,10 @@
 /*
  * What agencyd gives up once it is running as root.  It still starts
  * model processes as their user and the proxy in its chroot, signals
- * them, binds listening sockets on reload and reads model files to size
- * them; every other capability leaves its bounding set, so neither it
- * nor anything it starts can have one again.  It calls no other file
- * of agencyd.
+ * them, binds listening sockets on reload (giving a Unix one its owner)
+ * and reads model files to size them; every other capability leaves its
+ * bounding set, so neither it nor anything it starts can have one
+ * again.  It calls no other file of agencyd.
  */
 #include <sys/types.h>
 #include <sys/prctl.h>
@@ -24,6 +24,7 @@
 #include "log.h"
 
 static const int	keep_caps[] = {
+	CAP_CHOWN,		/* the owner of a Unix-socket listener */
 	CAP_DAC_OVERRIDE,	/* config, include and model files */
 	CAP_DAC_READ_SEARCH,
 	CAP_KILL,		/* model processes run as another user */

@@ -34,11 +34,12 @@
 #include <sys/wait.h>
 
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 
 #include <errno.h>
 #include <event.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +57,7 @@
 #define PROXY_RESPAWN_WAIT	1000	/* ms: waits this long to restart */
 #define PROXY_READS_MAX		4	/* reads of a full buffer a turn */
 #define PROXY_ENV_MAX		8	/* variables of the proxy's environment */
+#define PROXY_USERS_MAX		4096	/* user names sent for the log */
 /* The top bit tells agencyd's cancel ids from those the proxy chose. */
 #define PROXY_CANCEL_OURS	(1ULL << 63)
 
@@ -150,48 +152,6 @@ mono_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
-}
-
-int
-listeners_bind(struct agency_conf *conf)
-{
-	struct listen_conf	*l;
-	int			 s, on = 1;
-
-	TAILQ_FOREACH(l, &conf->listens, entry) {
-		if (l->fd != -1)
-			continue;
-		if ((s = socket(l->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK |
-		    SOCK_CLOEXEC, 0)) == -1) {
-			log_warn("%s: socket for %s port %u", __func__,
-			    l->host, l->port);
-			return (-1);
-		}
-		if (setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &on,
-		    sizeof(on)) == -1)
-			log_warn("%s: SO_REUSEADDR", __func__);
-		/*
-		 * Accepted sockets inherit it: the proxy passes each SSE
-		 * chunk on at once, and Nagle would hold a chunk back until
-		 * the client acknowledged the one before.  Set here, as the
-		 * sandboxed proxy has no setsockopt.
-		 */
-		if (setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &on,
-		    sizeof(on)) == -1)
-			log_warn("%s: TCP_NODELAY", __func__);
-		if (l->ss.ss_family == AF_INET6 && setsockopt(s, IPPROTO_IPV6,
-		    IPV6_V6ONLY, &on, sizeof(on)) == -1)
-			log_warn("%s: IPV6_V6ONLY", __func__);
-		if (bind(s, (struct sockaddr *)&l->ss, l->sslen) == -1 ||
-		    listen(s, SOMAXCONN) == -1) {
-			log_warn("%s: listen on %s port %u", __func__,
-			    l->host, l->port);
-			close(s);
-			return (-1);
-		}
-		l->fd = s;
-	}
-	return (0);
 }
 
 /*
@@ -389,13 +349,166 @@ compose_list(struct agencyd *d, uint32_t type, const struct strlist *l)
 	return (0);
 }
 
+/* Bytes in pieces the proxy puts back together (IMSG_CONF_TLS_*). */
+static int
+compose_pieces(struct agencyd *d, uint32_t type, const uint8_t *p, size_t len)
+{
+	size_t	n;
+
+	for (; len > 0; p += n, len -= n) {
+		n = len < PROTO_TLS_PIECE ? len : PROTO_TLS_PIECE;
+		if (imsg_compose(&d->proxy_iev.ibuf, type, 0, 0, -1, p,
+		    n) == -1)
+			return (-1);
+	}
+	return (0);
+}
+
+/* A listener's socket (a copy, for the proxy), and for TLS its files'
+ * bytes: the proxy opens no file. */
+static int
+compose_listen(struct agencyd *d, const struct listen_conf *l)
+{
+	const struct tls_files	*tf;
+	struct proto_listen	 pl;
+	int			 fd;
+
+	if ((fd = fcntl(l->fd, F_DUPFD_CLOEXEC, 0)) == -1) {
+		log_warn("%s: dup", __func__);
+		return (-1);
+	}
+	memset(&pl, 0, sizeof(pl));
+	(void)strlcpy(pl.host, l->host, sizeof(pl.host));
+	(void)strlcpy(pl.path, l->path, sizeof(pl.path));
+	pl.port = l->port;
+	pl.tls = l->tls;
+	if (imsg_compose(&d->proxy_iev.ibuf, IMSG_CONF_LISTEN, 0, 0, fd, &pl,
+	    sizeof(pl)) == -1) {
+		close(fd);
+		return (-1);
+	}
+	if (!l->tls)
+		return (0);
+	tf = config_listen_tls(d->conf, l);
+	if (tf->cert_pem == NULL || tf->key_pem == NULL) {
+		log_warnx("%s: listen on %s port %u: its certificate was "
+		    "not read", __func__, l->host, l->port);
+		return (-1);
+	}
+	return (compose_pieces(d, IMSG_CONF_TLS_CERT, tf->cert_pem,
+	    tf->cert_len) == -1 || compose_pieces(d, IMSG_CONF_TLS_KEY,
+	    tf->key_pem, tf->key_len) == -1 ? -1 : 0);
+}
+
+/* A user's name for the proxy's log, once; 0 if the uid is known or
+ * sent, -1 if it cannot be queued. */
+static int
+compose_user(struct agencyd *d, uid_t uid, const char *name, uid_t *sent,
+    size_t *nsent)
+{
+	struct proto_user	pu;
+	size_t			i;
+
+	for (i = 0; i < *nsent; i++)
+		if (sent[i] == uid)
+			return (0);
+	if (*nsent < PROXY_USERS_MAX)
+		sent[(*nsent)++] = uid;
+	memset(&pu, 0, sizeof(pu));
+	pu.uid = uid;
+	if (strlcpy(pu.name, name, sizeof(pu.name)) >= sizeof(pu.name))
+		return (0);
+	return (imsg_compose(&d->proxy_iev.ibuf, IMSG_CONF_USER, 0, 0, -1, &pu,
+	    sizeof(pu)) == -1 ? -1 : 0);
+}
+
+/*
+ * The names of the users the allow rules may let in, for the proxy's
+ * access log: the users named, and the members of the groups named
+ * (whose names the group lists).  Others are logged as their uid.
+ */
+static int
+compose_users(struct agencyd *d)
+{
+	struct allow_conf	*a;
+	struct passwd		*pw;
+	struct group		*gr;
+	uid_t			 sent[PROXY_USERS_MAX];
+	size_t			 nsent = 0, i, n;
+	char			**mem;
+	int			 rv = 0;
+
+	TAILQ_FOREACH(a, &d->conf->allows, entry) {
+		if (a->kind == ALLOW_USER) {
+			if (compose_user(d, a->id, a->name, sent, &nsent) == -1)
+				return (-1);
+			continue;
+		}
+		if ((gr = getgrgid(a->id)) == NULL)
+			continue;
+		/* getpwnam reuses what getgrgid returned: copy it first */
+		for (n = 0; gr->gr_mem[n] != NULL; n++)
+			;
+		if ((mem = calloc(n + 1, sizeof(*mem))) == NULL)
+			return (-1);
+		for (i = 0; i < n; i++)
+			if ((mem[i] = strdup(gr->gr_mem[i])) == NULL)
+				break;
+		for (i = 0; rv == 0 && mem[i] != NULL; i++)
+			if ((pw = getpwnam(mem[i])) != NULL)
+				rv = compose_user(d, pw->pw_uid, mem[i], sent,
+				    &nsent);
+		for (i = 0; mem[i] != NULL; i++)
+			free(mem[i]);
+		free(mem);
+		if (rv == -1)
+			return (-1);
+	}
+	return (0);
+}
+
+/* The keys, as names and digests, and the allow rules, with their
+ * models: after the models, which they name. */
+static int
+compose_access(struct agencyd *d)
+{
+	struct imsgbuf		*ibuf = &d->proxy_iev.ibuf;
+	struct proto_key	 pk;
+	struct proto_allow	 pa;
+	struct key_conf		*k;
+	struct allow_conf	*a;
+
+	TAILQ_FOREACH(k, &d->conf->keys, entry) {
+		memset(&pk, 0, sizeof(pk));
+		(void)strlcpy(pk.name, k->name, sizeof(pk.name));
+		memcpy(pk.digest, k->digest, sizeof(pk.digest));
+		pk.admin = k->admin;
+		pk.max_requests = k->max_requests;
+		if (imsg_compose(ibuf, IMSG_CONF_KEY, 0, 0, -1, &pk,
+		    sizeof(pk)) == -1 ||
+		    compose_list(d, IMSG_CONF_KEY_MODEL, &k->models) == -1)
+			return (-1);
+	}
+	TAILQ_FOREACH(a, &d->conf->allows, entry) {
+		memset(&pa, 0, sizeof(pa));
+		pa.kind = a->kind;
+		pa.id = a->id;
+		(void)strlcpy(pa.name, a->name, sizeof(pa.name));
+		pa.admin = a->admin;
+		if (imsg_compose(ibuf, IMSG_CONF_ALLOW, 0, 0, -1, &pa,
+		    sizeof(pa)) == -1 ||
+		    compose_list(d, IMSG_CONF_ALLOW_MODEL, &a->models) == -1)
+			return (-1);
+	}
+	return (compose_users(d));
+}
+
 int
 proxy_send_config(struct agencyd *d)
 {
 	struct agency_conf		*conf = d->conf;
 	struct imsgbuf			*ibuf = &d->proxy_iev.ibuf;
 	struct proto_conf_global	 g;
-	struct proto_listen		 pl;
 	struct proto_runtime		 pr;
 	struct proto_move		 pm;
 	struct proto_model		 pmod;
@@ -403,7 +516,6 @@ proxy_send_config(struct agencyd *d)
 	struct runtime_conf		*rt;
 	struct rule_move		*mv;
 	struct model			*m;
-	int				 fd;
 
 	if (!d->proxy_up)
 		return (0);
@@ -419,28 +531,17 @@ proxy_send_config(struct agencyd *d)
 	g.console = conf->console;
 	g.port_lo = conf->port_lo;
 	g.port_hi = conf->port_hi;
+	g.queue_timeout = conf->queue_timeout;
 	(void)strlcpy(g.default_model, conf->default_model,
 	    sizeof(g.default_model));
 	if (imsg_compose(ibuf, IMSG_CONF_START, 0, 0, -1, &g, sizeof(g)) == -1 ||
-	    compose_list(d, IMSG_CONF_NAME, &conf->server_names) == -1)
+	    compose_list(d, IMSG_CONF_NAME, &conf->server_names) == -1 ||
+	    compose_list(d, IMSG_CONF_CORS, &conf->cors_origins) == -1)
 		goto fail;
 
-	TAILQ_FOREACH(l, &conf->listens, entry) {
-		if (l->fd == -1)
-			continue;
-		if ((fd = fcntl(l->fd, F_DUPFD_CLOEXEC, 0)) == -1) {
-			log_warn("%s: dup", __func__);
+	TAILQ_FOREACH(l, &conf->listens, entry)
+		if (l->fd != -1 && compose_listen(d, l) == -1)
 			goto fail;
-		}
-		memset(&pl, 0, sizeof(pl));
-		(void)strlcpy(pl.host, l->host, sizeof(pl.host));
-		pl.port = l->port;
-		if (imsg_compose(ibuf, IMSG_CONF_LISTEN, 0, 0, fd, &pl,
-		    sizeof(pl)) == -1) {
-			close(fd);
-			goto fail;
-		}
-	}
 
 	TAILQ_FOREACH(rt, &conf->runtimes, entry) {
 		memset(&pr, 0, sizeof(pr));
@@ -480,7 +581,8 @@ proxy_send_config(struct agencyd *d)
 		    compose_list(d, IMSG_CONF_ALIAS, &m->mc->aliases) == -1)
 			goto fail;
 	}
-	if (imsg_compose(ibuf, IMSG_CONF_END, 0, 0, -1, NULL, 0) == -1)
+	if (compose_access(d) == -1 ||
+	    imsg_compose(ibuf, IMSG_CONF_END, 0, 0, -1, NULL, 0) == -1)
 		goto fail;
 	imsgev_add(&d->proxy_iev);
 	return (0);
@@ -1194,7 +1296,8 @@ proxy_messages(struct agencyd *d)
 		switch (type) {
 		case IMSG_HOLD_REQ:
 			if (imsg_get_data(&imsg, &hr, sizeof(hr)) == -1 ||
-			    !PROTO_STROK(hr.model) || hr.reqid == 0 ||
+			    !PROTO_STROK(hr.model) || !PROTO_STROK(hr.key) ||
+			    hr.reqid == 0 ||
 			    (hr.flags & ~PROTO_HOLD_FLAGS) != 0)
 				goto bad;
 			if (plink.holds >= plink.fdmax) {
@@ -1204,6 +1307,7 @@ proxy_messages(struct agencyd *d)
 				return (-1);
 			}
 			plink.holds++;	/* before: a refusal may come at once */
+			keystats_count(d, hr.key);
 			if (hr.flags & PROTO_HOLD_PROGRESS)
 				pool_acquire_progress(d->pool, hr.model,
 				    hr.reqid, d->proxy_gen);

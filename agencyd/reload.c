@@ -133,7 +133,7 @@ reload_listeners(struct agencyd *d, struct agency_conf *nconf)
 	if (listeners_bind(nconf) == -1) {
 		TAILQ_FOREACH(l, &nconf->listens, entry) {
 			if (l->fd >= 0)
-				close(l->fd);
+				listener_close(l);
 			l->fd = -1;
 		}
 		reload_info("cannot listen on every address");
@@ -142,19 +142,26 @@ reload_listeners(struct agencyd *d, struct agency_conf *nconf)
 	TAILQ_FOREACH(l, &nconf->listens, entry) {
 		if (l->fd == -2) {
 			o = listen_match(d->conf, l);
+			if (listener_update(o, l) == -1)
+				reload_info("cannot give \"%s\" its new "
+				    "owner, group or mode", l->path);
 			l->fd = o->fd;
 			o->fd = -1;
-		} else
+		} else if (l->path[0] != '\0')
+			reload_info("listening on \"%s\"", l->path);
+		else
 			reload_info("listening on %s port %u", l->host,
 			    l->port);
 	}
 	TAILQ_FOREACH(o, &d->conf->listens, entry) {
 		if (o->fd == -1)
 			continue;
-		reload_info("no longer listening on %s port %u", o->host,
-		    o->port);
-		close(o->fd);
-		o->fd = -1;
+		if (o->path[0] != '\0')
+			reload_info("no longer listening on \"%s\"", o->path);
+		else
+			reload_info("no longer listening on %s port %u",
+			    o->host, o->port);
+		listener_close(o);
 	}
 	return (0);
 }
@@ -367,6 +374,7 @@ reload(struct agencyd *d)
 
 	oconf = d->conf;
 	d->conf = nconf;
+	keystats_reload(d, nconf);
 	config_free(oconf);
 	/* A restart ends the requests in progress through the proxy. */
 	if (proxy_ports_check(d, msg, sizeof(msg)) != 0)

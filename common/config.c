@@ -29,6 +29,9 @@ config_new(void)
 	TAILQ_INIT(&conf->runtimes);
 	TAILQ_INIT(&conf->models);
 	TAILQ_INIT(&conf->server_names);
+	TAILQ_INIT(&conf->cors_origins);
+	TAILQ_INIT(&conf->keys);
+	TAILQ_INIT(&conf->allows);
 
 	/* The listen default is applied after parsing: any listen replaces it. */
 	if (config_default_socket(conf->socket, sizeof(conf->socket)) == -1)
@@ -110,17 +113,30 @@ model_free(struct model_conf *m)
 	free(m);
 }
 
+/* The bytes read of a certificate and key; the key's are wiped. */
+void
+tls_files_clear(struct tls_files *tf)
+{
+	free(tf->cert_pem);
+	freezero(tf->key_pem, tf->key_len);
+	tf->cert_pem = tf->key_pem = NULL;
+	tf->cert_len = tf->key_len = 0;
+}
+
 void
 config_free(struct agency_conf *conf)
 {
 	struct listen_conf	*lc;
 	struct runtime_conf	*rt;
 	struct model_conf	*m;
+	struct key_conf		*k;
+	struct allow_conf	*a;
 
 	if (conf == NULL)
 		return;
 	while ((lc = TAILQ_FIRST(&conf->listens)) != NULL) {
 		TAILQ_REMOVE(&conf->listens, lc, entry);
+		tls_files_clear(&lc->tlsf);
 		free(lc);
 	}
 	while ((rt = TAILQ_FIRST(&conf->runtimes)) != NULL) {
@@ -131,7 +147,19 @@ config_free(struct agency_conf *conf)
 		TAILQ_REMOVE(&conf->models, m, entry);
 		model_free(m);
 	}
+	while ((k = TAILQ_FIRST(&conf->keys)) != NULL) {
+		TAILQ_REMOVE(&conf->keys, k, entry);
+		strlist_clear(&k->models);
+		freezero(k, sizeof(*k));
+	}
+	while ((a = TAILQ_FIRST(&conf->allows)) != NULL) {
+		TAILQ_REMOVE(&conf->allows, a, entry);
+		strlist_clear(&a->models);
+		free(a);
+	}
 	strlist_clear(&conf->server_names);
+	strlist_clear(&conf->cors_origins);
+	tls_files_clear(&conf->tls);
 	free(conf);
 }
 
@@ -159,6 +187,24 @@ config_find_runtime(struct agency_conf *conf, const char *name)
 			return (rt);
 	}
 	return (NULL);
+}
+
+struct key_conf *
+config_find_key(struct agency_conf *conf, const char *name)
+{
+	struct key_conf	*k;
+
+	TAILQ_FOREACH(k, &conf->keys, entry) {
+		if (strcmp(k->name, name) == 0)
+			return (k);
+	}
+	return (NULL);
+}
+
+const struct tls_files *
+config_listen_tls(const struct agency_conf *conf, const struct listen_conf *lc)
+{
+	return (lc->tls_own ? &lc->tlsf : &conf->tls);
 }
 
 int

@@ -23,6 +23,10 @@
 #define AGENCY_ENV_MAX		1024	/* one K=V */
 #define AGENCY_FIELD_MAX	128	/* a JSON field name in a rule */
 #define AGENCY_BODY_MAX		1024	/* a probe's request body */
+#define AGENCY_ORIGIN_MAX	288	/* a CORS origin: scheme, host, port */
+#define AGENCY_SECRET_MIN	16	/* bytes of an API key */
+#define AGENCY_SECRET_MAX	512
+#define AGENCY_DIGEST_LEN	32	/* SHA-256 */
 
 #define AGENCY_CONF		"/etc/agency.conf"
 #define AGENCY_SOCKET		"/run/agency.sock"
@@ -86,6 +90,24 @@ struct rule_move {
 };
 TAILQ_HEAD(rule_moves, rule_move);
 
+/*
+ * A certificate and its private key, as their files name them and as
+ * agencyd read them (the bytes go to the proxy, which opens no file).
+ */
+struct tls_files {
+	char			 cert[AGENCY_PATH_MAX];	/* "": none */
+	char			 key[AGENCY_PATH_MAX];
+	uint8_t			*cert_pem;	/* NULL until read */
+	size_t			 cert_len;
+	uint8_t			*key_pem;	/* secret: freed with freezero */
+	size_t			 key_len;
+};
+
+/*
+ * A listener: TCP (host and port, with TLS or not), or a Unix socket
+ * (path, with its owner, group and mode; ss holds its sockaddr_un and
+ * host is empty, port 0).
+ */
 struct listen_conf {
 	TAILQ_ENTRY(listen_conf) entry;
 	struct sockaddr_storage	 ss;
@@ -93,8 +115,53 @@ struct listen_conf {
 	char			 host[AGENCY_NAME_MAX];	/* as written */
 	in_port_t		 port;			/* host order */
 	int			 fd;			/* -1 until bound */
+	int			 tls;
+	int			 tls_own;	/* its own files, not the
+						 * global ones */
+	struct tls_files	 tlsf;		/* when tls_own */
+	char			 path[AGENCY_PATH_MAX];	/* "": TCP */
+	char			 owner[AGENCY_NAME_MAX]; /* "": agencyd's */
+	char			 group[AGENCY_NAME_MAX]; /* "": agencyd's */
+	uid_t			 uid;		/* of the socket file */
+	gid_t			 gid;
+	mode_t			 mode;
 };
 TAILQ_HEAD(listen_list, listen_conf);
+
+#define DEFAULT_UNIX_MODE	0666
+
+/*
+ * An API key: its name (for logs and metrics), the SHA-256 of its
+ * secret (the secret itself is never kept), and what it may do.
+ */
+struct key_conf {
+	TAILQ_ENTRY(key_conf)	 entry;
+	char			 name[AGENCY_NAME_MAX];
+	char			 secret_file[AGENCY_PATH_MAX]; /* "": the
+							* digest was written */
+	uint8_t			 digest[AGENCY_DIGEST_LEN];
+	int			 admin;		/* may use the admin routes */
+	int64_t			 max_requests;	/* in flight; 0: no bound */
+	struct strlist		 models;	/* empty: every model */
+	int			 line;
+};
+TAILQ_HEAD(key_list, key_conf);
+
+/* Who may use a Unix-socket listener without a key, by peer credentials. */
+enum allow_kind {
+	ALLOW_USER,
+	ALLOW_GROUP,
+};
+
+struct allow_conf {
+	TAILQ_ENTRY(allow_conf)	 entry;
+	enum allow_kind		 kind;
+	char			 name[AGENCY_NAME_MAX];
+	uint32_t		 id;		/* uid or gid */
+	int			 admin;
+	struct strlist		 models;	/* empty: every model */
+};
+TAILQ_HEAD(allow_list, allow_conf);
 
 struct runtime_conf {
 	TAILQ_ENTRY(runtime_conf) entry;
@@ -166,9 +233,14 @@ struct agency_conf {
 	int64_t			 queue_timeout;		/* ms, default */
 	int64_t			 max_queue;		/* waiting, in all */
 	int64_t			 fairness;		/* ms */
+	struct tls_files	 tls;		/* of TLS listeners without
+						 * their own */
+	struct strlist		 cors_origins;	/* normalized */
 	int			 progress;	/* loading progress, default */
 	struct runtime_list	 runtimes;
 	struct model_list	 models;
+	struct key_list		 keys;
+	struct allow_list	 allows;
 };
 
 /* config.c */
@@ -177,6 +249,11 @@ void			 config_free(struct agency_conf *);
 struct model_conf	*config_find_model(struct agency_conf *, const char *);
 struct runtime_conf	*config_find_runtime(struct agency_conf *,
 			    const char *);
+struct key_conf		*config_find_key(struct agency_conf *, const char *);
+/* The certificate and key of a TLS listener: its own or the global. */
+const struct tls_files	*config_listen_tls(const struct agency_conf *,
+			    const struct listen_conf *);
+void			 tls_files_clear(struct tls_files *);
 int			 strlist_add(struct strlist *, const char *);
 void			 strlist_clear(struct strlist *);
 int			 strlist_contains(const struct strlist *, const char *);

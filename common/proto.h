@@ -138,6 +138,26 @@ enum imsg_type {
 	IMSG_CTL_FAILED,
 
 	/*
+	 * Access (keys, TLS, Unix sockets, CORS), parent -> proxy, within
+	 * the configuration: after IMSG_CONF_START, the CORS origins;
+	 * after a TLS listener's IMSG_CONF_LISTEN, its certificate and
+	 * key in pieces; after the last IMSG_CONF_MODEL, the keys and the
+	 * allow rules, each followed by its models.
+	 */
+	IMSG_CONF_CORS,		/* struct proto_str, an origin */
+	IMSG_CONF_TLS_CERT,	/* bytes: the next piece of the last
+				 * listener's certificate chain (PEM) */
+	IMSG_CONF_TLS_KEY,	/* bytes: the next piece of its key (PEM) */
+	IMSG_CONF_KEY,		/* struct proto_key */
+	IMSG_CONF_KEY_MODEL,	/* struct proto_str, of the last key */
+	IMSG_CONF_ALLOW,	/* struct proto_allow */
+	IMSG_CONF_ALLOW_MODEL,	/* struct proto_str, of the last rule */
+	IMSG_CONF_USER,		/* struct proto_user: a name for the log */
+	/* agencyd -> agency-ctl, a whole status: after IMSG_STATUS_MEMORY
+	 * and before IMSG_STATUS_END, struct proto_key_status, one a key */
+	IMSG_STATUS_KEY,
+
+	/*
 	 * The events stream (console/EVENTS.md), parent -> proxy, each
 	 * event once: a sync (START, a RECORD a served model in config
 	 * order, END) when the proxy is ready and after each reload; a
@@ -173,6 +193,12 @@ enum imsg_type {
 
 	IMSG_MAXTYPE
 };
+
+/* The most bytes of a certificate chain and of a key (agencyd's
+ * secrets.c reads no more); a piece is at most PROTO_TLS_PIECE. */
+#define PROTO_TLS_CERT_MAX	(1024 * 1024)
+#define PROTO_TLS_KEY_MAX	(64 * 1024)
+#define PROTO_TLS_PIECE		8192
 
 enum proto_refusal {
 	REFUSE_NOT_LOADED,
@@ -263,6 +289,8 @@ struct proto_conf_global {
 	int64_t		body_timeout;		/* ms */
 	int64_t		body_buffer;		/* bytes, all bodies */
 	int32_t		host_any;		/* 1: no Host check */
+	/* added for access */
+	int64_t		queue_timeout;		/* ms, a key's wait */
 	/* added for the console */
 	int32_t		console;		/* 1: GET / serves it */
 };
@@ -270,6 +298,37 @@ struct proto_conf_global {
 struct proto_listen {
 	char		host[AGENCY_NAME_MAX];
 	uint16_t	port;
+	/* added for access */
+	int32_t		tls;		/* its certificate and key follow */
+	char		path[AGENCY_PATH_MAX];	/* a Unix socket; host "" */
+};
+
+/* A key: its name and the SHA-256 of its secret, never the secret. */
+struct proto_key {
+	char		name[AGENCY_NAME_MAX];
+	uint8_t		digest[AGENCY_DIGEST_LEN];
+	int32_t		admin;
+	int64_t		max_requests;	/* 0: no bound */
+};
+
+/* A rule of the Unix-socket listeners: a uid or a gid, and its name. */
+struct proto_allow {
+	int32_t		kind;		/* enum allow_kind */
+	uint32_t	id;
+	char		name[AGENCY_NAME_MAX];
+	int32_t		admin;
+};
+
+/* A user's name, which the proxy cannot look up itself. */
+struct proto_user {
+	uint32_t	uid;
+	char		name[AGENCY_NAME_MAX];
+};
+
+struct proto_key_status {
+	uint64_t	reqid;
+	char		name[AGENCY_NAME_MAX];
+	uint64_t	requests;	/* since it was defined */
 };
 
 struct proto_runtime {
@@ -298,6 +357,8 @@ struct proto_hold_req {
 	uint64_t	reqid;
 	char		model[AGENCY_NAME_MAX];	/* the served name */
 	uint32_t	flags;		/* PROTO_HOLD_*; any other: hostile */
+	/* added for access */
+	char		key[AGENCY_NAME_MAX];	/* its key's name; "" */
 };
 
 /* Tell the request what it waits for (IMSG_HOLD_WAIT), while it waits. */

@@ -123,29 +123,60 @@
 	/* --- the server ---------------------------------------------- */
 
 	/*
-	 * The place for an admin key (issue 16): a key the operator gave
-	 * this tab, sent with every admin request.
+	 * The admin key (issue 16): one the operator gave this tab when the
+	 * admin routes asked for it (the key form), kept for the tab alone
+	 * (sessionStorage, or this page where that is refused) and sent
+	 * with every admin request.
 	 */
+	const KEY_ITEM = 'agency-admin-key';
+	const KEY_CODES = new Set(['invalid_api_key', 'admin_key_required']);
+	let pageKey = null;
+
 	function authHeaders() {
-		let key = null;
+		let key = pageKey;
 		try {
-			key = sessionStorage.getItem('agency-admin-key');
+			key = sessionStorage.getItem(KEY_ITEM) || pageKey;
 		} catch (e) {
-			key = null;
+			/* storage refused: the page's own */
 		}
 		return key ? { Authorization: 'Bearer ' + key } : {};
 	}
 
-	/* The message of an OpenAI-shaped error answer, or the status. */
-	async function errorText(res) {
+	function keySet(key) {
+		pageKey = key;
+		try {
+			sessionStorage.setItem(KEY_ITEM, key);
+		} catch (e) {
+			/* kept for this page only */
+		}
+	}
+
+	/* The admin routes refused us for want of an admin key: ask. */
+	function keyAsk(message) {
+		const f = $('key-form');
+		setText($('key-why'), message);
+		if (f.hidden) {
+			f.hidden = false;
+			$('key-input').focus();
+		}
+	}
+
+	/* The code and message of an OpenAI-shaped error answer. */
+	async function errorInfo(res) {
 		try {
 			const j = await res.json();
 			if (j && j.error && typeof j.error.message === 'string')
-				return j.error.message;
+				return { code: String(j.error.code || ''),
+				    message: j.error.message };
 		} catch (e) {
 			/* not JSON */
 		}
-		return 'HTTP ' + res.status;
+		return { code: '', message: 'HTTP ' + res.status };
+	}
+
+	/* The message of an OpenAI-shaped error answer, or the status. */
+	async function errorText(res) {
+		return (await errorInfo(res)).message;
 	}
 
 	async function post(path, body) {
@@ -248,9 +279,12 @@
 					cache: 'no-store',
 					signal: ctl.signal
 				});
-				if (!res.ok)
-					return 'refused: ' +
-					    await errorText(res);
+				if (!res.ok) {
+					const e = await errorInfo(res);
+					if (KEY_CODES.has(e.code))
+						keyAsk(e.message);
+					return 'refused: ' + e.message;
+				}
 				const ct = res.headers.get('Content-Type') || '';
 				if (!ct.startsWith('text/event-stream'))
 					return 'not an event stream (' + ct + ')';
@@ -472,6 +506,7 @@
 				    fmtDur(Date.now() - st.lostAt), 'note');
 			st.lostAt = 0;
 			lastRefusal = '';
+			$('key-form').hidden = true;
 			setConn('live', 'Live');
 			document.body.classList.remove('stale');
 		},
@@ -1002,6 +1037,15 @@
 		$('confirm').addEventListener('close', onConfirmClose);
 		$('conn-retry').addEventListener('click', () =>
 		    events.retryNow());
+		$('key-form').addEventListener('submit', (e) => {
+			e.preventDefault();
+			const key = $('key-input').value.trim();
+			if (key === '')
+				return;
+			keySet(key);
+			$('key-input').value = '';
+			events.retryNow();
+		});
 		$('log-model').addEventListener('change', (e) =>
 		    followLog(e.target.value));
 		$('log-follow').addEventListener('change', (e) => {

@@ -177,6 +177,8 @@ usage(FILE *fp, int code)
 "the last two in pieces MS ms apart.  The headers X-Fakelm-Body-Cksum and\n"
 "X-Fakelm-Answer-Cksum name the cksum(1) digests (\"CRC LENGTH\") of the\n"
 "request body received and of the answer body sent.\n"
+"A request with the header \"X-Fakelm-Echo-Headers\" is answered with\n"
+"\"X-Fakelm-Headers\", the names of its header fields in lower case.\n"
 "Environment: AGENCY_EXIT_WITH_PARENT=1 exits 0 when stdin reaches EOF.\n",
 	    __progname);
 	exit(code);

@@ -8,6 +8,7 @@
  */
 
 #include <sys/types.h>
+#include <sys/queue.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 
@@ -248,6 +249,35 @@ reply_error(struct evhttp_request *req, int code, const char *path,
 	reply_json(req, code, obj, path, model, 0);
 }
 
+/*
+ * Asked for with the request header X-Fakelm-Echo-Headers: the names of
+ * the request's header fields, in lower case and in order, in the
+ * answer's X-Fakelm-Headers, so that a test sees what a proxy passed on
+ * (and what it took out).
+ */
+static void
+echo_headers(struct evhttp_request *req)
+{
+	struct evkeyvalq	*in = evhttp_request_get_input_headers(req);
+	struct evkeyval		*kv;
+	char			 names[2048], *p;
+	size_t			 n = 0;
+
+	if (evhttp_find_header(in, "X-Fakelm-Echo-Headers") == NULL)
+		return;
+	names[0] = '\0';
+	TAILQ_FOREACH(kv, in, next) {
+		if (n + strlen(kv->key) + 3 >= sizeof(names))
+			break;
+		n += snprintf(names + n, sizeof(names) - n, "%s%s",
+		    n > 0 ? ", " : "", kv->key);
+	}
+	for (p = names; *p != '\0'; p++)
+		*p = tolower((unsigned char)*p);
+	evhttp_add_header(evhttp_request_get_output_headers(req),
+	    "X-Fakelm-Headers", names);
+}
+
 static void
 handle(struct evhttp_request *req, void *arg)
 {
@@ -263,6 +293,7 @@ handle(struct evhttp_request *req, void *arg)
 		path = "/";
 	if (conf.log_requests)
 		log_received(req, path);
+	echo_headers(req);
 
 	if (strcmp(path, "/health") == 0) {
 		health(req, path);

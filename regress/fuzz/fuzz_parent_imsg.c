@@ -64,9 +64,11 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include "../../agencyd/proxylink.c"
 /* Binding the listeners is an effect like spawning: faked below. */
 #define listeners_bind	real_listeners_bind
-#include "../../agencyd/proxylink.c"
+int	real_listeners_bind(struct agency_conf *);
+#include "../../agencyd/listeners.c"
 #undef listeners_bind
 #include "../../agencyd/control.c"
 

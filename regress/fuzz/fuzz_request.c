@@ -14,7 +14,12 @@
  * Input: a method byte, a path byte, a Host byte, a Content-Type byte,
  * an Origin byte (each picks a known value, or a length byte and that
  * many bytes of the input follow), a flags byte (bit 0: a default model
- * is set; bit 1: server names; bit 2: server name any), then the body.
+ * is set; bit 1: server names; bit 2: server name any; bits 3 and 4:
+ * the query; bit 5: the console is off; bit 6: access, with keys, CORS
+ * origins and allow rules), an Authorization byte, an x-api-key byte,
+ * an Access-Control-Request-Method byte and a -Headers byte (each picks
+ * as the others), a connection byte (TCP, TLS, or a Unix socket's
+ * client of one of a few users), then the body.
  *
  * Invariants: no crash, no leak; an error has a known status, a code and
  * a NUL-terminated message, and its family is Anthropic's on Anthropic's
@@ -22,17 +27,23 @@
  * allows, with a JSON object body and a JSON Content-Type, or on a form
  * route, a form whose model (if any) is inside the body and names the
  * model; no route but /health is served with a Host that does not name
- * the front door or an Origin not its own, and no admin route nor
- * passthrough without a loopback Host and the port; a passthrough is
- * for a served model whose runtime has it on, at a prefix that names
- * it.  The body scan's two ways of finding the bytes that matter (SSE2
- * and a 64-bit word, scan.c) give the same answer and notes for every
- * body, with its strings noted as it came in or not (prescan_feed), and
- * a body the scan takes is an object json-c reads with the same members,
- * in the same order, at the offsets noted.  Such a body spliced by each
- * model's rules (splice.c) is refused as the json-c path refuses it, or
- * reads as the same JSON as that path's tree, strict and with no name
- * twice; only the routes the fast path reads as the tree does take it.
+ * the front door (but to a Unix socket's client) or an Origin not its
+ * own or, for routes that are not the admin ones nor passthrough,
+ * listed; no admin route nor passthrough without a loopback Host and
+ * the port; a passthrough is for a served model whose runtime has it
+ * on, at a prefix that names it.  With keys: nothing but /health, a
+ * preflight and the console's files without a key's secret or an allow
+ * rule; a key's request only for its models, an admin route only for an
+ * admin key; CORS granted only to a listed origin, never on an admin
+ * route, passthrough nor the console.  The body scan's two ways of
+ * finding the bytes that matter (SSE2 and a 64-bit word, scan.c) give
+ * the same answer and notes for every body, with its strings noted as
+ * it came in or not (prescan_feed), and a body the scan takes is an
+ * object json-c reads with the same members, in the same order, at the
+ * offsets noted.  Such a body spliced by each model's rules (splice.c)
+ * is refused as the json-c path refuses it, or reads as the same JSON
+ * as that path's tree, strict and with no name twice; only the routes
+ * the fast path reads as the tree does take it.
  *
  * FUZZ_WRITE_SEEDS=DIR writes the seed corpus into DIR and exits.
  */
@@ -55,12 +66,13 @@
 #include "console_assets.h"
 #include "log.h"
 #include "proxy.h"
+#include "sha256.h"
 #include "routes.h"
 
 int	LLVMFuzzerInitialize(int *, char ***);
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
-static struct pconf	*confs[8];	/* by the flags byte */
+static struct pconf	*confs[16];	/* by the flags byte */
 static int		 verbose;	/* FUZZ_VERBOSE: print decisions */
 
 static const int	 methods[] = { EVHTTP_REQ_POST, EVHTTP_REQ_GET,
@@ -113,8 +125,43 @@ static const char	*origins[] = { NULL, "http://127.0.0.1:8080",
 			    "null", "https://127.0.0.1:8080",
 			    "http://127.0.0.1", "http://agency.lan:8080",
 			    "http://[::1]:8080", "http://127.0.0.1:8080/x",
-			    "HTTP://LOCALHOST:8080", "" };
+			    "HTTP://LOCALHOST:8080", "",
+			    "https://app.example", "https://APP.example",
+			    "https://app.example:443", "*" };
 #define NORIGINS	(sizeof(origins) / sizeof(origins[0]))
+
+/* Credentials: the two keys' secrets, in their forms, and wrong ones. */
+#define SECRET_ALICE	"agency-fuzz-alice-0123456789"
+#define SECRET_OPS	"agency-fuzz-ops-0123456789ab"
+static const char	*authzs[] = { NULL, "Bearer " SECRET_ALICE,
+			    "Bearer " SECRET_OPS, "bearer  " SECRET_ALICE "  ",
+			    "Bearer wrong-key-0123456789", "Basic YTpi",
+			    "Bearer", "Bearer ", SECRET_ALICE, "" };
+#define NAUTHZS		(sizeof(authzs) / sizeof(authzs[0]))
+static const char	*apikeys[] = { NULL, SECRET_ALICE, SECRET_OPS,
+			    " " SECRET_OPS "\t", "wrong-key-0123456789", "" };
+#define NAPIKEYS	(sizeof(apikeys) / sizeof(apikeys[0]))
+static const char	*acrms[] = { NULL, "POST", "GET", "DELETE", "post",
+			    "" };
+#define NACRMS		(sizeof(acrms) / sizeof(acrms[0]))
+static const char	*acrhs[] = { NULL, "authorization, content-type",
+			    "Content-Type", "x-api-key,authorization",
+			    "x-stainless-os, x-stainless-lang", "openai-beta",
+			    "x-secret", "authorization,,", "a b", "",
+			    "x-stainless-" };
+#define NACRHS		(sizeof(acrhs) / sizeof(acrhs[0]))
+/* The listed CORS origin of the access confs. */
+#define CORS_ORIGIN	"https://app.example"
+/* Unix sockets' clients: uid 1000 (a rule for qwen), uid 1001 with
+ * group 100 (an admin rule), uid 1002 (no rule). */
+static uint32_t		 groups100[] = { 100 };
+static const struct hpeer peers[] = {
+	{ 1, 1, 1000, 1000, NULL, 0 },
+	{ 1, 1, 1001, 1001, groups100, 1 },
+	{ 1, 1, 1002, 1002, NULL, 0 },
+	{ 1, 0, 0, 0, NULL, 0 },	/* its credentials not read */
+};
+#define NPEERS		(sizeof(peers) / sizeof(peers[0]))
 
 /* The names of confs with bit 1 of the flags. */
 static const char	*names[] = { "agency.lan", "gw.example:8443",
@@ -125,6 +172,31 @@ struct input {
 	const uint8_t	*p;
 	size_t		 left;
 };
+
+/* The access of confs with bit 3: keys alice (qwen and llava) and ops
+ * (admin), a CORS origin, allow rules (uid 1000 for qwen, group 100
+ * with admin). */
+static void
+make_access(struct pconf *c)
+{
+	uint8_t		 d[SHA256_LEN];
+	struct pkey	*k;
+	struct pallow	*a;
+
+	sha256(SECRET_ALICE, strlen(SECRET_ALICE), d);
+	if ((k = pconf_add_key(c, "alice", d, 0, 2)) == NULL ||
+	    pstrs_add(&k->models, "qwen") == -1 ||
+	    pstrs_add(&k->models, "llava") == -1)
+		errx(1, "cannot build the configuration");
+	sha256(SECRET_OPS, strlen(SECRET_OPS), d);
+	if (pconf_add_key(c, "ops", d, 1, 0) == NULL ||
+	    pstrs_add(&c->cors, CORS_ORIGIN) == -1 ||
+	    (a = pconf_add_allow(c, ALLOW_USER, 1000, "u1000", 0)) == NULL ||
+	    pstrs_add(&a->models, "qwen") == -1 ||
+	    pconf_add_allow(c, ALLOW_GROUP, 100, "users", 1) == NULL ||
+	    pconf_add_user(c, 1000, "u1000") == -1)
+		errx(1, "cannot build the configuration");
+}
 
 /* The proxy's configuration as the rules tests have it, listening on
  * 8080 (for the Host guard). */
@@ -193,6 +265,7 @@ make_conf(const char *default_model, int named, int any)
 }
 
 /* The seeds: every route, guard and body shape the tests use. */
+#define HEAD	11
 static void
 write_seeds(const char *dir)
 {
@@ -247,8 +320,10 @@ write_seeds(const char *dir)
 		"--b\r\nContent-Disposition: form-data; name=stream\r\n\r\n"
 		    "true\r\n--b--",
 	};
-	/* method, path, host, ctype, origin, flags for each body */
-	static const uint8_t heads[][6] = {
+	/* method, path, host, ctype, origin, flags, Authorization,
+	 * x-api-key, Access-Control-Request-Method and -Headers, the
+	 * connection, for each body */
+	static const uint8_t heads[][HEAD] = {
 		{ 0, 0, 1, 1, 0, 0 },	/* POST /v1/chat/completions */
 		{ 0, 1, 1, 2, 0, 1 },	/* POST /v1/completions */
 		{ 0, 2, 3, 1, 0, 0 },	/* POST /v1/embeddings */
@@ -277,6 +352,21 @@ write_seeds(const char *dir)
 		{ 0, 0, 3, 1, 2, 2 },
 		{ 0, 0, 1, 1, 4, 4 },	/* null, any Host */
 		{ 5, 0, 1, 0, 3, 0 },	/* a preflight */
+		/* with keys, CORS and allow rules (bit 6) */
+		{ 0, 0, 1, 1, 0, 64, 1 },	/* alice's key */
+		{ 0, 0, 1, 1, 0, 64, 0, 2 },	/* ops's, as x-api-key */
+		{ 0, 0, 1, 1, 0, 64, 4 },	/* a wrong key */
+		{ 0, 0, 1, 1, 0, 64 },		/* none */
+		{ 1, 7, 1, 0, 0, 64, 1 },	/* admin, not an admin key */
+		{ 1, 7, 1, 0, 0, 64, 2 },	/* admin, the admin key */
+		{ 1, 10, 1, 0, 0, 64, 1 },	/* alice's models */
+		{ 0, 0, 1, 1, 0, 64, 0, 0, 0, 0, 2 },	/* a socket's user */
+		{ 0, 0, 0, 1, 0, 64, 0, 0, 0, 0, 4 },	/* one no rule names */
+		{ 1, 7, 0, 0, 0, 64, 0, 0, 0, 0, 3 },	/* an admin group */
+		{ 5, 0, 1, 0, 12, 64, 0, 0, 1, 1 },	/* a CORS preflight */
+		{ 5, 14, 1, 0, 12, 64, 0, 0, 2, 1 },	/* ... of /metrics */
+		{ 0, 0, 1, 1, 12, 64, 1 },	/* a listed origin's request */
+		{ 1, 0, 1, 0, 1, 64, 2, 0, 0, 0, 1 },	/* TLS */
 		{ 0, 15, 1, 1, 0, 0 },	/* POST /v1/messages */
 		{ 0, 16, 1, 1, 0, 1 },	/* count_tokens */
 		{ 0, 5, 1, 1, 0, 0 },	/* Responses */
@@ -302,9 +392,10 @@ write_seeds(const char *dir)
 	};
 	/* the body for each head but the first */
 	static const size_t pairs[] = { 0, 1, 12, 13, 14, 11, 0, 16, 0, 0, 0,
-		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 22, 23, 23,
-		24, 24, 25, 26, 27, 26, 0, 22, 22, 14, 0, 0, 0, 0, 0, 0, 0, 0,
-		0, 0 };
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 22,
+		0, 0, 0, 0, 22, 22, 22, 0, 0, 22, 22, 22, 1, 22,
+		23, 23, 24, 24, 25, 26, 27, 26, 0, 22, 22, 14, 0,
+		0, 0, 0, 0, 0, 0, 0, 0, 0 };
 	char		 path[1024];
 	uint8_t		 buf[4096];
 	size_t		 i, j, n, len;
@@ -316,14 +407,14 @@ write_seeds(const char *dir)
 			/* every body on the chat route, a fitting one else */
 			if (i > 0 && j != pairs[i])
 				continue;
-			memcpy(buf, heads[i], 6);
+			memcpy(buf, heads[i], HEAD);
 			len = strlen(bodies[j]);
-			memcpy(buf + 6, bodies[j], len);
+			memcpy(buf + HEAD, bodies[j], len);
 			(void)snprintf(path, sizeof(path), "%s/seed-%03zu",
 			    dir, n++);
 			if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC,
-			    0644)) == -1 || write(fd, buf, len + 6) !=
-			    (ssize_t)(len + 6))
+			    0644)) == -1 || write(fd, buf, len + HEAD) !=
+			    (ssize_t)(len + HEAD))
 				err(1, "%s", path);
 			close(fd);
 		}
@@ -343,8 +434,11 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 		write_seeds(seeds);
 	verbose = getenv("FUZZ_VERBOSE") != NULL;
 	log_init(1, LOG_DAEMON);
-	for (i = 0; i < 8; i++)
+	for (i = 0; i < 16; i++) {
 		confs[i] = make_conf(i & 1 ? "q" : NULL, i & 2, (i & 4) != 0);
+		if (i & 8)
+			make_access(confs[i]);
+	}
 	return (0);
 }
 
@@ -541,10 +635,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct http_hdrs	 hh;
 	struct pconf		*c;
 	char			 pathbuf[300], hostbuf[300], ctbuf[300];
-	char			 obuf[300];
+	char			 obuf[300], abuf[300], kbuf[300], mbuf[300];
+	char			 hbuf[300];
 	const char		*path, *host, *ctype, *origin, *s;
+	const char		*authz, *apikey;
 	char			*body;
-	int			 cmd, stops, flags;
+	int			 cmd, stops, flags, conn, access, unixsock;
+	int			 admin, console, pass, credential;
 	int64_t			 cap;
 
 	cmd = methods[byte(&in) % NMETHODS];
@@ -555,7 +652,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ctype = pick(&in, ctypes, NCTYPES, ctbuf, sizeof(ctbuf));
 	origin = pick(&in, origins, NORIGINS, obuf, sizeof(obuf));
 	flags = byte(&in);
-	c = confs[flags & 7];
+	/* bit 6: with keys, CORS origins and allow rules */
+	c = confs[(flags & 7) | (flags & 0x40 ? 8 : 0)];
+	access = !TAILQ_EMPTY(&c->keys);
+	memset(&hh, 0, sizeof(hh));
 	/* bits 3 and 4: the query; bit 5: the console is off */
 	c->console = (flags & 0x20) == 0;
 	hh.query = queries[flags >> 3 & 3];
@@ -565,6 +665,24 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	hh.ctype = ctype;
 	hh.marks = NULL;
 	hh.origin = origin;
+	hh.authorization = authz = pick(&in, authzs, NAUTHZS, abuf,
+	    sizeof(abuf));
+	hh.apikey = apikey = pick(&in, apikeys, NAPIKEYS, kbuf, sizeof(kbuf));
+	hh.acrm = pick(&in, acrms, NACRMS, mbuf, sizeof(mbuf));
+	hh.acrh = pick(&in, acrhs, NACRHS, hbuf, sizeof(hbuf));
+	conn = byte(&in) % (NPEERS + 2);
+	hh.tls = conn == 1;
+	hh.peer = conn >= 2 ? &peers[conn - 2] : NULL;
+	unixsock = hh.peer != NULL;
+	admin = strcmp(path, "/metrics") == 0 ||
+	    strncmp(path, "/v1/agency/", 11) == 0;
+	console = strcmp(path, "/") == 0 || strncmp(path, "/console/", 9) == 0;
+	pass = strncmp(path, "/upstream/", 10) == 0;
+	/* a key's secret, said again: the right bytes, in a right form */
+	credential = (authz != NULL && (strcmp(authz, authzs[1]) == 0 ||
+	    strcmp(authz, authzs[2]) == 0 || strcmp(authz, authzs[3]) == 0)) ||
+	    (apikey != NULL && (strcmp(apikey, apikeys[1]) == 0 ||
+	    strcmp(apikey, apikeys[2]) == 0 || strcmp(apikey, apikeys[3]) == 0));
 
 	/* The body in a buffer of its own size, as evbuffer_pullup
 	 * gives it: no NUL after it, so an overread shows. */
@@ -598,17 +716,51 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	json_object_put(fdc.body);
 	/* What a web page may not get: any route but /health served to a
-	 * Host that is not ours or an Origin not our own. */
+	 * Host that is not ours or an Origin neither our own nor, but for
+	 * the admin routes, listed. */
 	if (dc.action != HTTP_ERROR && dc.action != HTTP_HEALTH &&
-	    (!http_host_ok(c, host) || (origin != NULL &&
-	    !http_origin_ok(c, origin, host))))
+	    ((!unixsock && !http_host_ok(c, host)) || (origin != NULL &&
+	    !http_origin_ok(c, origin, host, hh.tls) &&
+	    (admin || pass || strcasecmp(origin, CORS_ORIGIN) != 0 ||
+	    !access))))
 		abort();
 	if ((dc.action == HTTP_STATUS || dc.action == HTTP_CANCEL ||
 	    dc.action == HTTP_METRICS || dc.action == HTTP_PASS ||
 	    dc.action == HTTP_REDIRECT || dc.action == HTTP_CONSOLE ||
 	    dc.action == HTTP_EVENTS || dc.action == HTTP_LOGS ||
 	    dc.action == HTTP_LOAD || dc.action == HTTP_UNLOAD) &&
-	    !admin_host(host))
+	    !unixsock && !admin_host(host))
+		abort();
+	/* CORS: a listed origin alone, never an admin route, passthrough
+	 * nor the console, never "*" */
+	if ((dc.cors[0] != '\0' || dc.action == HTTP_PREFLIGHT) &&
+	    (admin || console || pass || origin == NULL ||
+	    strcmp(dc.cors, origin) != 0 ||
+	    strcasecmp(origin, CORS_ORIGIN) != 0 || !access))
+		abort();
+	/* Access: with keys, nothing but /health, preflights and the
+	 * console's files without a key's secret or an allow rule's user;
+	 * the right key's models and admin routes only; a wrong key is
+	 * delayed. */
+	if (access && dc.action != HTTP_ERROR && dc.action != HTTP_HEALTH &&
+	    dc.action != HTTP_PREFLIGHT && dc.action != HTTP_CONSOLE) {
+		if (!credential && !(unixsock && hh.peer->known &&
+		    (hh.peer->uid == 1000 || hh.peer->ngroups > 0)))
+			abort();
+		if (dc.acc.key == NULL && !dc.acc.rules)
+			abort();
+		if ((dc.action == HTTP_STATUS || dc.action == HTTP_CANCEL ||
+		    dc.action == HTTP_METRICS || dc.action == HTTP_EVENTS ||
+		    dc.action == HTTP_LOGS || dc.action == HTTP_LOAD ||
+		    dc.action == HTTP_UNLOAD) && !dc.acc.admin)
+			abort();
+		if (dc.acc.key != NULL && strcmp(dc.acc.key->name, "alice") ==
+		    0 && dc.model != NULL && strcmp(dc.model->name, "qwen") !=
+		    0 && strcmp(dc.model->name, "llava") != 0)
+			abort();
+	}
+	if (dc.delay != 0 && (dc.action != HTTP_ERROR ||
+	    dc.e.status != 401 || !access))
 		abort();
 	if (dc.action == HTTP_HOLD && !dc.form && !json_ctype(ctype))
 		abort();
@@ -629,6 +781,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		(void)answer_error_type(dc.e.status);
 		break;
+	case HTTP_PREFLIGHT:
+		if (dc.body != NULL || cmd != EVHTTP_REQ_OPTIONS ||
+		    dc.pf_method == NULL || hh.acrm == NULL ||
+		    strcmp(dc.pf_method, hh.acrm) != 0 ||
+		    memchr(dc.pf_headers, '\0', sizeof(dc.pf_headers)) ==
+		    NULL)
+			abort();
+		break;
 	case HTTP_HEALTH:
 	case HTTP_MODELS:
 	case HTTP_STATUS:
@@ -636,9 +796,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		break;
 	case HTTP_METRICS:
-		/* only a GET with a loopback Host of ours */
+		/* only a GET with a loopback Host of ours (any on a Unix
+		 * socket) */
 		if (dc.body != NULL || cmd != EVHTTP_REQ_GET ||
-		    strcmp(path, "/metrics") != 0 || host == NULL)
+		    strcmp(path, "/metrics") != 0 ||
+		    (host == NULL && !unixsock))
 			abort();
 		break;
 	case HTTP_CANCEL:

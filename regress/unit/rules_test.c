@@ -147,17 +147,17 @@ ATF_TC_BODY(pick_model, tc)
 	json_object	*o;
 
 	o = parse("{\"model\":\"q\"}");
-	ATF_CHECK(rules_pick_model(c, o, &m, &e) == 0);
+	ATF_CHECK(rules_pick_model(c, o, NULL, &m, &e) == 0);
 	ATF_CHECK_STREQ(m->name, "qwen");
 	json_object_put(o);
 
 	o = parse("{\"model\":\"llava\"}");
-	ATF_CHECK(rules_pick_model(c, o, &m, &e) == 0);
+	ATF_CHECK(rules_pick_model(c, o, NULL, &m, &e) == 0);
 	ATF_CHECK_STREQ(m->name, "llava");
 	json_object_put(o);
 
 	o = parse("{\"model\":\"gpt-4\"}");
-	ATF_CHECK(rules_pick_model(c, o, &m, &e) == -1);
+	ATF_CHECK(rules_pick_model(c, o, NULL, &m, &e) == -1);
 	ATF_CHECK_EQ(e.status, 404);
 	ATF_CHECK_STREQ(e.code, "model_not_found");
 	ATF_CHECK_MSG(strstr(e.message, "gpt-4") != NULL &&
@@ -166,23 +166,23 @@ ATF_TC_BODY(pick_model, tc)
 	json_object_put(o);
 
 	o = parse("{\"model\":3}");
-	ATF_CHECK(rules_pick_model(c, o, &m, &e) == -1);
+	ATF_CHECK(rules_pick_model(c, o, NULL, &m, &e) == -1);
 	ATF_CHECK_EQ(e.status, 400);
 	json_object_put(o);
 
 	/* no model, several served, no default */
 	o = parse("{\"messages\":[]}");
-	ATF_CHECK(rules_pick_model(c, o, &m, &e) == -1);
+	ATF_CHECK(rules_pick_model(c, o, NULL, &m, &e) == -1);
 	ATF_CHECK_EQ(e.status, 400);
 	ATF_CHECK_STREQ(e.code, "model_required");
 
 	/* the default, by alias */
 	strlcpy(c->default_model, "q", sizeof(c->default_model));
-	ATF_CHECK(rules_pick_model(c, o, &m, &e) == 0);
+	ATF_CHECK(rules_pick_model(c, o, NULL, &m, &e) == 0);
 	ATF_CHECK_STREQ(m->name, "qwen");
 	/* a default that is not served is the 404 */
 	strlcpy(c->default_model, "gone", sizeof(c->default_model));
-	ATF_CHECK(rules_pick_model(c, o, &m, &e) == -1);
+	ATF_CHECK(rules_pick_model(c, o, NULL, &m, &e) == -1);
 	ATF_CHECK_EQ(e.status, 404);
 	pconf_free(c);
 
@@ -190,7 +190,7 @@ ATF_TC_BODY(pick_model, tc)
 	c = pconf_new();
 	ATF_REQUIRE(pconf_add_runtime(c, "r", KIND_CHAT, 0, 0) != NULL);
 	ATF_REQUIRE(pconf_add_model(c, "only", "r", "u", "l", 0) != NULL);
-	ATF_CHECK(rules_pick_model(c, o, &m, &e) == 0);
+	ATF_CHECK(rules_pick_model(c, o, NULL, &m, &e) == 0);
 	ATF_CHECK_STREQ(m->name, "only");
 	json_object_put(o);
 	pconf_free(c);
@@ -635,8 +635,8 @@ ATF_TC_BODY(stops, tc)
 static void
 decide_chat(struct pconf *c, const char *body, struct http_decision *dc)
 {
-	struct http_hdrs	 hh = { "127.0.0.1:8080", NULL,
-				    "application/json", NULL, NULL };
+	struct http_hdrs	 hh = { .host = "127.0.0.1:8080",
+				    .ctype = "application/json" };
 	struct plisten		*l;
 
 	if (TAILQ_EMPTY(&c->listens)) {
@@ -835,25 +835,34 @@ ATF_TC_BODY(origin, tc)
 	struct pconf	*c = listening_conf();
 
 	ATF_CHECK(http_origin_ok(c, "http://127.0.0.1:8080",
-	    "127.0.0.1:8080"));
+	    "127.0.0.1:8080", 0));
 	ATF_CHECK(http_origin_ok(c, "HTTP://LocalHost:8080",
-	    "localhost:8080"));
-	ATF_CHECK(http_origin_ok(c, "http://a.lan", "a.lan:80"));
-	ATF_CHECK(http_origin_ok(c, "http://a.lan:80", "a.lan"));
-	ATF_CHECK(http_origin_ok(c, "http://[::1]:8081", "[::1]:8081"));
+	    "localhost:8080", 0));
+	ATF_CHECK(http_origin_ok(c, "http://a.lan", "a.lan:80", 0));
+	ATF_CHECK(http_origin_ok(c, "http://a.lan:80", "a.lan", 0));
+	ATF_CHECK(http_origin_ok(c, "http://[::1]:8081", "[::1]:8081", 0));
 	ATF_CHECK(!http_origin_ok(c, "http://localhost:8080",
-	    "127.0.0.1:8080"));
+	    "127.0.0.1:8080", 0));
 	ATF_CHECK(!http_origin_ok(c, "http://127.0.0.1:8081",
-	    "127.0.0.1:8080"));
+	    "127.0.0.1:8080", 0));
 	ATF_CHECK(!http_origin_ok(c, "https://127.0.0.1:8080",
-	    "127.0.0.1:8080"));
+	    "127.0.0.1:8080", 0));
 	ATF_CHECK(!http_origin_ok(c, "http://127.0.0.1:8080/",
-	    "127.0.0.1:8080"));
-	ATF_CHECK(!http_origin_ok(c, "null", "127.0.0.1:8080"));
-	ATF_CHECK(!http_origin_ok(c, "", "127.0.0.1:8080"));
+	    "127.0.0.1:8080", 0));
+	ATF_CHECK(!http_origin_ok(c, "null", "127.0.0.1:8080", 0));
+	ATF_CHECK(!http_origin_ok(c, "", "127.0.0.1:8080", 0));
 	ATF_CHECK(!http_origin_ok(c, "http://evil.example",
-	    "127.0.0.1:8080"));
-	ATF_CHECK(!http_origin_ok(c, "http://127.0.0.1:8080", NULL));
+	    "127.0.0.1:8080", 0));
+	ATF_CHECK(!http_origin_ok(c, "http://127.0.0.1:8080", NULL, 0));
+	/* over TLS, the front door's own origin is https, port 443 by
+	 * default */
+	ATF_CHECK(http_origin_ok(c, "https://127.0.0.1:8080",
+	    "127.0.0.1:8080", 1));
+	ATF_CHECK(http_origin_ok(c, "https://a.lan", "a.lan:443", 1));
+	ATF_CHECK(http_origin_ok(c, "https://a.lan:443", "a.lan", 1));
+	ATF_CHECK(!http_origin_ok(c, "http://127.0.0.1:8080",
+	    "127.0.0.1:8080", 1));
+	ATF_CHECK(!http_origin_ok(c, "https://a.lan", "a.lan:80", 1));
 	pconf_free(c);
 }
 
@@ -863,7 +872,8 @@ decide(struct pconf *c, int cmd, const char *path, const char *host,
     const char *origin, const char *ctype, const char *body)
 {
 	struct http_decision	 dc;
-	struct http_hdrs	 hh = { host, origin, ctype, NULL, NULL };
+	struct http_hdrs	 hh = { .host = host, .origin = origin,
+				    .ctype = ctype };
 
 	http_decide(c, cmd, path, &hh, body, body ? strlen(body) : 0, NULL,
 	    &dc);
