@@ -186,7 +186,7 @@ struct fspawn {
 TAILQ_HEAD(fspawns, fspawn);
 
 #define MAXPROCS	64
-#define MAXHOLDS	256
+#define MAXHOLDS	4096	/* every grant of one input, bursts included */
 #define MAXREQS		1024	/* a burst of 510 over those waiting */
 #define MAXCONNS	3
 #define MAXCANCELS	64
@@ -364,23 +364,37 @@ f_log(void *ctx, int pri, const char *line)
 	log_drop(pri, line);
 }
 
-/* The request is answered, or withdrawn: it waits no more. */
+/*
+ * The request is answered, or withdrawn: it waits no more.  A hostile
+ * proxy may send one id twice, once asking to be told its waits and
+ * once not, and which of the two ends is the pool's to choose: the ids
+ * that asked are kept while as many requests with the id still wait.
+ */
 static int
 req_take(uint64_t reqid)
 {
-	size_t	i;
+	size_t	i, left = 0, asked = 0;
+	int	found = -1;
 
-	for (i = 0; i < w.ntold; i++)
-		if (w.told[i] == reqid) {
-			w.told[i] = w.told[--w.ntold];
-			break;
-		}
 	for (i = 0; i < w.nreqs; i++)
 		if (w.reqs[i] == reqid) {
 			w.reqs[i] = w.reqs[--w.nreqs];
-			return (0);
+			found = 0;
+			break;
 		}
-	return (-1);
+	for (i = 0; i < w.nreqs; i++)
+		if (w.reqs[i] == reqid)
+			left++;
+	for (i = 0; i < w.ntold; i++)
+		if (w.told[i] == reqid)
+			asked++;
+	for (i = 0; asked > left && i < w.ntold; i++)
+		if (w.told[i] == reqid) {
+			w.told[i] = w.told[--w.ntold];
+			asked--;
+			i--;
+		}
+	return (found);
 }
 
 static void
@@ -834,6 +848,12 @@ payload(struct input *in, uint32_t type, void *buf, size_t size,
 		if (len > size)
 			len = size;
 		bytes(in, buf, len);
+		/* raw bytes may still be a release of a held hold */
+		if (type == IMSG_HOLD_RELEASE && len == sizeof(hid)) {
+			memcpy(&hid, buf, sizeof(hid));
+			*release = 1;
+			*relid = hid.holdid;
+		}
 		return (len);
 	}
 	switch (type) {
@@ -1026,6 +1046,15 @@ step_proxy(struct input *in)
 		 * reuse ids: the pool withdraws one at a time) */
 		(void)req_take(rq.reqid);
 	}
+	/* A release of a held hold ends it as agencyd reads it, and the
+	 * invariants are checked from within that reading. */
+	if (release && held && len == sizeof(struct proto_holdid) &&
+	    type == IMSG_HOLD_RELEASE)
+		for (i = 0; i < w.nholds; i++)
+			if (w.holds[i] == relid) {
+				w.holds[i] = w.holds[--w.nholds];
+				break;
+			}
 	if (verbose)
 		fprintf(stderr, "proxy sends type %u len %zu\n", type, len);
 	frame(w.pfd, type, buf, len, len + IMSG_HEADER_SIZE, 0);
@@ -1056,14 +1085,9 @@ step_proxy(struct input *in)
 	}
 	if (release && len == sizeof(struct proto_holdid) &&
 	    type == IMSG_HOLD_RELEASE) {
-		if (held) {
+		if (held)
 			CHECK(w.d.proxy_up);
-			for (i = 0; i < w.nholds; i++)
-				if (w.holds[i] == relid) {
-					w.holds[i] = w.holds[--w.nholds];
-					break;
-				}
-		} else
+		else
 			CHECK(!w.d.proxy_up);
 	}
 	/* A request the pool did not take (a bad message) waits no more. */
