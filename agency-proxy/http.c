@@ -35,6 +35,7 @@
 #include "log.h"
 #include "proxy.h"
 #include "routes.h"
+#include "sha256.h"
 
 static void	 http_request(struct hreq *, const struct h1_msg *, char *,
 		    size_t);
@@ -56,7 +57,6 @@ static void	 decide_error(struct http_decision *, int, const char *,
 static void	 decide_admin(const struct pconf *, int, const char *,
 		    const struct http_hdrs *, const char *, size_t,
 		    struct http_decision *);
-static int	 hexval(int);
 static void	 http_console(struct hreq *, const struct console_asset *,
 		    const char *, const char *, const char *, int64_t);
 
@@ -407,7 +407,7 @@ pct_decode(const char *s, char *buf, size_t size)
 			buf[n++] = *s;
 			continue;
 		}
-		if ((hi = hexval(s[1])) == -1 || (lo = hexval(s[2])) == -1 ||
+		if ((hi = hex_value(s[1])) == -1 || (lo = hex_value(s[2])) == -1 ||
 		    (hi == 0 && lo == 0))
 			return (-1);
 		buf[n++] = (char)(hi << 4 | lo);
@@ -415,18 +415,6 @@ pct_decode(const char *s, char *buf, size_t size)
 	}
 	buf[n] = '\0';
 	return (0);
-}
-
-static int
-hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return (c - '0');
-	if (c >= 'a' && c <= 'f')
-		return (c - 'a' + 10);
-	if (c >= 'A' && c <= 'F')
-		return (c - 'A' + 10);
-	return (-1);
 }
 
 /* Whether a query string holds name=value as one of its parameters. */

@@ -176,8 +176,8 @@ sha256_hex(const uint8_t d[SHA256_LEN], char hex[SHA256_HEXLEN])
 	hex[2 * SHA256_LEN] = '\0';
 }
 
-static int
-hexval(char c)
+int
+hex_value(int c)
 {
 	if (c >= '0' && c <= '9')
 		return (c - '0');
@@ -196,8 +196,8 @@ sha256_unhex(const char *hex, uint8_t d[SHA256_LEN])
 	if (strlen(hex) != 2 * SHA256_LEN)
 		return (-1);
 	for (i = 0; i < SHA256_LEN; i++) {
-		if ((hi = hexval(hex[2 * i])) == -1 ||
-		    (lo = hexval(hex[2 * i + 1])) == -1)
+		if ((hi = hex_value(hex[2 * i])) == -1 ||
+		    (lo = hex_value(hex[2 * i + 1])) == -1)
 			return (-1);
 		d[i] = hi << 4 | lo;
 	}

@@ -33,6 +33,8 @@ void	sha256(const void *, size_t, uint8_t [SHA256_LEN]);
 int	sha256_equal(const uint8_t [SHA256_LEN], const uint8_t [SHA256_LEN]);
 /* Lower-case hex, with its NUL. */
 void	sha256_hex(const uint8_t [SHA256_LEN], char [SHA256_HEXLEN]);
+/* The value of a hex digit of either case, or -1 if c is not one. */
+int	hex_value(int);
 /* 64 hex digits, either case, into a digest: 0, or -1 if not that. */
 int	sha256_unhex(const char *, uint8_t [SHA256_LEN]);
 
