@@ -26,7 +26,14 @@ export class Browser {
 	// Start the browser; resolves once a page is attached.
 	static async launch(exe, opts = {}) {
 		const b = new Browser();
-		await b.start(exe, opts);
+		try {
+			await b.start(exe, opts);
+		} catch (e) {
+			// no browser left running, no profile left behind
+			await b.close();
+			throw new Error('the browser did not start: ' +
+			    e.message + (b.stderr ? '\n' + b.stderr : ''));
+		}
 		return b;
 	}
 
@@ -42,19 +49,27 @@ export class Browser {
 		    '--window-size=' + (opts.width || 1280) + ',' +
 		    (opts.height || 900), 'about:blank']),
 		    { stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'] });
-		this.exited = new Promise((resolve) => this.proc.on('exit',
-		    (code, sig) => {
-			for (const p of this.pending.values())
-				p.reject(new Error('the browser exited (' +
-				    (sig || code) + ')'));
-			this.pending.clear();
-			resolve();
-		    }));
+		this.exited = new Promise((resolve) => {
+			const gone = (why) => {
+				for (const p of this.pending.values())
+					p.reject(new Error(why));
+				this.pending.clear();
+				resolve();
+			};
+			this.proc.on('exit', (code, sig) =>
+			    gone('the browser exited (' + (sig || code) + ')'));
+			// spawn itself failed (no such file, ...): no exit
+			this.proc.on('error', (e) =>
+			    gone('the browser: ' + e.message));
+		});
 		this.proc.stderr.on('data', (d) => {
 			if (this.stderr.length < 65536)
 				this.stderr += d;
 		});
 		this.proc.stdio[4].on('data', (d) => this.read(d));
+		// a write to a browser that is gone: its exit (or spawn's
+		// error) rejects what waits for an answer
+		this.proc.stdio[3].on('error', () => {});
 		const { targetId } = await this.send('Target.createTarget',
 		    { url: 'about:blank' });
 		const { sessionId } = await this.send('Target.attachToTarget',
@@ -221,13 +236,15 @@ export class Browser {
 	}
 
 	async close() {
-		if (this.proc.exitCode === null && !this.proc.killed) {
+		if (this.proc && this.proc.pid !== undefined &&
+		    this.proc.exitCode === null && !this.proc.killed) {
 			this.send('Browser.close').catch(() => {});
 			const t = setTimeout(() => this.proc.kill('SIGKILL'),
 			    5000);
 			await this.exited;
 			clearTimeout(t);
 		}
-		rmSync(this.profile, { recursive: true, force: true });
+		if (this.profile)
+			rmSync(this.profile, { recursive: true, force: true });
 	}
 }

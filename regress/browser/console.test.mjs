@@ -363,11 +363,21 @@ test('a proxy restart is seen, said, and recovered from', async () => {
 	// and it works: the log pane follows again, the buttons act
 	await b.waitFor(`document.getElementById('log-state').textContent ===
 	    'following'`, 15000, 'the log pane following again');
+	assert.equal(await rowState(LAZY), 'ready', LAZY + ' ready before');
+	await b.waitFor(`!document.querySelector(${js(row(LAZY) +
+	    ' [data-act="unload"]')}).disabled`, 5000, 'unload enabled');
+	await b.click(row(LAZY) + ' [data-act="unload"]');
+	await waitState(LAZY, 'unloaded');
+	assert.equal((await status()).find((m) => m.model === LAZY).state,
+	    'unloaded');
 });
 
 test('a phone-sized screen and the dark setting', async () => {
 	await b.viewport(390, 844, true);
-	await sleep(200);
+	// laid out again for the phone: the table's head hidden
+	await b.waitFor(`innerWidth === 390 && getComputedStyle(
+	    document.querySelector('#models thead')).display === 'none'`,
+	    5000, 'the phone layout');
 	assert.ok(await b.eval(`document.documentElement.scrollWidth <=
 	    innerWidth`), 'the page scrolls sideways on a phone');
 	// the table became cards: each cell shows its label
