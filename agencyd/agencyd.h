@@ -194,6 +194,10 @@ int		 listener_update(const struct listen_conf *,
 		    const struct listen_conf *);
 void		 listener_close(struct listen_conf *);
 void		 listeners_close(struct agency_conf *);
+struct sockaddr_un;
+/* 1: something answers at the socket; 0: none, a stale one removed;
+ * -1: an error. */
+int		 unix_stale_remove(const struct sockaddr_un *, const char *);
 
 /* proxylink.c: agencyd's side of the socketpair */
 #define PROXY_STATUS_MAX	4	/* status answers on their way out */

@@ -161,26 +161,15 @@ int
 control_check(const char *path)
 {
 	struct sockaddr_un	sun;
-	int			s, r;
 
 	if (control_addr(path, &sun) == -1 || control_private_dir(path) == -1)
 		return (-1);
-	if ((s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1) {
-		log_warn("%s: socket", __func__);
+	switch (unix_stale_remove(&sun, "control socket")) {
+	case -1:
 		return (-1);
-	}
-	r = connect(s, (struct sockaddr *)&sun, sizeof(sun));
-	close(s);
-	if (r == 0) {
+	case 1:
 		log_warnx("another agencyd is running on %s", path);
 		return (-1);
-	}
-	if (errno == ECONNREFUSED) {
-		log_info("removing the stale control socket %s", path);
-		if (unlink(path) == -1) {
-			log_warn("%s: unlink %s", __func__, path);
-			return (-1);
-		}
 	}
 	return (0);
 }

@@ -49,23 +49,16 @@ wall_ms(void)
 	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
 }
 
-/* The status of a served (or draining) model by name: 0, or -1. */
+/* The status of a served model by name: 0, or -1. */
 static int
 model_status(struct agencyd *d, const char *name, struct proto_status *st)
 {
-	size_t		 i, n = pool_count(d->pool);
-
-	for (i = 0; i < n; i++) {
-		if (pool_status(d->pool, i, st) == -1)
-			continue;
-		if (strcmp(st->model, name) == 0) {
-			st->reqid = 0;
-			/* what the pool does not know of it */
-			models_fill_status(d, st);
-			return (0);
-		}
-	}
-	return (-1);
+	if (pool_status_name(d->pool, name, st) == -1)
+		return (-1);
+	st->reqid = 0;
+	/* what the pool does not know of it */
+	models_fill_status(d, st);
+	return (0);
 }
 
 static void

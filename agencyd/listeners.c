@@ -10,9 +10,9 @@
  * A Unix socket gets its mode from the umask as bind creates it, owned
  * by agencyd until lchown gives it away, so it is never more open than
  * asked for; lchown and the socket test go by the path itself, never
- * through a link.  A stale socket (nobody answers on it) is removed; a
- * path that is not a socket, or one that something answers on, is an
- * error.
+ * through a link.  A stale socket (it refuses connections: nobody
+ * listens) is removed; a path that is not a socket, or one that
+ * something answers on, is an error.
  */
 #include <sys/types.h>
 #include <sys/socket.h>
@@ -68,17 +68,35 @@ listen_tcp(struct listen_conf *l)
 	return (0);
 }
 
-/* Whether something answers on the Unix socket at path. */
-static int
-unix_answers(const struct listen_conf *l)
+/*
+ * Before a bind on the Unix socket at sun (what names it in the log):
+ * 1 when something answers there, 0 when the bind may go ahead (nothing
+ * answers), -1 on an error (logged).  A socket refusing connections
+ * (ECONNREFUSED: nobody listens) is stale and removed; any other failure
+ * to connect leaves the path to the bind, which says what is wrong.
+ */
+int
+unix_stale_remove(const struct sockaddr_un *sun, const char *what)
 {
-	int	s, r;
+	int	s, r, saved;
 
-	if ((s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
-		return (0);
-	r = connect(s, (const struct sockaddr *)&l->ss, l->sslen);
+	if ((s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1) {
+		log_warn("%s: socket", __func__);
+		return (-1);
+	}
+	r = connect(s, (const struct sockaddr *)sun, sizeof(*sun));
+	saved = errno;
 	close(s);
-	return (r == 0);
+	if (r == 0)
+		return (1);
+	if (saved == ECONNREFUSED) {
+		log_info("removing the stale %s %s", what, sun->sun_path);
+		if (unlink(sun->sun_path) == -1 && errno != ENOENT) {
+			log_warn("%s: unlink %s", __func__, sun->sun_path);
+			return (-1);
+		}
+	}
+	return (0);
 }
 
 static int
@@ -94,14 +112,13 @@ listen_unix(struct listen_conf *l)
 			    "there that is not a socket", __func__, l->path);
 			return (-1);
 		}
-		if (unix_answers(l)) {
+		switch (unix_stale_remove((const struct sockaddr_un *)&l->ss,
+		    "socket")) {
+		case -1:
+			return (-1);
+		case 1:
 			log_warnx("%s: listen on \"%s\": something answers "
 			    "there already", __func__, l->path);
-			return (-1);
-		}
-		log_info("removing the stale socket %s", l->path);
-		if (unlink(l->path) == -1 && errno != ENOENT) {
-			log_warn("%s: unlink %s", __func__, l->path);
 			return (-1);
 		}
 	} else if (errno != ENOENT) {

@@ -138,7 +138,6 @@ static void		 block_abandon(void);
 static void		 check_all(void);
 static void		 pos_note(const void *, int);
 static void		 pos_note_at(const void *, int, const struct pos *);
-static void		 key_free(struct key_conf *);
 static const struct pos	*pos_find(const void *, int);
 static void		 pos_free(void);
 static void		 check_users(void);
@@ -182,6 +181,7 @@ static struct pos		 pend_cert_pos, pend_key_pos;
 static char			 pend_owner[AGENCY_NAME_MAX];
 static char			 pend_group[AGENCY_NAME_MAX];
 static mode_t			 pend_mode = DEFAULT_UNIX_MODE;
+static int			 pend_mode_set;
 static struct strlist		 pend_names =
 				    TAILQ_HEAD_INITIALIZER(pend_names);
 static struct strlist		*names_into = &pend_names;
@@ -307,6 +307,14 @@ main		: LISTEN ON STRING PORT NUMBER listentls {
 		}
 		| LISTEN ON STRING unixopts	{
 			(void)add_unix_listen($3);
+			pending_clear();
+			free($3);
+		}
+		| LISTEN ON STRING unixopts tlsyes {
+			struct pos	 p = { file->name, $<lineno>1 };
+
+			conf_error(&p, "listen on \"%s\": tls is for TCP "
+			    "listeners (listen on ADDRESS port PORT tls)", $3);
 			pending_clear();
 			free($3);
 		}
@@ -500,8 +508,11 @@ main		: LISTEN ON STRING PORT NUMBER listentls {
 		;
 
 listentls	: /* empty */			{ $$ = 0; }
-		| TLS				{ $$ = 1; }
-		| TLS '{' tlsbody tlslast '}'	{ $$ = 1; }
+		| tlsyes			{ $$ = 1; }
+		;
+
+tlsyes		: TLS
+		| TLS '{' tlsbody tlslast '}'
 		;
 
 tlsbody		: /* empty */
@@ -530,17 +541,25 @@ unixopts	: /* empty */
 		;
 
 unixopt		: OWNER STRING			{
-			(void)setstr(pend_owner, sizeof(pend_owner), $2,
-			    "owner");
+			if (pend_owner[0] != '\0')
+				yyerror("owner given twice");
+			else
+				(void)setstr(pend_owner, sizeof(pend_owner),
+				    $2, "owner");
 			free($2);
 		}
 		| GROUP STRING			{
-			(void)setstr(pend_group, sizeof(pend_group), $2,
-			    "group");
+			if (pend_group[0] != '\0')
+				yyerror("group given twice");
+			else
+				(void)setstr(pend_group, sizeof(pend_group),
+				    $2, "group");
 			free($2);
 		}
 		| MODE NUMBER			{
-			if (mode_octal($2, &pend_mode) == -1)
+			if (pend_mode_set++)
+				yyerror("mode given twice");
+			else if (mode_octal($2, &pend_mode) == -1)
 				yyerror("mode %lld is not an octal mode from "
 				    "0 to 0777", (long long)$2);
 		}
@@ -2019,6 +2038,7 @@ pending_clear(void)
 	memset(&pend_key_pos, 0, sizeof(pend_key_pos));
 	pend_owner[0] = pend_group[0] = '\0';
 	pend_mode = DEFAULT_UNIX_MODE;
+	pend_mode_set = 0;
 	strlist_clear(&pend_names);
 	pend_admin = 0;
 }
@@ -2130,13 +2150,6 @@ key_secret_hash(const char *hex)
 }
 
 static void
-key_free(struct key_conf *k)
-{
-	strlist_clear(&k->models);
-	freezero(k, sizeof(*k));
-}
-
-static void
 key_end(void)
 {
 	struct key_conf	*k;
@@ -2156,7 +2169,7 @@ key_end(void)
 			}
 	}
 	if (!key_keep)
-		key_free(kb);
+		config_key_free(kb);
 	kb = NULL;
 	names_into = &pend_names;
 	free(key_pos.file);
@@ -2375,7 +2388,7 @@ block_abandon(void)
 	free(model_pos.file);
 	model_pos.file = NULL;
 	if (kb != NULL && !key_keep)
-		key_free(kb);
+		config_key_free(kb);
 	kb = NULL;
 	names_into = &pend_names;
 	free(key_pos.file);

@@ -2950,13 +2950,9 @@ pool_unload(struct pool *p, const char *model, pool_done_cb done, void *arg)
 	pm->unloaded = 1;
 	pm->stop_gen++;
 	timer_cancel(p, &pm->restart_timer);
-	if (pm->state == STATE_STOPPED) {
+	if (pm->state == STATE_STOPPED)
 		/* nothing to stop: unloaded now, as status shows it */
-		pm->change = CHANGE_UNLOAD;
-		pm->change_for[0] = '\0';
-		pm->restart_at = -1;
-		p->ops->changed(p->ctx, &pm->plan);
-	}
+		set_state_why(pm, STATE_STOPPED, NULL, CHANGE_UNLOAD, NULL);
 	p->running++;		/* answers go out, nothing starts yet */
 	doom_running_load(p, pm);
 	p->running--;
@@ -3278,16 +3274,9 @@ model_waiting(struct pool *p, struct pool_model *pm)
 	return (pm->nslot > 0 ? WAIT_SLOT : WAIT_NONE);
 }
 
-int
-pool_status(struct pool *p, size_t i, struct proto_status *st)
+static void
+fill_status(struct pool *p, struct pool_model *pm, struct proto_status *st)
 {
-	struct pool_model	*pm;
-
-	TAILQ_FOREACH(pm, &p->models, entry)
-		if (i-- == 0)
-			break;
-	if (pm == NULL)
-		return (-1);
 	memset(st, 0, sizeof(*st));
 	strlcpy(st->model, pm->plan.name, sizeof(st->model));
 	st->state = pm->state;
@@ -3318,11 +3307,35 @@ pool_status(struct pool *p, size_t i, struct proto_status *st)
 	st->waiting = model_waiting(p, pm);
 	st->max_requests = pm->plan.max_requests;
 	st->idle_timeout = pm->plan.idle_timeout;
-	st->restart_at = pm->state == STATE_FAILED ? pm->restart_at : -1;
+	st->restart_at = pm->restart_at;	/* -1 unless FAILED */
 	st->change = pm->change;
 	strlcpy(st->change_for, pm->change_for, sizeof(st->change_for));
 	st->nload_ms = pm->nrecent;
 	memcpy(st->load_ms, pm->recent, sizeof(st->load_ms));
+}
+
+int
+pool_status(struct pool *p, size_t i, struct proto_status *st)
+{
+	struct pool_model	*pm;
+
+	TAILQ_FOREACH(pm, &p->models, entry)
+		if (i-- == 0)
+			break;
+	if (pm == NULL)
+		return (-1);
+	fill_status(p, pm, st);
+	return (0);
+}
+
+int
+pool_status_name(struct pool *p, const char *name, struct proto_status *st)
+{
+	struct pool_model	*pm;
+
+	if ((pm = find_model(p, name)) == NULL)
+		return (-1);
+	fill_status(p, pm, st);
 	return (0);
 }
 

@@ -313,6 +313,10 @@ void		 pool_child_exited(struct pool *, pid_t, int wstatus,
  * pool_unload shows STATE_UNLOADED. */
 size_t		 pool_count(struct pool *);
 int		 pool_status(struct pool *, size_t, struct proto_status *);
+/* The same for a served model by name (not one draining after
+ * pool_remove); -1 when there is none. */
+int		 pool_status_name(struct pool *, const char *,
+		    struct proto_status *);
 /* A model's plan, or NULL. */
 const struct pool_plan *pool_plan(struct pool *, const char *);
 /* The counters since pool_new. */

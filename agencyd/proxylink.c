@@ -77,11 +77,9 @@ struct padmin {
 	struct agencyd		*d;
 	uint64_t		 reqid;
 	uint32_t		 gen;		/* the proxy that asked */
-	int			 op;		/* enum proto_admin_op */
 	int			 wait;
 	int			 answered;	/* load without waiting */
 	int			 inside;	/* in pool_load's call */
-	char			 model[AGENCY_NAME_MAX];
 };
 /* Every padmin whose pool callback has not come (of any proxy). */
 static TAILQ_HEAD(, padmin)	 padmins = TAILQ_HEAD_INITIALIZER(padmins);
@@ -1069,9 +1067,7 @@ proxy_admin(struct agencyd *d, struct imsg *imsg)
 	a->d = d;
 	a->reqid = pa.reqid;
 	a->gen = d->proxy_gen;
-	a->op = pa.op;
 	a->wait = pa.wait;
-	(void)strlcpy(a->model, pa.model, sizeof(a->model));
 	plink.admins++;
 	/* A name the proxy knew, which a reload may just have removed. */
 	if ((m = model_find(d, pa.model)) == NULL || d->stopping) {

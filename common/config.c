@@ -113,6 +113,14 @@ model_free(struct model_conf *m)
 	free(m);
 }
 
+/* A key, its secret wiped. */
+void
+config_key_free(struct key_conf *k)
+{
+	strlist_clear(&k->models);
+	freezero(k, sizeof(*k));
+}
+
 /* The bytes read of a certificate and key; the key's are wiped. */
 void
 tls_files_clear(struct tls_files *tf)
@@ -149,8 +157,7 @@ config_free(struct agency_conf *conf)
 	}
 	while ((k = TAILQ_FIRST(&conf->keys)) != NULL) {
 		TAILQ_REMOVE(&conf->keys, k, entry);
-		strlist_clear(&k->models);
-		freezero(k, sizeof(*k));
+		config_key_free(k);
 	}
 	while ((a = TAILQ_FIRST(&conf->allows)) != NULL) {
 		TAILQ_REMOVE(&conf->allows, a, entry);

@@ -250,6 +250,7 @@ struct model_conf	*config_find_model(struct agency_conf *, const char *);
 struct runtime_conf	*config_find_runtime(struct agency_conf *,
 			    const char *);
 struct key_conf		*config_find_key(struct agency_conf *, const char *);
+void			 config_key_free(struct key_conf *);
 /* The certificate and key of a TLS listener: its own or the global. */
 const struct tls_files	*config_listen_tls(const struct agency_conf *,
 			    const struct listen_conf *);

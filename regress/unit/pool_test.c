@@ -1716,6 +1716,42 @@ ATF_TC_BODY(remove_idle_ready, tc)
 	pool_free(F.p);
 }
 
+/* pool_status_name: the same record pool_status lists, found by name;
+ * -1 for an unknown name and for one draining after pool_remove. */
+ATF_TC_WITHOUT_HEAD(status_by_name);
+ATF_TC_BODY(status_by_name, tc)
+{
+	struct proto_status	 st, byi;
+
+	setup();
+	model("a", 1, GIB);
+	model("b", 1, 2 * GIB);
+	bring_up("b", 200);
+
+	memset(&st, 0xa5, sizeof(st));
+	ATF_REQUIRE_EQ(pool_status_name(F.p, "b", &st), 0);
+	ATF_REQUIRE_STREQ(st.model, "b");
+	ATF_REQUIRE_EQ(st.state, STATE_READY);
+	ATF_REQUIRE_EQ(st.pid, 200);
+	ATF_REQUIRE_EQ(st.need, 2 * GIB);
+	status("b", &byi);
+	ATF_REQUIRE(memcmp(&st, &byi, sizeof(st)) == 0);
+
+	ATF_REQUIRE_EQ(pool_status_name(F.p, "a", &st), 0);
+	ATF_REQUIRE_STREQ(st.model, "a");
+	ATF_REQUIRE_EQ(st.state, STATE_STOPPED);
+	ATF_REQUIRE_EQ(st.pid, 0);
+
+	ATF_REQUIRE_EQ(pool_status_name(F.p, "c", &st), -1);
+	ATF_REQUIRE_EQ(pool_status_name(F.p, "", &st), -1);
+
+	/* Draining: still listed by index, no longer found by name. */
+	ATF_REQUIRE_EQ(pool_remove(F.p, "b", NULL, NULL), 0);
+	ATF_REQUIRE_EQ(listed("b"), 1);
+	ATF_REQUIRE_EQ(pool_status_name(F.p, "b", &st), -1);
+	pool_free(F.p);
+}
+
 ATF_TC_WITHOUT_HEAD(remove_busy_waits_for_release);
 ATF_TC_BODY(remove_busy_waits_for_release, tc)
 {
@@ -3901,6 +3937,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, unknown_model);
 	ATF_TP_ADD_TC(tp, describe_exit);
 	ATF_TP_ADD_TC(tp, remove_idle_ready);
+	ATF_TP_ADD_TC(tp, status_by_name);
 	ATF_TP_ADD_TC(tp, remove_busy_waits_for_release);
 	ATF_TP_ADD_TC(tp, remove_stopped_frees_at_once);
 	ATF_TP_ADD_TC(tp, remove_during_load);
