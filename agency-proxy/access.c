@@ -65,9 +65,8 @@ access_bearer(const char *v, const char **tok, size_t *len)
 		return (-1);
 	for (v += 6; blank(*v); v++)
 		;
-	for (n = strlen(v); n > 0 && blank(v[n - 1]); n--)
-		;
-	if (n == 0)
+	/* h1.c took the value's trailing blanks off */
+	if ((n = strlen(v)) == 0)
 		return (-1);
 	*tok = v;
 	*len = n;
@@ -91,16 +90,13 @@ key_find(const struct pconf *c, const char *s, size_t len)
 	return (found);
 }
 
-/* The key of a field's value (x-api-key: the value, blanks trimmed). */
+/* The key of a field's value (x-api-key: the value, which h1.c took
+ * the blanks around off). */
 static const struct pkey *
 apikey_find(const struct pconf *c, const char *v)
 {
-	size_t	n;
+	size_t	n = strlen(v);
 
-	while (blank(*v))
-		v++;
-	for (n = strlen(v); n > 0 && blank(v[n - 1]); n--)
-		;
 	return (n == 0 ? NULL : key_find(c, v, n));
 }
 

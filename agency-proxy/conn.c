@@ -641,6 +641,7 @@ conn_readcb(evutil_socket_t fd, short ev, void *arg)
 	char		*dst;
 	int		 taken, pieces = 0;
 
+	(void)fd;
 	(void)ev;
 	if (c->broken) {
 		conn_end(c);
@@ -658,7 +659,7 @@ conn_readcb(evutil_socket_t fd, short ev, void *arg)
 	}
 	/* The answer goes out, or is out: input is dropped. */
 	if (c->state == CS_CLOSING || c->state == CS_LINGER) {
-		n = read(fd, rbuf, sizeof(rbuf));
+		n = io_read(c, rbuf, sizeof(rbuf));
 		if (n == 0 || (n == -1 && errno != EAGAIN && errno != EINTR))
 			conn_end(c);
 		else if (n > 0 && c->state == CS_LINGER &&
@@ -813,14 +814,16 @@ form_start(struct hconn *c, const struct h1_msg *m)
 {
 	const struct h1_header	*h;
 	char			 ct[64];
+	size_t			 n;
 
 	multipart_marks_reset(&c->marks);
 	c->form = 0;
-	if (c->clen <= 0 || (h = h1_find(m, "Content-Type")) == NULL ||
-	    h->valuelen >= sizeof(ct))
+	if (c->clen <= 0 || (h = h1_find(m, "Content-Type")) == NULL)
 		return;
-	memcpy(ct, h->value, h->valuelen);
-	ct[h->valuelen] = '\0';
+	/* the media type is at its start: its parameters may be cut off */
+	n = h->valuelen < sizeof(ct) ? h->valuelen : sizeof(ct) - 1;
+	memcpy(ct, h->value, n);
+	ct[n] = '\0';
 	c->form = multipart_is_form(ct);
 }
 
@@ -876,7 +879,7 @@ conn_consume(struct hconn *c, char *buf, size_t len)
 				return (len);
 			}
 			c->hdrlen = r;
-			prescan_clear(&c->pre);
+			prescan_reset(&c->pre);
 			if (m.chunked) {
 				c->clen = -1;
 				h1_chunked_init(&c->ch);
@@ -971,7 +974,7 @@ conn_consume(struct hconn *c, char *buf, size_t len)
 		c->req.pre = buf == c->in.b && c->clen >= 0 ? &c->pre : NULL;
 		handler->request(&c->req, &m, body, datalen);
 		c->req.pre = NULL;
-		prescan_clear(&c->pre);
+		prescan_reset(&c->pre);
 		c->reqend = 0;
 		if (c->dead || c->taken)
 			return (len);

@@ -89,6 +89,7 @@ struct pend {
 	int			 wrote;	/* follow: the header is out */
 	json_object		*lines;	/* PEND_LOGS */
 	int64_t			 t0;
+	char			 path[AGENCY_PATH_MAX];	/* for the log */
 	char			 who[2 * AGENCY_NAME_MAX + 16];	/* its key or
 								 * user, for
 								 * the log */
@@ -356,28 +357,37 @@ evsub_new(struct hreq *r, struct sse_hub *h, struct evlog *l)
 	return (s);
 }
 
-/* GET /v1/agency/events, with the Last-Event-ID it sent (or NULL). */
+/*
+ * GET /v1/agency/events, with the Last-Event-ID it sent (or NULL);
+ * path and who (access.c's access_who) for the access log, which has
+ * its answer.
+ */
 void
-events_stream(struct hreq *r, const char *last)
+events_stream(struct hreq *r, const char *last, const char *path,
+    const char *who)
 {
 	struct evsub	*s;
 	struct sse_stats st;
 	json_object	*snap = NULL;
 	uint64_t	 after;
+	int64_t		 t0 = now_ms();
 
 	if (hub == NULL || !synced) {
 		answer_error_retry(r, 503, "starting",
 		    "The proxy has not heard from agencyd yet.", 1);
+		answer_log("GET", path, "-", 503, now_ms() - t0, -1, -1, who);
 		return;
 	}
 	sse_stats(hub, &st);
 	if (st.subs >= EVENTS_SUBS) {
 		answer_error_retry(r, 503, "too_many_subscribers",
 		    "Too many clients follow the events.", 5);
+		answer_log("GET", path, "-", 503, now_ms() - t0, -1, -1, who);
 		return;
 	}
 	if ((s = evsub_new(r, hub, NULL)) == NULL) {
 		answer_error(r, 503, "out_of_memory", "Out of memory.");
+		answer_log("GET", path, "-", 503, now_ms() - t0, -1, -1, who);
 		return;
 	}
 	if (!sse_resumable(hub, last, &after))
@@ -389,11 +399,13 @@ events_stream(struct hreq *r, const char *last)
 			json_object_put(snap);
 		evsub_free(s);
 		conn_abort(r->conn);
+		answer_log("GET", path, "-", 500, now_ms() - t0, -1, -1, who);
 		return;
 	}
 	if (snap != NULL)
 		json_object_put(snap);
 	conn_set_owner(r->conn, sub_gone, NULL, s);
+	answer_log("GET", path, "-", 200, now_ms() - t0, -1, -1, who);
 }
 
 /* --- logs, loads and unloads: waiting on agencyd ---------------------- */
@@ -416,6 +428,16 @@ pend_new(struct hreq *r, int kind, const char *model)
 	TAILQ_INSERT_TAIL(&pends, p, entry);
 	npends++;
 	return (p);
+}
+
+/* The access-log line of a logs request, with its answer (-1: the
+ * client left first). */
+static void
+pend_log(const struct pend *p, int status)
+{
+	answer_log_end("GET", p->path, p->model, status < 0 ? 499 : status,
+	    now_ms() - p->t0, -1, -1, -1, status < 0 ? END_CLIENT_LEFT :
+	    END_DONE, p->who);
 }
 
 static void
@@ -448,10 +470,11 @@ pend_gone(void *arg)
 	p->r = NULL;
 }
 
-/* GET /v1/agency/logs/MODEL, follow or not, after line seq last. */
+/* GET /v1/agency/logs/MODEL, follow or not, after line seq last; path
+ * and who for the access log, which has its answer. */
 void
 events_logs(struct hreq *r, const struct pmodel *m, int follow,
-    const char *last)
+    const char *last, const char *path, const char *who)
 {
 	struct proto_logs_req	 lr;
 	struct pend		*p;
@@ -462,8 +485,12 @@ events_logs(struct hreq *r, const struct pmodel *m, int follow,
 	    stream != 0))
 		after = 0;
 	if ((p = pend_new(r, follow ? PEND_FOLLOW : PEND_LOGS,
-	    m->name)) == NULL)
+	    m->name)) == NULL) {
+		answer_log("GET", path, m->name, 503, 0, -1, -1, who);
 		return;
+	}
+	(void)strlcpy(p->path, path, sizeof(p->path));
+	(void)strlcpy(p->who, who, sizeof(p->who));
 	p->after = after;
 	if (!follow)
 		p->lines = json_object_new_array();
@@ -613,12 +640,14 @@ events_logs_end(const struct proto_logs_end *le)
 	if ((p = pend_find(le->reqid)) == NULL)
 		return;
 	if ((r = p->r) == NULL) {
+		pend_log(p, -1);
 		pend_free(p);
 		return;
 	}
 	conn_set_owner(r->conn, NULL, NULL, NULL);
 	if (!le->found) {
 		answer_error(r, 404, "model_not_found", "No such model.");
+		pend_log(p, 404);
 		pend_free(p);
 		return;
 	}
@@ -629,6 +658,7 @@ events_logs_end(const struct proto_logs_end *le)
 		json_object_object_add(o, "lines", json_object_get(p->lines));
 		answer_json(r, 200, o);
 		json_object_put(o);
+		pend_log(p, 200);
 		pend_free(p);
 		return;
 	}
@@ -636,31 +666,26 @@ events_logs_end(const struct proto_logs_end *le)
 		if ((l = calloc(1, sizeof(*l))) == NULL ||
 		    (l->hub = sse_hub_new(&sub_ops, 0, &log_limits)) == NULL) {
 			free(l);
-			conn_abort(r->conn);
-			pend_free(p);
-			return;
+			goto fail;
 		}
 		(void)strlcpy(l->model, p->model, sizeof(l->model));
 		TAILQ_INSERT_TAIL(&logs, l, entry);
 	}
-	if (follow_start(p) == -1) {
-		conn_abort(r->conn);
-		pend_free(p);
-		return;
-	}
-	if ((s = evsub_new(r, l->hub, l)) == NULL) {
-		conn_abort(r->conn);
-		pend_free(p);
-		return;
-	}
+	if (follow_start(p) == -1 || (s = evsub_new(r, l->hub, l)) == NULL)
+		goto fail;
 	/* the ring's lines are out: from now on, the hub's */
 	if ((s->sub = sse_attach(l->hub, s)) == NULL) {
 		evsub_free(s);
-		conn_abort(r->conn);
-		pend_free(p);
-		return;
+		goto fail;
 	}
 	conn_set_owner(r->conn, sub_gone, NULL, s);
+	pend_log(p, 200);
+	pend_free(p);
+	return;
+ fail:
+	/* cut: after its header if that went out */
+	conn_abort(r->conn);
+	pend_log(p, p->wrote ? 200 : 500);
 	pend_free(p);
 }
 
@@ -987,8 +1012,11 @@ summary_tick(int fd, short ev, void *arg)
 		hcount--;
 	}
 	history[(hfirst + hcount++) % EVENTS_HISTORY] = json_object_get(o);
-	/* a copy for the event, with the memory */
-	e = json_tokener_parse(text(o));
+	/* the event: the same members (shared, neither changes again),
+	 * and the memory */
+	e = json_object_new_object();
+	json_object_object_foreach(o, key, val)
+		json_object_object_add(e, key, json_object_get(val));
 	json_object_object_add(e, "memory", memory_json());
 	json_object_put(o);
 	publish("summary", e);

@@ -1078,6 +1078,15 @@ tick_cb(evutil_socket_t fd, short ev, void *arg)
 	tick_arm(p);
 }
 
+/* The CORS fields the front door grants the client's origin, if any. */
+static void
+o_cors(const struct preq *p)
+{
+	char	 cors[AGENCY_ORIGIN_MAX + 64];
+
+	o_add(cors, answer_cors(p->r, cors, sizeof(cors)));
+}
+
 /* It waits: our own header at once, then a comment line a second. */
 static void
 waiting_begin(struct preq *p)
@@ -1094,6 +1103,7 @@ waiting_begin(struct preq *p)
 	/* and no buffering by a proxy in between (nginx) */
 	o_str("Content-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
 	    "X-Accel-Buffering: no\r\n");
+	o_cors(p);
 	if (p->chunked_out)
 		o_str("Transfer-Encoding: chunked\r\n");
 	if (p->close_out || !r->keepalive)
@@ -1566,7 +1576,6 @@ static void
 client_header(struct preq *p, const struct h1_msg *m, int nobody)
 {
 	const struct h1_header	*h;
-	char			 cors[AGENCY_ORIGIN_MAX + 64];
 	size_t			 i;
 	int			 keep = p->r->keepalive;
 
@@ -1601,7 +1610,7 @@ client_header(struct preq *p, const struct h1_msg *m, int nobody)
 			o_add(h->value, h->valuelen);
 		o_add("\r\n", 2);
 	}
-	o_add(cors, answer_cors(p->r, cors, sizeof(cors)));
+	o_cors(p);
 	/* none for an answer that has no body (204, 304), but a HEAD's */
 	if (p->chunked_out)
 		o_str("Transfer-Encoding: chunked\r\n");

@@ -391,8 +391,8 @@ http_decide(const struct pconf *conf, int cmd, const char *path,
 }
 
 /*
- * A path segment with its %XX escapes decoded into buf: 0, or -1 when an
- * escape is not one, decodes to a NUL, or it does not fit.
+ * A path segment with its %XX escapes decoded into buf: 0, -1 when an
+ * escape is not one or decodes to a NUL, -2 when it does not fit.
  */
 static int
 pct_decode(const char *s, char *buf, size_t size)
@@ -402,7 +402,7 @@ pct_decode(const char *s, char *buf, size_t size)
 
 	for (; *s != '\0'; s++) {
 		if (n + 1 >= size)
-			return (-1);
+			return (-2);
 		if (*s != '%') {
 			buf[n++] = *s;
 			continue;
@@ -448,6 +448,7 @@ decide_admin(const struct pconf *conf, int cmd, const char *route,
 	json_object	*obj, *jm, *jw;
 	struct pmodel	*m;
 	char		 name[AGENCY_NAME_MAX];
+	int		 r;
 
 	if (strcmp(route, "status") == 0 && cmd == EVHTTP_REQ_GET) {
 		dc->action = HTTP_STATUS;
@@ -458,8 +459,14 @@ decide_admin(const struct pconf *conf, int cmd, const char *route,
 		return;
 	}
 	if (strncmp(route, "logs/", 5) == 0 && cmd == EVHTTP_REQ_GET) {
-		if (pct_decode(route + 5, name, sizeof(name)) == -1 ||
-		    (m = pconf_find_model(conf, name)) == NULL ||
+		if ((r = pct_decode(route + 5, name, sizeof(name))) == -1) {
+			decide_error(dc, 400, "invalid_request", "The model "
+			    "name in the path has a %-escape that is not two "
+			    "hex digits, or is %00.");
+			return;
+		}
+		/* too long to be a name: none of them */
+		if (r == -2 || (m = pconf_find_model(conf, name)) == NULL ||
 		    !access_model_ok(&dc->acc, m)) {
 			rerr_set(&dc->e, 404, "model_not_found",
 			    "The model '%.100s' does not exist.", route + 5);
@@ -920,13 +927,12 @@ http_request(struct hreq *r, const struct h1_msg *m, char *body,
 		    sizeof(inm)), method, path, t0);
 		break;
 	case HTTP_EVENTS:
-		answer_log(method, path, "-", 200, now_ms() - t0, -1, -1, who);
-		events_stream(r, last);
+		/* logged with its answer */
+		events_stream(r, last, path, who);
 		break;
 	case HTTP_LOGS:
-		answer_log(method, path, dc.model->name, 200, now_ms() - t0,
-		    -1, -1, who);
-		events_logs(r, dc.model, dc.follow, last);
+		/* logged with its answer */
+		events_logs(r, dc.model, dc.follow, last, path, who);
 		break;
 	case HTTP_LOAD:
 	case HTTP_UNLOAD:

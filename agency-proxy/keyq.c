@@ -129,18 +129,3 @@ keyq_leave(const char *name, void *item, int slot)
 	keyq_gc(q);
 	return (next);
 }
-
-/* Requests of key name in progress with a slot, and waiting for one. */
-void
-keyq_counts(const char *name, uint64_t *running, uint64_t *waiting)
-{
-	struct keyq	*q;
-	struct kitem	*ki;
-
-	*running = *waiting = 0;
-	if ((q = keyq_find(name)) == NULL)
-		return;
-	*running = q->running;
-	TAILQ_FOREACH(ki, &q->waiting, entry)
-		(*waiting)++;
-}

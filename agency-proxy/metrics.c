@@ -127,13 +127,23 @@ classify(int status, int end)
 }
 
 static struct mcount *
-mcount_get(const char *model)
+mcount_find(const char *model)
 {
 	struct mcount	*m;
 
 	TAILQ_FOREACH(m, &mcounts, entry)
 		if (strcmp(m->model, model) == 0)
 			return (m);
+	return (NULL);
+}
+
+static struct mcount *
+mcount_get(const char *model)
+{
+	struct mcount	*m;
+
+	if ((m = mcount_find(model)) != NULL)
+		return (m);
 	if ((m = calloc(1, sizeof(*m))) == NULL)
 		return (NULL);
 	(void)strlcpy(m->model, model, sizeof(m->model));
@@ -255,7 +265,7 @@ metrics_totals(const char *model, uint64_t *req, uint64_t *ptok,
 	size_t		 i;
 
 	*req = *ptok = *ctok = 0;
-	if ((m = mcount_get(model)) == NULL)
+	if ((m = mcount_find(model)) == NULL)
 		return;
 	for (i = 0; i < MC_N; i++)
 		*req += m->codes[i];

@@ -300,6 +300,7 @@ struct prescan {
 };
 
 void		 prescan_feed(struct prescan *, const char *, size_t);
+void		 prescan_reset(struct prescan *);
 void		 prescan_clear(struct prescan *);
 int		 rules_scan(const char *, size_t, const struct prescan *,
 		    struct rscan *);
@@ -515,15 +516,15 @@ int		 probe_delay(int64_t, int, int *);
 /* keyq.c: the slots of keys with max requests */
 int		 keyq_enter(const char *, int64_t, void *);
 void		*keyq_leave(const char *, void *, int);
-void		 keyq_counts(const char *, uint64_t *, uint64_t *);
 
 /* events.c: the events stream, logs, loads and unloads over HTTP */
 void		 events_init(void);
 json_object	*events_record(const struct proto_status *,
 		    const struct pmodel *);
-void		 events_stream(struct hreq *, const char *);
-void		 events_logs(struct hreq *, const struct pmodel *, int,
+void		 events_stream(struct hreq *, const char *, const char *,
 		    const char *);
+void		 events_logs(struct hreq *, const struct pmodel *, int,
+		    const char *, const char *, const char *);
 void		 events_admin(struct hreq *, const struct pmodel *, int, int,
 		    const char *);
 void		 events_admin_done(const struct proto_admin_done *);

@@ -335,7 +335,19 @@ prescan_feed(struct prescan *ps, const char *body, size_t avail)
 	ps->pos = p - b;
 }
 
-/* Forget the notes, for the next body. */
+/* Forget the notes, for the next body: their room stays. */
+void
+prescan_reset(struct prescan *ps)
+{
+	struct pstr	*s = ps->s;
+	size_t		 cap = ps->cap;
+
+	memset(ps, 0, sizeof(*ps));
+	ps->s = s;
+	ps->cap = cap;
+}
+
+/* Forget the notes and their room, for good. */
 void
 prescan_clear(struct prescan *ps)
 {

@@ -619,6 +619,41 @@ ATF_TC_BODY(pieces, tc)
 }
 
 /*
+ * prescan_reset, between the bodies of one connection: the notes of the
+ * first are gone, their room stays, and the second's notes are its own
+ * (the scan with them agrees with the scan without).
+ */
+ATF_TC_WITHOUT_HEAD(prescan_reset);
+ATF_TC_BODY(prescan_reset, tc)
+{
+	static const char	 a[] = "{\"model\":\"m\",\"messages\":[{\"role\":"
+				    "\"user\",\"content\":\"a long one\"}]}";
+	static const char	 b[] = "{\"model\":\"q\",\"messages\":[{\"role\":"
+				    "\"system\",\"content\":\"x\\ny\"}]}";
+	struct prescan		 ps;
+	struct pstr		*room;
+	struct rscan		 with, without;
+	size_t			 cap;
+
+	memset(&ps, 0, sizeof(ps));
+	prescan_feed(&ps, a, sizeof(a) - 1);
+	ATF_REQUIRE(ps.n == 7 && ps.s != NULL);
+	room = ps.s;
+	cap = ps.cap;
+	prescan_reset(&ps);
+	ATF_CHECK(ps.s == room && ps.cap == cap);
+	ATF_CHECK(ps.n == 0 && ps.pos == 0 && !ps.in && !ps.off);
+	prescan_feed(&ps, b, sizeof(b) - 1);
+	ATF_CHECK_EQ(ps.n, 7);
+	ATF_CHECK(ps.s == room);
+	ATF_REQUIRE(rules_scan(b, sizeof(b) - 1, NULL, &without));
+	ATF_REQUIRE(rules_scan(b, sizeof(b) - 1, &ps, &with));
+	ATF_CHECK(memcmp(&with, &without, sizeof(with)) == 0);
+	prescan_clear(&ps);
+	ATF_CHECK(ps.s == NULL && ps.cap == 0);
+}
+
+/*
  * Generated bodies of many sizes, as they are (taken), with a piece of
  * each kind in one of their strings, and cut short.
  */
@@ -1128,6 +1163,7 @@ ATF_TC_BODY(splice_corpus, tc)
 ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, pieces);
+	ATF_TP_ADD_TC(tp, prescan_reset);
 	ATF_TP_ADD_TC(tp, corpus);
 	ATF_TP_ADD_TC(tp, edges);
 	ATF_TP_ADD_TC(tp, utf8);
