@@ -24,9 +24,12 @@
  * Strings are most of a long body, and most of a string is bytes that
  * need nothing done: the scan marks the bytes that matter (a quote, a
  * backslash, a control character, a byte >= 0x80) 32 at a time, with
- * SSE2, which every x86-64 has, or 8 to a 64-bit word elsewhere
- * (scan_portable, utf8.c's, chooses the words for the tests, which hold
- * the two to the same answers), and handles the marked ones in turn.  A step with
+ * SSE2, which every x86-64 has, or 8 to a 64-bit word elsewhere, and
+ * handles the marked ones in turn.  Where the CPU has AVX2, steps of 64
+ * bytes go first and take plain text and simple escapes with no branch
+ * on the bytes (blocks_avx2), leaving the rest to the 32-byte steps.
+ * scan_portable (utf8.c's) keeps the scan to the words or to SSE2 for
+ * the tests, which hold every way to the same answers.  A step with
  * no byte >= 0x80 (all of an English prompt but a few) has no UTF-8
  * work at all; a byte >= 0x80 is checked as the start of a well-formed
  * sequence where it stands (utf8.c), in the same pass.
@@ -45,6 +48,10 @@
 
 #ifdef __SSE2__
 #include <emmintrin.h>
+#endif
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define SCAN_AVX2	1
 #endif
 
 #include "proxy.h"
@@ -191,6 +198,122 @@ string_byte(const unsigned char *p, const unsigned char *e,
 	}
 }
 
+#ifdef SCAN_AVX2
+/*
+ * 64 bytes a step with AVX2, where the CPU has it (most x86-64 since
+ * 2013; cpuid says, once).  A text with an escape every few words has a
+ * marked byte in nearly every step, and taking them one by one costs a
+ * mispredicted branch each; here a step of plain text and simple escapes
+ * is checked with no branch that depends on the text:
+ *
+ * - the backslashes as a mask, and from it (runs of them added to a bit
+ *   at their start: the carry ends each run) the byte after each run of
+ *   odd length, the letter of an escape; a backslash inside a run is
+ *   itself a letter, always a valid one.  A run of odd length at a
+ *   step's end makes the next step's first byte a letter: the one bit
+ *   carried from step to step (the steps' loads depend on nothing
+ *   found in them, so that they overlap);
+ * - the letters classed by their two nibbles (two table lookups a byte),
+ *   so that every one must be " \ / b f n r t;
+ * - the first quote that is no letter ends the string; before it, no
+ *   byte < 0x20 and none >= 0x80.
+ *
+ * A step that has anything else before its end (a byte >= 0x80, a \u,
+ * a control character, a bad escape) is left to the 32-byte steps,
+ * which give every answer, from its first byte, or from the backslash
+ * before it if that byte is a letter.  Returns 2 with *pp on the closing
+ * quote, or 1 with *pp where the 32-byte steps go on (fewer than 64
+ * bytes left, or a step they must take).
+ */
+static const uint64_t	 EVEN = 0x5555555555555555ULL;
+
+__attribute__((target("avx2")))
+static int
+blocks_avx2(const unsigned char **pp, const unsigned char *e, int *esc)
+{
+	const __m256i	 q = _mm256_set1_epi8('"'), b = _mm256_set1_epi8('\\');
+	const __m256i	 sp = _mm256_set1_epi8(0x20);
+	const __m256i	 low = _mm256_set1_epi8(0x0f), zero = _mm256_setzero_si256();
+	/* " and / under 2; \ under 5; b f n under 6; r t under 7 */
+	const __m256i	 thi = _mm256_setr_epi8(0, 0, 1, 0, 0, 2, 4, 8,
+			    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 2, 4, 8,
+			    0, 0, 0, 0, 0, 0, 0, 0);
+	const __m256i	 tlo = _mm256_setr_epi8(0, 0, 1 | 4 | 8, 0, 8, 0, 4,
+			    0, 0, 0, 0, 0, 2, 0, 4, 1, 0, 0, 1 | 4 | 8, 0, 8,
+			    0, 4, 0, 0, 0, 0, 0, 2, 0, 4, 1);
+	const unsigned char	*p = *pp;
+	__m256i		 x, y, cx, cy;
+	uint64_t	 bs, qt, odd, starts, ev, od, letters, end, ok;
+	uint64_t	 prev = 0;	/* the first byte is a letter */
+
+	while (e - p >= 64) {
+		x = _mm256_loadu_si256((const __m256i *)(const void *)p);
+		y = _mm256_loadu_si256((const __m256i *)(const void *)(p + 32));
+		bs = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(x, b)) |
+		    (uint64_t)(uint32_t)_mm256_movemask_epi8(
+		    _mm256_cmpeq_epi8(y, b)) << 32;
+		qt = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(x, q)) |
+		    (uint64_t)(uint32_t)_mm256_movemask_epi8(
+		    _mm256_cmpeq_epi8(y, q)) << 32;
+		/* < 0x20 or >= 0x80: less than 0x20 as signed bytes */
+		odd = (uint32_t)_mm256_movemask_epi8(_mm256_cmpgt_epi8(sp, x)) |
+		    (uint64_t)(uint32_t)_mm256_movemask_epi8(
+		    _mm256_cmpgt_epi8(sp, y)) << 32;
+		cx = _mm256_and_si256(_mm256_shuffle_epi8(thi,
+		    _mm256_and_si256(_mm256_srli_epi16(x, 4), low)),
+		    _mm256_shuffle_epi8(tlo, _mm256_and_si256(x, low)));
+		cy = _mm256_and_si256(_mm256_shuffle_epi8(thi,
+		    _mm256_and_si256(_mm256_srli_epi16(y, 4), low)),
+		    _mm256_shuffle_epi8(tlo, _mm256_and_si256(y, low)));
+		ok = ~((uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(cx,
+		    zero)) | (uint64_t)(uint32_t)_mm256_movemask_epi8(
+		    _mm256_cmpeq_epi8(cy, zero)) << 32);
+		/* the letters: after the runs of odd length (a backslash
+		 * that is a letter begins no run) */
+		letters = prev;
+		bs &= ~prev;
+		starts = bs & ~(bs << 1);
+		ev = (bs + (starts & EVEN)) & ~bs;
+		prev = __builtin_add_overflow(bs, starts & ~EVEN, &od);
+		od &= ~bs;
+		letters |= (ev & ~EVEN) | (od & EVEN);
+		end = qt & ~letters;
+		end &= -end;		/* the closing quote, if here */
+		if (((odd | (letters & ~ok)) & (end - 1)) != 0) {
+			/* from the backslash, if this begins with a letter */
+			*pp = p - (letters & 1);
+			return (1);
+		}
+		if ((bs & (end - 1)) != 0)
+			*esc = 1;
+		if (end != 0) {
+			*pp = p + __builtin_ctzll(end);
+			return (2);
+		}
+		p += 64;
+	}
+	/* a letter the 64-byte steps did not reach: from its backslash */
+	*pp = p - prev;
+	return (1);
+}
+
+static int	 have_avx2 = -1;
+
+/* Whether the 64-byte steps are taken: the CPU has AVX2, and the scan
+ * was not told to keep to SSE2 or to words (the tests). */
+static int
+use_avx2(int mode)
+{
+	if (mode != SCAN_BEST)
+		return (0);
+	if (have_avx2 == -1) {
+		__builtin_cpu_init();
+		have_avx2 = __builtin_cpu_supports("avx2") ? 1 : 0;
+	}
+	return (have_avx2);
+}
+#endif
+
 /*
  * The inside of a string from p, of the bytes before e, 32 a step: their
  * special bytes as a mask, taken one by one (an escape or a character
@@ -208,11 +331,23 @@ string_in(const unsigned char *p, const unsigned char *e, int portable,
 	const unsigned char	*blk, *q;
 	uint32_t		 m;
 	int			 r;
+#ifdef SCAN_AVX2
+	int			 avx2 = use_avx2(portable);
+#endif
 
 	while (e - p >= 32) {
+#ifdef SCAN_AVX2
+		if (avx2 && blocks_avx2(&p, e, esc) == 2) {
+			q = p;
+			r = 2;
+			goto stop;
+		}
+		if (e - p < 32)
+			break;
+#endif
 		blk = p;
 #ifdef __SSE2__
-		m = portable ? mask_words(blk) : mask_sse2(blk);
+		m = portable == SCAN_WORDS ? mask_words(blk) : mask_sse2(blk);
 #else
 		(void)portable;
 		m = mask_words(blk);
