@@ -801,7 +801,7 @@ ATF_TC_WITHOUT_HEAD(wide_steps);
 static int
 wide_one(const char *s, size_t n)
 {
-	char		 b[700];
+	char		 b[1024];
 	struct rscan	 rs;
 	int		 r;
 
@@ -866,6 +866,92 @@ ATF_TC_BODY(wide_steps, tc)
 		refused += 2 - r;
 	}
 	/* both kinds of answer were reached, many times */
+	ATF_REQUIRE_MSG(taken > 1000 && refused > 1000, "taken %d, refused %d",
+	    taken, refused);
+}
+
+/*
+ * UTF-8 for the 64-byte steps: a lead byte of each class and up to three
+ * bytes of the edges of the classes after it, across the edge of a step
+ * (the string's bytes 58 to 66), then ASCII, the closing quote, or more
+ * text of three-byte characters; and random strings mostly of
+ * characters of two, three and four bytes, some cut short.  Every way
+ * must agree, and both answers must come.
+ */
+ATF_TC_WITHOUT_HEAD(wide_utf8);
+ATF_TC_BODY(wide_utf8, tc)
+{
+	static const unsigned char	 leads[] = { 0x80, 0xbf, 0xc0, 0xc1,
+					    0xc2, 0xdf, 0xe0, 0xe1, 0xed,
+					    0xef, 0xf0, 0xf1, 0xf4, 0xf5,
+					    0xff };
+	static const unsigned char	 next[] = { 0x80, 0x8f, 0x90, 0x9f,
+					    0xa0, 0xbf, 'a', 0xc2 };
+	static const char *const	 atoms[] = { "\xe6\x97\xa5",
+					    "\xe6\x9c\xac", "\xc3\xa9",
+					    "\xf0\x9f\x98\x80", "\xe6\x97",
+					    "\xed\xa0\x80", "\xc0\xaf", " ",
+					    "\\n", "\xf4\x90\x80\x80" };
+	static const char *const	 afters[] = { "yyyyyyyyyyyyyyyyyyyyyy"
+					    "yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy"
+					    "yyyyyyyyyyyyyyyy", "",
+					    "\xe6\x97\xa5\xe6\x97\xa5\xe6\x97"
+					    "\xa5\xe6\x97\xa5\xe6\x97\xa5\xe6"
+					    "\x97\xa5\xe6\x97\xa5\xe6\x97\xa5"
+					    "\xe6\x97\xa5\xe6\x97\xa5\xe6\x97"
+					    "\xa5\xe6\x97\xa5\xe6\x97\xa5\xe6"
+					    "\x97\xa5\xe6\x97\xa5\xe6\x97\xa5"
+					    "\xe6\x97\xa5\xe6\x97\xa5\xe6\x97"
+					    "\xa5\xe6\x97\xa5\xe6\x97\xa5\xe6"
+					    "\x97\xa5\xe6\x97\xa5\xe6\x97\xa5" };
+	char		 s[700];
+	size_t		 l, i, j, k, off, a, n, len, pick, nn = sizeof(next);
+	uint32_t	 seed = 7;
+	int		 taken = 0, refused = 0, r, it;
+
+	for (l = 0; l < sizeof(leads); l++)
+		for (i = 0; i < 1 + nn + nn * nn + nn * nn * nn; i++)
+			for (off = 58; off <= 66; off += 2)
+				for (a = 0; a < 3; a++) {
+					memset(s, 'x', off);
+					n = off;
+					s[n++] = leads[l];
+					/* i: no byte, one, two or three */
+					j = i;
+					if (j >= 1) {
+						j -= 1;
+						k = j < nn ? 1 : (j -= nn) <
+						    nn * nn ? 2 : (j -= nn *
+						    nn, 3);
+						while (k-- > 0) {
+							s[n++] = next[j % nn];
+							j /= nn;
+						}
+					}
+					len = strlen(afters[a]);
+					memcpy(s + n, afters[a], len);
+					n += len;
+					r = wide_one(s, n);
+					taken += r;
+					refused += 2 - r;
+				}
+	for (it = 0; it < 20000; it++) {
+		seed = seed * 1103515245 + 12345;
+		len = (seed >> 8) % 600;
+		for (n = 0; n < len; n += k) {
+			seed = seed * 1103515245 + 12345;
+			/* mostly the whole characters of the first four */
+			pick = (seed >> 8) % 64;
+			pick = pick < 60 ? pick % 4 : pick % 10;
+			k = strlen(atoms[pick]);
+			if (n + k > sizeof(s))
+				break;
+			memcpy(s + n, atoms[pick], k);
+		}
+		r = wide_one(s, n);
+		taken += r;
+		refused += 2 - r;
+	}
 	ATF_REQUIRE_MSG(taken > 1000 && refused > 1000, "taken %d, refused %d",
 	    taken, refused);
 }
@@ -1256,6 +1342,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, corpus);
 	ATF_TP_ADD_TC(tp, edges);
 	ATF_TP_ADD_TC(tp, wide_steps);
+	ATF_TP_ADD_TC(tp, wide_utf8);
 	ATF_TP_ADD_TC(tp, utf8);
 	ATF_TP_ADD_TC(tp, splice_bytes);
 	ATF_TP_ADD_TC(tp, splice_left);
