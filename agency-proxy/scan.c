@@ -225,37 +225,41 @@ static const uint64_t	 EVEN = 0x5555555555555555ULL;
 #define U_CONTS		0x80	/* a continuation after a continuation */
 #define U_CARRY		(U_SHORT | U_LONG | U_CONTS)
 
+#define HI1	U_LONG, U_LONG, U_LONG, U_LONG, U_LONG, U_LONG, U_LONG, \
+	U_LONG, U_CONTS, U_CONTS, U_CONTS, U_CONTS, U_SHORT | U_OVER2, \
+	U_SHORT, U_SHORT | U_OVER3 | U_SURR, U_SHORT | U_LARGE | U_LARGE80
+#define LO1	U_CARRY | U_OVER3 | U_OVER2 | U_LARGE80, U_CARRY | U_OVER2, \
+	U_CARRY, U_CARRY, U_CARRY | U_LARGE, U_CARRY | U_LARGE | U_LARGE80, \
+	U_CARRY | U_LARGE | U_LARGE80, U_CARRY | U_LARGE | U_LARGE80, \
+	U_CARRY | U_LARGE | U_LARGE80, U_CARRY | U_LARGE | U_LARGE80, \
+	U_CARRY | U_LARGE | U_LARGE80, U_CARRY | U_LARGE | U_LARGE80, \
+	U_CARRY | U_LARGE | U_LARGE80, U_CARRY | U_LARGE | U_LARGE80 | U_SURR, \
+	U_CARRY | U_LARGE | U_LARGE80, U_CARRY | U_LARGE | U_LARGE80
+#define HI2	U_SHORT, U_SHORT, U_SHORT, U_SHORT, U_SHORT, U_SHORT, U_SHORT, \
+	U_SHORT, U_LONG | U_OVER2 | U_CONTS | U_OVER3 | U_LARGE80, \
+	U_LONG | U_OVER2 | U_CONTS | U_OVER3 | U_LARGE, \
+	U_LONG | U_OVER2 | U_CONTS | U_SURR | U_LARGE, \
+	U_LONG | U_OVER2 | U_CONTS | U_SURR | U_LARGE, \
+	U_SHORT, U_SHORT, U_SHORT, U_SHORT
+/* each twice: a lookup is within each 16-byte half */
+static const unsigned char	 u_hi1[32] = { HI1, HI1 };
+static const unsigned char	 u_lo1[32] = { LO1, LO1 };
+static const unsigned char	 u_hi2[32] = { HI2, HI2 };
+#undef HI1
+#undef LO1
+#undef HI2
+
 __attribute__((target("avx2")))
 static inline __m256i
 utf8_avx2(__m256i in, __m256i before)
 {
 	const __m256i	 low = _mm256_set1_epi8(0x0f);
-	const __m256i	 hi1 = _mm256_setr_epi8(
-	    U_LONG, U_LONG, U_LONG, U_LONG, U_LONG, U_LONG, U_LONG, U_LONG,
-	    U_CONTS, U_CONTS, U_CONTS, U_CONTS, U_SHORT | U_OVER2, U_SHORT,
-	    U_SHORT | U_OVER3 | U_SURR, U_SHORT | U_LARGE | U_LARGE80,
-	    U_LONG, U_LONG, U_LONG, U_LONG, U_LONG, U_LONG, U_LONG, U_LONG,
-	    U_CONTS, U_CONTS, U_CONTS, U_CONTS, U_SHORT | U_OVER2, U_SHORT,
-	    U_SHORT | U_OVER3 | U_SURR, U_SHORT | U_LARGE | U_LARGE80);
-#define LO1	U_CARRY | U_OVER3 | U_OVER2 | U_LARGE80, U_CARRY | U_OVER2, \
-	    U_CARRY, U_CARRY, U_CARRY | U_LARGE, U_CARRY | U_LARGE | U_LARGE80, \
-	    U_CARRY | U_LARGE | U_LARGE80, U_CARRY | U_LARGE | U_LARGE80, \
-	    U_CARRY | U_LARGE | U_LARGE80, U_CARRY | U_LARGE | U_LARGE80, \
-	    U_CARRY | U_LARGE | U_LARGE80, U_CARRY | U_LARGE | U_LARGE80, \
-	    U_CARRY | U_LARGE | U_LARGE80, \
-	    U_CARRY | U_LARGE | U_LARGE80 | U_SURR, \
-	    U_CARRY | U_LARGE | U_LARGE80, U_CARRY | U_LARGE | U_LARGE80
-	const __m256i	 lo1 = _mm256_setr_epi8(LO1, LO1);
-#undef LO1
-#define HI2	U_SHORT, U_SHORT, U_SHORT, U_SHORT, U_SHORT, U_SHORT, U_SHORT, \
-	    U_SHORT, \
-	    U_LONG | U_OVER2 | U_CONTS | U_OVER3 | U_LARGE80, \
-	    U_LONG | U_OVER2 | U_CONTS | U_OVER3 | U_LARGE, \
-	    U_LONG | U_OVER2 | U_CONTS | U_SURR | U_LARGE, \
-	    U_LONG | U_OVER2 | U_CONTS | U_SURR | U_LARGE, \
-	    U_SHORT, U_SHORT, U_SHORT, U_SHORT
-	const __m256i	 hi2 = _mm256_setr_epi8(HI2, HI2);
-#undef HI2
+	const __m256i	 hi1 = _mm256_loadu_si256((const __m256i *)
+			    (const void *)u_hi1);
+	const __m256i	 lo1 = _mm256_loadu_si256((const __m256i *)
+			    (const void *)u_lo1);
+	const __m256i	 hi2 = _mm256_loadu_si256((const __m256i *)
+			    (const void *)u_hi2);
 	__m256i		 t, b1, b2, b3, pair, third;
 
 	/* the bytes one, two and three back */
