@@ -257,7 +257,10 @@ int		 sandbox_narrow(const struct proto_port_range *, size_t);
 int		 sandbox_selftest(const char *, uint16_t, uint16_t);
 
 /* utf8.c */
-extern int	 scan_portable;		/* 1: never SSE2 (tests) */
+extern int	 scan_portable;		/* how strings are scanned (tests): */
+#define SCAN_BEST	0		/* AVX2 where the CPU has it */
+#define SCAN_WORDS	1		/* 64-bit words, never SIMD */
+#define SCAN_SSE2	2		/* never AVX2 */
 size_t		 utf8_seq(const unsigned char *, size_t);
 int		 utf8_valid(const unsigned char *, size_t);
 

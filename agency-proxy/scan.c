@@ -24,9 +24,13 @@
  * Strings are most of a long body, and most of a string is bytes that
  * need nothing done: the scan marks the bytes that matter (a quote, a
  * backslash, a control character, a byte >= 0x80) 32 at a time, with
- * SSE2, which every x86-64 has, or 8 to a 64-bit word elsewhere
- * (scan_portable, utf8.c's, chooses the words for the tests, which hold
- * the two to the same answers), and handles the marked ones in turn.  A step with
+ * SSE2, which every x86-64 has, or 8 to a 64-bit word elsewhere, and
+ * handles the marked ones in turn.  Where the CPU has AVX2, steps of 64
+ * bytes go first and take plain text, simple escapes and UTF-8 with no
+ * branch on where the marked bytes are (blocks_avx2), leaving the rest
+ * (\u, and anything wrong) to the 32-byte steps.
+ * scan_portable (utf8.c's) keeps the scan to the words or to SSE2 for
+ * the tests, which hold every way to the same answers.  A step with
  * no byte >= 0x80 (all of an English prompt but a few) has no UTF-8
  * work at all; a byte >= 0x80 is checked as the start of a well-formed
  * sequence where it stands (utf8.c), in the same pass.
@@ -45,6 +49,10 @@
 
 #ifdef __SSE2__
 #include <emmintrin.h>
+#endif
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define SCAN_AVX2	1
 #endif
 
 #include "proxy.h"
@@ -191,6 +199,267 @@ string_byte(const unsigned char *p, const unsigned char *e,
 	}
 }
 
+#ifdef SCAN_AVX2
+static const uint64_t	 EVEN = 0x5555555555555555ULL;
+
+/*
+ * UTF-8 over 32 bytes at once, as Keiser and Lemire have it ("Validating
+ * UTF-8 in less than one instruction per byte", 2021): each byte with
+ * the one before it is looked up by three nibbles (the first byte's
+ * two, the second's high one) in tables of the errors a pair can show,
+ * one bit an error; a pair is wrong where all three lookups share a
+ * bit.  The third and fourth bytes of a sequence are continuations the
+ * pair tables call "two continuations", which is right only there: so
+ * that bit is flipped where the byte two or three back is a lead of
+ * three or four bytes.  in is the 32 bytes, before the 32 before them.
+ * A byte of the result other than 0 is an error at that byte: a
+ * sequence cut short shows at the byte after it.
+ */
+#define U_SHORT		0x01	/* a lead without its continuation */
+#define U_LONG		0x02	/* a continuation after ASCII */
+#define U_OVER3		0x04	/* e0 80-9f */
+#define U_LARGE		0x08	/* past U+10FFFF: f4 90-bf, f5-ff */
+#define U_SURR		0x10	/* ed a0-bf */
+#define U_OVER2		0x20	/* c0-c1 */
+#define U_LARGE80	0x40	/* f5-ff 80-8f; f0 80-8f (overlong) */
+#define U_CONTS		0x80	/* a continuation after a continuation */
+#define U_CARRY		(U_SHORT | U_LONG | U_CONTS)
+
+#define HI1	U_LONG, U_LONG, U_LONG, U_LONG, U_LONG, U_LONG, U_LONG, \
+	U_LONG, U_CONTS, U_CONTS, U_CONTS, U_CONTS, U_SHORT | U_OVER2, \
+	U_SHORT, U_SHORT | U_OVER3 | U_SURR, U_SHORT | U_LARGE | U_LARGE80
+#define LO1	U_CARRY | U_OVER3 | U_OVER2 | U_LARGE80, U_CARRY | U_OVER2, \
+	U_CARRY, U_CARRY, U_CARRY | U_LARGE, U_CARRY | U_LARGE | U_LARGE80, \
+	U_CARRY | U_LARGE | U_LARGE80, U_CARRY | U_LARGE | U_LARGE80, \
+	U_CARRY | U_LARGE | U_LARGE80, U_CARRY | U_LARGE | U_LARGE80, \
+	U_CARRY | U_LARGE | U_LARGE80, U_CARRY | U_LARGE | U_LARGE80, \
+	U_CARRY | U_LARGE | U_LARGE80, U_CARRY | U_LARGE | U_LARGE80 | U_SURR, \
+	U_CARRY | U_LARGE | U_LARGE80, U_CARRY | U_LARGE | U_LARGE80
+#define HI2	U_SHORT, U_SHORT, U_SHORT, U_SHORT, U_SHORT, U_SHORT, U_SHORT, \
+	U_SHORT, U_LONG | U_OVER2 | U_CONTS | U_OVER3 | U_LARGE80, \
+	U_LONG | U_OVER2 | U_CONTS | U_OVER3 | U_LARGE, \
+	U_LONG | U_OVER2 | U_CONTS | U_SURR | U_LARGE, \
+	U_LONG | U_OVER2 | U_CONTS | U_SURR | U_LARGE, \
+	U_SHORT, U_SHORT, U_SHORT, U_SHORT
+/* each twice: a lookup is within each 16-byte half */
+static const unsigned char	 u_hi1[32] = { HI1, HI1 };
+static const unsigned char	 u_lo1[32] = { LO1, LO1 };
+static const unsigned char	 u_hi2[32] = { HI2, HI2 };
+#undef HI1
+#undef LO1
+#undef HI2
+
+__attribute__((target("avx2")))
+static inline __m256i
+utf8_avx2(__m256i in, __m256i before)
+{
+	const __m256i	 low = _mm256_set1_epi8(0x0f);
+	const __m256i	 hi1 = _mm256_loadu_si256((const __m256i *)
+			    (const void *)u_hi1);
+	const __m256i	 lo1 = _mm256_loadu_si256((const __m256i *)
+			    (const void *)u_lo1);
+	const __m256i	 hi2 = _mm256_loadu_si256((const __m256i *)
+			    (const void *)u_hi2);
+	__m256i		 t, b1, b2, b3, pair, third;
+
+	/* the bytes one, two and three back */
+	t = _mm256_permute2x128_si256(before, in, 0x21);
+	b1 = _mm256_alignr_epi8(in, t, 15);
+	b2 = _mm256_alignr_epi8(in, t, 14);
+	b3 = _mm256_alignr_epi8(in, t, 13);
+	pair = _mm256_and_si256(_mm256_and_si256(
+	    _mm256_shuffle_epi8(hi1, _mm256_and_si256(_mm256_srli_epi16(b1, 4),
+	    low)), _mm256_shuffle_epi8(lo1, _mm256_and_si256(b1, low))),
+	    _mm256_shuffle_epi8(hi2, _mm256_and_si256(_mm256_srli_epi16(in, 4),
+	    low)));
+	/* 0x80 where two back is e0-ff or three back f0-ff */
+	third = _mm256_and_si256(_mm256_or_si256(
+	    _mm256_subs_epu8(b2, _mm256_set1_epi8((char)(0xe0 - 0x80))),
+	    _mm256_subs_epu8(b3, _mm256_set1_epi8((char)(0xf0 - 0x80)))),
+	    _mm256_set1_epi8((char)0x80));
+	return (_mm256_xor_si256(pair, third));
+}
+
+/*
+ * The bytes of the 64 at p that are bad UTF-8 (utf8_avx2), one bit each;
+ * the 32 before p are looked at unless p is where the steps began.  Not
+ * inlined: its tables would take the registers of the steps' loop.
+ */
+__attribute__((target("avx2"), noinline))
+static uint64_t
+utf8_bad(const unsigned char *p, int first)
+{
+	const __m256i	 zero = _mm256_setzero_si256();
+	__m256i		 x, y, before;
+
+	x = _mm256_loadu_si256((const __m256i *)(const void *)p);
+	y = _mm256_loadu_si256((const __m256i *)(const void *)(p + 32));
+	before = first ? zero :
+	    _mm256_loadu_si256((const __m256i *)(const void *)(p - 32));
+	return (~((uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(
+	    utf8_avx2(x, before), zero)) | (uint64_t)(uint32_t)
+	    _mm256_movemask_epi8(_mm256_cmpeq_epi8(utf8_avx2(y, x), zero)) <<
+	    32));
+}
+
+/* Of bytes that are valid UTF-8 so far, how many at the end before p
+ * are a sequence not yet whole. */
+static inline size_t
+utf8_cut(const unsigned char *p)
+{
+	if (p[-1] >= 0xc0)
+		return (1);
+	if (p[-2] >= 0xe0)
+		return (2);
+	if (p[-3] >= 0xf0)
+		return (3);
+	return (0);
+}
+
+/*
+ * 64 bytes a step with AVX2, where the CPU has it (most x86-64 since
+ * 2013; cpuid says, once).  A text with an escape every few words has a
+ * marked byte in nearly every step, and taking them one by one costs a
+ * mispredicted branch each; here a step is checked with no branch that
+ * depends on where its marked bytes are:
+ *
+ * - the backslashes as a mask, and from it (runs of them added to a bit
+ *   at their start: the carry ends each run) the byte after each run of
+ *   odd length, the letter of an escape; a backslash inside a run is
+ *   itself a letter, always a valid one.  A run of odd length at a
+ *   step's end makes the next step's first byte a letter: the one bit
+ *   carried from step to step (the steps' loads depend on nothing
+ *   found in them, so that they overlap);
+ * - the letters classed by their two nibbles (two table lookups a byte),
+ *   so that every one must be " \ / b f n r t;
+ * - the first quote that is no letter ends the string; before it, no
+ *   byte < 0x20, and the bytes >= 0x80 valid UTF-8 (utf8_avx2) up to
+ *   the quote, which shows a sequence it cuts short.
+ *
+ * A step of plain ASCII text is only looked at.  A step that has
+ * anything else before its end (a \u, a control character, a bad
+ * escape, bad UTF-8) is left to the 32-byte steps, which give every
+ * answer, from its first byte, or from the backslash or the lead byte
+ * before it if that byte is a letter or a continuation.  Returns 2 with
+ * *pp on the closing quote, or 1 with *pp where the 32-byte steps go on
+ * (fewer than 64 bytes left, or a step they must take).
+ */
+__attribute__((target("avx2")))
+static int
+blocks_avx2(const unsigned char **pp, const unsigned char *e, int *esc)
+{
+	const __m256i	 q = _mm256_set1_epi8('"'), b = _mm256_set1_epi8('\\');
+	const __m256i	 sp = _mm256_set1_epi8(0x20);
+	const __m256i	 low = _mm256_set1_epi8(0x0f), zero = _mm256_setzero_si256();
+	/* " and / under 2; \ under 5; b f n under 6; r t under 7 */
+	const __m256i	 thi = _mm256_setr_epi8(0, 0, 1, 0, 0, 2, 4, 8,
+			    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 2, 4, 8,
+			    0, 0, 0, 0, 0, 0, 0, 0);
+	const __m256i	 tlo = _mm256_setr_epi8(0, 0, 1 | 4 | 8, 0, 8, 0, 4,
+			    0, 0, 0, 0, 0, 2, 0, 4, 1, 0, 0, 1 | 4 | 8, 0, 8,
+			    0, 4, 0, 0, 0, 0, 0, 2, 0, 4, 1);
+	const unsigned char	*p = *pp, *start = *pp;
+	__m256i		 x, y, cx, cy;
+	uint64_t	 bs, qt, ctl, hi, starts, ev, od, letters, end, ok, bad;
+	uint64_t	 prev = 0;	/* the first byte is a letter */
+	uint64_t	 cut = 0;	/* the last step ended with bytes >= 0x80 */
+
+	while (e - p >= 64) {
+		x = _mm256_loadu_si256((const __m256i *)(const void *)p);
+		y = _mm256_loadu_si256((const __m256i *)(const void *)(p + 32));
+		/* plain ASCII text: nothing to do */
+		cx = _mm256_or_si256(_mm256_or_si256(_mm256_cmpeq_epi8(x, b),
+		    _mm256_cmpeq_epi8(x, q)), _mm256_cmpgt_epi8(sp, x));
+		cy = _mm256_or_si256(_mm256_or_si256(_mm256_cmpeq_epi8(y, b),
+		    _mm256_cmpeq_epi8(y, q)), _mm256_cmpgt_epi8(sp, y));
+		cx = _mm256_or_si256(cx, cy);
+		if ((prev | cut) == 0 && _mm256_testz_si256(cx, cx)) {
+			p += 64;
+			continue;
+		}
+		bs = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(x, b)) |
+		    (uint64_t)(uint32_t)_mm256_movemask_epi8(
+		    _mm256_cmpeq_epi8(y, b)) << 32;
+		qt = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(x, q)) |
+		    (uint64_t)(uint32_t)_mm256_movemask_epi8(
+		    _mm256_cmpeq_epi8(y, q)) << 32;
+		/* >= 0x80, and < 0x20 or >= 0x80 (less than 0x20 as
+		 * signed bytes) */
+		hi = (uint32_t)_mm256_movemask_epi8(x) |
+		    (uint64_t)(uint32_t)_mm256_movemask_epi8(y) << 32;
+		ctl = ((uint32_t)_mm256_movemask_epi8(_mm256_cmpgt_epi8(sp, x)) |
+		    (uint64_t)(uint32_t)_mm256_movemask_epi8(
+		    _mm256_cmpgt_epi8(sp, y)) << 32) & ~hi;
+		cx = _mm256_and_si256(_mm256_shuffle_epi8(thi,
+		    _mm256_and_si256(_mm256_srli_epi16(x, 4), low)),
+		    _mm256_shuffle_epi8(tlo, _mm256_and_si256(x, low)));
+		cy = _mm256_and_si256(_mm256_shuffle_epi8(thi,
+		    _mm256_and_si256(_mm256_srli_epi16(y, 4), low)),
+		    _mm256_shuffle_epi8(tlo, _mm256_and_si256(y, low)));
+		ok = ~((uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(cx,
+		    zero)) | (uint64_t)(uint32_t)_mm256_movemask_epi8(
+		    _mm256_cmpeq_epi8(cy, zero)) << 32);
+		/* the letters: after the runs of odd length (a backslash
+		 * that is a letter begins no run) */
+		letters = prev;
+		bs &= ~prev;
+		starts = bs & ~(bs << 1);
+		ev = (bs + (starts & EVEN)) & ~bs;
+		prev = __builtin_add_overflow(bs, starts & ~EVEN, &od);
+		od &= ~bs;
+		letters |= (ev & ~EVEN) | (od & EVEN);
+		end = qt & ~letters;
+		end &= -end;		/* the closing quote, if here */
+		bad = (ctl | (letters & ~ok)) & (end - 1);
+		/* UTF-8, up to the quote and at it */
+		if ((hi | cut) != 0)
+			bad |= utf8_bad(p, p == start) & ((end - 1) | end);
+		if (bad != 0) {
+			/* from the backslash or the lead byte before, if
+			 * this begins with a letter or a continuation */
+			if (letters & 1)
+				p--;
+			else if (cut)
+				p -= utf8_cut(p);
+			*pp = p;
+			return (1);
+		}
+		if ((bs & (end - 1)) != 0)
+			*esc = 1;
+		if (end != 0) {
+			*pp = p + __builtin_ctzll(end);
+			return (2);
+		}
+		cut = hi >> 61;
+		p += 64;
+	}
+	/* a letter or a sequence the 64-byte steps did not finish: from
+	 * its backslash or its lead byte */
+	if (prev)
+		p--;
+	else if (cut && p > start)
+		p -= utf8_cut(p);
+	*pp = p;
+	return (1);
+}
+
+static int	 have_avx2 = -1;
+
+/* Whether the 64-byte steps are taken: the CPU has AVX2, and the scan
+ * was not told to keep to SSE2 or to words (the tests). */
+static int
+use_avx2(int mode)
+{
+	if (mode != SCAN_BEST)
+		return (0);
+	if (have_avx2 == -1) {
+		__builtin_cpu_init();
+		have_avx2 = __builtin_cpu_supports("avx2") ? 1 : 0;
+	}
+	return (have_avx2);
+}
+#endif
+
 /*
  * The inside of a string from p, of the bytes before e, 32 a step: their
  * special bytes as a mask, taken one by one (an escape or a character
@@ -208,11 +477,23 @@ string_in(const unsigned char *p, const unsigned char *e, int portable,
 	const unsigned char	*blk, *q;
 	uint32_t		 m;
 	int			 r;
+#ifdef SCAN_AVX2
+	int			 avx2 = use_avx2(portable);
+#endif
 
 	while (e - p >= 32) {
+#ifdef SCAN_AVX2
+		if (avx2 && blocks_avx2(&p, e, esc) == 2) {
+			q = p;
+			r = 2;
+			goto stop;
+		}
+		if (e - p < 32)
+			break;
+#endif
 		blk = p;
 #ifdef __SSE2__
-		m = portable ? mask_words(blk) : mask_sse2(blk);
+		m = portable == SCAN_WORDS ? mask_words(blk) : mask_sse2(blk);
 #else
 		(void)portable;
 		m = mask_words(blk);

@@ -117,7 +117,8 @@ utf8_valid(const unsigned char *p, size_t len)
 
 	for (;;) {
 #ifdef __SSE2__
-		p = scan_portable ? ascii_words(p, end) : ascii_sse2(p, end);
+		p = scan_portable == SCAN_WORDS ? ascii_words(p, end) :
+		    ascii_sse2(p, end);
 #else
 		p = ascii_words(p, end);
 #endif

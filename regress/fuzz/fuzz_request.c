@@ -521,17 +521,24 @@ scan_both(const char *body, size_t len)
 	size_t			 i = 0, avail, step;
 	int			 r, r2, p, p2, u, u2;
 
-	scan_portable = 1;
+	scan_portable = SCAN_WORDS;
 	r2 = rules_scan(body, len, NULL, &rs2);
 	p2 = rules_plain(body, len);
 	u2 = utf8_valid((const unsigned char *)body, len);
-	scan_portable = 0;
+	scan_portable = SCAN_BEST;
 	r = rules_scan(body, len, NULL, &rs);
 	p = rules_plain(body, len);
 	u = utf8_valid((const unsigned char *)body, len);
 	if (r != r2 || p != p2 || u != u2 ||
 	    memcmp(&rs, &rs2, sizeof(rs)) != 0)
 		abort();
+	/* SSE2 without AVX2, where the best is AVX2: the same */
+	scan_portable = SCAN_SSE2;
+	if (rules_scan(body, len, NULL, &rs2) != r ||
+	    rules_plain(body, len) != p ||
+	    (r && memcmp(&rs, &rs2, sizeof(rs)) != 0))
+		abort();
+	scan_portable = SCAN_BEST;
 	/* with its strings noted as it came in, in pieces: the same */
 	memset(&ps, 0, sizeof(ps));
 	for (avail = 0, step = 1 + len % 7; avail < len;

@@ -19,7 +19,8 @@ FREEPORT=$top/regress/tools/freeport
 # can reach, for the processes that do not run as root (model processes
 # run as _agencym): a checkout under /root, say, is out of their reach.
 # The directory is named by the program's checksum, so a new build gets
-# a new copy and parallel tests share one.
+# a new copy and parallel tests share one; run-tests removes the copies
+# no run has used for a day.
 stage_bin()
 {
 	local src=$1 name dir sum
@@ -32,6 +33,7 @@ stage_bin()
 		    mv -T "$dir.$$" "$dir" 2>/dev/null
 		rm -rf "$dir.$$"
 	fi
+	touch "$dir" 2>/dev/null	# in use: run-tests keeps it
 	echo "$dir/$name"
 }
 

@@ -429,23 +429,30 @@ static int
 scan2(const char *buf, size_t len, struct rscan *rs)
 {
 	static struct rscan	 other;
-	int			 r, r2, p, p2;
+	int			 r, r2, p, p2, mode;
 
-	scan_portable = 1;
+	/* the words, then SSE2, then the best the CPU has (AVX2) */
+	scan_portable = SCAN_WORDS;
 	r2 = rules_scan(buf, len, NULL, &other);
 	p2 = rules_plain(buf, len);
-	scan_portable = 0;
-	r = rules_scan(buf, len, NULL, rs);
-	p = rules_plain(buf, len);
-	ATF_REQUIRE_EQ_MSG(r, r2, "the two ways differ on %s", show(buf, len));
-	ATF_REQUIRE_EQ(p, p2);
-	ATF_REQUIRE_MSG(memcmp(rs, &other, sizeof(other)) == 0,
-	    "the two ways note differently: %s", show(buf, len));
+	for (mode = SCAN_SSE2; ; mode = SCAN_BEST) {
+		scan_portable = mode;
+		r = rules_scan(buf, len, NULL, rs);
+		p = rules_plain(buf, len);
+		ATF_REQUIRE_EQ_MSG(r, r2, "the ways (%d) differ on %s", mode,
+		    show(buf, len));
+		ATF_REQUIRE_EQ(p, p2);
+		ATF_REQUIRE_MSG(memcmp(rs, &other, sizeof(other)) == 0,
+		    "the ways (%d) note differently: %s", mode,
+		    show(buf, len));
+		if (mode == SCAN_BEST)
+			break;
+	}
 	prescanned(buf, len, r, rs);
 	/* the body's bytes are valid UTF-8 alike both ways */
-	scan_portable = 1;
+	scan_portable = SCAN_WORDS;
 	p2 = utf8_valid((const unsigned char *)buf, len);
-	scan_portable = 0;
+	scan_portable = SCAN_BEST;
 	ATF_REQUIRE_EQ(utf8_valid((const unsigned char *)buf, len), p2);
 	/* what the strict scan takes, the plain check takes */
 	if (r)
@@ -782,6 +789,174 @@ ref_utf8(const unsigned char *s, size_t n)
 }
 
 /*
+ * Long strings, for the 64-byte steps: runs of backslashes, quotes,
+ * letters and bytes that end a step early, at every place around the
+ * steps' edges, and random strings of the pieces a text has; every way
+ * of scanning (words, SSE2, AVX2 where the CPU has it, in pieces) must
+ * agree.
+ */
+ATF_TC_WITHOUT_HEAD(wide_steps);
+/* The n bytes at s as a string's value and as a name: both must be
+ * scanned alike every way; how many of the two were taken. */
+static int
+wide_one(const char *s, size_t n)
+{
+	char		 b[1024];
+	struct rscan	 rs;
+	int		 r;
+
+	memcpy(b, "{\"a\":\"", 6);
+	memcpy(b + 6, s, n);
+	memcpy(b + 6 + n, "\",\"b\":1}", 8);
+	r = scan2(b, n + 14, &rs);
+	/* a name with an escape is not taken: so the escapes are seen */
+	memcpy(b, "{\"", 2);
+	memcpy(b + 2, s, n);
+	memcpy(b + 2 + n, "\":1}", 4);
+	return (r + scan2(b, n + 6, &rs));
+}
+
+ATF_TC_BODY(wide_steps, tc)
+{
+	static const char *const	 tails[] = { "\"", "n", "x", "u0041",
+					    "u00", "q", "\xc3\xa9", "\x01",
+					    "\\", "/" };
+	static const char *const	 atoms[] = { "a", "b c ", "\\\\",
+					    "\\\"", "\\n", "\\t", "\\/",
+					    "\\u00e9", "\\ud83d\\ude00",
+					    "\\x", "\\", "\"", "\xc3\xa9",
+					    "\xe2\x80", "\xf0\x9f\x98\x80",
+					    "\x01", "\x7f", "{\\\"k\\\": 1}",
+					    "                " };
+	static const size_t		 after[] = { 0, 1, 2, 70 };
+	char		 s[600];
+	size_t		 off, run, t, a, n, len, k, pick;
+	uint32_t	 seed = 1;
+	int		 taken = 0, refused = 0, i, r;
+
+	for (off = 0; off < 140; off++)
+		for (run = 1; run <= 6; run++)
+			for (t = 0; t < sizeof(tails) / sizeof(tails[0]); t++)
+				for (a = 0; a < 4; a++) {
+					memset(s, 'x', off);
+					memset(s + off, '\\', run);
+					n = off + run;
+					len = strlen(tails[t]);
+					memcpy(s + n, tails[t], len);
+					n += len;
+					memset(s + n, 'y', after[a]);
+					n += after[a];
+					r = wide_one(s, n);
+					taken += r;
+					refused += 2 - r;
+				}
+	for (i = 0; i < 20000; i++) {
+		seed = seed * 1103515245 + 12345;
+		len = (seed >> 8) % 500;
+		for (n = 0; n < len; n += k) {
+			seed = seed * 1103515245 + 12345;
+			pick = (seed >> 8) % (sizeof(atoms) / sizeof(atoms[0]));
+			k = strlen(atoms[pick]);
+			if (n + k > sizeof(s))
+				break;
+			memcpy(s + n, atoms[pick], k);
+		}
+		r = wide_one(s, n);
+		taken += r;
+		refused += 2 - r;
+	}
+	/* both kinds of answer were reached, many times */
+	ATF_REQUIRE_MSG(taken > 1000 && refused > 1000, "taken %d, refused %d",
+	    taken, refused);
+}
+
+/*
+ * UTF-8 for the 64-byte steps: a lead byte of each class and up to three
+ * bytes of the edges of the classes after it, across the edge of a step
+ * (the string's bytes 58 to 66), then ASCII, the closing quote, or more
+ * text of three-byte characters; and random strings mostly of
+ * characters of two, three and four bytes, some cut short.  Every way
+ * must agree, and both answers must come.
+ */
+ATF_TC_WITHOUT_HEAD(wide_utf8);
+ATF_TC_BODY(wide_utf8, tc)
+{
+	static const unsigned char	 leads[] = { 0x80, 0xbf, 0xc0, 0xc1,
+					    0xc2, 0xdf, 0xe0, 0xe1, 0xed,
+					    0xef, 0xf0, 0xf1, 0xf4, 0xf5,
+					    0xff };
+	static const unsigned char	 next[] = { 0x80, 0x8f, 0x90, 0x9f,
+					    0xa0, 0xbf, 'a', 0xc2 };
+	static const char *const	 atoms[] = { "\xe6\x97\xa5",
+					    "\xe6\x9c\xac", "\xc3\xa9",
+					    "\xf0\x9f\x98\x80", "\xe6\x97",
+					    "\xed\xa0\x80", "\xc0\xaf", " ",
+					    "\\n", "\xf4\x90\x80\x80" };
+	static const char *const	 afters[] = { "yyyyyyyyyyyyyyyyyyyyyy"
+					    "yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy"
+					    "yyyyyyyyyyyyyyyy", "",
+					    "\xe6\x97\xa5\xe6\x97\xa5\xe6\x97"
+					    "\xa5\xe6\x97\xa5\xe6\x97\xa5\xe6"
+					    "\x97\xa5\xe6\x97\xa5\xe6\x97\xa5"
+					    "\xe6\x97\xa5\xe6\x97\xa5\xe6\x97"
+					    "\xa5\xe6\x97\xa5\xe6\x97\xa5\xe6"
+					    "\x97\xa5\xe6\x97\xa5\xe6\x97\xa5"
+					    "\xe6\x97\xa5\xe6\x97\xa5\xe6\x97"
+					    "\xa5\xe6\x97\xa5\xe6\x97\xa5\xe6"
+					    "\x97\xa5\xe6\x97\xa5\xe6\x97\xa5" };
+	char		 s[700];
+	size_t		 l, i, j, k, off, a, n, len, pick, nn = sizeof(next);
+	uint32_t	 seed = 7;
+	int		 taken = 0, refused = 0, r, it;
+
+	for (l = 0; l < sizeof(leads); l++)
+		for (i = 0; i < 1 + nn + nn * nn + nn * nn * nn; i++)
+			for (off = 58; off <= 66; off += 2)
+				for (a = 0; a < 3; a++) {
+					memset(s, 'x', off);
+					n = off;
+					s[n++] = leads[l];
+					/* i: no byte, one, two or three */
+					j = i;
+					if (j >= 1) {
+						j -= 1;
+						k = j < nn ? 1 : (j -= nn) <
+						    nn * nn ? 2 : (j -= nn *
+						    nn, 3);
+						while (k-- > 0) {
+							s[n++] = next[j % nn];
+							j /= nn;
+						}
+					}
+					len = strlen(afters[a]);
+					memcpy(s + n, afters[a], len);
+					n += len;
+					r = wide_one(s, n);
+					taken += r;
+					refused += 2 - r;
+				}
+	for (it = 0; it < 20000; it++) {
+		seed = seed * 1103515245 + 12345;
+		len = (seed >> 8) % 600;
+		for (n = 0; n < len; n += k) {
+			seed = seed * 1103515245 + 12345;
+			/* mostly the whole characters of the first four */
+			pick = (seed >> 8) % 64;
+			pick = pick < 60 ? pick % 4 : pick % 10;
+			k = strlen(atoms[pick]);
+			if (n + k > sizeof(s))
+				break;
+			memcpy(s + n, atoms[pick], k);
+		}
+		r = wide_one(s, n);
+		taken += r;
+		refused += 2 - r;
+	}
+	ATF_REQUIRE_MSG(taken > 1000 && refused > 1000, "taken %d, refused %d",
+	    taken, refused);
+}
+
+/*
  * Every two bytes that start with one >= 0x80, and three and four with
  * the edges of each byte's classes after them, against the oracle:
  * alone (utf8.c, both ways), and in a string of a body (scan.c).
@@ -799,10 +974,10 @@ utf8_one(const unsigned char *s, size_t n)
 	valid = ref_utf8(s, n);
 	ATF_REQUIRE_EQ_MSG(utf8_valid(s, n), valid,
 	    "%s", show((const char *)s, n));
-	scan_portable = 1;
+	scan_portable = SCAN_WORDS;
 	ATF_REQUIRE_EQ_MSG(utf8_valid(s, n), valid,
 	    "%s", show((const char *)s, n));
-	scan_portable = 0;
+	scan_portable = SCAN_BEST;
 	for (j = 0; j < n; j++)
 		if (s[j] < 0x20 || s[j] == '"' || s[j] == '\\')
 			return;
@@ -1166,6 +1341,8 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, prescan_reset);
 	ATF_TP_ADD_TC(tp, corpus);
 	ATF_TP_ADD_TC(tp, edges);
+	ATF_TP_ADD_TC(tp, wide_steps);
+	ATF_TP_ADD_TC(tp, wide_utf8);
 	ATF_TP_ADD_TC(tp, utf8);
 	ATF_TP_ADD_TC(tp, splice_bytes);
 	ATF_TP_ADD_TC(tp, splice_left);
