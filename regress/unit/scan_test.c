@@ -797,9 +797,9 @@ ref_utf8(const unsigned char *s, size_t n)
  */
 ATF_TC_WITHOUT_HEAD(wide_steps);
 /* The n bytes at s as a string's value and as a name: both must be
- * scanned alike every way; how many of the two were taken. */
-static int
-wide_one(const char *s, size_t n)
+ * scanned alike every way; each is counted as taken or refused. */
+static void
+wide_one(const char *s, size_t n, int *taken, int *refused)
 {
 	char		 b[1024];
 	struct rscan	 rs;
@@ -813,7 +813,39 @@ wide_one(const char *s, size_t n)
 	memcpy(b, "{\"", 2);
 	memcpy(b + 2, s, n);
 	memcpy(b + 2 + n, "\":1}", 4);
-	return (r + scan2(b, n + 6, &rs));
+	r += scan2(b, n + 6, &rs);
+	*taken += r;
+	*refused += 2 - r;
+}
+
+/*
+ * count random strings of pieces of atoms, up to max bytes, through
+ * wide_one; first (0: none) is how many of the atoms come most (15 in
+ * 16), the whole characters of wide_utf8.  Adds to *taken and *refused.
+ */
+static void
+wide_random(const char *const *atoms, size_t natoms, size_t first,
+    size_t max, uint32_t seed, int count, int *taken, int *refused)
+{
+	char		 s[700];
+	size_t		 n, len, k, pick;
+	int		 i;
+
+	for (i = 0; i < count; i++) {
+		seed = seed * 1103515245 + 12345;
+		len = (seed >> 8) % max;
+		for (n = 0; n < len; n += k) {
+			seed = seed * 1103515245 + 12345;
+			pick = (seed >> 8) % 64;
+			pick = first > 0 && pick < 60 ? pick % first :
+			    (seed >> 8) % natoms;
+			k = strlen(atoms[pick]);
+			if (n + k > sizeof(s))
+				break;
+			memcpy(s + n, atoms[pick], k);
+		}
+		wide_one(s, n, taken, refused);
+	}
 }
 
 ATF_TC_BODY(wide_steps, tc)
@@ -830,9 +862,8 @@ ATF_TC_BODY(wide_steps, tc)
 					    "                " };
 	static const size_t		 after[] = { 0, 1, 2, 70 };
 	char		 s[600];
-	size_t		 off, run, t, a, n, len, k, pick;
-	uint32_t	 seed = 1;
-	int		 taken = 0, refused = 0, i, r;
+	size_t		 off, run, t, a, n, len;
+	int		 taken = 0, refused = 0;
 
 	for (off = 0; off < 140; off++)
 		for (run = 1; run <= 6; run++)
@@ -846,25 +877,10 @@ ATF_TC_BODY(wide_steps, tc)
 					n += len;
 					memset(s + n, 'y', after[a]);
 					n += after[a];
-					r = wide_one(s, n);
-					taken += r;
-					refused += 2 - r;
+					wide_one(s, n, &taken, &refused);
 				}
-	for (i = 0; i < 20000; i++) {
-		seed = seed * 1103515245 + 12345;
-		len = (seed >> 8) % 500;
-		for (n = 0; n < len; n += k) {
-			seed = seed * 1103515245 + 12345;
-			pick = (seed >> 8) % (sizeof(atoms) / sizeof(atoms[0]));
-			k = strlen(atoms[pick]);
-			if (n + k > sizeof(s))
-				break;
-			memcpy(s + n, atoms[pick], k);
-		}
-		r = wide_one(s, n);
-		taken += r;
-		refused += 2 - r;
-	}
+	wide_random(atoms, sizeof(atoms) / sizeof(atoms[0]), 0, 500, 1, 20000,
+	    &taken, &refused);
 	/* both kinds of answer were reached, many times */
 	ATF_REQUIRE_MSG(taken > 1000 && refused > 1000, "taken %d, refused %d",
 	    taken, refused);
@@ -905,9 +921,8 @@ ATF_TC_BODY(wide_utf8, tc)
 					    "\xa5\xe6\x97\xa5\xe6\x97\xa5\xe6"
 					    "\x97\xa5\xe6\x97\xa5\xe6\x97\xa5" };
 	char		 s[700];
-	size_t		 l, i, j, k, off, a, n, len, pick, nn = sizeof(next);
-	uint32_t	 seed = 7;
-	int		 taken = 0, refused = 0, r, it;
+	size_t		 l, i, j, k, off, a, n, len, nn = sizeof(next);
+	int		 taken = 0, refused = 0;
 
 	for (l = 0; l < sizeof(leads); l++)
 		for (i = 0; i < 1 + nn + nn * nn + nn * nn * nn; i++)
@@ -931,27 +946,11 @@ ATF_TC_BODY(wide_utf8, tc)
 					len = strlen(afters[a]);
 					memcpy(s + n, afters[a], len);
 					n += len;
-					r = wide_one(s, n);
-					taken += r;
-					refused += 2 - r;
+					wide_one(s, n, &taken, &refused);
 				}
-	for (it = 0; it < 20000; it++) {
-		seed = seed * 1103515245 + 12345;
-		len = (seed >> 8) % 600;
-		for (n = 0; n < len; n += k) {
-			seed = seed * 1103515245 + 12345;
-			/* mostly the whole characters of the first four */
-			pick = (seed >> 8) % 64;
-			pick = pick < 60 ? pick % 4 : pick % 10;
-			k = strlen(atoms[pick]);
-			if (n + k > sizeof(s))
-				break;
-			memcpy(s + n, atoms[pick], k);
-		}
-		r = wide_one(s, n);
-		taken += r;
-		refused += 2 - r;
-	}
+	/* mostly the whole characters of the first four atoms */
+	wide_random(atoms, sizeof(atoms) / sizeof(atoms[0]), 4, 600, 7, 20000,
+	    &taken, &refused);
 	ATF_REQUIRE_MSG(taken > 1000 && refused > 1000, "taken %d, refused %d",
 	    taken, refused);
 }
