@@ -874,7 +874,7 @@ fast_rewrite(struct preq *p, const char *upstream)
 	int		 c;
 
 	if ((c = splice_rewrite(p->sp, p->raw, upstream, p->cap,
-	    p->kindof)) != -1) {
+	    p->kindof, routes_find(p->path))) != -1) {
 		p->spliced = c == 1 || p->sp->changed;
 		return (1);
 	}

@@ -348,6 +348,7 @@ int		 rules_apply(const struct pruntime *, const char *,
 int		 rules_fast(const char *, size_t, const struct prescan *,
 		    struct rscan *);
 int		 rules_fast_route(const char *);
+int		 rules_fast_body(const char *, const struct rscan *);
 int		 rules_pick_name(const struct pconf *, const char *,
 		    const struct pscope *, struct pmodel **, struct rerr *);
 int		 rules_stops_stream(const struct pruntime *, int);
@@ -391,8 +392,9 @@ struct splice {
 struct iovec;
 int		 splice_rules(const struct pruntime *, const struct rscan *,
 		    struct splice *, struct rerr *);
+struct route;
 int		 splice_rewrite(struct splice *, const char *, const char *,
-		    int64_t, int);
+		    int64_t, int, const struct route *);
 size_t		 splice_iov(const struct splice *, const char *,
 		    struct iovec *, size_t, size_t *);
 

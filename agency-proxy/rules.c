@@ -477,11 +477,13 @@ rules_fast(const char *buf, size_t len, const struct prescan *pre,
 
 /*
  * Whether the fast path (scan.c, splice.c) reads a body of path as the
- * tree's rules do: chat's routes (content parts in "messages", which
- * the scan takes only as strings; the cap on max_tokens and
- * max_completion_tokens, added where there is none), or a route with
- * neither parts nor a cap.  Anthropic's and the Responses API's bodies,
- * and completions', go to json-c.
+ * tree's rules do.  The scan takes the contents of "messages" only as
+ * strings, which have no parts to check, and splice.c knows two cap
+ * fields, max_tokens and max_completion_tokens: so chat's routes and
+ * Anthropic's Messages (whose "system" rules_fast_body looks at),
+ * /v1/completions, and the routes with neither parts nor a cap.  The
+ * Responses API's bodies (the parts of "input" and "instructions",
+ * max_output_tokens) go to json-c.
  */
 int
 rules_fast_route(const char *path)
@@ -490,11 +492,34 @@ rules_fast_route(const char *path)
 
 	if (r->body != BODY_JSON)
 		return (0);
-	if (r->parts == PARTS_NONE && r->cap[0] == NULL)
+	if (r->parts != PARTS_NONE && r->parts != PARTS_CHAT &&
+	    r->parts != PARTS_MESSAGES)
+		return (0);
+	if (r->cap[0] == NULL)
 		return (1);
-	return (r->parts == PARTS_CHAT && r->add && r->cap[0] != NULL &&
-	    strcmp(r->cap[0], "max_tokens") == 0 && r->cap[1] != NULL &&
-	    strcmp(r->cap[1], "max_completion_tokens") == 0);
+	/* the first field is the one added, and splice.c's first */
+	return (strcmp(r->cap[0], "max_tokens") == 0 && (r->cap[1] == NULL ||
+	    strcmp(r->cap[1], "max_completion_tokens") == 0));
+}
+
+/*
+ * Whether a body the scan took on a fast route is one the fast path
+ * serves: on Anthropic's routes, "system" absent or not an array (its
+ * blocks are parts, for the tree to check).
+ */
+int
+rules_fast_body(const char *path, const struct rscan *rs)
+{
+	size_t	 i;
+
+	if (routes_find(path)->parts != PARTS_MESSAGES)
+		return (1);
+	for (i = 0; i < rs->ntop; i++)
+		if (rs->top[i].namelen == 6 &&
+		    memcmp(rs->base + rs->top[i].name, "system", 6) == 0 &&
+		    rs->base[rs->top[i].value] == '[')
+			return (0);
+	return (1);
 }
 
 int

@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "proxy.h"
+#include "routes.h"
 
 /* Where member i of the top object ends in the body. */
 #define END(rs, i)	((rs)->top[i].value + (rs)->top[i].valuelen)
@@ -363,13 +364,15 @@ replace(struct splice *sp, struct spiece *p, const char *s, size_t len,
 
 /*
  * The model name sent upstream ("": the body's own, as it is) and the
- * cap (0: none) for a kind, on the pieces, as rules_rewrite does them.
- * 1 if the body changed, 0 if not; -1, with nothing changed, when the
- * pieces have no room for the name (for the json-c path).
+ * cap (0: none) for a kind, on the pieces, as rules_rewrite does them
+ * for route r: on its fields (max_tokens, and max_completion_tokens
+ * where it has that one: rules_fast_route), max_tokens added where it
+ * says so.  1 if the body changed, 0 if not; -1, with nothing changed,
+ * when the pieces have no room for the name (for the json-c path).
  */
 int
 splice_rewrite(struct splice *sp, const char *base, const char *upstream,
-    int64_t cap, int kind)
+    int64_t cap, int kind, const struct route *r)
 {
 	struct spiece	*p;
 	char		 num[24];
@@ -406,7 +409,7 @@ splice_rewrite(struct splice *sp, const char *base, const char *upstream,
 			changed = 1;
 		}
 	}
-	if (cap <= 0)
+	if (cap <= 0 || r->cap[0] == NULL)
 		return (changed);
 	n = snprintf(num, sizeof(num), "%lld", (long long)cap);
 	if (sp->max_tokens >= 0) {
@@ -418,7 +421,7 @@ splice_rewrite(struct splice *sp, const char *base, const char *upstream,
 			changed = 1;
 		}
 	}
-	if (sp->max_completion_tokens >= 0) {
+	if (r->cap[1] != NULL && sp->max_completion_tokens >= 0) {
 		seen = 1;
 		if (sp->max_completion_tokens > cap) {
 			if (replace(sp, role_piece(sp, SP_MAX_COMPLETION), num,
@@ -427,7 +430,7 @@ splice_rewrite(struct splice *sp, const char *base, const char *upstream,
 			changed = 1;
 		}
 	}
-	if (!seen && (kind == KIND_CHAT || kind == KIND_VISION)) {
+	if (!seen && r->add && (kind == KIND_CHAT || kind == KIND_VISION)) {
 		/* a null max_tokens takes the cap where it is */
 		if ((p = role_piece(sp, SP_MAX_TOKENS)) != NULL) {
 			if (replace(sp, p, num, n, 0) == -1)

@@ -27,7 +27,7 @@
 # body names an alias, the model's own name is sent), "moved" (a
 # runtime that moves max_completion_tokens to max_tokens); "parts"
 # (content as an array of text parts) is changed by nothing but takes
-# the tree path.
+# the tree path; "msgcap" is "cap" posted to Anthropic's /v1/messages.
 #
 # Knobs: BODIES=1 the large-body table (100 KB and 1 MB, 8 and 32
 # connections: about 4.5 minutes with the defaults) and the scan alone
@@ -285,6 +285,7 @@ EOF
 	LURL_nginx=http://127.0.0.1:$LNGX_PORT/v1/chat/completions
 	LURL_haproxy=http://127.0.0.1:$LHA_PORT/v1/chat/completions
 	LURL_agency=$URL_agency
+	LURL_messages=${URL_agency%/v1/chat/completions}/v1/messages
 	large_body 285 nginx ',"max_tokens":16' 0 > "$W/lb-probe.json"
 	for p in nginx haproxy; do
 		eval "wait_for 5 curl -sf -o /dev/null -H 'Content-Type: application/json' --data-binary @$W/lb-probe.json \$LURL_$p" ||
@@ -410,10 +411,11 @@ rewrite_table()
 		    { cat "$W/agencyd.log" >&2; die "the model $m did not load"; }
 	done
 	for s in $REWRITE_SIZES; do
-		for kind in pass cap named moved parts passmv; do
-			model=nginx tail=',"max_tokens":16' parts=0
+		for kind in pass cap named moved parts passmv msgcap; do
+			model=nginx tail=',"max_tokens":16' parts=0 url=$LURL_agency
 			case $kind in
 			cap)	model=cap ;;
+			msgcap)	model=cap url=$LURL_messages ;;
 			named)	model=renamed ;;
 			moved)	model=moved tail=',"max_completion_tokens":16' ;;
 			passmv)	tail=',"max_completion_tokens":16' ;;
@@ -422,18 +424,20 @@ rewrite_table()
 			large_body "$s" $model "$tail" $parts > "$W/rw-$s-$kind.json"
 			[ "$(wc -c < "$W/rw-$s-$kind.json")" -eq "$s" ] ||
 			    die "large_body $s wrote $(wc -c < "$W/rw-$s-$kind.json") bytes"
-			large_check "$LURL_agency" "$W/rw-$s-$kind.json"
+			large_check "$url" "$W/rw-$s-$kind.json"
 		done
 		large_check "$LURL_nginx" "$W/rw-$s-pass.json"
 		large_check "$LURL_haproxy" "$W/rw-$s-pass.json"
 	done
 	for r in $(seq 1 "$ROUNDS"); do
 		for s in $REWRITE_SIZES; do
-			for kind in nginx haproxy pass cap named passmv moved parts; do
+			for kind in nginx haproxy pass cap named passmv moved parts \
+			    msgcap; do
 				case $kind in
 				nginx|haproxy)
 					eval url=\$LURL_$kind
 					path=$kind f=pass ;;
+				msgcap)	url=$LURL_messages path=agency f=$kind ;;
 				*)	url=$LURL_agency path=agency f=$kind ;;
 				esac
 				line=$(large_run $path "$url" "$W/rw-$s-$f.json" \
@@ -447,7 +451,8 @@ rewrite_table()
 	say "| body | path | req/s median (min-max) | p99 ms | CPU us a request (+ agencyd) | / pass-through |"
 	say "|---|---|---:|---:|---:|---:|"
 	for s in $REWRITE_SIZES; do
-		for kind in nginx haproxy pass cap named passmv moved parts; do
+		for kind in nginx haproxy pass cap named passmv moved parts \
+		    msgcap; do
 			k=r-$s-$kind
 			case $kind in
 			moved)	base=r-$s-passmv ;;

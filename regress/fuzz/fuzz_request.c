@@ -599,38 +599,51 @@ same_json(const struct splice *sp, const char *body, json_object *o)
 static void
 splice_both(const struct pconf *c, const char *body, size_t len)
 {
+	/* the routes the fast path serves with a cap or parts */
+	static const char	*fast[] = { "/v1/chat/completions",
+				    "/v1/completions", "/v1/messages",
+				    "/v1/messages/count_tokens" };
 	static struct splice	 sp;
+	const struct route	*rt;
 	struct rscan		 rs;
 	struct rerr		 e, e2;
 	struct pmodel		*m;
 	json_object		*o;
+	size_t			 k;
+	int64_t			 cap;
 	int			 r, r2, changed, ch, ch2;
 
 	if (!rules_scan(body, len, NULL, &rs))
 		return;
-	TAILQ_FOREACH(m, &c->models, entry) {
-		if ((r = splice_rules(m->rt, &rs, &sp, &e)) == 1)
+	for (k = 0; k < sizeof(fast) / sizeof(fast[0]); k++) {
+		if (!rules_fast_route(fast[k]) ||
+		    !rules_fast_body(fast[k], &rs))
 			continue;
-		if ((o = rules_parse(body, len, &e2)) == NULL)
-			abort();
-		/* chat's route, which the fast path reads as the tree does */
-		r2 = rules_apply(m->rt, "/v1/chat/completions", o, &e2,
-		    &changed);
-		if (r != r2 || (r == -1 && (e.status != e2.status ||
-		    strcmp(e.code, e2.code) != 0 ||
-		    strcmp(e.message, e2.message) != 0)) ||
-		    (r == 0 && sp.changed != changed))
-			abort();
-		if (r == 0) {
-			ch = splice_rewrite(&sp, body, m->upstream,
-			    rules_cap(m), m->rt->kind);
-			ch2 = rules_rewrite(o, m->upstream, rules_cap(m),
-			    m->rt->kind, "/v1/chat/completions");
-			if (ch != -1 && (ch != ch2 ||
-			    !same_json(&sp, body, o)))
+		rt = routes_find(fast[k]);
+		TAILQ_FOREACH(m, &c->models, entry) {
+			if ((r = splice_rules(m->rt, &rs, &sp, &e)) == 1)
+				continue;
+			if ((o = rules_parse(body, len, &e2)) == NULL)
 				abort();
+			/* a route the fast path reads as the tree does */
+			r2 = rules_apply(m->rt, fast[k], o, &e2, &changed);
+			if (r != r2 || (r == -1 && (e.status != e2.status ||
+			    strcmp(e.code, e2.code) != 0 ||
+			    strcmp(e.message, e2.message) != 0)) ||
+			    (r == 0 && sp.changed != changed))
+				abort();
+			if (r == 0) {
+				cap = rules_cap(m);
+				ch = splice_rewrite(&sp, body, m->upstream,
+				    cap, m->rt->kind, rt);
+				ch2 = rules_rewrite(o, m->upstream, cap,
+				    m->rt->kind, fast[k]);
+				if (ch != -1 && (ch != ch2 ||
+				    !same_json(&sp, body, o)))
+					abort();
+			}
+			json_object_put(o);
 		}
-		json_object_put(o);
 	}
 }
 
@@ -882,7 +895,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			/* the grant's rewrite on the pieces, and on a
 			 * copy of the tree: the same JSON */
 			ch = splice_rewrite(&fdc.splice, body,
-			    dc.model->upstream, cap, dc.model->rt->kind);
+			    dc.model->upstream, cap, dc.model->rt->kind,
+			    routes_find(path));
 			if (json_object_deep_copy(dc.body, &copy, NULL) != 0)
 				abort();
 			if (rules_stops_stream(dc.model->rt,

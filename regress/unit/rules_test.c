@@ -19,6 +19,7 @@
 #include <json-c/json.h>
 
 #include "proxy.h"
+#include "routes.h"
 
 /* the route most cases are about */
 #define CC	"/v1/chat/completions"
@@ -390,7 +391,8 @@ ATF_TC_BODY(rewrite_cap, tc)
 
 /* Whether the grant's rewrite changes a scanned body, on its pieces. */
 static int
-rewrite_fast(const char *body, const char *upstream, int64_t cap, int kind)
+rewrite_fast_on(const char *path, const char *body, const char *upstream,
+    int64_t cap, int kind)
 {
 	static struct splice	 sp;
 	struct pruntime		 rt;
@@ -400,7 +402,15 @@ rewrite_fast(const char *body, const char *upstream, int64_t cap, int kind)
 	memset(&rt, 0, sizeof(rt));
 	ATF_REQUIRE_MSG(rules_fast(body, strlen(body), NULL, &rs), "%s", body);
 	ATF_REQUIRE_EQ(splice_rules(&rt, &rs, &sp, &e), 0);
-	return (splice_rewrite(&sp, body, upstream, cap, kind));
+	return (splice_rewrite(&sp, body, upstream, cap, kind,
+	    routes_find(path)));
+}
+
+/* The same on chat's route. */
+static int
+rewrite_fast(const char *body, const char *upstream, int64_t cap, int kind)
+{
+	return (rewrite_fast_on(CC, body, upstream, cap, kind));
 }
 
 /*
@@ -936,12 +946,102 @@ ATF_TC_BODY(fast_route, tc)
 	ATF_CHECK(rules_fast_route("/v1/other"));
 	ATF_CHECK(rules_fast_route("/v1/embeddings"));
 	ATF_CHECK(rules_fast_route("/v1/rerank"));
-	ATF_CHECK(!rules_fast_route("/v1/completions"));
-	ATF_CHECK(!rules_fast_route("/v1/messages"));
-	ATF_CHECK(!rules_fast_route("/v1/messages/count_tokens"));
+	ATF_CHECK(rules_fast_route("/v1/completions"));
+	ATF_CHECK(rules_fast_route("/v1/messages"));
+	ATF_CHECK(rules_fast_route("/v1/messages/count_tokens"));
 	ATF_CHECK(!rules_fast_route("/v1/responses"));
 	ATF_CHECK(!rules_fast_route("/v1/responses/input_tokens"));
 	ATF_CHECK(!rules_fast_route("/v1/audio/transcriptions"));
+}
+
+/*
+ * The fast path on the routes whose cap is max_tokens alone, against the
+ * tree's rules_rewrite on the same body: /v1/completions caps
+ * max_tokens and leaves max_completion_tokens, which is not its field;
+ * Messages adds max_tokens where the body has none; count_tokens has no
+ * cap.  And the bodies of Messages the fast path leaves to the tree: a
+ * "system" of blocks.
+ */
+ATF_TC_WITHOUT_HEAD(fast_other_routes);
+static void
+fast_same(const char *path, const char *body, int64_t cap, int kind,
+    const char *want)
+{
+	static struct splice	 sp;
+	struct pruntime		 rt;
+	struct rscan		 rs;
+	struct rerr		 e;
+	struct iovec		 iov[SPLICE_PIECES];
+	json_object		*o, *f;
+	char			 out[512];
+	size_t			 n, i, len, off;
+	int			 c, c2;
+
+	memset(&rt, 0, sizeof(rt));
+	ATF_REQUIRE(rules_fast_route(path));
+	ATF_REQUIRE_MSG(rules_fast(body, strlen(body), NULL, &rs), "%s", body);
+	ATF_REQUIRE(rules_fast_body(path, &rs));
+	ATF_REQUIRE_EQ(splice_rules(&rt, &rs, &sp, &e), 0);
+	c = splice_rewrite(&sp, body, "up", cap, kind, routes_find(path));
+	n = splice_iov(&sp, body, iov, SPLICE_PIECES, &len);
+	ATF_REQUIRE(len < sizeof(out));
+	for (i = 0, off = 0; i < n; off += iov[i++].iov_len)
+		memcpy(out + off, iov[i].iov_base, iov[i].iov_len);
+	out[len] = '\0';
+	o = parse(body);
+	c2 = rules_rewrite(o, "up", cap, kind, path);
+	f = parse(out);
+	ATF_CHECK_EQ_MSG(c, c2, "%s %s", path, body);
+	ATF_CHECK_MSG(json_object_equal(o, f), "%s: %s against %s", path,
+	    out, str(o));
+	ATF_CHECK_STREQ_MSG(str(f), want, "%s %s", path, body);
+	json_object_put(o);
+	json_object_put(f);
+}
+
+ATF_TC_BODY(fast_other_routes, tc)
+{
+	struct rscan	 rs;
+	const char	*b;
+
+	fast_same("/v1/completions", "{\"model\":\"m\",\"prompt\":\"x\","
+	    "\"max_tokens\":100,\"max_completion_tokens\":100}", 8, KIND_CHAT,
+	    "{\"model\":\"up\",\"prompt\":\"x\",\"max_tokens\":8,"
+	    "\"max_completion_tokens\":100}");
+	fast_same("/v1/completions", "{\"model\":\"m\",\"prompt\":\"x\","
+	    "\"max_completion_tokens\":100}", 8, KIND_CHAT,
+	    "{\"model\":\"up\",\"prompt\":\"x\","
+	    "\"max_completion_tokens\":100,\"max_tokens\":8}");
+	fast_same("/v1/chat/completions", "{\"model\":\"m\","
+	    "\"max_completion_tokens\":100}", 8, KIND_CHAT,
+	    "{\"model\":\"up\",\"max_completion_tokens\":8}");
+	fast_same("/v1/messages", "{\"model\":\"m\",\"system\":\"be brief\","
+	    "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}", 8,
+	    KIND_CHAT, "{\"model\":\"up\",\"system\":\"be brief\","
+	    "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+	    "\"max_tokens\":8}");
+	fast_same("/v1/messages", "{\"model\":\"m\",\"max_tokens\":1024,"
+	    "\"messages\":[]}", 8, KIND_EMBEDDING,
+	    "{\"model\":\"up\",\"max_tokens\":8,\"messages\":[]}");
+	fast_same("/v1/messages/count_tokens", "{\"model\":\"m\","
+	    "\"max_tokens\":1024}", 0, KIND_CHAT,
+	    "{\"model\":\"up\",\"max_tokens\":1024}");
+
+	/* a "system" of blocks is the tree's, on Anthropic's routes only */
+	b = "{\"model\":\"m\",\"system\":[{\"type\":\"text\","
+	    "\"text\":\"x\"}]}";
+	ATF_REQUIRE(rules_fast(b, strlen(b), NULL, &rs));
+	ATF_CHECK(!rules_fast_body("/v1/messages", &rs));
+	ATF_CHECK(!rules_fast_body("/v1/messages/count_tokens", &rs));
+	ATF_CHECK(rules_fast_body(CC, &rs));
+	ATF_CHECK(rules_fast_body("/v1/completions", &rs));
+	b = "{\"system\":null,\"model\":\"m\"}";
+	ATF_REQUIRE(rules_fast(b, strlen(b), NULL, &rs));
+	ATF_CHECK(rules_fast_body("/v1/messages", &rs));
+	/* contents of blocks are not the scan's at all */
+	b = "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+	    "\"content\":[{\"type\":\"text\",\"text\":\"x\"}]}]}";
+	ATF_CHECK(!rules_fast(b, strlen(b), NULL, &rs));
 }
 
 ATF_TP_ADD_TCS(tp)
@@ -959,6 +1059,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, plain);
 	ATF_TP_ADD_TC(tp, scan);
 	ATF_TP_ADD_TC(tp, fast_route);
+	ATF_TP_ADD_TC(tp, fast_other_routes);
 	ATF_TP_ADD_TC(tp, parse_alone);
 	ATF_TP_ADD_TC(tp, fast_refuse);
 	ATF_TP_ADD_TC(tp, cap_by_kind);

@@ -35,6 +35,7 @@
 #include <json-c/json.h>
 
 #include "proxy.h"
+#include "routes.h"
 
 /* agency-proxy's own, from proxy.c, which this does not link. */
 static struct proxy	 proxy;
@@ -1065,7 +1066,8 @@ splice_check(const struct pruntime *rt, const char *body, size_t len,
 	ATF_REQUIRE_EQ_MSG(r2, 0, "json-c refused %s: %s", show(body, len),
 	    e2.message);
 	ATF_REQUIRE_EQ_MSG(sp.changed, changed, "%s", show(body, len));
-	c = splice_rewrite(&sp, body, upstream, cap, kind);
+	c = splice_rewrite(&sp, body, upstream, cap, kind,
+	    routes_find("/v1/chat/completions"));
 	c2 = rules_rewrite(o, upstream, cap, kind, "/v1/chat/completions");
 	if (c == -1) {
 		json_object_put(o);
@@ -1182,7 +1184,8 @@ ATF_TC_BODY(splice_bytes, tc)
 		name[sizeof(name) - 1] = '\0';
 		ATF_REQUIRE(rules_scan(b, strlen(b), NULL, &rs));
 		ATF_REQUIRE_EQ(splice_rules(plain, &rs, &sp, &e), 0);
-		ATF_CHECK_EQ(splice_rewrite(&sp, b, name, 8, KIND_CHAT), -1);
+		ATF_CHECK_EQ(splice_rewrite(&sp, b, name, 8, KIND_CHAT,
+		    routes_find("/v1/chat/completions")), -1);
 		n = spliced(&sp, b, out, sizeof(out));
 		ATF_CHECK(n == strlen(b) && memcmp(out, b, n) == 0);
 	}
