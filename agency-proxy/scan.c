@@ -302,6 +302,73 @@ utf8_bad(const unsigned char *p, int first)
 	    32));
 }
 
+/*
+ * Of the letters lt of the 64 bytes at p that are not one of " \ / b f n
+ * r t, those that are not the u of a \u escape with its four hex digits
+ * and no surrogate (json-c's reading of an escaped surrogate is its
+ * own: the scan leaves those to it).  The digits of a u near the end are
+ * read from the four bytes after the 64 where more is 1 (they are
+ * there); the step after begins among them, where they are plain bytes.
+ * Text that a client wrote with every character >= 0x80 escaped (JSON
+ * encoders that keep to ASCII) is most of its bytes in such escapes.
+ * Out of line, as utf8_bad.
+ */
+__attribute__((target("avx2")))
+static inline uint32_t
+hex_mask(__m256i v, uint32_t *d, uint32_t *h8)
+{
+	const __m256i	 l = _mm256_or_si256(v, _mm256_set1_epi8(0x20));
+	__m256i		 af;
+
+	/* letters as lower case; the signed compares leave out bytes
+	 * >= 0x80 */
+	af = _mm256_and_si256(_mm256_cmpgt_epi8(l, _mm256_set1_epi8('a' - 1)),
+	    _mm256_cmpgt_epi8(_mm256_set1_epi8('f' + 1), l));
+	*d = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(l,
+	    _mm256_set1_epi8('d')));
+	/* 8, 9, a-f: the second digit of a surrogate */
+	*h8 = (uint32_t)_mm256_movemask_epi8(_mm256_or_si256(af,
+	    _mm256_and_si256(_mm256_cmpgt_epi8(v, _mm256_set1_epi8('8' - 1)),
+	    _mm256_cmpgt_epi8(_mm256_set1_epi8('9' + 1), v))));
+	return ((uint32_t)_mm256_movemask_epi8(_mm256_or_si256(af,
+	    _mm256_and_si256(_mm256_cmpgt_epi8(v, _mm256_set1_epi8('0' - 1)),
+	    _mm256_cmpgt_epi8(_mm256_set1_epi8('9' + 1), v)))));
+}
+
+__attribute__((target("avx2"), noinline))
+static uint64_t
+uesc_left(const unsigned char *p, uint64_t lt, int more)
+{
+	const __m256i	 uu = _mm256_set1_epi8('u');
+	__m256i		 x, y;
+	unsigned __int128 hx, d, h8;
+	uint64_t	 u;
+	uint32_t	 a, b, da, db, ha, hb;
+
+	x = _mm256_loadu_si256((const __m256i *)(const void *)p);
+	y = _mm256_loadu_si256((const __m256i *)(const void *)(p + 32));
+	u = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(x, uu)) |
+	    (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(y,
+	    uu)) << 32;
+	a = hex_mask(x, &da, &ha);
+	b = hex_mask(y, &db, &hb);
+	hx = a | (uint64_t)b << 32;
+	d = da | (uint64_t)db << 32;
+	h8 = ha | (uint64_t)hb << 32;
+	if (more) {
+		/* bytes 36 to 67: the top four are 64 to 67 */
+		a = hex_mask(_mm256_loadu_si256((const __m256i *)
+		    (const void *)(p + 36)), &da, &ha) >> 28;
+		hx |= (unsigned __int128)a << 64;
+		d |= (unsigned __int128)(da >> 28) << 64;
+		h8 |= (unsigned __int128)(ha >> 28) << 64;
+	}
+	/* four hex digits after u, and not d or D then 8-f */
+	u &= lt & (uint64_t)((hx >> 1) & (hx >> 2) & (hx >> 3) & (hx >> 4) &
+	    ~((d >> 1) & (h8 >> 2)));
+	return (lt & ~u);
+}
+
 /* Of bytes that are valid UTF-8 so far, how many at the end before p
  * are a sequence not yet whole. */
 static inline size_t
@@ -336,13 +403,14 @@ utf8_cut(const unsigned char *p)
  *   byte < 0x20, and the bytes >= 0x80 valid UTF-8 (utf8_avx2) up to
  *   the quote, which shows a sequence it cuts short.
  *
- * A step of plain ASCII text is only looked at.  A step that has
- * anything else before its end (a \u, a control character, a bad
- * escape, bad UTF-8) is left to the 32-byte steps, which give every
- * answer, from its first byte, or from the backslash or the lead byte
- * before it if that byte is a letter or a continuation.  Returns 2 with
- * *pp on the closing quote, or 1 with *pp where the 32-byte steps go on
- * (fewer than 64 bytes left, or a step they must take).
+ * A step of plain ASCII text is only looked at; a letter u must begin a
+ * \u escape (uesc_left).  A step that has anything else before its end
+ * (a control character, a bad escape, bad UTF-8) is left to the 32-byte
+ * steps, which give every answer, from its first byte, or from the
+ * backslash or the lead byte before it if that byte is a letter or a
+ * continuation.  Returns 2 with *pp on the closing quote, or 1 with *pp
+ * where the 32-byte steps go on (fewer than 64 bytes left, or a step
+ * they must take).
  */
 __attribute__((target("avx2")))
 static int
@@ -411,6 +479,9 @@ blocks_avx2(const unsigned char **pp, const unsigned char *e, int *esc)
 		end = qt & ~letters;
 		end &= -end;		/* the closing quote, if here */
 		bad = (ctl | (letters & ~ok)) & (end - 1);
+		/* letters that may be \u escapes */
+		if (bad != 0 && (ctl & (end - 1)) == 0)
+			bad = uesc_left(p, bad, e - p >= 68);
 		/* UTF-8, up to the quote and at it */
 		if ((hi | cut) != 0)
 			bad |= utf8_bad(p, p == start) & ((end - 1) | end);

@@ -13,11 +13,12 @@
  *
  * usage: scanbench [-r rounds] [-n reps] name file ...
  *
- * Besides the files given (name and path in pairs), two bodies of 1 MB
+ * Besides the files given (name and path in pairs), three bodies of 1 MB
  * are made here: "ascii", English words with no escape and no byte >=
- * 0x80, and "cjk", text that is mostly characters of three bytes
- * (Japanese and Chinese) with some Cyrillic, an escaped newline between
- * sentences.
+ * 0x80; "cjk", text that is mostly characters of three bytes (Japanese
+ * and Chinese) with some Cyrillic, an escaped newline between sentences;
+ * and "cjk-escaped", the same with each of those characters written as
+ * a \u escape, as JSON encoders that keep to ASCII write it.
  */
 #include <sys/types.h>
 
@@ -164,7 +165,7 @@ main(int argc, char *argv[])
 	}
 	argc -= optind;
 	argv += optind;
-	if (rounds < 1 || reps < 1 || argc % 2 != 0 || argc / 2 > 14)
+	if (rounds < 1 || reps < 1 || argc % 2 != 0 || argc / 2 > 13)
 		errx(2, "bad arguments");
 	for (k = 0; k < argc; k += 2)
 		read_body(&bodies[nb++], argv[k], argv[k + 1]);
@@ -176,6 +177,12 @@ main(int argc, char *argv[])
 	    "\xa5\xe5\xad\x90\xe3\x80\x82\\n\xd0\xa0\xd1\x83\xd1\x81\xd1\x81"
 	    "\xd0\xba\xd0\xb8\xd0\xb9 \xd1\x82\xd0\xb5\xd0\xba\xd1\x81\xd1\x82."
 	    " ");
+	/* the same as an encoder that keeps to ASCII writes it */
+	make_body(&bodies[nb++], "cjk-escaped", "\\u65e5\\u672c\\u8a9e"
+	    "\\u306e\\u6587\\u7ae0\\u3092\\u66f8\\u304f\\u3002\\u4e2d"
+	    "\\u6587\\u7684\\u53e5\\u5b50\\u3002\\n\\u0420\\u0443"
+	    "\\u0441\\u0441\\u043a\\u0438\\u0439 \\u0442\\u0435\\u043a"
+	    "\\u0441\\u0442. ");
 	for (m = 0; m < 3; m++)
 		if ((t[m] = calloc(rounds, sizeof(double))) == NULL)
 			err(1, NULL);

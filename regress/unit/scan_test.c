@@ -853,7 +853,9 @@ ATF_TC_BODY(wide_steps, tc)
 {
 	static const char *const	 tails[] = { "\"", "n", "x", "u0041",
 					    "u00", "q", "\xc3\xa9", "\x01",
-					    "\\", "/" };
+					    "\\", "/", "u004", "u00E9", "uD800",
+					    "ud7ff", "udBfF", "ue000", "uDc00",
+					    "u12\"4" };
 	static const char *const	 atoms[] = { "a", "b c ", "\\\\",
 					    "\\\"", "\\n", "\\t", "\\/",
 					    "\\u00e9", "\\ud83d\\ude00",
