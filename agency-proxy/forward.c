@@ -634,6 +634,15 @@ is_credential(const char *key, size_t len)
 	    (len == 9 && strncasecmp(key, "X-Api-Key", 9) == 0));
 }
 
+/* Whether a request header goes on to the model: end-to-end, and with
+ * strip, no credential. */
+static int
+kept(const struct h1_header *h, int strip)
+{
+	return (!is_hop(h->name, h->namelen) &&
+	    !(strip && is_credential(h->name, h->namelen)));
+}
+
 /* Keep the request's end-to-end headers for the upstream request; with
  * strip, not the credentials. */
 static int
@@ -645,8 +654,7 @@ keep_headers(struct preq *p, const struct h1_msg *m, int strip)
 
 	for (i = 0; i < m->nheaders; i++) {
 		h = &m->headers[i];
-		if (!is_hop(h->name, h->namelen) &&
-		    !(strip && is_credential(h->name, h->namelen)))
+		if (kept(h, strip))
 			n += h->namelen + h->valuelen + 4;
 	}
 	if (n > sizeof(p->hbuf) && (p->hdrs = malloc(n)) == NULL) {
@@ -656,8 +664,7 @@ keep_headers(struct preq *p, const struct h1_msg *m, int strip)
 	d = p->hdrs;
 	for (i = 0; i < m->nheaders; i++) {
 		h = &m->headers[i];
-		if (is_hop(h->name, h->namelen) ||
-		    (strip && is_credential(h->name, h->namelen)))
+		if (!kept(h, strip))
 			continue;
 		if (h->namelen == 12 &&
 		    strncasecmp(h->name, "Content-Type", 12) == 0)

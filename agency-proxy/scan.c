@@ -27,8 +27,8 @@
  * SSE2, which every x86-64 has, or 8 to a 64-bit word elsewhere, and
  * handles the marked ones in turn.  Where the CPU has AVX2, steps of 64
  * bytes go first and take plain text, simple escapes and UTF-8 with no
- * branch on where the marked bytes are (blocks_avx2), leaving the rest
- * (\u, and anything wrong) to the 32-byte steps.
+ * branch on where the marked bytes are (blocks_avx2), \u escapes too,
+ * leaving anything wrong to the 32-byte steps, which give every answer.
  * scan_portable (utf8.c's) keeps the scan to the words or to SSE2 for
  * the tests, which hold every way to the same answers.  A step with
  * no byte >= 0x80 (all of an English prompt but a few) has no UTF-8
@@ -508,7 +508,7 @@ blocks_avx2(const unsigned char **pp, const unsigned char *e, int *esc)
 	 * its backslash or its lead byte */
 	if (prev)
 		p--;
-	else if (cut && p > start)
+	else if (cut)		/* set after a step: p is past one */
 		p -= utf8_cut(p);
 	*pp = p;
 	return (1);
