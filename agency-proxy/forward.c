@@ -825,7 +825,7 @@ pass_stream(const char *body, size_t len)
 
 	if (len == 0)
 		return (0);
-	if (rules_fast(body, len, NULL, &rs))
+	if (rules_fast(body, len, NULL, PARTS_NONE, &rs))
 		return (rs.stream);
 	if ((obj = rules_parse(body, len, &e)) == NULL)
 		return (0);

@@ -339,8 +339,7 @@ http_decide(const struct pconf *conf, int cmd, const char *path,
 	 * spliced.  What it cannot settle, it leaves to json-c below.
 	 */
 	if (http_fastpath && rules_fast_route(path) &&
-	    rules_fast(body, len, pre, &dc->scan) &&
-	    rules_fast_body(path, &dc->scan)) {
+	    rules_fast(body, len, pre, routes_find(path)->parts, &dc->scan)) {
 		if (rules_pick_name(conf, dc->scan.has_model ?
 		    dc->scan.model : NULL, &sc, &m, &dc->e) == -1) {
 			dc->action = HTTP_ERROR;

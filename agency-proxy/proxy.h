@@ -266,6 +266,8 @@ int		 utf8_valid(const unsigned char *, size_t);
 
 /* scan.c: what rules_scan notes of a body for the fast path */
 #define RSCAN_TOP	64
+#define RSCAN_TYPES	8		/* content parts' types, each once */
+#define RSCAN_TYPELEN	32
 struct rfield {			/* a member of the top object, by offset */
 	size_t		 name;		/* its name's first byte (no quote) */
 	size_t		 namelen;
@@ -283,6 +285,11 @@ struct rscan {
 	size_t		 close;		/* and of its } */
 	struct rfield	 top[RSCAN_TOP];	/* its members, in order */
 	size_t		 ntop;
+	/* the names (routes_part_name) of the content parts' types, for
+	 * splice_rules to ask the runtime about; their other checks (an
+	 * inline image, nesting) are the scan's own */
+	char		 types[RSCAN_TYPES][RSCAN_TYPELEN];
+	size_t		 ntypes;
 };
 
 /* What prescan_feed notes of a body as it comes in: its strings. */
@@ -307,6 +314,8 @@ void		 prescan_reset(struct prescan *);
 void		 prescan_clear(struct prescan *);
 int		 rules_scan(const char *, size_t, const struct prescan *,
 		    struct rscan *);
+int		 rules_scan_parts(const char *, size_t, const struct prescan *,
+		    int, struct rscan *);
 int		 rules_plain(const char *, size_t);
 int		 scan_count(const char *, size_t, int64_t *);
 
@@ -345,10 +354,10 @@ int		 rules_check_route(const struct pmodel *, const char *,
 		    struct rerr *);
 int		 rules_apply(const struct pruntime *, const char *,
 		    json_object *, struct rerr *, int *);
-int		 rules_fast(const char *, size_t, const struct prescan *,
+int		 rules_fast(const char *, size_t, const struct prescan *, int,
 		    struct rscan *);
 int		 rules_fast_route(const char *);
-int		 rules_fast_body(const char *, const struct rscan *);
+int		 rules_part_allowed(const struct pruntime *, const char *);
 int		 rules_pick_name(const struct pconf *, const char *,
 		    const struct pscope *, struct pmodel **, struct rerr *);
 int		 rules_stops_stream(const struct pruntime *, int);

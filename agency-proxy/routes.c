@@ -130,6 +130,36 @@ routes_of_kind(int kind)
 	return (NULL);
 }
 
+/*
+ * The name a runtime's "part" list knows a part of a family by: OpenAI's
+ * chat names, which Anthropic's blocks and the Responses' parts map to.
+ */
+const char *
+routes_part_name(int parts, const char *type)
+{
+	static const char	*map[][2] = {
+		{ "image", "image_url" },	/* Anthropic */
+		{ "document", "file" },
+		{ "input_text", "text" },	/* Responses */
+		{ "output_text", "text" },
+		{ "refusal", "text" },
+		{ "summary_text", "text" },
+		{ "reasoning_text", "text" },
+		{ "input_image", "image_url" },
+		{ "input_file", "file" },
+	};
+	size_t			 i, lo, hi;
+
+	/* the first two rows are Anthropic's, the rest the Responses' */
+	lo = parts == PARTS_MESSAGES ? 0 : 2;
+	hi = parts == PARTS_MESSAGES ? 2 : parts == PARTS_RESPONSES ?
+	    sizeof(map) / sizeof(map[0]) : 0;
+	for (i = lo; i < hi; i++)
+		if (strcmp(map[i][0], type) == 0)
+			return (map[i][1]);
+	return (type);
+}
+
 const char *
 routes_kind_name(int kind)
 {

@@ -58,4 +58,9 @@ const char *const	*routes_of_kind(int);
 /* A kind's name, as agency.conf(5) writes it; NULL for an unknown one. */
 const char		*routes_kind_name(int);
 
+/* The name a content part's type has in a runtime's "part" list (chat's
+ * names) in a route's family (enum route_parts): type itself, or the
+ * chat name of Anthropic's or the Responses' own. */
+const char		*routes_part_name(int, const char *);
+
 #endif /* AGENCY_ROUTES_H */

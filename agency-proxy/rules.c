@@ -465,25 +465,26 @@ rules_pick_name(const struct pconf *c, const char *name,
 	return (0);
 }
 
-/* Valid UTF-8 that rules_scan takes: see scan.c. */
+/* Valid UTF-8 that rules_scan takes: see scan.c.  parts: the route's
+ * (routes.h), whose content parts the scan reads as check_parts does. */
 int
 rules_fast(const char *buf, size_t len, const struct prescan *pre,
-    struct rscan *rs)
+    int parts, struct rscan *rs)
 {
 	/* the scan checks UTF-8 itself, in strings, the only place it
 	 * takes bytes >= 0x80 */
-	return (len > 0 && rules_scan(buf, len, pre, rs));
+	return (len > 0 && rules_scan_parts(buf, len, pre, parts, rs));
 }
 
 /*
  * Whether the fast path (scan.c, splice.c) reads a body of path as the
- * tree's rules do.  The scan takes the contents of "messages" only as
- * strings, which have no parts to check, and splice.c knows two cap
- * fields, max_tokens and max_completion_tokens: so chat's routes and
- * Anthropic's Messages (whose "system" rules_fast_body looks at),
- * /v1/completions, and the routes with neither parts nor a cap.  The
- * Responses API's bodies (the parts of "input" and "instructions",
- * max_output_tokens) go to json-c.
+ * tree's rules do.  The scan reads the content parts of chat's routes
+ * and of Anthropic's Messages (their types, for splice_rules to ask the
+ * runtime about, and their images' and files' sources), and splice.c
+ * knows two cap fields, max_tokens and max_completion_tokens: so chat's
+ * routes, Messages, /v1/completions, and the routes with neither parts
+ * nor a cap.  The Responses API's bodies (the parts of "input" and
+ * "instructions", max_output_tokens) go to json-c.
  */
 int
 rules_fast_route(const char *path)
@@ -500,26 +501,6 @@ rules_fast_route(const char *path)
 	/* the first field is the one added, and splice.c's first */
 	return (strcmp(r->cap[0], "max_tokens") == 0 && (r->cap[1] == NULL ||
 	    strcmp(r->cap[1], "max_completion_tokens") == 0));
-}
-
-/*
- * Whether a body the scan took on a fast route is one the fast path
- * serves: on Anthropic's routes, "system" absent or not an array (its
- * blocks are parts, for the tree to check).
- */
-int
-rules_fast_body(const char *path, const struct rscan *rs)
-{
-	size_t	 i;
-
-	if (routes_find(path)->parts != PARTS_MESSAGES)
-		return (1);
-	for (i = 0; i < rs->ntop; i++)
-		if (rs->top[i].namelen == 6 &&
-		    memcmp(rs->base + rs->top[i].name, "system", 6) == 0 &&
-		    rs->base[rs->top[i].value] == '[')
-			return (0);
-	return (1);
 }
 
 int
@@ -548,8 +529,10 @@ rules_check_route(const struct pmodel *m, const char *path, struct rerr *e)
 	return (-1);
 }
 
-static int
-part_allowed(const struct pruntime *rt, const char *type)
+/* Whether a runtime takes content parts of a type (its "part" list's
+ * name: routes_part_name). */
+int
+rules_part_allowed(const struct pruntime *rt, const char *type)
 {
 	const char	**p;
 	size_t		  i;
@@ -561,36 +544,6 @@ part_allowed(const struct pruntime *rt, const char *type)
 		if (strcmp(p[i], type) == 0)
 			return (1);
 	return (0);
-}
-
-/*
- * The name a runtime's "part" list knows a part of a family by: OpenAI's
- * chat names, which Anthropic's blocks and the Responses' parts map to.
- */
-static const char *
-part_name(int parts, const char *type)
-{
-	static const char	*map[][2] = {
-		{ "image", "image_url" },	/* Anthropic */
-		{ "document", "file" },
-		{ "input_text", "text" },	/* Responses */
-		{ "output_text", "text" },
-		{ "refusal", "text" },
-		{ "summary_text", "text" },
-		{ "reasoning_text", "text" },
-		{ "input_image", "image_url" },
-		{ "input_file", "file" },
-	};
-	size_t			 i, lo, hi;
-
-	/* the first two rows are Anthropic's, the rest the Responses' */
-	lo = parts == PARTS_MESSAGES ? 0 : 2;
-	hi = parts == PARTS_MESSAGES ? 2 : parts == PARTS_RESPONSES ?
-	    sizeof(map) / sizeof(map[0]) : 0;
-	for (i = lo; i < hi; i++)
-		if (strcmp(map[i][0], type) == 0)
-			return (map[i][1]);
-	return (type);
 }
 
 static const char *
@@ -714,8 +667,8 @@ check_part(const struct pruntime *rt, int parts, json_object *part,
 			    e));
 		}
 	}
-	name = part_name(parts, type);
-	if (!part_allowed(rt, name)) {
+	name = routes_part_name(parts, type);
+	if (!rules_part_allowed(rt, name)) {
 		rerr_set(e, 400, "content_part_not_allowed",
 		    "Content parts of type '%.100s' are not allowed for this "
 		    "model.", type);

@@ -14,12 +14,19 @@
  * valid UTF-8, at most SCAN_DEPTH deep, no object with a name twice and
  * no name with an escape (so names compare as bytes), no more than
  * SCAN_KEYS names an object.  And only when the rules' answer can be
- * read off the notes: every message's "content" a string (parts are not
- * looked into here), "model" absent, null or a string without escapes,
+ * read off the notes: "model" absent, null or a string without escapes,
  * max_tokens and max_completion_tokens absent, null or integers of at
- * most 15 digits.  Anything else is "no" (0), and the body takes the
- * json-c path, which gives every error.  The fuzzer holds the two paths
- * to the same decisions.
+ * most 15 digits, and every message's "content" a string or null, or,
+ * on a route with content parts (rules_scan_parts), an array of parts
+ * as rules.c's check_part reads them: each an object with a type that
+ * is a string without escapes, an image's or a file's given inline (a
+ * data:image/ URL, a base64 source, no file_id), nested no deeper than
+ * the tree allows; each type is noted once (rs->types, by its chat
+ * name), for splice_rules to ask the model's runtime.  Anything else is
+ * "no" (0), and the body takes the json-c path, which gives every error.
+ * Where the scan is in doubt it says no: a block that is not
+ * tool_result but has a "content" array is read as parts too.  The
+ * fuzzer holds the two paths to the same decisions.
  *
  * Strings are most of a long body, and most of a string is bytes that
  * need nothing done: the scan marks the bytes that matter (a quote, a
@@ -39,7 +46,7 @@
  * from conn.c), while its bytes are still in the cache; the scan then
  * takes each from the notes.
  *
- * Calls: utf8.c.
+ * Calls: utf8.c, routes.c (routes_part_name).
  */
 #include <sys/types.h>
 
@@ -56,6 +63,7 @@
 #endif
 
 #include "proxy.h"
+#include "routes.h"
 
 #define SCAN_DEPTH	32
 #define SCAN_KEYS	RSCAN_TOP
@@ -69,6 +77,12 @@ struct scanner {
 	int			 portable;	/* scan_portable, when it began */
 	const struct prescan	*pre;		/* strings noted as it came */
 	size_t			 k;		/* the next of them */
+	int			 parts;		/* the route's (routes.h) */
+	int			 cdepth;	/* of the content parts scanned */
+	const char		*want;		/* CTX_NOTE: the name whose */
+	size_t			 wantlen;
+	const unsigned char	*got;		/* value is here, */
+	size_t			 gotlen;	/* quotes and all */
 };
 
 static int	 scan_value(struct scanner *, int, int);
@@ -783,7 +797,138 @@ enum {
 	CTX_TOP,		/* the body itself */
 	CTX_MESSAGES,		/* the top "messages" array */
 	CTX_MESSAGE,		/* an object in it */
+	CTX_CONTENT,		/* an array of content parts */
+	CTX_PART,		/* an object in it */
+	CTX_NOTE,		/* an object of a part: s->want's value */
 };
+
+/* What a content part's members say, as check_part (rules.c) reads
+ * them; values with their quotes. */
+struct part {
+	const unsigned char	*type;
+	size_t			 typelen;
+	int			 typeesc;
+	const unsigned char	*url;		/* image_url's, or its "url" */
+	size_t			 urllen;
+	const unsigned char	*src;		/* source's "type" */
+	size_t			 srclen;
+	int			 file_id;	/* "file" has a "file_id" */
+};
+
+/* Whether the n bytes at v are the JSON string w. */
+static int
+is(const unsigned char *v, size_t n, const char *w)
+{
+	size_t	 l = strlen(w);
+
+	return (n == l + 2 && *v == '"' && memcmp(v + 1, w, l) == 0);
+}
+
+/*
+ * The end of a content part: 1 when the tree's check_part would take it
+ * from a runtime that allows its type, which is noted; 0 when the tree
+ * must say (no type, or one with an escape or too long to note, a media
+ * part not given inline, more types than RSCAN_TYPES).
+ */
+static int
+part_end(struct scanner *s, const struct part *pt)
+{
+	struct rscan	*rs = s->rs;
+	char		 type[RSCAN_TYPELEN];
+	const char	*name;
+	size_t		 i;
+
+	if (pt->type == NULL || *pt->type != '"' || pt->typeesc ||
+	    pt->typelen - 2 >= sizeof(type))
+		return (0);
+	memcpy(type, pt->type + 1, pt->typelen - 2);
+	type[pt->typelen - 2] = '\0';
+	/* Anthropic's blocks of a conversation with tools: no type to
+	 * ask about; a tool_result's content was scanned as parts */
+	if (s->parts == PARTS_MESSAGES && (strcmp(type, "tool_use") == 0 ||
+	    strcmp(type, "thinking") == 0 ||
+	    strcmp(type, "redacted_thinking") == 0 ||
+	    strcmp(type, "tool_result") == 0))
+		return (1);
+	name = routes_part_name(s->parts, type);
+	if (s->parts == PARTS_MESSAGES && (strcmp(name, "image_url") == 0 ||
+	    strcmp(name, "file") == 0)) {
+		/* a base64 source; a document's may be text too */
+		if (pt->src == NULL || (!is(pt->src, pt->srclen, "base64") &&
+		    (strcmp(name, "file") != 0 ||
+		    (!is(pt->src, pt->srclen, "text") &&
+		    !is(pt->src, pt->srclen, "content")))))
+			return (0);
+	} else if (strcmp(name, "image_url") == 0) {
+		if (pt->url == NULL || *pt->url != '"' || pt->urllen < 13 ||
+		    memcmp(pt->url + 1, "data:image/", 11) != 0)
+			return (0);
+	} else if (strcmp(name, "file") == 0 && pt->file_id)
+		return (0);
+	for (i = 0; i < rs->ntypes; i++)
+		if (strcmp(rs->types[i], name) == 0)
+			return (1);
+	if (rs->ntypes == RSCAN_TYPES || strlen(name) >= RSCAN_TYPELEN)
+		return (0);
+	(void)strlcpy(rs->types[rs->ntypes++], name, RSCAN_TYPELEN);
+	return (1);
+}
+
+/*
+ * The context of a member's value, whose first byte is c: the top's
+ * "messages", an array of content parts (a message's "content",
+ * Messages' "system" and a block's "content"), or an object of a part
+ * with a name to note (CTX_NOTE: s->want).
+ */
+static int
+member_ctx(struct scanner *s, int ctx, const unsigned char *k, size_t klen,
+    int c)
+{
+	int	 content = klen == 7 && memcmp(k, "content", 7) == 0;
+
+	if (ctx == CTX_TOP && klen == 8 && memcmp(k, "messages", 8) == 0)
+		return (CTX_MESSAGES);
+	if (s->parts == PARTS_NONE)
+		return (CTX_OTHER);
+	if (c == '[' && ((ctx == CTX_MESSAGE && content) ||
+	    (s->parts == PARTS_MESSAGES && ((ctx == CTX_PART && content) ||
+	    (ctx == CTX_TOP && klen == 6 && memcmp(k, "system", 6) == 0)))))
+		return (CTX_CONTENT);
+	if (ctx != CTX_PART || c != '{')
+		return (CTX_OTHER);
+	if (klen == 9 && memcmp(k, "image_url", 9) == 0)
+		s->want = "url";
+	else if (klen == 6 && memcmp(k, "source", 6) == 0)
+		s->want = "type";
+	else if (klen == 4 && memcmp(k, "file", 4) == 0)
+		s->want = "file_id";
+	else
+		return (CTX_OTHER);
+	s->wantlen = strlen(s->want);
+	s->got = NULL;
+	return (CTX_NOTE);
+}
+
+/* A member of a content part, its value scanned (n bytes at v). */
+static void
+part_member(struct scanner *s, struct part *pt, const unsigned char *k,
+    size_t klen, const unsigned char *v, size_t n, int vesc, int sub)
+{
+	const unsigned char	*g = sub == CTX_NOTE ? s->got : NULL;
+
+	if (klen == 4 && memcmp(k, "type", 4) == 0) {
+		pt->type = v;
+		pt->typelen = n;
+		pt->typeesc = vesc;
+	} else if (klen == 9 && memcmp(k, "image_url", 9) == 0) {
+		pt->url = *v == '"' ? v : g;
+		pt->urllen = *v == '"' ? n : s->gotlen;
+	} else if (klen == 6 && memcmp(k, "source", 6) == 0) {
+		pt->src = g;
+		pt->srclen = s->gotlen;
+	} else if (klen == 4 && memcmp(k, "file", 4) == 0)
+		pt->file_id = g != NULL;
+}
 
 /* The top object's names of note, and what their values say. */
 static int
@@ -839,13 +984,15 @@ scan_object(struct scanner *s, int ctx)
 	const unsigned char	*keys[SCAN_KEYS], *k, *v;
 	size_t			 klens[SCAN_KEYS], klen, nkeys = 0, i;
 	struct rfield		*f;
+	struct part		 pt;
 	int			 esc, vesc, sub, r;
 
+	memset(&pt, 0, sizeof(pt));
 	s->p++;		/* { */
 	ws(s);
 	if (s->p < s->end && *s->p == '}') {
 		s->p++;
-		return (1);
+		return (ctx != CTX_PART);	/* a part has a type */
 	}
 	for (;;) {
 		if (s->p >= s->end || *s->p != '"' ||
@@ -862,16 +1009,21 @@ scan_object(struct scanner *s, int ctx)
 			return (0);
 		s->p++;
 		ws(s);
-		sub = CTX_OTHER;
-		if (ctx == CTX_TOP && klen == 8 && memcmp(k, "messages", 8) == 0)
-			sub = CTX_MESSAGES;
 		v = s->p;
+		sub = member_ctx(s, ctx, k, klen, v < s->end ? *v : 0);
 		vesc = 0;
 		if (s->p < s->end && *s->p == '"') {
 			const unsigned char	*t;
 			size_t			 tl;
 
 			if (!scan_string(s, &t, &tl, &vesc))
+				return (0);
+		} else if (sub == CTX_CONTENT && ctx == CTX_PART) {
+			/* a block's content: one level deeper */
+			s->cdepth++;
+			r = scan_value(s, sub, 0);
+			s->cdepth--;
+			if (!r)
 				return (0);
 		} else if (!scan_value(s, sub, 0))
 			return (0);
@@ -885,17 +1037,26 @@ scan_object(struct scanner *s, int ctx)
 			f->namelen = klen;
 			f->value = v - s->base;
 			f->valuelen = s->p - v;
+		} else if (ctx == CTX_PART)
+			part_member(s, &pt, k, klen, v, s->p - v, vesc, sub);
+		else if (ctx == CTX_NOTE && klen == s->wantlen &&
+		    memcmp(k, s->want, klen) == 0) {
+			s->got = v;
+			s->gotlen = s->p - v;
 		}
-		/* a message whose content is not a string has parts */
+		/* a message's content: a string, null, or parts (above) */
 		if (ctx == CTX_MESSAGE && klen == 7 &&
 		    memcmp(k, "content", 7) == 0 && *v != '"' &&
+		    sub != CTX_CONTENT &&
 		    !(s->p - v == 4 && memcmp(v, "null", 4) == 0))
 			return (0);
 		/* "messages" itself must be an array for the rules */
 		if (sub == CTX_MESSAGES && *v != '[')
 			return (0);
-		if ((r = after(s, '}')) != 0)
-			return (r == 1);
+		if ((r = after(s, '}')) == -1)
+			return (0);
+		if (r == 1)
+			return (ctx != CTX_PART || part_end(s, &pt));
 	}
 }
 
@@ -904,6 +1065,9 @@ scan_array(struct scanner *s, int ctx)
 {
 	int	 r;
 
+	/* parts nested deeper than the tree takes */
+	if (ctx == CTX_CONTENT && s->cdepth > 2)
+		return (0);
 	s->p++;		/* [ */
 	ws(s);
 	if (s->p < s->end && *s->p == ']') {
@@ -911,8 +1075,11 @@ scan_array(struct scanner *s, int ctx)
 		return (1);
 	}
 	for (;;) {
+		/* a content part is an object */
+		if (ctx == CTX_CONTENT && (s->p >= s->end || *s->p != '{'))
+			return (0);
 		if (!scan_value(s, ctx == CTX_MESSAGES ? CTX_MESSAGE :
-		    CTX_OTHER, 1))
+		    ctx == CTX_CONTENT ? CTX_PART : CTX_OTHER, 1))
 			return (0);
 		if ((r = after(s, ']')) != 0)
 			return (r == 1);
@@ -920,7 +1087,7 @@ scan_array(struct scanner *s, int ctx)
 }
 
 /* A value; ctx says where it is.  In an array, ctx applies to objects
- * (CTX_MESSAGE); elsewhere to what the value is. */
+ * (CTX_MESSAGE, CTX_PART); elsewhere to what the value is. */
 static int
 scan_value(struct scanner *s, int ctx, int inarray)
 {
@@ -934,8 +1101,8 @@ scan_value(struct scanner *s, int ctx, int inarray)
 	case '{':
 		if (++s->depth > SCAN_DEPTH)
 			return (0);
-		r = scan_object(s, inarray && ctx == CTX_MESSAGE ?
-		    CTX_MESSAGE : ctx == CTX_TOP ? CTX_TOP : CTX_OTHER);
+		r = scan_object(s, inarray ? ctx : ctx == CTX_TOP ||
+		    ctx == CTX_NOTE ? ctx : CTX_OTHER);
 		s->depth--;
 		return (r);
 	case '[':
@@ -961,7 +1128,7 @@ scan_value(struct scanner *s, int ctx, int inarray)
  * (CTX_TOP) or without them (CTX_OTHER). */
 static int
 scan(const char *buf, size_t len, const struct prescan *pre,
-    struct rscan *rs, int ctx)
+    struct rscan *rs, int ctx, int parts)
 {
 	struct scanner	 s;
 
@@ -975,6 +1142,14 @@ scan(const char *buf, size_t len, const struct prescan *pre,
 	s.portable = scan_portable;
 	s.pre = pre;
 	s.k = 0;
+	/* the parts the fast path reads; the Responses' are the tree's */
+	s.parts = parts == PARTS_CHAT || parts == PARTS_MESSAGES ? parts :
+	    PARTS_NONE;
+	s.cdepth = 0;
+	s.want = NULL;
+	s.wantlen = 0;
+	s.got = NULL;
+	s.gotlen = 0;
 	ws(&s);
 	if (s.p >= s.end || *s.p != '{')
 		return (0);
@@ -996,7 +1171,16 @@ int
 rules_scan(const char *buf, size_t len, const struct prescan *pre,
     struct rscan *rs)
 {
-	return (scan(buf, len, pre, rs, CTX_TOP));
+	return (scan(buf, len, pre, rs, CTX_TOP, PARTS_NONE));
+}
+
+/* rules_scan of a body of a route whose content parts are parts
+ * (routes.h): an array of them is read, not refused (see above). */
+int
+rules_scan_parts(const char *buf, size_t len, const struct prescan *pre,
+    int parts, struct rscan *rs)
+{
+	return (scan(buf, len, pre, rs, CTX_TOP, parts));
 }
 
 /*
@@ -1013,5 +1197,5 @@ rules_plain(const char *buf, size_t len)
 {
 	struct rscan	 rs;
 
-	return (scan(buf, len, NULL, &rs, CTX_OTHER));
+	return (scan(buf, len, NULL, &rs, CTX_OTHER, PARTS_NONE));
 }

@@ -24,7 +24,7 @@
  * White space between the members that are kept stays; where a member
  * goes or comes, a comma alone stands between.
  *
- * Calls: scan.c (scan_count), rules.c (rerr_set).
+ * Calls: scan.c (scan_count), rules.c (rerr_set, rules_part_allowed).
  */
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -174,8 +174,10 @@ added(struct splice *sp, const char *name, size_t len)
 
 /*
  * The runtime's moves and refusals on a body the scan took (rs), as
- * rules_apply does them.  0: sp holds the body as the rules leave it;
- * -1: refused, with e as rules_apply sets it; 1: for the json-c path.
+ * rules_apply does them, after the types of its content parts, which
+ * the runtime must allow (else the tree gives the error).  0: sp holds
+ * the body as the rules leave it; -1: refused, with e as rules_apply
+ * sets it; 1: for the json-c path.
  */
 int
 splice_rules(const struct pruntime *rt, const struct rscan *rs,
@@ -191,6 +193,10 @@ splice_rules(const struct pruntime *rt, const struct rscan *rs,
 
 	memset(sp, 0, sizeof(*sp));
 	sp->max_tokens = sp->max_completion_tokens = -1;
+	/* content parts of a type the runtime refuses: the tree says which */
+	for (i = 0; i < rs->ntypes; i++)
+		if (!rules_part_allowed(rt, rs->types[i]))
+			return (1);
 	for (i = 0; i < rs->ntop; i++) {
 		t[n].name = b + rs->top[i].name;
 		t[n].namelen = rs->top[i].namelen;

@@ -613,13 +613,11 @@ splice_both(const struct pconf *c, const char *body, size_t len)
 	int64_t			 cap;
 	int			 r, r2, changed, ch, ch2;
 
-	if (!rules_scan(body, len, NULL, &rs))
-		return;
 	for (k = 0; k < sizeof(fast) / sizeof(fast[0]); k++) {
-		if (!rules_fast_route(fast[k]) ||
-		    !rules_fast_body(fast[k], &rs))
-			continue;
 		rt = routes_find(fast[k]);
+		if (!rules_fast_route(fast[k]) ||
+		    !rules_scan_parts(body, len, NULL, rt->parts, &rs))
+			continue;
 		TAILQ_FOREACH(m, &c->models, entry) {
 			if ((r = splice_rules(m->rt, &rs, &sp, &e)) == 1)
 				continue;

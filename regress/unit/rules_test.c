@@ -400,7 +400,8 @@ rewrite_fast_on(const char *path, const char *body, const char *upstream,
 	struct rerr		 e;
 
 	memset(&rt, 0, sizeof(rt));
-	ATF_REQUIRE_MSG(rules_fast(body, strlen(body), NULL, &rs), "%s", body);
+	ATF_REQUIRE_MSG(rules_fast(body, strlen(body), NULL, PARTS_NONE, &rs),
+	    "%s", body);
 	ATF_REQUIRE_EQ(splice_rules(&rt, &rs, &sp, &e), 0);
 	return (splice_rewrite(&sp, body, upstream, cap, kind,
 	    routes_find(path)));
@@ -561,7 +562,7 @@ ATF_TC_BODY(scan, tc)
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		ATF_CHECK_EQ_MSG(rules_fast(cases[i].body,
-		    strlen(cases[i].body), NULL, &rs), cases[i].fast, "%s",
+		    strlen(cases[i].body), NULL, PARTS_NONE, &rs), cases[i].fast, "%s",
 		    cases[i].body);
 		/* what the scan takes, json-c takes */
 		if (cases[i].fast) {
@@ -570,7 +571,8 @@ ATF_TC_BODY(scan, tc)
 			json_object_put(o);
 		}
 	}
-	ATF_REQUIRE(rules_fast(cases[0].body, strlen(cases[0].body), NULL, &rs));
+	ATF_REQUIRE(rules_fast(cases[0].body, strlen(cases[0].body), NULL,
+	    PARTS_NONE, &rs));
 	ATF_CHECK_STREQ(rs.model, "m");
 	ATF_CHECK(rs.has_model);
 	ATF_CHECK(rs.stream);
@@ -582,7 +584,7 @@ ATF_TC_BODY(scan, tc)
 	ATF_CHECK(!top_has(&rs, "max_completion_tokens"));
 
 	/* invalid UTF-8 is never fast */
-	ATF_CHECK(!rules_fast("{\"a\":\"\xc3\"}", 9, NULL, &rs));
+	ATF_CHECK(!rules_fast("{\"a\":\"\xc3\"}", 9, NULL, PARTS_NONE, &rs));
 
 	/* the rewrite the notes call for, on the pieces */
 	ATF_CHECK_EQ(rewrite_fast("{\"model\":\"up\",\"max_tokens\":16}",
@@ -595,7 +597,7 @@ ATF_TC_BODY(scan, tc)
 	    1);
 	ATF_CHECK_EQ(rewrite_fast("{\"model\":\"up\"}", "up", 256,
 	    KIND_EMBEDDING), 0);
-	ATF_REQUIRE(rules_fast("{\"model\":null}", 14, NULL, &rs));
+	ATF_REQUIRE(rules_fast("{\"model\":null}", 14, NULL, PARTS_NONE, &rs));
 	ATF_CHECK(!rs.has_model);
 	ATF_CHECK_EQ(rewrite_fast("{\"model\":null}", "up", 0, KIND_CHAT), 1);
 }
@@ -704,7 +706,7 @@ ATF_TC_BODY(fast_refuse, tc)
 
 	for (i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
 		b = refused[i];
-		ATF_REQUIRE_MSG(rules_fast(b, strlen(b), NULL, &rs), "%s", b);
+		ATF_REQUIRE_MSG(rules_fast(b, strlen(b), NULL, PARTS_NONE, &rs), "%s", b);
 		ATF_CHECK_EQ_MSG(splice_rules(m->rt, &rs, &sp, &e), i == 0 ?
 		    -1 : 1, "%s", b);
 		decide_chat(c, b, &dc);
@@ -717,7 +719,7 @@ ATF_TC_BODY(fast_refuse, tc)
 
 	/* allowed beside them: held, on the fast path, as it is */
 	b = "{\"model\":\"qwen\",\"tools\":{\"y\":[]}}";
-	ATF_REQUIRE(rules_fast(b, strlen(b), NULL, &rs));
+	ATF_REQUIRE(rules_fast(b, strlen(b), NULL, PARTS_NONE, &rs));
 	decide_chat(c, b, &dc);
 	ATF_CHECK_EQ(dc.action, HTTP_HOLD);
 	ATF_CHECK(dc.plain);
@@ -938,6 +940,215 @@ ATF_TC_BODY(web_page, tc)
 	pconf_free(c);
 }
 
+/*
+ * Content parts on the fast path: the scan reads them as check_parts
+ * does and notes their types, which splice_rules asks the runtime
+ * about; what it cannot settle goes to the tree.  Each case says which
+ * path takes the body and what the tree says of it; where the fast path
+ * takes it, the tree must take it too, changed alike.
+ */
+#define FAST	1
+#define TREE	0
+static void
+parts_case(struct pconf *c, const char *model, const char *path,
+    const char *body, int want, int tree)
+{
+	static struct splice	 sp;
+	struct pmodel		*m;
+	struct rscan		 rs;
+	struct rerr		 e, e2;
+	json_object		*o;
+	int			 fast, r2, changed;
+
+	ATF_REQUIRE((m = pconf_find_model(c, model)) != NULL);
+	fast = rules_fast(body, strlen(body), NULL, routes_find(path)->parts,
+	    &rs) && splice_rules(m->rt, &rs, &sp, &e) == 0;
+	ATF_CHECK_EQ_MSG(fast, want, "%s %s: %s", model, path, body);
+	o = parse(body);
+	r2 = rules_apply(m->rt, path, o, &e2, &changed);
+	ATF_CHECK_EQ_MSG(r2, tree, "%s %s: %s: %s", model, path, body,
+	    r2 == -1 ? e2.message : "taken");
+	if (fast)
+		ATF_CHECK_MSG(r2 == 0 && changed == sp.changed, "%s %s: %s",
+		    model, path, body);
+	json_object_put(o);
+}
+
+/* A chat body of one user message whose content is parts. */
+static const char *
+chat_parts(const char *parts)
+{
+	static char	 b[2048];
+
+	(void)snprintf(b, sizeof(b), "{\"model\":\"m\",\"messages\":["
+	    "{\"role\":\"system\",\"content\":\"be brief\"},"
+	    "{\"role\":\"user\",\"content\":[%s]}]}", parts);
+	return (b);
+}
+
+/* A Messages body: system, then one user message of blocks. */
+static const char *
+msg_blocks(const char *system, const char *blocks)
+{
+	static char	 b[2048];
+
+	(void)snprintf(b, sizeof(b), "{\"model\":\"m\",\"max_tokens\":64,"
+	    "\"system\":%s,\"messages\":[{\"role\":\"user\",\"content\":"
+	    "[%s]}]}", system, blocks);
+	return (b);
+}
+
+#define TEXT	"{\"type\":\"text\",\"text\":\"hi\"}"
+#define IMG	"{\"type\":\"image_url\",\"image_url\":{\"url\":" \
+		    "\"data:image/png;base64,AAAA\"}}"
+#define BLOCK_IMG "{\"type\":\"image\",\"source\":{\"type\":\"base64\"," \
+		    "\"media_type\":\"image/png\",\"data\":\"AAAA\"}}"
+
+ATF_TC_WITHOUT_HEAD(fast_parts);
+ATF_TC_BODY(fast_parts, tc)
+{
+	struct pconf	*c = conf();
+	struct pruntime	*rt;
+	struct rscan	 rs;
+	const char	*b, *M = "/v1/messages";
+	char		 nine[1024];
+	size_t		 i;
+
+	/* a runtime that takes files and images, and nine kinds */
+	ATF_REQUIRE((rt = pconf_add_runtime(c, "docs", KIND_CHAT,
+	    STOPS_ALWAYS, 0)) != NULL);
+	ATF_REQUIRE(pstrs_add(&rt->parts, "text") == 0);
+	ATF_REQUIRE(pstrs_add(&rt->parts, "file") == 0);
+	ATF_REQUIRE(pstrs_add(&rt->parts, "image_url") == 0);
+	for (i = 0; i < 9; i++) {
+		(void)snprintf(nine, sizeof(nine), "k%zu", i);
+		ATF_REQUIRE(pstrs_add(&rt->parts, nine) == 0);
+	}
+	ATF_REQUIRE(pconf_add_model(c, "docs", "docs", "/m/d", "docs", 0) !=
+	    NULL);
+
+	/* chat: text for every model; each type noted once */
+	b = chat_parts(TEXT "," TEXT);
+	parts_case(c, "qwen", CC, b, FAST, 0);
+	ATF_REQUIRE(rules_fast(b, strlen(b), NULL, PARTS_CHAT, &rs));
+	ATF_REQUIRE_EQ(rs.ntypes, 1);
+	ATF_CHECK_STREQ(rs.types[0], "text");
+	/* an inline image: for a vision model; the others' is the tree's
+	 * refusal */
+	parts_case(c, "llava", CC, chat_parts(TEXT "," IMG), FAST, 0);
+	parts_case(c, "qwen", CC, chat_parts(TEXT "," IMG), TREE, -1);
+	parts_case(c, "llava", CC, chat_parts("{\"type\":\"image_url\","
+	    "\"image_url\":\"data:image/png;base64,AAAA\"}"), FAST, 0);
+	parts_case(c, "llava", CC, chat_parts("{\"image_url\":{\"detail\":"
+	    "\"low\",\"url\":\"data:image/\"},\"type\":\"image_url\"}"),
+	    FAST, 0);
+	/* images the model process would fetch or open, or none */
+	parts_case(c, "llava", CC, chat_parts("{\"type\":\"image_url\","
+	    "\"image_url\":{\"url\":\"https://example.com/a.png\"}}"),
+	    TREE, -1);
+	parts_case(c, "llava", CC, chat_parts("{\"type\":\"image_url\","
+	    "\"image_url\":\"file:///etc/passwd\"}"), TREE, -1);
+	parts_case(c, "llava", CC, chat_parts("{\"type\":\"image_url\","
+	    "\"image_url\":\"data:image\"}"), TREE, -1);
+	parts_case(c, "llava", CC, chat_parts("{\"type\":\"image_url\","
+	    "\"image_url\":{\"url\":7}}"), TREE, -1);
+	parts_case(c, "llava", CC, chat_parts("{\"type\":\"image_url\","
+	    "\"image_url\":{\"uri\":\"data:image/png;base64,AA\"}}"),
+	    TREE, -1);
+	parts_case(c, "llava", CC, chat_parts("{\"type\":\"image_url\"}"),
+	    TREE, -1);
+	parts_case(c, "llava", CC, chat_parts("{\"type\":\"image_url\","
+	    "\"image_url\":[\"data:image/png;base64,AA\"]}"), TREE, -1);
+	/* files: inline data, never an id */
+	parts_case(c, "docs", CC, chat_parts("{\"type\":\"file\",\"file\":"
+	    "{\"file_data\":\"data:application/pdf;base64,AA\"}}"), FAST, 0);
+	parts_case(c, "docs", CC, chat_parts("{\"type\":\"file\",\"file\":"
+	    "{\"filename\":\"a\",\"file_id\":null}}"), TREE, -1);
+	/* a part without a type, or not an object, is refused by the
+	 * tree; one whose type has an escape is the tree's to read */
+	parts_case(c, "qwen", CC, chat_parts("{\"text\":\"x\"}"), TREE, -1);
+	parts_case(c, "qwen", CC, chat_parts("{}"), TREE, -1);
+	parts_case(c, "qwen", CC, chat_parts("\"x\""), TREE, -1);
+	parts_case(c, "qwen", CC, chat_parts("{\"type\":null}"), TREE, -1);
+	parts_case(c, "qwen", CC, chat_parts("{\"type\":\"t\\u0065xt\"}"),
+	    TREE, 0);
+	parts_case(c, "qwen", CC, chat_parts("{\"type\":\"xxxxxxxxxxxxxxxx"
+	    "xxxxxxxxxxxxxxxxxxxxxxxxx\"}"), TREE, -1);
+	parts_case(c, "qwen", CC, chat_parts(""), FAST, 0);
+	/* a configured list */
+	parts_case(c, "odd", CC, chat_parts("{\"type\":\"input_audio\","
+	    "\"input_audio\":{\"data\":\"AA\",\"format\":\"wav\"}}"),
+	    FAST, 0);
+	parts_case(c, "qwen", CC, chat_parts("{\"type\":\"input_audio\"}"),
+	    TREE, -1);
+	/* chat's own blocks have no tool_use to skip */
+	parts_case(c, "qwen", CC, chat_parts("{\"type\":\"tool_use\"}"),
+	    TREE, -1);
+	/* more kinds than the scan notes */
+	for (i = 0, nine[0] = '\0'; i < 9; i++)
+		(void)snprintf(nine + strlen(nine), sizeof(nine) - strlen(nine),
+		    "%s{\"type\":\"k%zu\"}", i > 0 ? "," : "", i);
+	parts_case(c, "docs", CC, chat_parts(nine), TREE, 0);
+	nine[strrchr(nine, ',') - nine] = '\0';
+	parts_case(c, "docs", CC, chat_parts(nine), FAST, 0);
+	/* the moves and the cap still apply */
+	parts_case(c, "qwen", CC, "{\"messages\":[{\"role\":\"user\","
+	    "\"content\":[" TEXT "]}],\"max_completion_tokens\":9}", FAST, 0);
+
+	/* Messages: a system of blocks, a conversation with tools */
+	parts_case(c, "qwen", M, msg_blocks("[" TEXT "]", TEXT), FAST, 0);
+	parts_case(c, "qwen", M, msg_blocks("\"be brief\"", TEXT "," TEXT),
+	    FAST, 0);
+	parts_case(c, "qwen", M, msg_blocks("[" BLOCK_IMG "]", TEXT), TREE,
+	    -1);
+	parts_case(c, "llava", M, msg_blocks("[" TEXT "]", BLOCK_IMG), FAST,
+	    0);
+	parts_case(c, "llava", "/v1/messages/count_tokens",
+	    msg_blocks("[" TEXT "]", BLOCK_IMG), FAST, 0);
+	parts_case(c, "llava", M, msg_blocks("null", "{\"type\":\"image\","
+	    "\"source\":{\"type\":\"url\",\"url\":\"https://x/a.png\"}}"),
+	    TREE, -1);
+	parts_case(c, "llava", M, msg_blocks("null", "{\"type\":\"image\","
+	    "\"source\":\"base64\"}"), TREE, -1);
+	parts_case(c, "llava", M, msg_blocks("null", "{\"type\":\"image\"}"),
+	    TREE, -1);
+	parts_case(c, "docs", M, msg_blocks("null", "{\"type\":\"document\","
+	    "\"source\":{\"type\":\"text\",\"data\":\"x\"}}"), FAST, 0);
+	parts_case(c, "docs", M, msg_blocks("null", "{\"type\":\"document\","
+	    "\"source\":{\"type\":\"file\",\"file_id\":\"f\"}}"),
+	    TREE, -1);
+	parts_case(c, "docs", M, msg_blocks("null", "{\"type\":\"image\","
+	    "\"source\":{\"type\":\"text\",\"data\":\"x\"}}"), TREE, -1);
+	/* tools' blocks need no type of the runtime's; a result's content
+	 * is parts in turn, two deep at most */
+	b = msg_blocks("null", "{\"type\":\"tool_use\",\"id\":\"t1\","
+	    "\"name\":\"f\",\"input\":{\"content\":[1]}},"
+	    "{\"type\":\"thinking\",\"thinking\":\"x\"},"
+	    "{\"type\":\"tool_result\",\"tool_use_id\":\"t1\","
+	    "\"content\":[" TEXT "]}");
+	parts_case(c, "qwen", M, b, FAST, 0);
+	ATF_REQUIRE(rules_fast(b, strlen(b), NULL, PARTS_MESSAGES, &rs));
+	ATF_CHECK_EQ(rs.ntypes, 1);
+	parts_case(c, "qwen", M, msg_blocks("null", "{\"content\":["
+	    BLOCK_IMG "],\"type\":\"tool_result\"}"), TREE, -1);
+	parts_case(c, "qwen", M, msg_blocks("null", "{\"type\":\"tool_result\","
+	    "\"content\":[{\"type\":\"tool_result\",\"content\":["
+	    TEXT "]}]}"), FAST, 0);
+	parts_case(c, "qwen", M, msg_blocks("null", "{\"type\":\"tool_result\","
+	    "\"content\":[{\"type\":\"tool_result\",\"content\":["
+	    "{\"type\":\"tool_result\",\"content\":[" TEXT "]}]}]}"),
+	    TREE, -1);
+	parts_case(c, "qwen", M, msg_blocks("null", "{\"type\":\"tool_result\","
+	    "\"content\":\"42\"}"), FAST, 0);
+	/* in doubt, the tree: a block that is not a result, with content */
+	parts_case(c, "qwen", M, msg_blocks("null", "{\"type\":\"text\","
+	    "\"text\":\"x\",\"content\":[" BLOCK_IMG "]}"), TREE, 0);
+	/* Anthropic's names are not chat's */
+	parts_case(c, "llava", CC, chat_parts(BLOCK_IMG), TREE, -1);
+	parts_case(c, "llava", M, msg_blocks("null", IMG), TREE, -1);
+	pconf_free(c);
+}
+
 /* The routes the fast path reads as the tree does; the others go to it. */
 ATF_TC_WITHOUT_HEAD(fast_route);
 ATF_TC_BODY(fast_route, tc)
@@ -959,8 +1170,8 @@ ATF_TC_BODY(fast_route, tc)
  * tree's rules_rewrite on the same body: /v1/completions caps
  * max_tokens and leaves max_completion_tokens, which is not its field;
  * Messages adds max_tokens where the body has none; count_tokens has no
- * cap.  And the bodies of Messages the fast path leaves to the tree: a
- * "system" of blocks.
+ * cap.  And where the scan reads "system" and a message's "content" as
+ * parts.
  */
 ATF_TC_WITHOUT_HEAD(fast_other_routes);
 static void
@@ -979,8 +1190,8 @@ fast_same(const char *path, const char *body, int64_t cap, int kind,
 
 	memset(&rt, 0, sizeof(rt));
 	ATF_REQUIRE(rules_fast_route(path));
-	ATF_REQUIRE_MSG(rules_fast(body, strlen(body), NULL, &rs), "%s", body);
-	ATF_REQUIRE(rules_fast_body(path, &rs));
+	ATF_REQUIRE_MSG(rules_fast(body, strlen(body), NULL,
+	    routes_find(path)->parts, &rs), "%s", body);
 	ATF_REQUIRE_EQ(splice_rules(&rt, &rs, &sp, &e), 0);
 	c = splice_rewrite(&sp, body, "up", cap, kind, routes_find(path));
 	n = splice_iov(&sp, body, iov, SPLICE_PIECES, &len);
@@ -1027,21 +1238,24 @@ ATF_TC_BODY(fast_other_routes, tc)
 	    "\"max_tokens\":1024}", 0, KIND_CHAT,
 	    "{\"model\":\"up\",\"max_tokens\":1024}");
 
-	/* a "system" of blocks is the tree's, on Anthropic's routes only */
-	b = "{\"model\":\"m\",\"system\":[{\"type\":\"text\","
-	    "\"text\":\"x\"}]}";
-	ATF_REQUIRE(rules_fast(b, strlen(b), NULL, &rs));
-	ATF_CHECK(!rules_fast_body("/v1/messages", &rs));
-	ATF_CHECK(!rules_fast_body("/v1/messages/count_tokens", &rs));
-	ATF_CHECK(rules_fast_body(CC, &rs));
-	ATF_CHECK(rules_fast_body("/v1/completions", &rs));
+	/* a "system" of blocks is read as parts on Anthropic's routes
+	 * only; elsewhere it is a member like any other */
+	b = "{\"model\":\"m\",\"system\":[{\"type\":\"image\","
+	    "\"source\":{\"type\":\"url\"}}]}";
+	ATF_CHECK(!rules_fast(b, strlen(b), NULL, PARTS_MESSAGES, &rs));
+	ATF_CHECK(rules_fast(b, strlen(b), NULL, PARTS_CHAT, &rs));
+	ATF_CHECK_EQ(rs.ntypes, 0);
+	ATF_CHECK(rules_fast(b, strlen(b), NULL, PARTS_NONE, &rs));
 	b = "{\"system\":null,\"model\":\"m\"}";
-	ATF_REQUIRE(rules_fast(b, strlen(b), NULL, &rs));
-	ATF_CHECK(rules_fast_body("/v1/messages", &rs));
-	/* contents of blocks are not the scan's at all */
+	ATF_CHECK(rules_fast(b, strlen(b), NULL, PARTS_MESSAGES, &rs));
+	/* contents of parts are not read where a route has none */
 	b = "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
 	    "\"content\":[{\"type\":\"text\",\"text\":\"x\"}]}]}";
-	ATF_CHECK(!rules_fast(b, strlen(b), NULL, &rs));
+	ATF_CHECK(!rules_fast(b, strlen(b), NULL, PARTS_NONE, &rs));
+	ATF_CHECK(rules_fast(b, strlen(b), NULL, PARTS_CHAT, &rs));
+	ATF_CHECK(rules_fast(b, strlen(b), NULL, PARTS_MESSAGES, &rs));
+	/* nor the Responses', whose bodies are the tree's */
+	ATF_CHECK(!rules_fast(b, strlen(b), NULL, PARTS_RESPONSES, &rs));
 }
 
 ATF_TP_ADD_TCS(tp)
@@ -1060,6 +1274,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, scan);
 	ATF_TP_ADD_TC(tp, fast_route);
 	ATF_TP_ADD_TC(tp, fast_other_routes);
+	ATF_TP_ADD_TC(tp, fast_parts);
 	ATF_TP_ADD_TC(tp, parse_alone);
 	ATF_TP_ADD_TC(tp, fast_refuse);
 	ATF_TP_ADD_TC(tp, cap_by_kind);
