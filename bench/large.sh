@@ -40,7 +40,9 @@
 # LARGE_SIZES ("102400 1048576"), LARGE_CONNS ("8 32"), REWRITE_SIZES
 # ("285 102400"), REWRITE_CONNS (32); rounds are ROUNDS.  LARGE_PERF=1
 # records each front door's profile (perf, cpu-clock) over each run,
-# reported into wrk-*.txt.report in the work directory (KEEP=1).
+# reported into wrk-*.txt.report in the work directory (KEEP=1);
+# LARGE_STRACE=1 counts its system calls (strace -c) into
+# wrk-*.txt.strace instead.
 
 LARGE_DURATION=${LARGE_DURATION:-5s}
 LARGE_SIZES=${LARGE_SIZES:-102400 1048576}
@@ -193,9 +195,19 @@ large_run()
 		    -o "$5.perf" > /dev/null 2>&1 &
 		perfpid=$!
 	fi
+	# LARGE_STRACE=1: the front door's system calls over the run,
+	# counted (strace -c; it slows the process, so the run's other
+	# figures are not its own)
+	if [ "${LARGE_STRACE:-0}" = 1 ] && [ -n "$pid" ]; then
+		strace -c -f -p "$pid" -o "$5.strace" > /dev/null 2>&1 &
+		perfpid=$!
+	fi
 	BENCH_BODY_FILE=$3 wrk -t1 -c"$4" -d"$LARGE_DURATION" --latency \
 	    -s "$top/bench/body.lua" "$2" > "$5" 2>&1
-	if [ -n "$perfpid" ]; then
+	if [ -n "$perfpid" ] && [ "${LARGE_STRACE:-0}" = 1 ]; then
+		kill -INT "$perfpid" 2>/dev/null
+		wait "$perfpid"
+	elif [ -n "$perfpid" ]; then
 		kill -INT "$perfpid" 2>/dev/null
 		wait "$perfpid"
 		perf report -i "$5.perf" --no-children --sort dso,symbol \
