@@ -280,6 +280,7 @@ struct rscan {
 	int		 stream;	/* "stream": true */
 	int64_t		 max_tokens;	/* -1: absent or null */
 	int64_t		 max_completion_tokens;
+	int64_t		 max_output_tokens;
 	const char	*base;		/* the bytes scanned */
 	size_t		 open;		/* offset of the top object's { */
 	size_t		 close;		/* and of its } */
@@ -378,6 +379,7 @@ enum {
 	SP_MODEL,			/* the value of "model" */
 	SP_MAX_TOKENS,			/* of "max_tokens" */
 	SP_MAX_COMPLETION,		/* of "max_completion_tokens" */
+	SP_MAX_OUTPUT,			/* of "max_output_tokens" */
 	SP_STREAM,
 };
 struct spiece {
@@ -394,6 +396,7 @@ struct splice {
 	int		 changed;	/* a rule changed the body */
 	int64_t		 max_tokens;	/* as they stand: -1 absent, null */
 	int64_t		 max_completion_tokens;
+	int64_t		 max_output_tokens;
 	char		 text[1024];	/* names, numbers, the model's */
 	size_t		 textlen;
 };

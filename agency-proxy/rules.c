@@ -478,29 +478,30 @@ rules_fast(const char *buf, size_t len, const struct prescan *pre,
 
 /*
  * Whether the fast path (scan.c, splice.c) reads a body of path as the
- * tree's rules do.  The scan reads the content parts of chat's routes
- * and of Anthropic's Messages (their types, for splice_rules to ask the
- * runtime about, and their images' and files' sources), and splice.c
- * knows two cap fields, max_tokens and max_completion_tokens: so chat's
- * routes, Messages, /v1/completions, and the routes with neither parts
- * nor a cap.  The Responses API's bodies (the parts of "input" and
- * "instructions", max_output_tokens) go to json-c.
+ * tree's rules do: a JSON body, whose content parts the scan reads in
+ * each family (chat's parts, Anthropic's blocks, the Responses' input
+ * items), with cap fields that splice.c knows (max_tokens,
+ * max_completion_tokens, max_output_tokens).
  */
 int
 rules_fast_route(const char *path)
 {
+	static const char	*known[] = { "max_tokens",
+				    "max_completion_tokens",
+				    "max_output_tokens" };
 	const struct route	*r = routes_find(path);
+	size_t			 i, k;
 
 	if (r->body != BODY_JSON)
 		return (0);
-	if (r->parts != PARTS_NONE && r->parts != PARTS_CHAT &&
-	    r->parts != PARTS_MESSAGES)
-		return (0);
-	if (r->cap[0] == NULL)
-		return (1);
-	/* the first field is the one added, and splice.c's first */
-	return (strcmp(r->cap[0], "max_tokens") == 0 && (r->cap[1] == NULL ||
-	    strcmp(r->cap[1], "max_completion_tokens") == 0));
+	for (i = 0; i < ROUTE_CAPS && r->cap[i] != NULL; i++) {
+		for (k = 0; k < sizeof(known) / sizeof(known[0]); k++)
+			if (strcmp(r->cap[i], known[k]) == 0)
+				break;
+		if (k == sizeof(known) / sizeof(known[0]))
+			return (0);
+	}
+	return (1);
 }
 
 int

@@ -16,13 +16,16 @@
  * SCAN_KEYS names an object.  And only when the rules' answer can be
  * read off the notes: "model" absent, null or a string without escapes,
  * max_tokens and max_completion_tokens absent, null or integers of at
- * most 15 digits, and every message's "content" a string or null, or,
- * on a route with content parts (rules_scan_parts), an array of parts
- * as rules.c's check_part reads them: each an object with a type that
- * is a string without escapes, an image's or a file's given inline (a
- * data:image/ URL, a base64 source, no file_id), nested no deeper than
- * the tree allows; each type is noted once (rs->types, by its chat
- * name), for splice_rules to ask the model's runtime.  Anything else is
+ * most 15 digits, max_output_tokens too, and every message's "content"
+ * a string or null, or, on a route with content parts
+ * (rules_scan_parts), an array of parts as rules.c's check_part reads
+ * them: each an object with a type that is a string without escapes,
+ * an image's or a file's given inline (a data:image/ URL, a base64
+ * source, no file_id nor file_url), nested no deeper than the tree
+ * allows; each type is noted once (rs->types, by its chat name), for
+ * splice_rules to ask the model's runtime.  The Responses' "input" and
+ * "instructions" are a string or a list of items read as messages are,
+ * their "output" as parts too.  Anything else is
  * "no" (0), and the body takes the json-c path, which gives every error.
  * Where the scan is in doubt it says no: a block that is not
  * tool_result but has a "content" array is read as parts too.  The
@@ -813,6 +816,8 @@ struct part {
 	const unsigned char	*src;		/* source's "type" */
 	size_t			 srclen;
 	int			 file_id;	/* "file" has a "file_id" */
+	int			 id;		/* the part has a "file_id" */
+	int			 fileurl;	/* or a "file_url" */
 };
 
 /* Whether the n bytes at v are the JSON string w. */
@@ -860,10 +865,13 @@ part_end(struct scanner *s, const struct part *pt)
 		    !is(pt->src, pt->srclen, "content")))))
 			return (0);
 	} else if (strcmp(name, "image_url") == 0) {
+		/* the Responses' is a string beside no file_id */
 		if (pt->url == NULL || *pt->url != '"' || pt->urllen < 13 ||
-		    memcmp(pt->url + 1, "data:image/", 11) != 0)
+		    memcmp(pt->url + 1, "data:image/", 11) != 0 ||
+		    (s->parts == PARTS_RESPONSES && pt->id))
 			return (0);
-	} else if (strcmp(name, "file") == 0 && pt->file_id)
+	} else if (strcmp(name, "file") == 0 && (s->parts == PARTS_RESPONSES ?
+	    pt->id || pt->fileurl : pt->file_id))
 		return (0);
 	for (i = 0; i < rs->ntypes; i++)
 		if (strcmp(rs->types[i], name) == 0)
@@ -872,6 +880,15 @@ part_end(struct scanner *s, const struct part *pt)
 		return (0);
 	(void)strlcpy(rs->types[rs->ntypes++], name, RSCAN_TYPELEN);
 	return (1);
+}
+
+/* Whether a top member is a list of the Responses' input items. */
+static int
+items(const struct scanner *s, const unsigned char *k, size_t klen)
+{
+	return (s->parts == PARTS_RESPONSES && ((klen == 5 &&
+	    memcmp(k, "input", 5) == 0) || (klen == 12 &&
+	    memcmp(k, "instructions", 12) == 0)));
 }
 
 /*
@@ -886,17 +903,22 @@ member_ctx(struct scanner *s, int ctx, const unsigned char *k, size_t klen,
 {
 	int	 content = klen == 7 && memcmp(k, "content", 7) == 0;
 
-	if (ctx == CTX_TOP && klen == 8 && memcmp(k, "messages", 8) == 0)
+	if (ctx == CTX_TOP && ((klen == 8 && memcmp(k, "messages", 8) == 0) ||
+	    (c == '[' && items(s, k, klen))))
 		return (CTX_MESSAGES);
 	if (s->parts == PARTS_NONE)
 		return (CTX_OTHER);
-	if (c == '[' && ((ctx == CTX_MESSAGE && content) ||
+	if (c == '[' && ((ctx == CTX_MESSAGE && (content ||
+	    (s->parts == PARTS_RESPONSES && klen == 6 &&
+	    memcmp(k, "output", 6) == 0))) ||
 	    (s->parts == PARTS_MESSAGES && ((ctx == CTX_PART && content) ||
 	    (ctx == CTX_TOP && klen == 6 && memcmp(k, "system", 6) == 0)))))
 		return (CTX_CONTENT);
 	if (ctx != CTX_PART || c != '{')
 		return (CTX_OTHER);
-	if (klen == 9 && memcmp(k, "image_url", 9) == 0)
+	/* the Responses' image_url is a string alone */
+	if (klen == 9 && memcmp(k, "image_url", 9) == 0 &&
+	    s->parts != PARTS_RESPONSES)
 		s->want = "url";
 	else if (klen == 6 && memcmp(k, "source", 6) == 0)
 		s->want = "type";
@@ -928,6 +950,10 @@ part_member(struct scanner *s, struct part *pt, const unsigned char *k,
 		pt->srclen = s->gotlen;
 	} else if (klen == 4 && memcmp(k, "file", 4) == 0)
 		pt->file_id = g != NULL;
+	else if (klen == 7 && memcmp(k, "file_id", 7) == 0)
+		pt->id = 1;
+	else if (klen == 8 && memcmp(k, "file_url", 8) == 0)
+		pt->fileurl = 1;
 }
 
 /* The top object's names of note, and what their values say. */
@@ -954,6 +980,9 @@ note_top(struct scanner *s, const unsigned char *k, size_t klen,
 	else if (klen == 21 && memcmp(k, "max_completion_tokens", 21) == 0)
 		return (scan_count((const char *)v, n,
 		    &rs->max_completion_tokens));
+	else if (klen == 17 && memcmp(k, "max_output_tokens", 17) == 0)
+		return (scan_count((const char *)v, n,
+		    &rs->max_output_tokens));
 	return (1);
 }
 
@@ -1050,8 +1079,10 @@ scan_object(struct scanner *s, int ctx)
 		    sub != CTX_CONTENT &&
 		    !(s->p - v == 4 && memcmp(v, "null", 4) == 0))
 			return (0);
-		/* "messages" itself must be an array for the rules */
-		if (sub == CTX_MESSAGES && *v != '[')
+		/* "messages" itself must be an array for the rules; the
+		 * Responses' items a string or an array */
+		if ((sub == CTX_MESSAGES && *v != '[') || (ctx == CTX_TOP &&
+		    *v != '"' && *v != '[' && items(s, k, klen)))
 			return (0);
 		if ((r = after(s, '}')) == -1)
 			return (0);
@@ -1134,6 +1165,7 @@ scan(const char *buf, size_t len, const struct prescan *pre,
 
 	memset(rs, 0, sizeof(*rs));
 	rs->max_tokens = rs->max_completion_tokens = -1;
+	rs->max_output_tokens = -1;
 	rs->base = buf;
 	s.base = s.p = (const unsigned char *)buf;
 	s.end = s.p + len;
@@ -1142,9 +1174,8 @@ scan(const char *buf, size_t len, const struct prescan *pre,
 	s.portable = scan_portable;
 	s.pre = pre;
 	s.k = 0;
-	/* the parts the fast path reads; the Responses' are the tree's */
-	s.parts = parts == PARTS_CHAT || parts == PARTS_MESSAGES ? parts :
-	    PARTS_NONE;
+	s.parts = parts == PARTS_CHAT || parts == PARTS_MESSAGES ||
+	    parts == PARTS_RESPONSES ? parts : PARTS_NONE;
 	s.cdepth = 0;
 	s.want = NULL;
 	s.wantlen = 0;

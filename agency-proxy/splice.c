@@ -58,9 +58,27 @@ role_of(const char *name, size_t len)
 		return (SP_MAX_TOKENS);
 	if (len == 21 && memcmp(name, "max_completion_tokens", 21) == 0)
 		return (SP_MAX_COMPLETION);
+	if (len == 17 && memcmp(name, "max_output_tokens", 17) == 0)
+		return (SP_MAX_OUTPUT);
 	if (len == 6 && memcmp(name, "stream", 6) == 0)
 		return (SP_STREAM);
 	return (SP_NONE);
+}
+
+/* Where the splice keeps the count of a cap field's role, or NULL. */
+static int64_t *
+count_of(struct splice *sp, int role)
+{
+	switch (role) {
+	case SP_MAX_TOKENS:
+		return (&sp->max_tokens);
+	case SP_MAX_COMPLETION:
+		return (&sp->max_completion_tokens);
+	case SP_MAX_OUTPUT:
+		return (&sp->max_output_tokens);
+	default:
+		return (NULL);
+	}
 }
 
 /* A member by its name, or NULL. */
@@ -188,11 +206,12 @@ splice_rules(const struct pruntime *rt, const struct rscan *rs,
 	const struct pmove	*mv;
 	const char		*b = rs->base;
 	size_t			 n = 0, i, start;
-	int64_t			 x, y;
+	int64_t			 x, y, *cnt;
 	int			 role;
 
 	memset(sp, 0, sizeof(*sp));
 	sp->max_tokens = sp->max_completion_tokens = -1;
+	sp->max_output_tokens = -1;
 	/* content parts of a type the runtime refuses: the tree says which */
 	for (i = 0; i < rs->ntypes; i++)
 		if (!rules_part_allowed(rt, rs->types[i]))
@@ -273,11 +292,8 @@ splice_rules(const struct pruntime *rt, const struct rscan *rs,
 		if (m->gone)
 			continue;
 		role = role_of(m->name, m->namelen);
-		if (role == SP_MAX_TOKENS && !scan_count(b + m->value,
-		    m->valuelen, &sp->max_tokens))
-			return (1);
-		if (role == SP_MAX_COMPLETION && !scan_count(b + m->value,
-		    m->valuelen, &sp->max_completion_tokens))
+		if ((cnt = count_of(sp, role)) != NULL &&
+		    !scan_count(b + m->value, m->valuelen, cnt))
 			return (1);
 		if (m->top < 0) {
 			if (added(sp, m->name, m->namelen) == -1)
@@ -371,10 +387,11 @@ replace(struct splice *sp, struct spiece *p, const char *s, size_t len,
 /*
  * The model name sent upstream ("": the body's own, as it is) and the
  * cap (0: none) for a kind, on the pieces, as rules_rewrite does them
- * for route r: on its fields (max_tokens, and max_completion_tokens
- * where it has that one: rules_fast_route), max_tokens added where it
- * says so.  1 if the body changed, 0 if not; -1, with nothing changed,
- * when the pieces have no room for the name (for the json-c path).
+ * for route r: on its fields (those splice_rules noted: max_tokens,
+ * max_completion_tokens, max_output_tokens: rules_fast_route), the
+ * first added where it says so.  1 if the body changed, 0 if not; -1,
+ * with nothing changed, when the pieces have no room for the name (for
+ * the json-c path).
  */
 int
 splice_rewrite(struct splice *sp, const char *base, const char *upstream,
@@ -384,14 +401,16 @@ splice_rewrite(struct splice *sp, const char *base, const char *upstream,
 	char		 num[24];
 	const char	*v;
 	size_t		 need, i;
-	int		 seen = 0, changed = 0, n;
+	int64_t		*cnt;
+	int		 seen = 0, changed = 0, n, role;
 
 	/* room for all of it, first: the name escaped, two members added,
 	 * the pieces they take */
 	for (need = 2, i = 0; upstream[i] != '\0'; i++)
 		need += upstream[i] == '"' || upstream[i] == '\\' ? 2 :
 		    (unsigned char)upstream[i] < 0x20 ? 6 : 1;
-	need += sizeof(",\"model\":") + sizeof(",\"max_tokens\":") + 3 * 24;
+	need += sizeof(",\"model\":") + sizeof(",\"max_output_tokens\":") +
+	    3 * 24;
 	if (need > sizeof(sp->text) - sp->textlen ||
 	    sp->np + 6 > SPLICE_PIECES)
 		return (-1);
@@ -418,30 +437,24 @@ splice_rewrite(struct splice *sp, const char *base, const char *upstream,
 	if (cap <= 0 || r->cap[0] == NULL)
 		return (changed);
 	n = snprintf(num, sizeof(num), "%lld", (long long)cap);
-	if (sp->max_tokens >= 0) {
+	for (i = 0; i < ROUTE_CAPS && r->cap[i] != NULL; i++) {
+		role = role_of(r->cap[i], strlen(r->cap[i]));
+		if ((cnt = count_of(sp, role)) == NULL || *cnt < 0)
+			continue;
 		seen = 1;
-		if (sp->max_tokens > cap) {
-			if (replace(sp, role_piece(sp, SP_MAX_TOKENS), num, n,
-			    0) == -1)
-				return (-1);
-			changed = 1;
-		}
-	}
-	if (r->cap[1] != NULL && sp->max_completion_tokens >= 0) {
-		seen = 1;
-		if (sp->max_completion_tokens > cap) {
-			if (replace(sp, role_piece(sp, SP_MAX_COMPLETION), num,
-			    n, 0) == -1)
+		if (*cnt > cap) {
+			if (replace(sp, role_piece(sp, role), num, n, 0) == -1)
 				return (-1);
 			changed = 1;
 		}
 	}
 	if (!seen && r->add && (kind == KIND_CHAT || kind == KIND_VISION)) {
-		/* a null max_tokens takes the cap where it is */
-		if ((p = role_piece(sp, SP_MAX_TOKENS)) != NULL) {
+		/* a null one takes the cap where it is */
+		role = role_of(r->cap[0], strlen(r->cap[0]));
+		if ((p = role_piece(sp, role)) != NULL) {
 			if (replace(sp, p, num, n, 0) == -1)
 				return (-1);
-		} else if (add_member(sp, "max_tokens", num, n, 0) == -1)
+		} else if (add_member(sp, r->cap[0], num, n, 0) == -1)
 			return (-1);
 		changed = 1;
 	}

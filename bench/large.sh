@@ -26,8 +26,11 @@
 # changes it: "cap" (max tokens 8 under the body's 16), "named" (the
 # body names an alias, the model's own name is sent), "moved" (a
 # runtime that moves max_completion_tokens to max_tokens); "parts"
-# (content as an array of text parts) is changed by nothing but takes
-# the tree path; "msgcap" is "cap" posted to Anthropic's /v1/messages.
+# (content as an array of text parts) is changed by nothing (the tree
+# path before the scan read parts); "msgcap" is "cap" posted to
+# Anthropic's /v1/messages; "resppass" and "respcap" are a Responses
+# body (input items of input_text and output_text parts) to /v1/responses,
+# passed through and capped (max_output_tokens 8 under its 16).
 #
 # Knobs: BODIES=1 the large-body table (100 KB and 1 MB, 8 and 32
 # connections: about 4.5 minutes with the defaults) and the scan alone
@@ -115,6 +118,8 @@ large_body()
 		return t
 	}
 	function msg(role, t) {
+		if (parts == 2)
+			return "{\"role\":\"" role "\",\"content\":[{\"type\":\"" (role == "assistant" ? "output_text" : "input_text") "\",\"text\":\"" t "\"}]}"
 		if (parts)
 			return "{\"role\":\"" role "\",\"content\":[{\"type\":\"text\",\"text\":\"" t "\"}]}"
 		return "{\"role\":\"" role "\",\"content\":\"" t "\"}"
@@ -123,7 +128,7 @@ large_body()
 		seed = 42
 		nw = split("the of and to a in is that for it as was with be by on not this are or from at which but have an they you were their one all we can has there been if more when will would who so no function return value model request answer server memory token context agent tool file line code test", w, " ")
 		nu = split("\303\251 \303\274 \342\200\224 \342\200\234 \342\200\235 \346\227\245\346\234\254 \360\237\230\200 \316\273", u, " ")
-		head = "{\"model\":\"" model "\",\"messages\":["
+		head = "{\"model\":\"" model "\",\"" (parts == 2 ? "input" : "messages") "\":["
 		end = "]" tail "}"
 		role[0] = "user"; role[1] = "assistant"
 		out = head
@@ -142,7 +147,14 @@ large_body()
 				out = out sep msg(r, text(left - o))
 				break
 			}
-			out = out sep msg(r, text(3000 + rnd() % 2000))
+			# ~4 KB more, unless it would leave too little for a
+			# last one: then this one is the last
+			n = 3000 + rnd() % 2000
+			if (left - o - n - 1 < 2 * over + 8) {
+				out = out sep msg(r, text(left - o))
+				break
+			}
+			out = out sep msg(r, text(n))
 		}
 		printf "%s", out end
 	}'
@@ -298,6 +310,7 @@ EOF
 	LURL_haproxy=http://127.0.0.1:$LHA_PORT/v1/chat/completions
 	LURL_agency=$URL_agency
 	LURL_messages=${URL_agency%/v1/chat/completions}/v1/messages
+	LURL_responses=${URL_agency%/v1/chat/completions}/v1/responses
 	large_body 285 nginx ',"max_tokens":16' 0 > "$W/lb-probe.json"
 	for p in nginx haproxy; do
 		eval "wait_for 5 curl -sf -o /dev/null -H 'Content-Type: application/json' --data-binary @$W/lb-probe.json \$LURL_$p" ||
@@ -423,11 +436,16 @@ rewrite_table()
 		    { cat "$W/agencyd.log" >&2; die "the model $m did not load"; }
 	done
 	for s in $REWRITE_SIZES; do
-		for kind in pass cap named moved parts passmv msgcap; do
+		for kind in pass cap named moved parts passmv msgcap resppass \
+		    respcap; do
 			model=nginx tail=',"max_tokens":16' parts=0 url=$LURL_agency
 			case $kind in
 			cap)	model=cap ;;
 			msgcap)	model=cap url=$LURL_messages ;;
+			resppass) tail=',"max_output_tokens":16' parts=2
+				url=$LURL_responses ;;
+			respcap) model=cap tail=',"max_output_tokens":16' parts=2
+				url=$LURL_responses ;;
 			named)	model=renamed ;;
 			moved)	model=moved tail=',"max_completion_tokens":16' ;;
 			passmv)	tail=',"max_completion_tokens":16' ;;
@@ -444,12 +462,13 @@ rewrite_table()
 	for r in $(seq 1 "$ROUNDS"); do
 		for s in $REWRITE_SIZES; do
 			for kind in nginx haproxy pass cap named passmv moved parts \
-			    msgcap; do
+			    msgcap resppass respcap; do
 				case $kind in
 				nginx|haproxy)
 					eval url=\$LURL_$kind
 					path=$kind f=pass ;;
 				msgcap)	url=$LURL_messages path=agency f=$kind ;;
+				resp*)	url=$LURL_responses path=agency f=$kind ;;
 				*)	url=$LURL_agency path=agency f=$kind ;;
 				esac
 				line=$(large_run $path "$url" "$W/rw-$s-$f.json" \
@@ -464,10 +483,11 @@ rewrite_table()
 	say "|---|---|---:|---:|---:|---:|"
 	for s in $REWRITE_SIZES; do
 		for kind in nginx haproxy pass cap named passmv moved parts \
-		    msgcap; do
+		    msgcap resppass respcap; do
 			k=r-$s-$kind
 			case $kind in
 			moved)	base=r-$s-passmv ;;
+			respcap) base=r-$s-resppass ;;
 			*)	base=r-$s-pass ;;
 			esac
 			say "| $(large_size $s) | $kind | $(large_summary "$W/L-$k.rps") | $(large_med $k p99) | $(large_cpu $k) | $(large_ratio $k $base) |"

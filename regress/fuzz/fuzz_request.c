@@ -602,7 +602,8 @@ splice_both(const struct pconf *c, const char *body, size_t len)
 	/* the routes the fast path serves with a cap or parts */
 	static const char	*fast[] = { "/v1/chat/completions",
 				    "/v1/completions", "/v1/messages",
-				    "/v1/messages/count_tokens" };
+				    "/v1/messages/count_tokens", "/v1/responses",
+				    "/v1/responses/input_tokens" };
 	static struct splice	 sp;
 	const struct route	*rt;
 	struct rscan		 rs;

@@ -998,7 +998,21 @@ msg_blocks(const char *system, const char *blocks)
 	return (b);
 }
 
+/* A Responses body: one user item whose content is parts. */
+static const char *
+resp_items(const char *parts)
+{
+	static char	 b[2048];
+
+	(void)snprintf(b, sizeof(b), "{\"model\":\"m\",\"input\":[{\"role\":"
+	    "\"user\",\"content\":[%s]}],\"max_output_tokens\":64}", parts);
+	return (b);
+}
+
 #define TEXT	"{\"type\":\"text\",\"text\":\"hi\"}"
+#define IN_TEXT	"{\"type\":\"input_text\",\"text\":\"hi\"}"
+#define IN_IMG	"{\"type\":\"input_image\",\"image_url\":" \
+		    "\"data:image/png;base64,AAAA\"}"
 #define IMG	"{\"type\":\"image_url\",\"image_url\":{\"url\":" \
 		    "\"data:image/png;base64,AAAA\"}}"
 #define BLOCK_IMG "{\"type\":\"image\",\"source\":{\"type\":\"base64\"," \
@@ -1010,7 +1024,7 @@ ATF_TC_BODY(fast_parts, tc)
 	struct pconf	*c = conf();
 	struct pruntime	*rt;
 	struct rscan	 rs;
-	const char	*b, *M = "/v1/messages";
+	const char	*b, *M = "/v1/messages", *R = "/v1/responses";
 	char		 nine[1024];
 	size_t		 i;
 
@@ -1146,6 +1160,52 @@ ATF_TC_BODY(fast_parts, tc)
 	/* Anthropic's names are not chat's */
 	parts_case(c, "llava", CC, chat_parts(BLOCK_IMG), TREE, -1);
 	parts_case(c, "llava", M, msg_blocks("null", IMG), TREE, -1);
+
+	/* the Responses: input and instructions, a string or items whose
+	 * content and output are parts */
+	parts_case(c, "qwen", R, "{\"model\":\"m\",\"input\":\"hi\","
+	    "\"instructions\":\"be brief\",\"max_output_tokens\":9}",
+	    FAST, 0);
+	parts_case(c, "qwen", R, resp_items(IN_TEXT), FAST, 0);
+	parts_case(c, "llava", R, resp_items(IN_TEXT "," IN_IMG), FAST, 0);
+	parts_case(c, "qwen", R, resp_items(IN_TEXT "," IN_IMG), TREE, -1);
+	parts_case(c, "llava", "/v1/responses/input_tokens",
+	    resp_items(IN_IMG), FAST, 0);
+	parts_case(c, "llava", R, resp_items("{\"type\":\"input_image\","
+	    "\"image_url\":{\"url\":\"data:image/png;base64,AA\"}}"),
+	    TREE, -1);
+	parts_case(c, "llava", R, resp_items("{\"type\":\"input_image\","
+	    "\"image_url\":\"https://example.com/a.png\"}"), TREE, -1);
+	parts_case(c, "llava", R, resp_items("{\"type\":\"input_image\","
+	    "\"image_url\":\"data:image/png;base64,AA\",\"file_id\":"
+	    "\"f\"}"), TREE, -1);
+	parts_case(c, "docs", R, resp_items("{\"type\":\"input_file\","
+	    "\"filename\":\"a.pdf\",\"file_data\":\"AA\"}"), FAST, 0);
+	parts_case(c, "docs", R, resp_items("{\"type\":\"input_file\","
+	    "\"file_url\":\"https://example.com/a.pdf\"}"), TREE, -1);
+	parts_case(c, "docs", R, resp_items("{\"file_id\":\"f\","
+	    "\"type\":\"input_file\"}"), TREE, -1);
+	parts_case(c, "qwen", R, "{\"model\":\"m\",\"input\":[{\"role\":"
+	    "\"assistant\",\"content\":[{\"type\":\"output_text\","
+	    "\"text\":\"x\"},{\"type\":\"refusal\",\"refusal\":\"no\"}]},"
+	    "{\"type\":\"function_call_output\",\"call_id\":\"c\","
+	    "\"output\":[" IN_TEXT "]},{\"type\":\"function_call_output\","
+	    "\"call_id\":\"d\",\"output\":\"42\"},7]}", FAST, 0);
+	parts_case(c, "llava", R, "{\"model\":\"m\",\"input\":[{\"type\":"
+	    "\"function_call_output\",\"output\":[{\"type\":\"input_image\","
+	    "\"file_id\":\"f\"}]}]}", TREE, -1);
+	parts_case(c, "qwen", R, "{\"model\":\"m\",\"instructions\":["
+	    "{\"role\":\"system\",\"content\":[" IN_TEXT "]}]}", FAST, 0);
+	parts_case(c, "qwen", R, "{\"model\":\"m\",\"instructions\":["
+	    "{\"role\":\"system\",\"content\":[" IN_IMG "]}]}", TREE, -1);
+	parts_case(c, "qwen", R, "{\"model\":\"m\",\"input\":null}", TREE,
+	    -1);
+	parts_case(c, "qwen", R, "{\"model\":\"m\",\"input\":{}}", TREE,
+	    -1);
+	parts_case(c, "qwen", R, "{\"model\":\"m\",\"instructions\":5}",
+	    TREE, -1);
+	/* chat's names are not the Responses' */
+	parts_case(c, "llava", R, resp_items(IMG), TREE, -1);
 	pconf_free(c);
 }
 
@@ -1160,8 +1220,8 @@ ATF_TC_BODY(fast_route, tc)
 	ATF_CHECK(rules_fast_route("/v1/completions"));
 	ATF_CHECK(rules_fast_route("/v1/messages"));
 	ATF_CHECK(rules_fast_route("/v1/messages/count_tokens"));
-	ATF_CHECK(!rules_fast_route("/v1/responses"));
-	ATF_CHECK(!rules_fast_route("/v1/responses/input_tokens"));
+	ATF_CHECK(rules_fast_route("/v1/responses"));
+	ATF_CHECK(rules_fast_route("/v1/responses/input_tokens"));
 	ATF_CHECK(!rules_fast_route("/v1/audio/transcriptions"));
 }
 
@@ -1237,6 +1297,21 @@ ATF_TC_BODY(fast_other_routes, tc)
 	fast_same("/v1/messages/count_tokens", "{\"model\":\"m\","
 	    "\"max_tokens\":1024}", 0, KIND_CHAT,
 	    "{\"model\":\"up\",\"max_tokens\":1024}");
+	/* the Responses' cap is max_output_tokens alone */
+	fast_same("/v1/responses", "{\"model\":\"m\",\"input\":\"x\","
+	    "\"max_tokens\":100,\"max_output_tokens\":100}", 8, KIND_CHAT,
+	    "{\"model\":\"up\",\"input\":\"x\",\"max_tokens\":100,"
+	    "\"max_output_tokens\":8}");
+	fast_same("/v1/responses", "{\"model\":\"m\",\"input\":\"x\","
+	    "\"max_tokens\":100}", 8, KIND_VISION,
+	    "{\"model\":\"up\",\"input\":\"x\",\"max_tokens\":100,"
+	    "\"max_output_tokens\":8}");
+	fast_same("/v1/responses", "{\"max_output_tokens\":null,"
+	    "\"model\":\"m\"}", 8, KIND_CHAT,
+	    "{\"max_output_tokens\":8,\"model\":\"up\"}");
+	fast_same("/v1/responses/input_tokens", "{\"model\":\"m\","
+	    "\"max_output_tokens\":1024}", 8, KIND_CHAT,
+	    "{\"model\":\"up\",\"max_output_tokens\":1024}");
 
 	/* a "system" of blocks is read as parts on Anthropic's routes
 	 * only; elsewhere it is a member like any other */
@@ -1254,8 +1329,9 @@ ATF_TC_BODY(fast_other_routes, tc)
 	ATF_CHECK(!rules_fast(b, strlen(b), NULL, PARTS_NONE, &rs));
 	ATF_CHECK(rules_fast(b, strlen(b), NULL, PARTS_CHAT, &rs));
 	ATF_CHECK(rules_fast(b, strlen(b), NULL, PARTS_MESSAGES, &rs));
-	/* nor the Responses', whose bodies are the tree's */
-	ATF_CHECK(!rules_fast(b, strlen(b), NULL, PARTS_RESPONSES, &rs));
+	/* the Responses' items' content is parts too */
+	ATF_CHECK(rules_fast(b, strlen(b), NULL, PARTS_RESPONSES, &rs));
+	ATF_CHECK_EQ(rs.ntypes, 1);
 }
 
 ATF_TP_ADD_TCS(tp)
