@@ -75,15 +75,18 @@ int
 splice_route(const struct route *r)
 {
 	size_t	 i;
-	int	 role;
 
 	if (r->body != BODY_JSON)
 		return (0);
 	for (i = 0; i < ROUTE_CAPS && r->cap[i] != NULL; i++) {
-		role = role_of(r->cap[i], strlen(r->cap[i]));
-		if (role != SP_MAX_TOKENS && role != SP_MAX_COMPLETION &&
-		    role != SP_MAX_OUTPUT)
+		switch (role_of(r->cap[i], strlen(r->cap[i]))) {
+		case SP_MAX_TOKENS:
+		case SP_MAX_COMPLETION:
+		case SP_MAX_OUTPUT:
+			break;
+		default:
 			return (0);
+		}
 	}
 	return (1);
 }
