@@ -202,13 +202,14 @@ http_decide(const struct pconf *conf, int cmd, const char *path,
     const struct http_hdrs *hh, const char *body, size_t len,
     const struct prescan *pre, struct http_decision *dc)
 {
-	json_object	*obj;
-	struct pmodel	*m;
-	struct pscope	 sc;
-	int		 changed, scanned = 0, unixsock, admin, console;
+	const struct route	*route = routes_find(path);
+	json_object		*obj;
+	struct pmodel		*m;
+	struct pscope		 sc;
+	int			 changed, scanned = 0, unixsock, admin, console;
 
 	memset(dc, 0, sizeof(*dc));
-	dc->family = routes_find(path)->family;
+	dc->family = route->family;
 	if (conf == NULL) {
 		decide_error(dc, 503, "starting", "The proxy is starting.");
 		return;
@@ -323,7 +324,7 @@ http_decide(const struct pconf *conf, int cmd, const char *path,
 			decide_error(dc, 404, "not_found", "No such route.");
 		return;
 	}
-	if (routes_find(path)->body == BODY_FORM) {
+	if (route->body == BODY_FORM) {
 		decide_form(conf, path, hh, body, len, dc);
 		return;
 	}
@@ -338,8 +339,8 @@ http_decide(const struct pconf *conf, int cmd, const char *path,
 	 * the rules to be applied is only scanned, and what they change is
 	 * spliced.  What it cannot settle, it leaves to json-c below.
 	 */
-	if (http_fastpath && rules_fast_route(path) &&
-	    rules_fast(body, len, pre, routes_find(path)->parts, &dc->scan)) {
+	if (http_fastpath && splice_route(route) &&
+	    rules_fast(body, len, pre, route->parts, &dc->scan)) {
 		if (rules_pick_name(conf, dc->scan.has_model ?
 		    dc->scan.model : NULL, &sc, &m, &dc->e) == -1) {
 			dc->action = HTTP_ERROR;

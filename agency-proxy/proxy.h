@@ -357,7 +357,6 @@ int		 rules_apply(const struct pruntime *, const char *,
 		    json_object *, struct rerr *, int *);
 int		 rules_fast(const char *, size_t, const struct prescan *, int,
 		    struct rscan *);
-int		 rules_fast_route(const char *);
 int		 rules_part_allowed(const struct pruntime *, const char *);
 int		 rules_pick_name(const struct pconf *, const char *,
 		    const struct pscope *, struct pmodel **, struct rerr *);
@@ -405,6 +404,7 @@ struct iovec;
 int		 splice_rules(const struct pruntime *, const struct rscan *,
 		    struct splice *, struct rerr *);
 struct route;
+int		 splice_route(const struct route *);
 int		 splice_rewrite(struct splice *, const char *, const char *,
 		    int64_t, int, const struct route *);
 size_t		 splice_iov(const struct splice *, const char *,

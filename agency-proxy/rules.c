@@ -476,34 +476,6 @@ rules_fast(const char *buf, size_t len, const struct prescan *pre,
 	return (len > 0 && rules_scan_parts(buf, len, pre, parts, rs));
 }
 
-/*
- * Whether the fast path (scan.c, splice.c) reads a body of path as the
- * tree's rules do: a JSON body, whose content parts the scan reads in
- * each family (chat's parts, Anthropic's blocks, the Responses' input
- * items), with cap fields that splice.c knows (max_tokens,
- * max_completion_tokens, max_output_tokens).
- */
-int
-rules_fast_route(const char *path)
-{
-	static const char	*known[] = { "max_tokens",
-				    "max_completion_tokens",
-				    "max_output_tokens" };
-	const struct route	*r = routes_find(path);
-	size_t			 i, k;
-
-	if (r->body != BODY_JSON)
-		return (0);
-	for (i = 0; i < ROUTE_CAPS && r->cap[i] != NULL; i++) {
-		for (k = 0; k < sizeof(known) / sizeof(known[0]); k++)
-			if (strcmp(r->cap[i], known[k]) == 0)
-				break;
-		if (k == sizeof(known) / sizeof(known[0]))
-			return (0);
-	}
-	return (1);
-}
-
 int
 rules_route_allowed(const struct pruntime *rt, const char *path)
 {

@@ -81,7 +81,7 @@ struct scanner {
 	const struct prescan	*pre;		/* strings noted as it came */
 	size_t			 k;		/* the next of them */
 	int			 parts;		/* the route's (routes.h) */
-	int			 cdepth;	/* of the content parts scanned */
+	int			 cdepth;	/* content arrays, one in another */
 	const char		*want;		/* CTX_NOTE: the name whose */
 	size_t			 wantlen;
 	const unsigned char	*got;		/* value is here, */
@@ -1047,13 +1047,6 @@ scan_object(struct scanner *s, int ctx)
 
 			if (!scan_string(s, &t, &tl, &vesc))
 				return (0);
-		} else if (sub == CTX_CONTENT && ctx == CTX_PART) {
-			/* a block's content: one level deeper */
-			s->cdepth++;
-			r = scan_value(s, sub, 0);
-			s->cdepth--;
-			if (!r)
-				return (0);
 		} else if (!scan_value(s, sub, 0))
 			return (0);
 		if (ctx == CTX_TOP) {
@@ -1096,9 +1089,6 @@ scan_array(struct scanner *s, int ctx)
 {
 	int	 r;
 
-	/* parts nested deeper than the tree takes */
-	if (ctx == CTX_CONTENT && s->cdepth > 2)
-		return (0);
 	s->p++;		/* [ */
 	ws(s);
 	if (s->p < s->end && *s->p == ']') {
@@ -1124,7 +1114,7 @@ scan_value(struct scanner *s, int ctx, int inarray)
 {
 	const unsigned char	*t;
 	size_t			 tl;
-	int			 esc, integer, r;
+	int			 esc, integer, r, parts;
 
 	if (s->p >= s->end)
 		return (0);
@@ -1139,7 +1129,13 @@ scan_value(struct scanner *s, int ctx, int inarray)
 	case '[':
 		if (++s->depth > SCAN_DEPTH)
 			return (0);
+		/* parts in a block's content, nested no deeper than the
+		 * tree takes (a message's content is the first) */
+		parts = !inarray && ctx == CTX_CONTENT;
+		if ((s->cdepth += parts) > 3)
+			return (0);
 		r = scan_array(s, inarray ? CTX_OTHER : ctx);
+		s->cdepth -= parts;
 		s->depth--;
 		return (r);
 	case '"':

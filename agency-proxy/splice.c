@@ -65,6 +65,32 @@ role_of(const char *name, size_t len)
 	return (SP_NONE);
 }
 
+/*
+ * Whether the fast path (scan.c, here) reads the bodies of route r as
+ * the tree's rules do: a JSON body, whose content parts the scan reads
+ * in each family (chat's parts, Anthropic's blocks, the Responses'
+ * input items), with cap fields that are counts here (count_of).
+ */
+int
+splice_route(const struct route *r)
+{
+	size_t	 i;
+
+	if (r->body != BODY_JSON)
+		return (0);
+	for (i = 0; i < ROUTE_CAPS && r->cap[i] != NULL; i++) {
+		switch (role_of(r->cap[i], strlen(r->cap[i]))) {
+		case SP_MAX_TOKENS:
+		case SP_MAX_COMPLETION:
+		case SP_MAX_OUTPUT:
+			break;
+		default:
+			return (0);
+		}
+	}
+	return (1);
+}
+
 /* Where the splice keeps the count of a cap field's role, or NULL. */
 static int64_t *
 count_of(struct splice *sp, int role)
@@ -388,7 +414,7 @@ replace(struct splice *sp, struct spiece *p, const char *s, size_t len,
  * The model name sent upstream ("": the body's own, as it is) and the
  * cap (0: none) for a kind, on the pieces, as rules_rewrite does them
  * for route r: on its fields (those splice_rules noted: max_tokens,
- * max_completion_tokens, max_output_tokens: rules_fast_route), the
+ * max_completion_tokens, max_output_tokens: splice_route), the
  * first added where it says so.  1 if the body changed, 0 if not; -1,
  * with nothing changed, when the pieces have no room for the name (for
  * the json-c path).

@@ -180,7 +180,7 @@ large_check()
 # path's front door a request, "-" for direct).
 large_run()
 {
-	local pid="" c0=0 a0=0 c1 a1 n perfpid=""
+	local pid="" c0=0 a0=0 c1 a1 n perfpid="" stracepid=""
 	case $1 in
 	nginx)		pid=$LPID_nginx ;;
 	haproxy)	pid=$LPID_haproxy ;;
@@ -200,14 +200,15 @@ large_run()
 	# figures are not its own)
 	if [ "${LARGE_STRACE:-0}" = 1 ] && [ -n "$pid" ]; then
 		strace -c -f -p "$pid" -o "$5.strace" > /dev/null 2>&1 &
-		perfpid=$!
+		stracepid=$!
 	fi
 	BENCH_BODY_FILE=$3 wrk -t1 -c"$4" -d"$LARGE_DURATION" --latency \
 	    -s "$top/bench/body.lua" "$2" > "$5" 2>&1
-	if [ -n "$perfpid" ] && [ "${LARGE_STRACE:-0}" = 1 ]; then
-		kill -INT "$perfpid" 2>/dev/null
-		wait "$perfpid"
-	elif [ -n "$perfpid" ]; then
+	if [ -n "$stracepid" ]; then
+		kill -INT "$stracepid" 2>/dev/null
+		wait "$stracepid"
+	fi
+	if [ -n "$perfpid" ]; then
 		kill -INT "$perfpid" 2>/dev/null
 		wait "$perfpid"
 		perf report -i "$5.perf" --no-children --sort dso,symbol \

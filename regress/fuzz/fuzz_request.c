@@ -616,7 +616,7 @@ splice_both(const struct pconf *c, const char *body, size_t len)
 
 	for (k = 0; k < sizeof(fast) / sizeof(fast[0]); k++) {
 		rt = routes_find(fast[k]);
-		if (!rules_fast_route(fast[k]) ||
+		if (!splice_route(rt) ||
 		    !rules_scan_parts(body, len, NULL, rt->parts, &rs))
 			continue;
 		TAILQ_FOREACH(m, &c->models, entry) {

@@ -1213,16 +1213,16 @@ ATF_TC_BODY(fast_parts, tc)
 ATF_TC_WITHOUT_HEAD(fast_route);
 ATF_TC_BODY(fast_route, tc)
 {
-	ATF_CHECK(rules_fast_route("/v1/chat/completions"));
-	ATF_CHECK(rules_fast_route("/v1/other"));
-	ATF_CHECK(rules_fast_route("/v1/embeddings"));
-	ATF_CHECK(rules_fast_route("/v1/rerank"));
-	ATF_CHECK(rules_fast_route("/v1/completions"));
-	ATF_CHECK(rules_fast_route("/v1/messages"));
-	ATF_CHECK(rules_fast_route("/v1/messages/count_tokens"));
-	ATF_CHECK(rules_fast_route("/v1/responses"));
-	ATF_CHECK(rules_fast_route("/v1/responses/input_tokens"));
-	ATF_CHECK(!rules_fast_route("/v1/audio/transcriptions"));
+	ATF_CHECK(splice_route(routes_find("/v1/chat/completions")));
+	ATF_CHECK(splice_route(routes_find("/v1/other")));
+	ATF_CHECK(splice_route(routes_find("/v1/embeddings")));
+	ATF_CHECK(splice_route(routes_find("/v1/rerank")));
+	ATF_CHECK(splice_route(routes_find("/v1/completions")));
+	ATF_CHECK(splice_route(routes_find("/v1/messages")));
+	ATF_CHECK(splice_route(routes_find("/v1/messages/count_tokens")));
+	ATF_CHECK(splice_route(routes_find("/v1/responses")));
+	ATF_CHECK(splice_route(routes_find("/v1/responses/input_tokens")));
+	ATF_CHECK(!splice_route(routes_find("/v1/audio/transcriptions")));
 }
 
 /*
@@ -1249,7 +1249,7 @@ fast_same(const char *path, const char *body, int64_t cap, int kind,
 	int			 c, c2;
 
 	memset(&rt, 0, sizeof(rt));
-	ATF_REQUIRE(rules_fast_route(path));
+	ATF_REQUIRE(splice_route(routes_find(path)));
 	ATF_REQUIRE_MSG(rules_fast(body, strlen(body), NULL,
 	    routes_find(path)->parts, &rs), "%s", body);
 	ATF_REQUIRE_EQ(splice_rules(&rt, &rs, &sp, &e), 0);
