@@ -50,7 +50,11 @@
  *
  * At the connection cap, a new connection closes the one that has
  * waited longest for its request (or in a lingering close), if that has
- * waited CONN_EVICT_MS or more; otherwise the new one is closed.
+ * waited CONN_EVICT_MS or more.  When none has, the front door stops
+ * accepting (cap_check) until one has, or until a connection closes:
+ * new clients wait in the kernel's backlog in the order they came,
+ * rather than being closed, so that clients who reconnect at once
+ * cannot take every place that frees from one who came before them.
  *
  * Closing after an answer is a lingering close, as nginx does it: once
  * the answer is out, writing is shut down and input is read and dropped
@@ -181,12 +185,14 @@ static struct conn_stats stats;
 static const struct conn_handler *handler;
 static struct event	*sweep_ev;
 static struct event	*resume_ev;
+static struct event	*cap_ev;
 static int64_t		 header_timeout;	/* ms; 0: none */
 static int64_t		 body_timeout;		/* ms */
 static int64_t		 max_body;
 static int64_t		 body_budget;		/* bytes, all bodies */
 static uint64_t		 auto_max;		/* from the fd limit */
-static int		 accept_paused;
+static int		 accept_paused;		/* out of fds, for a while */
+static int		 cap_paused;		/* at the cap, none to give way */
 static char		 rbuf[CONN_READ];
 
 static void	 conn_acceptcb(struct evconnlistener *, evutil_socket_t,
@@ -195,6 +201,8 @@ static void	 conn_readcb(evutil_socket_t, short, void *);
 static void	 conn_writecb(evutil_socket_t, short, void *);
 static void	 conn_sweep(evutil_socket_t, short, void *);
 static void	 conn_resume(evutil_socket_t, short, void *);
+static void	 cap_check(void);
+static void	 cap_timer(evutil_socket_t, short, void *);
 static void	 accept_errorcb(struct evconnlistener *, void *);
 static size_t	 conn_consume(struct hconn *, char *, size_t);
 static void	 conn_end(struct hconn *);
@@ -249,7 +257,8 @@ conn_init(const struct conn_handler *h)
 
 	if ((sweep_ev = event_new(px->base, -1, EV_PERSIST, conn_sweep,
 	    NULL)) == NULL ||
-	    (resume_ev = evtimer_new(px->base, conn_resume, NULL)) == NULL)
+	    (resume_ev = evtimer_new(px->base, conn_resume, NULL)) == NULL ||
+	    (cap_ev = evtimer_new(px->base, cap_timer, NULL)) == NULL)
 		fatalx("%s: event_new", __func__);
 }
 
@@ -282,6 +291,8 @@ conn_configure(const struct pconf *conf)
 	tv.tv_sec = ms / 1000;
 	tv.tv_usec = (ms % 1000) * 1000;
 	evtimer_add(sweep_ev, &tv);
+	/* a new cap may be over or under the connections open */
+	cap_check();
 }
 
 /*
@@ -360,7 +371,7 @@ conn_listen(int fd, void *tls, int unixsock)
 	l->tls = tls;
 	l->unixsock = unixsock;
 	evconnlistener_set_error_cb(l->lev, accept_errorcb);
-	if (accept_paused)
+	if (accept_paused || cap_paused)
 		evconnlistener_disable(l->lev);
 	TAILQ_INSERT_TAIL(&lsns, l, entry);
 	return (l);
@@ -483,8 +494,10 @@ conn_acceptcb(struct evconnlistener *lev, evutil_socket_t fd,
 		return;
 	}
 	TAILQ_INSERT_TAIL(&conns, c, entry);
-	wait_enter(c);
 	stats.open++;
+	wait_enter(c);
+	if (stats.open >= stats.max)
+		cap_check();
 }
 
 /* The list of connections waiting for a request, or lingering, oldest
@@ -495,6 +508,9 @@ wait_enter(struct hconn *c)
 	wait_leave(c);
 	TAILQ_INSERT_TAIL(&waiting, c, wentry);
 	c->inwait = 1;
+	/* one that may give way in time, where there was none */
+	if (cap_paused)
+		cap_check();
 }
 
 static void
@@ -1222,6 +1238,8 @@ conn_free(struct hconn *c)
 	free(c->req.peer.groups);
 	TAILQ_REMOVE(&conns, c, entry);
 	stats.open--;
+	if (cap_paused)
+		cap_check();
 	buf_release(&c->in, 0);
 	buf_release(&c->out, 0);
 	prescan_clear(&c->pre);
@@ -1339,7 +1357,51 @@ conn_resume(evutil_socket_t fd, short ev, void *arg)
 	(void)ev;
 	(void)arg;
 	accept_paused = 0;
-	listeners_enable(1);
+	listeners_enable(!cap_paused);
+}
+
+/*
+ * Accept, or not, at the cap: under it, or with a connection that has
+ * waited long enough to give way to the next one, accept; otherwise stop
+ * accepting, and look again when the oldest waiting has waited long
+ * enough (the timer), when one closes (conn_free) or when one starts to
+ * wait where none did (wait_enter).
+ */
+static void
+cap_check(void)
+{
+	struct hconn	*c;
+	struct timeval	 tv;
+	int64_t		 left = 0;
+	int		 pause;
+
+	c = TAILQ_FIRST(&waiting);
+	if (c != NULL)
+		left = c->since + CONN_EVICT_MS - now_ms();
+	pause = stats.open >= stats.max && (c == NULL || left > 0);
+	if (pause && c != NULL && !evtimer_pending(cap_ev, NULL)) {
+		tv.tv_sec = left / 1000;
+		tv.tv_usec = (left % 1000) * 1000;
+		evtimer_add(cap_ev, &tv);
+	}
+	if (pause == cap_paused)
+		return;
+	cap_paused = pause;
+	if (pause)
+		stats.cap_pauses++;
+	else
+		evtimer_del(cap_ev);
+	if (!accept_paused)
+		listeners_enable(!pause);
+}
+
+static void
+cap_timer(evutil_socket_t fd, short ev, void *arg)
+{
+	(void)fd;
+	(void)ev;
+	(void)arg;
+	cap_check();
 }
 
 void

@@ -559,13 +559,17 @@ metrics_render(struct evbuffer *b, const struct proto_status *st, size_t n,
 	single(b, "agency_client_connections", "gauge", "Client connections "
 	    "open on the front door.", cs->open);
 	single(b, "agency_client_connections_max", "gauge", "The cap on "
-	    "client connections; more are closed at once, or close the one "
-	    "that waited longest.", cs->max);
+	    "client connections; a new one closes the one that waited "
+	    "longest, or waits in the backlog.", cs->max);
 	single(b, "agency_client_connections_accepted_total", "counter",
 	    "Client connections accepted.", cs->accepted);
 	single(b, "agency_client_connections_refused_total", "counter",
 	    "Client connections closed at once for being over the cap.",
 	    cs->refused);
+	single(b, "agency_client_connections_cap_pauses_total", "counter",
+	    "Times the front door stopped accepting at the cap, new "
+	    "connections waiting in the backlog until one could give way.",
+	    cs->cap_pauses);
 	single(b, "agency_client_connections_evicted_total", "counter",
 	    "Client connections closed at the cap to make room for a new "
 	    "one, having waited longest for a request.", cs->evicted);

@@ -426,6 +426,7 @@ struct conn_stats {
 	uint64_t	 timed_out;	/* no request header in time */
 	uint64_t	 body_timed_out;	/* no whole body in time */
 	uint64_t	 accept_pauses;	/* out of fds */
+	uint64_t	 cap_pauses;	/* at the cap, none to give way */
 	int64_t		 body_bytes;	/* of the body budget, taken */
 	int64_t		 body_max;	/* the budget */
 	uint64_t	 body_refused;	/* 503: over the budget */
