@@ -16,6 +16,8 @@ TMPFILESDIR ?=	$(PREFIX)/lib/tmpfiles.d
 DESTDIR ?=
 
 CC ?=		cc
+# Compilers run at once: one a CPU (JOBS=1 for one at a time).
+JOBS ?=		$(shell nproc 2>/dev/null || echo 1)
 YACC =		byacc
 PKGS =		libbsd-overlay libevent json-c libseccomp libsystemd libtls \
 		libcrypto
@@ -148,25 +150,26 @@ regress/fakelm/%.o: regress/fakelm/%.c regress/fakelm/*.h common/*.h
 
 check:
 	@scripts/deps check
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -j$(JOBS) all
 	@regress/run-tests
 
 demo:
 	@scripts/deps check
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -j$(JOBS) all
 	@scripts/demo
 
 # libFuzzer harnesses (regress/fuzz), each run FUZZ_SECONDS.
 FUZZ_SECONDS ?=	60
 fuzz:
 	@scripts/deps fuzz
+	@$(MAKE) -C regress/fuzz -j$(JOBS) all
 	@$(MAKE) -C regress/fuzz run FUZZ_SECONDS=$(FUZZ_SECONDS)
 
-# The soak test (regress/soak/run), SOAK_SECONDS long; CI runs 60.
+# The soak test (regress/soak/run), SOAK_SECONDS long; CI runs 30.
 SOAK_SECONDS ?=	600
 soak:
 	@scripts/deps check
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -j$(JOBS) all
 	@SOAK_SECONDS=$(SOAK_SECONDS) regress/soak/run
 
 # Mutation testing (scripts/mutate): each slip of regress/mutants/ in a
@@ -178,7 +181,7 @@ mutate:
 
 bench:
 	@scripts/deps bench
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -j$(JOBS) all
 	@bench/run
 
 install: $(PROGS)
