@@ -202,6 +202,7 @@ static void	 conn_writecb(evutil_socket_t, short, void *);
 static void	 conn_sweep(evutil_socket_t, short, void *);
 static void	 conn_resume(evutil_socket_t, short, void *);
 static void	 cap_check(void);
+static int	 accept_stopped(void);
 static void	 cap_timer(evutil_socket_t, short, void *);
 static void	 accept_errorcb(struct evconnlistener *, void *);
 static size_t	 conn_consume(struct hconn *, char *, size_t);
@@ -371,7 +372,7 @@ conn_listen(int fd, void *tls, int unixsock)
 	l->tls = tls;
 	l->unixsock = unixsock;
 	evconnlistener_set_error_cb(l->lev, accept_errorcb);
-	if (accept_paused || cap_paused)
+	if (accept_stopped())
 		evconnlistener_disable(l->lev);
 	TAILQ_INSERT_TAIL(&lsns, l, entry);
 	return (l);
@@ -426,17 +427,32 @@ peer_read(struct hconn *c)
 }
 
 /*
- * At the cap: close the connection that has waited longest for its
- * request, if it has waited long enough to be taken for slow.  Returns
- * whether one was closed.
+ * The connection that has waited longest for its request (or in a
+ * lingering close), or NULL; in left, the ms until it has waited long
+ * enough to be taken for slow and give way at the cap (0 or less: it
+ * has).
+ */
+static struct hconn *
+evict_first(int64_t *left)
+{
+	struct hconn	*c;
+
+	if ((c = TAILQ_FIRST(&waiting)) != NULL)
+		*left = c->since + CONN_EVICT_MS - now_ms();
+	return (c);
+}
+
+/*
+ * At the cap: close the connection that has waited longest, if it may
+ * give way.  Returns whether one was closed.
  */
 static int
 conn_evict(void)
 {
 	struct hconn	*c;
+	int64_t		 left;
 
-	if ((c = TAILQ_FIRST(&waiting)) == NULL ||
-	    now_ms() - c->since < CONN_EVICT_MS)
+	if ((c = evict_first(&left)) == NULL || left > 0)
 		return (0);
 	stats.evicted++;
 	c->broken = 1;
@@ -1302,16 +1318,24 @@ conn_sweep(evutil_socket_t fd, short ev, void *arg)
 		    (unsigned long long)nb, (long long)body_timeout);
 }
 
+/* Whether the listeners stop accepting: out of fds, or at the cap. */
+static int
+accept_stopped(void)
+{
+	return (accept_paused || cap_paused);
+}
+
+/* Each listener accepting, or not, as accept_stopped says. */
 static void
-listeners_enable(int on)
+listeners_update(void)
 {
 	struct lsn	*l;
 
 	TAILQ_FOREACH(l, &lsns, entry) {
-		if (on)
-			evconnlistener_enable(l->lev);
-		else
+		if (accept_stopped())
 			evconnlistener_disable(l->lev);
+		else
+			evconnlistener_enable(l->lev);
 	}
 }
 
@@ -1346,7 +1370,7 @@ accept_errorcb(struct evconnlistener *lev, void *arg)
 	log_warnx("accept: %s: not accepting for %d s (%llu connections "
 	    "open)", strerror(err), PROXY_ACCEPT_PAUSE,
 	    (unsigned long long)stats.open);
-	listeners_enable(0);
+	listeners_update();
 	evtimer_add(resume_ev, &tv);
 }
 
@@ -1357,7 +1381,7 @@ conn_resume(evutil_socket_t fd, short ev, void *arg)
 	(void)ev;
 	(void)arg;
 	accept_paused = 0;
-	listeners_enable(!cap_paused);
+	listeners_update();
 }
 
 /*
@@ -1375,9 +1399,7 @@ cap_check(void)
 	int64_t		 left = 0;
 	int		 pause;
 
-	c = TAILQ_FIRST(&waiting);
-	if (c != NULL)
-		left = c->since + CONN_EVICT_MS - now_ms();
+	c = evict_first(&left);
 	pause = stats.open >= stats.max && (c == NULL || left > 0);
 	if (pause && c != NULL && !evtimer_pending(cap_ev, NULL)) {
 		tv.tv_sec = left / 1000;
@@ -1391,8 +1413,7 @@ cap_check(void)
 		stats.cap_pauses++;
 	else
 		evtimer_del(cap_ev);
-	if (!accept_paused)
-		listeners_enable(!pause);
+	listeners_update();
 }
 
 static void
