@@ -54,6 +54,7 @@ CTL_SRCS =	$(filter-out agency-ctl/agency-ctl.c, \
 FAKELM_SRCS =	$(wildcard regress/fakelm/*.c)
 UNIT_SRCS =	$(wildcard regress/unit/*_test.c)
 TOOL_SRCS =	$(wildcard regress/tools/*.c)
+PRELOAD_SRCS =	$(wildcard regress/preload/*.c)
 
 COMMON_LIB =	common/libcommon.a
 AGENCYD_LIB =	agencyd/libagencyd.a
@@ -71,7 +72,8 @@ CONSOLE_FILES =	/=console/index.html \
 		/console/icon.svg=console/icon.svg
 EMBED =		tools/embed
 
-TEST_PROGS =	regress/fakelm/fakelm $(UNIT_SRCS:.c=) $(TOOL_SRCS:.c=)
+TEST_PROGS =	regress/fakelm/fakelm $(UNIT_SRCS:.c=) $(TOOL_SRCS:.c=) \
+		$(PRELOAD_SRCS:.c=.so)
 
 all: $(PROGS) $(TEST_PROGS)
 
@@ -127,6 +129,11 @@ regress/fakelm/fakelm: $(FAKELM_SRCS:.c=.o) $(COMMON_LIB)
 # Small programs the integration tests use, one a source file.
 regress/tools/%: regress/tools/%.c regress/tools/*.h $(COMMON_LIB)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(COMMON_LIB) $(LDLIBS)
+
+# Shims a test preloads into a program, never built with sanitizers
+# (they would have to come before the sanitizer's own runtime).
+regress/preload/%.so: regress/preload/%.c
+	$(CC) $(WARN) -O2 -g -fPIC -shared -o $@ $< -ldl
 
 # Unit tests link the libraries; the linker takes only what they use.
 regress/unit/%_test: regress/unit/%_test.o $(AGENCYD_LIB) $(PROXY_LIB) \

@@ -191,7 +191,7 @@ void		 keystats_fill(const struct keystat *,
 /* listeners.c: the front door's sockets */
 int		 listeners_bind(struct agency_conf *);
 int		 listener_update(const struct listen_conf *,
-		    const struct listen_conf *);
+		    struct listen_conf *);
 void		 listener_close(struct listen_conf *);
 void		 listeners_close(struct agency_conf *);
 struct sockaddr_un;

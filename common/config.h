@@ -125,6 +125,8 @@ struct listen_conf {
 	uid_t			 uid;		/* of the socket file */
 	gid_t			 gid;
 	mode_t			 mode;
+	dev_t			 sock_dev;	/* the file bind made */
+	ino_t			 sock_ino;
 };
 TAILQ_HEAD(listen_list, listen_conf);
 
