@@ -108,109 +108,6 @@ struct hreq {
 	char		 cors[AGENCY_ORIGIN_MAX];
 };
 
-struct pstrs {
-	char		**v;
-	size_t		  n;
-};
-
-struct pmove {
-	char		 from[AGENCY_FIELD_MAX];
-	char		 to[AGENCY_FIELD_MAX];
-};
-
-struct pruntime {
-	TAILQ_ENTRY(pruntime)	 entry;
-	char			 name[AGENCY_NAME_MAX];
-	int			 kind;		/* enum model_kind */
-	int			 stops;		/* enum stops_on_close */
-	int64_t			 max_tokens;	/* 0: no cap */
-	int			 passthrough;	/* /upstream/MODEL/... */
-	int			 progress;	/* loading progress */
-	struct pstrs		 routes;
-	struct pstrs		 parts;
-	struct pstrs		 refuse;
-	struct pmove		*moves;
-	size_t			 nmoves;
-};
-
-struct pmodel {
-	TAILQ_ENTRY(pmodel)	 entry;
-	char			 name[AGENCY_NAME_MAX];
-	char			 upstream[AGENCY_PATH_MAX];
-	char			 label[AGENCY_PATH_MAX];
-	int64_t			 max_tokens;	/* 0: the runtime's */
-	int64_t			 created;	/* s since the epoch: when the
-						 * proxy first served it */
-	struct pruntime		*rt;
-	struct pstrs		 aliases;
-};
-
-struct plisten {
-	TAILQ_ENTRY(plisten)		 entry;
-	int				 fd;
-	char				 host[AGENCY_NAME_MAX];
-	uint16_t			 port;
-	char				 path[AGENCY_PATH_MAX]; /* Unix */
-	int				 tls;
-	uint8_t				*cert;	/* PEM, as the parent sent it */
-	size_t				 certlen;
-	uint8_t				*key;	/* wiped once used */
-	size_t				 keylen;
-	void				*lsn;	/* conn_listen's */
-};
-
-/* An API key: its name and digest, never the secret. */
-struct pkey {
-	TAILQ_ENTRY(pkey)		 entry;
-	char				 name[AGENCY_NAME_MAX];
-	uint8_t				 digest[AGENCY_DIGEST_LEN];
-	int				 admin;
-	int64_t				 max_requests;	/* 0: no bound */
-	struct pstrs			 models;	/* model names (not
-							 * aliases); none:
-							 * every model */
-};
-
-/* An allow rule of the Unix-socket listeners. */
-struct pallow {
-	TAILQ_ENTRY(pallow)		 entry;
-	int				 kind;		/* enum allow_kind */
-	uint32_t			 id;		/* uid or gid */
-	char				 name[AGENCY_NAME_MAX];
-	int				 admin;
-	struct pstrs			 models;	/* as for keys */
-};
-
-/* A user's name, for the log: the proxy cannot read the user database. */
-struct puser {
-	uint32_t			 uid;
-	char				 name[AGENCY_NAME_MAX];
-};
-
-struct pconf {
-	int64_t				 max_body;
-	int64_t				 request_timeout;	/* ms */
-	int64_t				 header_timeout;	/* ms */
-	int64_t				 body_timeout;		/* ms */
-	int64_t				 body_buffer;	/* all bodies */
-	int64_t				 max_connections;	/* 0: auto */
-	int				 host_any;	/* no Host check */
-	int				 console;	/* GET / serves it */
-	struct pstrs			 names;		/* server names */
-	uint16_t			 port_lo;
-	uint16_t			 port_hi;
-	char				 default_model[AGENCY_NAME_MAX];
-	int64_t				 queue_timeout;	/* ms, a key's wait */
-	TAILQ_HEAD(, pruntime)		 runtimes;
-	TAILQ_HEAD(, pmodel)		 models;
-	TAILQ_HEAD(, plisten)		 listens;
-	struct pstrs			 cors;		/* CORS origins */
-	TAILQ_HEAD(, pkey)		 keys;
-	TAILQ_HEAD(, pallow)		 allows;
-	struct puser			*users;
-	size_t				 nusers;
-};
-
 /* An error for the client, in the OpenAI shape. */
 struct rerr {
 	int		 status;
@@ -222,12 +119,6 @@ struct proxy {
 	struct event_base	*base;
 	struct imsgev		*iev;
 	struct pconf		*conf;		/* NULL until the first END */
-	struct pconf		*nconf;		/* being received */
-	struct pruntime		*nrt;		/* last runtime received */
-	struct pmodel		*nmodel;	/* last model received */
-	struct plisten		*nlisten;	/* last listener received */
-	struct pkey		*nkey;		/* last key received */
-	struct pallow		*nallow;	/* last allow rule received */
 	int			 ready;		/* PROXY_READY was sent */
 	uint64_t		 seq;		/* last request id */
 };
@@ -321,26 +212,6 @@ int		 rules_plain(const char *, size_t);
 int		 scan_count(const char *, size_t, int64_t *);
 
 /* rules.c: pure functions, unit-tested */
-struct pconf	*pconf_new(void);
-void		 pconf_free(struct pconf *);
-struct pruntime	*pconf_add_runtime(struct pconf *, const char *, int, int,
-		    int64_t);
-struct pmodel	*pconf_add_model(struct pconf *, const char *, const char *,
-		    const char *, const char *, int64_t);
-struct pmodel	*pconf_find_model(const struct pconf *, const char *);
-size_t		 pconf_nmodels(const struct pconf *);
-struct pkey	*pconf_add_key(struct pconf *, const char *,
-		    const uint8_t [AGENCY_DIGEST_LEN], int, int64_t);
-struct pallow	*pconf_add_allow(struct pconf *, int, uint32_t,
-		    const char *, int);
-int		 pconf_add_user(struct pconf *, uint32_t, const char *);
-const char	*pconf_user_name(const struct pconf *, uint32_t);
-void		 pconf_created(struct pconf *, const struct pconf *, int64_t);
-int		 pstrs_add(struct pstrs *, const char *);
-int		 pstrs_has(const struct pstrs *, const char *);
-void		 pstrs_clear(struct pstrs *);
-int		 pruntime_add_move(struct pruntime *, const char *,
-		    const char *);
 /* Which models a request may use (access.c decides): ok(arg, m) says
  * whether m is one; a NULL scope, or a NULL ok, lets it use every one. */
 struct pscope {

@@ -191,6 +191,7 @@ main(int argc, char *argv[])
 		fatal("pool");
 	if (models_setup(&d) == -1)
 		fatal("models");
+	proxysvc_init(&d);
 	if (proxy_start(&d) == -1)
 		fatalx("cannot start agency-proxy");
 	emit_init(&d);
