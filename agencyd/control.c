@@ -622,14 +622,16 @@ control_status(struct agencyd *d, struct ctl_conn *c, struct model *only)
 			continue;
 		st.reqid = 0;
 		models_fill_status(d, &st);
-		control_compose(c, IMSG_CTL_STATUS_MODEL, &st, sizeof(st));
+		control_compose(c, IMSG_CTL_STATUS_MODEL, &st,
+		    sizeof(st));
 		if ((m = model_find(d, st.model)) == NULL || m->mc == NULL)
 			continue;
 		TAILQ_FOREACH(se, &m->mc->aliases, entry) {
 			memset(&al, 0, sizeof(al));
 			(void)strlcpy(al.model, st.model, sizeof(al.model));
 			(void)strlcpy(al.alias, se->s, sizeof(al.alias));
-			control_compose(c, IMSG_CTL_STATUS_ALIAS, &al, sizeof(al));
+			control_compose(c, IMSG_CTL_STATUS_ALIAS, &al,
+			    sizeof(al));
 		}
 	}
 	models_memory(d, &pm);
@@ -638,7 +640,8 @@ control_status(struct agencyd *d, struct ctl_conn *c, struct model *only)
 	if (only == NULL)
 		TAILQ_FOREACH(ks, &d->keystats, entry) {
 			keystats_fill(ks, &pk);
-			control_compose(c, IMSG_CTL_STATUS_KEY, &pk, sizeof(pk));
+			control_compose(c, IMSG_CTL_STATUS_KEY, &pk,
+			    sizeof(pk));
 		}
 	memset(&r, 0, sizeof(r));
 	control_compose(c, IMSG_CTL_STATUS_END, &r, sizeof(r));

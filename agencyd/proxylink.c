@@ -327,7 +327,8 @@ proxy_send_users(struct agencyd *d)
 
 	TAILQ_FOREACH(a, &d->conf->allows, entry) {
 		if (a->kind == ALLOW_USER) {
-			if (proxy_send_user(d, a->id, a->name, sent, &nsent) == -1)
+			if (proxy_send_user(d, a->id, a->name, sent,
+			    &nsent) == -1)
 				return (-1);
 			continue;
 		}

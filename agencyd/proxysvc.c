@@ -55,7 +55,7 @@ static struct {
 	struct pcancels		 cancels;
 	uint64_t		 cancel_next;
 	uint64_t		 asked;		/* cancels it asked for */
-	uint64_t		 admins;	/* loads and unloads it waits on */
+	uint64_t		 admins;	/* loads, unloads it waits on */
 } svc = { TAILQ_HEAD_INITIALIZER(svc.cancels), 1, 0, 0 };
 
 /* Every padmin whose pool callback has not come (of any proxy). */

@@ -419,8 +419,8 @@ int			 config_global_default(const struct conf_global *,
 /* config.c: the proxy's form */
 struct pconf		*pconf_new(void);
 void			 pconf_free(struct pconf *);
-struct pruntime		*pconf_add_runtime(struct pconf *, const char *, int,
-			    int, int64_t);
+struct pruntime		*pconf_add_runtime(struct pconf *, const char *,
+			    int, int, int64_t);
 struct pmodel		*pconf_add_model(struct pconf *, const char *,
 			    const char *, const char *, const char *, int64_t);
 struct pmodel		*pconf_find_model(const struct pconf *, const char *);

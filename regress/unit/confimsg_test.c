@@ -467,6 +467,24 @@ ATF_TC_BODY(order, tc)
 	msg_add_str(&w, "l");
 	msg_add_i64(&w, 0);
 	REFUSED(&rc, IMSG_CONF_MODEL, &w, "a model of no runtime sent");
+	/* a model twice (by its name or an alias of another) */
+	started(&rc);
+	msg_init(&w);
+	msg_add_str(&w, "r");
+	msg_add_i32(&w, KIND_CHAT);
+	msg_add_i32(&w, STOPS_ALWAYS);
+	msg_add_i64(&w, 0);
+	msg_add_i32(&w, 0);
+	msg_add_i32(&w, 0);
+	ATF_REQUIRE(recv_one(&rc, IMSG_CONF_RUNTIME, &w) == 0);
+	msg_init(&w);
+	msg_add_str(&w, "m");
+	msg_add_str(&w, "r");
+	msg_add_str(&w, "/u");
+	msg_add_str(&w, "l");
+	msg_add_i64(&w, 0);
+	ATF_REQUIRE(recv_one(&rc, IMSG_CONF_MODEL, &w) == 0);
+	REFUSED(&rc, IMSG_CONF_MODEL, &w, "a model twice");
 	/* a key's model before a key; a TLS piece of no TLS listener */
 	started(&rc);
 	msg_init(&w);
