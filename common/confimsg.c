@@ -27,16 +27,6 @@
 #include "msg.h"
 #include "proto.h"
 
-/* A string sent whole, or the message fails to queue. */
-static void
-add_str(struct msgw *w, const char *s, size_t size)
-{
-	if (strlen(s) >= size)
-		w->err = 1;
-	else
-		msg_add_str(w, s);
-}
-
 static int
 compose(struct imsgbuf *ib, uint32_t type, int fd, const struct msgw *w)
 {
@@ -67,7 +57,7 @@ set_str(struct imsgbuf *ib, uint32_t type, const char *s)
 	struct msgw	 w;
 
 	msg_init(&w);
-	add_str(&w, s, AGENCY_PATH_MAX);
+	msg_add_strn(&w, s, AGENCY_PATH_MAX);
 	return (compose(ib, type, -1, &w));
 }
 
@@ -118,7 +108,7 @@ config_set_globals(struct imsgbuf *ib, const struct agency_conf *conf)
 			msg_add_i32(&w, *(const int *)(const void *)f);
 			break;
 		case CK_STRING:
-			add_str(&w, f, g->size);
+			msg_add_strn(&w, f, g->size);
 			break;
 		default:
 			break;		/* lists follow */
@@ -135,7 +125,7 @@ config_set_globals(struct imsgbuf *ib, const struct agency_conf *conf)
 		    ((const char *)conf + g->off), entry) {
 			msg_init(&w);
 			msg_add_u32(&w, row);
-			add_str(&w, se->s, AGENCY_PATH_MAX);
+			msg_add_strn(&w, se->s, AGENCY_PATH_MAX);
 			if (compose(ib, IMSG_CONF_LIST, -1, &w) == -1)
 				return (-1);
 		}
@@ -235,10 +225,10 @@ config_set_listen(struct imsgbuf *ib, const struct listen_conf *l,
 	struct msgw	 w;
 
 	msg_init(&w);
-	msg_add_str(&w, l->host);
+	msg_add_strn(&w, l->host, sizeof(l->host));
 	msg_add_u16(&w, l->port);
 	msg_add_i32(&w, l->tls);
-	msg_add_str(&w, l->path);
+	msg_add_strn(&w, l->path, sizeof(l->path));
 	if (compose(ib, IMSG_CONF_LISTEN, fd, &w) == -1) {
 		close(fd);
 		return (-1);
@@ -324,7 +314,7 @@ config_set_runtime(struct imsgbuf *ib, const struct runtime_conf *rt)
 	struct msgw		 w;
 
 	msg_init(&w);
-	msg_add_str(&w, rt->name);
+	msg_add_strn(&w, rt->name, sizeof(rt->name));
 	msg_add_i32(&w, rt->kind);
 	msg_add_i32(&w, rt->stops);
 	msg_add_i64(&w, rt->max_tokens);
@@ -337,8 +327,8 @@ config_set_runtime(struct imsgbuf *ib, const struct runtime_conf *rt)
 		return (-1);
 	TAILQ_FOREACH(mv, &rt->moves, entry) {
 		msg_init(&w);
-		msg_add_str(&w, mv->from);
-		msg_add_str(&w, mv->to);
+		msg_add_strn(&w, mv->from, sizeof(mv->from));
+		msg_add_strn(&w, mv->to, sizeof(mv->to));
 		if (compose(ib, IMSG_CONF_MOVE, -1, &w) == -1)
 			return (-1);
 	}
@@ -421,10 +411,10 @@ config_set_model(struct imsgbuf *ib, const struct model_conf *mc,
 	struct msgw	 w;
 
 	msg_init(&w);
-	msg_add_str(&w, mc->name);
-	msg_add_str(&w, mc->rt->name);
-	msg_add_str(&w, mc->upstream);
-	add_str(&w, label, AGENCY_PATH_MAX);
+	msg_add_strn(&w, mc->name, sizeof(mc->name));
+	msg_add_strn(&w, mc->rt->name, sizeof(mc->rt->name));
+	msg_add_strn(&w, mc->upstream, sizeof(mc->upstream));
+	msg_add_strn(&w, label, AGENCY_PATH_MAX);
 	msg_add_i64(&w, mc->max_tokens);
 	return (compose(ib, IMSG_CONF_MODEL, -1, &w) == -1 ||
 	    set_strs(ib, IMSG_CONF_ALIAS, &mc->aliases) == -1 ? -1 : 0);
@@ -476,7 +466,7 @@ config_set_key(struct imsgbuf *ib, const struct key_conf *k)
 	struct msgw	 w;
 
 	msg_init(&w);
-	msg_add_str(&w, k->name);
+	msg_add_strn(&w, k->name, sizeof(k->name));
 	msg_add_bytes(&w, k->digest, sizeof(k->digest));
 	msg_add_i32(&w, k->admin);
 	msg_add_i64(&w, k->max_requests);
@@ -515,7 +505,7 @@ config_set_allow(struct imsgbuf *ib, const struct allow_conf *a)
 	msg_init(&w);
 	msg_add_i32(&w, a->kind);
 	msg_add_u32(&w, a->id);
-	msg_add_str(&w, a->name);
+	msg_add_strn(&w, a->name, sizeof(a->name));
 	msg_add_i32(&w, a->admin);
 	return (compose(ib, IMSG_CONF_ALLOW, -1, &w) == -1 ||
 	    set_strs(ib, IMSG_CONF_ALLOW_MODEL, &a->models) == -1 ? -1 : 0);
@@ -573,7 +563,7 @@ config_set_user(struct imsgbuf *ib, uint32_t uid, const char *name)
 
 	msg_init(&w);
 	msg_add_u32(&w, uid);
-	add_str(&w, name, AGENCY_NAME_MAX);
+	msg_add_strn(&w, name, AGENCY_NAME_MAX);
 	return (compose(ib, IMSG_CONF_USER, -1, &w));
 }
 

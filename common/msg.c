@@ -71,6 +71,19 @@ msg_add_str(struct msgw *w, const char *s)
 	msg_add_bytes(w, s, strlen(s) + 1);
 }
 
+/* A string kept in an array of size bytes: one that does not end in it
+ * fails the writer rather than be read past. */
+void
+msg_add_strn(struct msgw *w, const char *s, size_t size)
+{
+	size_t	 n = strnlen(s, size);
+
+	if (n == size)
+		w->err = 1;
+	else
+		msg_add_bytes(w, s, n + 1);
+}
+
 int
 msg_compose(struct imsgbuf *ibuf, uint32_t type, uint32_t peerid, int fd,
     const struct msgw *w)

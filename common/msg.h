@@ -46,6 +46,7 @@ void		 msg_add_i32(struct msgw *, int32_t);
 void		 msg_add_u64(struct msgw *, uint64_t);
 void		 msg_add_i64(struct msgw *, int64_t);
 void		 msg_add_str(struct msgw *, const char *);
+void		 msg_add_strn(struct msgw *, const char *, size_t);
 void		 msg_add_bytes(struct msgw *, const void *, size_t);
 /* imsg_compose of what was written: 1, or -1 (with errno; ERANGE when
  * it did not fit).  The fd is as imsg_compose has it. */

@@ -97,9 +97,9 @@ put_hold_req(struct msgw *w, const void *p)
 	const struct proto_hold_req	*m = p;
 
 	msg_add_u64(w, m->reqid);
-	msg_add_str(w, m->model);
+	msg_add_strn(w, m->model, sizeof(m->model));
 	msg_add_u32(w, m->flags);
-	msg_add_str(w, m->key);
+	msg_add_strn(w, m->key, sizeof(m->key));
 }
 
 static void
@@ -126,8 +126,8 @@ put_hold_grant(struct msgw *w, const void *p)
 	msg_add_u64(w, m->reqid);
 	msg_add_u64(w, m->holdid);
 	msg_add_u16(w, m->port);
-	msg_add_str(w, m->upstream);
-	msg_add_str(w, m->label);
+	msg_add_strn(w, m->upstream, sizeof(m->upstream));
+	msg_add_strn(w, m->label, sizeof(m->label));
 }
 
 static void
@@ -173,7 +173,7 @@ put_hold_refuse(struct msgw *w, const void *p)
 
 	msg_add_u64(w, m->reqid);
 	msg_add_i32(w, m->reason);
-	msg_add_str(w, m->message);
+	msg_add_strn(w, m->message, sizeof(m->message));
 	msg_add_i32(w, m->retry_after);
 }
 
@@ -199,9 +199,9 @@ put_probe(struct msgw *w, const void *p)
 	msg_add_u64(w, m->loadid);
 	msg_add_u16(w, m->port);
 	msg_add_i32(w, m->method);
-	msg_add_str(w, m->path);
-	msg_add_str(w, m->body);
-	msg_add_str(w, m->label);
+	msg_add_strn(w, m->path, sizeof(m->path));
+	msg_add_strn(w, m->body, sizeof(m->body));
+	msg_add_strn(w, m->label, sizeof(m->label));
 }
 
 static void
@@ -228,7 +228,7 @@ put_probe_result(struct msgw *w, const void *p)
 	msg_add_u64(w, m->loadid);
 	msg_add_i32(w, m->ok);
 	msg_add_i32(w, m->status);
-	msg_add_str(w, m->body);
+	msg_add_strn(w, m->body, sizeof(m->body));
 }
 
 static void
@@ -252,11 +252,11 @@ put_status(struct msgw *w, const void *p)
 	uint32_t			 i;
 
 	msg_add_u64(w, m->reqid);
-	msg_add_str(w, m->model);
-	msg_add_str(w, m->runtime);
+	msg_add_strn(w, m->model, sizeof(m->model));
+	msg_add_strn(w, m->runtime, sizeof(m->runtime));
 	msg_add_i32(w, m->state);
 	msg_add_i32(w, m->lazy);
-	msg_add_str(w, m->error);
+	msg_add_strn(w, m->error, sizeof(m->error));
 	msg_add_u32(w, m->in_progress);
 	msg_add_i64(w, m->last_used);
 	msg_add_i32(w, m->pid);
@@ -280,7 +280,7 @@ put_status(struct msgw *w, const void *p)
 	msg_add_i64(w, m->idle_stop_at);
 	msg_add_i64(w, m->restart_at);
 	msg_add_i32(w, m->change);
-	msg_add_str(w, m->change_for);
+	msg_add_strn(w, m->change_for, sizeof(m->change_for));
 	msg_add_u32(w, m->nload_ms);
 	for (i = 0; i < m->nload_ms && i < PROTO_LOAD_HISTORY; i++)
 		msg_add_i64(w, m->load_ms[i]);
@@ -339,8 +339,8 @@ put_alias(struct msgw *w, const void *p)
 {
 	const struct proto_alias	*m = p;
 
-	msg_add_str(w, m->model);
-	msg_add_str(w, m->alias);
+	msg_add_strn(w, m->model, sizeof(m->model));
+	msg_add_strn(w, m->alias, sizeof(m->alias));
 }
 
 static void
@@ -384,7 +384,7 @@ put_key_status(struct msgw *w, const void *p)
 	const struct proto_key_status	*m = p;
 
 	msg_add_u64(w, m->reqid);
-	msg_add_str(w, m->name);
+	msg_add_strn(w, m->name, sizeof(m->name));
 	msg_add_u64(w, m->requests);
 }
 
@@ -409,7 +409,7 @@ put_cancel(struct msgw *w, const void *p)
 	const struct proto_cancel	*m = p;
 
 	msg_add_u64(w, m->reqid);
-	msg_add_str(w, m->model);
+	msg_add_strn(w, m->model, sizeof(m->model));
 	msg_add_u32(w, m->cancelled);
 }
 
@@ -432,7 +432,7 @@ put_admin(struct msgw *w, const void *p)
 	msg_add_u64(w, m->reqid);
 	msg_add_i32(w, m->op);
 	msg_add_i32(w, m->wait);
-	msg_add_str(w, m->model);
+	msg_add_strn(w, m->model, sizeof(m->model));
 }
 
 static void
@@ -456,8 +456,8 @@ put_admin_done(struct msgw *w, const void *p)
 
 	msg_add_u64(w, m->reqid);
 	msg_add_i32(w, m->status);
-	msg_add_str(w, m->code);
-	msg_add_str(w, m->message);
+	msg_add_strn(w, m->code, sizeof(m->code));
+	msg_add_strn(w, m->message, sizeof(m->message));
 }
 
 static void
@@ -479,7 +479,7 @@ put_logs_req(struct msgw *w, const void *p)
 
 	msg_add_u64(w, m->reqid);
 	msg_add_i32(w, m->follow);
-	msg_add_str(w, m->model);
+	msg_add_strn(w, m->model, sizeof(m->model));
 }
 
 /* An unfollow needs no id: it answers nothing. */
@@ -502,8 +502,8 @@ put_logline(struct msgw *w, const void *p)
 
 	msg_add_u64(w, m->reqid);
 	msg_add_u64(w, m->seq);
-	msg_add_str(w, m->model);
-	msg_add_str(w, m->line);
+	msg_add_strn(w, m->model, sizeof(m->model));
+	msg_add_strn(w, m->line, sizeof(m->line));
 }
 
 static void
@@ -525,7 +525,7 @@ put_logs_end(struct msgw *w, const void *p)
 
 	msg_add_u64(w, m->reqid);
 	msg_add_i32(w, m->found);
-	msg_add_str(w, m->model);
+	msg_add_strn(w, m->model, sizeof(m->model));
 }
 
 static void
@@ -547,7 +547,7 @@ put_log(struct msgw *w, const void *p)
 	const struct proto_log	*m = p;
 
 	msg_add_i32(w, m->pri);
-	msg_add_str(w, m->line);
+	msg_add_strn(w, m->line, sizeof(m->line));
 }
 
 static void
@@ -570,7 +570,7 @@ put_ev_sync(struct msgw *w, const void *p)
 	msg_add_i64(w, m->time);
 	msg_add_i32(w, m->reload);
 	msg_add_i32(w, m->ok);
-	msg_add_str(w, m->error);
+	msg_add_strn(w, m->error, sizeof(m->error));
 }
 
 static void
@@ -630,7 +630,7 @@ put_ev_queue(struct msgw *w, const void *p)
 	const struct proto_ev_queue	*m = p;
 
 	msg_add_i64(w, m->time);
-	msg_add_str(w, m->model);
+	msg_add_strn(w, m->model, sizeof(m->model));
 	msg_add_u32(w, m->in_progress);
 	msg_add_u32(w, m->queued);
 	msg_add_i32(w, m->waiting);
@@ -712,7 +712,7 @@ put_ctl_model(struct msgw *w, const void *p)
 {
 	const struct proto_ctl_model	*m = p;
 
-	msg_add_str(w, m->model);
+	msg_add_strn(w, m->model, sizeof(m->model));
 	msg_add_i32(w, m->wait);
 }
 
@@ -748,7 +748,7 @@ put_ctl_result(struct msgw *w, const void *p)
 {
 	const struct proto_ctl_result	*m = p;
 
-	msg_add_str(w, m->message);
+	msg_add_strn(w, m->message, sizeof(m->message));
 }
 
 static void

@@ -116,14 +116,9 @@ main(int argc, char *argv[])
 		msg_add_str(&w, "");
 		msg_compose(&ibuf, IMSG_HOLD_REQ, 0, -1, &w);
 	} else if (strcmp(mode, "flags") == 0) {
+		/* written as any other: its reader refuses it */
 		r.flags = PROTO_HOLD_PROGRESS | 0x80;
-		/* proto.c will not write it: the fields by hand */
-		msg_init(&w);
-		msg_add_u64(&w, r.reqid);
-		msg_add_str(&w, r.model);
-		msg_add_u32(&w, r.flags);
-		msg_add_str(&w, r.key);
-		msg_compose(&ibuf, IMSG_HOLD_REQ, 0, -1, &w);
+		put(&ibuf, IMSG_HOLD_REQ, &r, sizeof(r), 0);
 	} else if (strcmp(mode, "trailing") == 0) {
 		put(&ibuf, IMSG_HOLD_REQ, &r, sizeof(r), 1);
 	} else if (strcmp(mode, "range") == 0) {

@@ -577,6 +577,7 @@ ATF_TC_WITHOUT_HEAD(writer_bound);
 ATF_TC_BODY(writer_bound, tc)
 {
 	static unsigned char	 big[MSG_PAYLOAD_MAX + 1];
+	struct proto_alias	 al;
 	struct msgw		 w;
 	struct imsgbuf		 ib;
 
@@ -591,6 +592,14 @@ ATF_TC_BODY(writer_bound, tc)
 	ATF_CHECK(msg_compose(&ib, IMSG_LOG, 0, -1, &w) == -1 &&
 	    errno == ERANGE);
 	ATF_CHECK_EQ(ib.w.queued, 0);
+	/* a string that does not end inside its array is not read past */
+	memset(&al, 'y', sizeof(al));
+	ATF_CHECK(proto_write(&w, FROM_AGENCYD, IMSG_CTL_STATUS_ALIAS, &al,
+	    sizeof(al)) == -1);
+	al.alias[sizeof(al.alias) - 1] = '\0';
+	al.model[0] = '\0';
+	ATF_CHECK(proto_write(&w, FROM_AGENCYD, IMSG_CTL_STATUS_ALIAS, &al,
+	    sizeof(al)) == 0);
 }
 
 ATF_TP_ADD_TCS(tp)
