@@ -339,18 +339,27 @@ ATF_TC_BODY(roundtrip, tc)
 {
 	static struct sample	 s[64];
 	union proto_msg		 u;
-	struct msgw		 w;
+	static struct msgw	 w, again;
 	const char		*why;
 	size_t			 i, n = samples(s);
 
 	for (i = 0; i < n; i++) {
 		wr(&w, s[i].from, s[i].type, &s[i].m, s[i].len);
-		memset(&u, 0xa5, sizeof(u));
+		/* every field back (the samples are zeroes after strings) */
+		memset(&u, 0, sizeof(u));
 		ATF_CHECK_MSG(rd(s[i].from, s[i].type, w.buf, w.len, &u,
 		    &why) == 0, "type %u: %s", s[i].type, why);
-		/* every field back, and nothing but zeroes after strings */
 		ATF_CHECK_MSG(memcmp(&u, &s[i].m, s[i].len) == 0,
 		    "type %u does not read back", s[i].type);
+		/* and every field set by its reader, whatever was there:
+		 * written again, the same bytes */
+		memset(&u, 0xa5, sizeof(u));
+		ATF_REQUIRE(rd(s[i].from, s[i].type, w.buf, w.len, &u,
+		    &why) == 0);
+		wr(&again, s[i].from, s[i].type, &u, s[i].len);
+		ATF_CHECK_MSG(again.len == w.len && memcmp(again.buf, w.buf,
+		    w.len) == 0, "type %u reads a field it does not set",
+		    s[i].type);
 	}
 	/* messages of no payload */
 	wr(&w, FROM_PROXY, IMSG_PROXY_READY, NULL, 0);
