@@ -82,8 +82,8 @@ CONSOLE_FILES =	/=console/index.html \
 		/console/icon.svg=console/icon.svg
 EMBED =		tools/embed
 
-# The GPU stand-in (regress/gpu): NVML.
-STANDINS =	regress/gpu/libnvidia-ml.so.1
+# The GPU stand-ins (regress/gpu): NVML and the CUDA driver API.
+STANDINS =	regress/gpu/libnvidia-ml.so.1 regress/gpu/libcuda.so.1
 
 TEST_PROGS =	regress/fakelm/fakelm $(UNIT_SRCS:.c=) $(TOOL_SRCS:.c=) \
 		$(PRELOAD_SRCS:.c=.so) $(STANDINS)
@@ -159,6 +159,10 @@ regress/gpu/libnvidia-ml.so.1: regress/gpu/nvml.c regress/gpu/state.c \
     regress/gpu/state.h
 	$(STANDIN_CC) -Wl,-soname,libnvidia-ml.so.1 -o $@ \
 	    regress/gpu/nvml.c regress/gpu/state.c
+regress/gpu/libcuda.so.1: regress/gpu/cuda.c regress/gpu/state.c \
+    regress/gpu/state.h
+	$(STANDIN_CC) -Wl,-soname,libcuda.so.1 -o $@ \
+	    regress/gpu/cuda.c regress/gpu/state.c
 
 # Shims a test preloads into a program, never built with sanitizers
 # (they would have to come before the sanitizer's own runtime).

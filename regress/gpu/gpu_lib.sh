@@ -21,7 +21,8 @@ gpu_setup()
 	echo "$G" > gdir
 	chmod 0755 "$G"
 	cp "$top/agency-gpu/agency-gpu" "$top/regress/tools/gpuliar" \
-	    "$top/regress/gpu/libnvidia-ml.so.1" "$G/" ||
+	    "$top/regress/gpu/libnvidia-ml.so.1" \
+	    "$top/regress/gpu/libcuda.so.1" "$G/" ||
 	    atf_fail "cannot stage the probe and the stand-ins"
 	AS=
 	if [ "$(id -u)" -eq 0 ]; then
