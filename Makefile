@@ -86,7 +86,7 @@ EMBED =		tools/embed
 STANDINS =	regress/gpu/libnvidia-ml.so.1 regress/gpu/libcuda.so.1
 
 TEST_PROGS =	regress/fakelm/fakelm $(UNIT_SRCS:.c=) $(TOOL_SRCS:.c=) \
-		$(PRELOAD_SRCS:.c=.so) $(STANDINS)
+		$(PRELOAD_SRCS:.c=.so) $(STANDINS) bench/placebench
 
 all: $(PROGS) $(TEST_PROGS)
 
@@ -164,6 +164,12 @@ regress/gpu/libcuda.so.1: regress/gpu/cuda.c regress/gpu/state.c \
 	$(STANDIN_CC) -Wl,-soname,libcuda.so.1 -o $@ \
 	    regress/gpu/cuda.c regress/gpu/state.c
 
+# The placement decision's benchmark (make bench runs it first).
+bench/placebench: bench/placebench.c agencyd/*.h common/*.h $(AGENCYD_LIB) \
+    $(COMMON_LIB)
+	$(CC) $(CFLAGS) -Iagencyd $(LDFLAGS) -o $@ $< $(AGENCYD_LIB) \
+	    $(COMMON_LIB) $(LDLIBS)
+
 # Shims a test preloads into a program, never built with sanitizers
 # (they would have to come before the sanitizer's own runtime).
 regress/preload/%.so: regress/preload/%.c
@@ -225,7 +231,13 @@ mutate:
 bench:
 	@scripts/deps bench
 	@$(MAKE) --no-print-directory -j$(JOBS) all
+	@bench/placebench
 	@bench/run
+
+# The placement decision alone: seconds, no root.
+bench-place:
+	@$(MAKE) --no-print-directory -j$(JOBS) bench/placebench
+	@bench/placebench
 
 install: $(PROGS)
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) \
@@ -286,6 +298,6 @@ clean:
 	    $(GPU_LIB) $(PROGS) $(TEST_PROGS)
 	rm -rf regress/.kyua
 
-.PHONY: all deps check demo bench fuzz install \
+.PHONY: all deps check demo bench bench-place fuzz install \
 	uninstall clean soak mutate
 .SUFFIXES:

@@ -5,7 +5,8 @@
 /*
  * agencyd's side of the GPUs (issue 30): the probe's figures, checked
  * (gpusnap.c); the probe process, started, polled and restarted
- * (gpulink.c).  Nothing here is wired into the pool or the configuration
+ * (gpulink.c); and where a model goes on the devices (place.c, a pure
+ * decision).  Nothing here is wired into the pool or the configuration
  * yet: phase 2 does that.
  */
 #ifndef AGENCY_GPU_H
@@ -124,5 +125,84 @@ int		 gpulink_backoff(const struct gpulink *);
 /* SIGTERM the probe, start no other; the caller still reaps it. */
 void		 gpulink_stop(struct gpulink *);
 void		 gpulink_free(struct gpulink *);
+
+/*
+ * place.c: where a model goes on the devices, as a pure decision.
+ */
+
+#define PLACE_DEV_MAX		GPU_DEVICES_MAX	/* bits of a mask */
+#define PLACE_SPAN_MAX		16		/* devices a model spans */
+#define PLACE_UNCHECKED		INT64_MAX	/* a figure not checked */
+
+struct place_dev {
+	const char	*id;		/* stable id (may be NULL) */
+	int64_t		 total;		/* bytes; <= 0: not usable */
+	int64_t		 headroom;	/* kept free */
+	int64_t		 outside;	/* used by processes agency did not
+					 * start, measured */
+	int		 usable;	/* agency may use it at all */
+};
+
+/* A model's standing, for what its memory counts and whether it goes. */
+enum place_state {
+	PLACE_STOPPED,		/* holds nothing */
+	PLACE_IDLE,		/* loaded, lazy, idle: may be stopped */
+	PLACE_BUSY,		/* loaded or loading, lazy: not now */
+	PLACE_FIXED,		/* loaded or loading, never stopped */
+};
+
+struct place_model {
+	enum place_state state;
+	int64_t		 host;		/* host memory it needs */
+	int64_t		 last_used;	/* ms; -1: never */
+	uint32_t	 span;		/* devices (0: a CPU model) */
+	int64_t		 share[PLACE_SPAN_MAX];	/* need on slot i */
+	uint64_t	 allowed;	/* devices it may use, bit i */
+	uint8_t		 dev[PLACE_SPAN_MAX];	/* held: slot i's device */
+};
+
+struct place_table {
+	int64_t			 host_free;	/* for models, now (or
+						 * PLACE_UNCHECKED) */
+	int64_t			 budget_free;	/* left of the budget (or
+						 * PLACE_UNCHECKED) */
+	uint32_t		 ndev;
+	struct place_dev	 dev[PLACE_DEV_MAX];
+	size_t			 nmodel;
+	const struct place_model *model;
+};
+
+enum place_verdict {
+	PLACE_FITS,		/* load it on dev[] */
+	PLACE_EVICT,		/* stop stop[], then load it on dev[] */
+	PLACE_WAIT,		/* busy lazy models hold the room */
+	PLACE_NEVER,		/* nothing that can stop makes room */
+};
+
+/* Where short: a device, or these. */
+#define PLACE_SHORT_HOST	(-1)
+#define PLACE_SHORT_BUDGET	(-2)
+#define PLACE_SHORT_DEVICES	(-3)	/* too few devices it may use */
+
+struct place_result {
+	enum place_verdict verdict;
+	uint32_t	 ndev;			/* = the model's span */
+	uint8_t		 dev[PLACE_SPAN_MAX];	/* slot i's device */
+	size_t		 nstop;
+	size_t		*stop;		/* the caller's, 2 * nmodel long:
+					 * the search works in the rest */
+	int		 short_on;	/* WAIT, NEVER: a device or
+					 * PLACE_SHORT_* */
+};
+
+/* Where model self goes now: see place.c's head for the rule. */
+enum place_verdict place_decide(const struct place_table *, size_t,
+		    struct place_result *);
+/* The mask of the devices named (each an index or an id); -1 with
+ * *bad the first name that is neither. */
+int		 place_mask(const struct place_table *, const char *const *,
+		    size_t, uint64_t *, size_t *);
+/* "fits", "evict", "wait", "never". */
+const char	*place_verdict_name(enum place_verdict);
 
 #endif /* AGENCY_GPU_H */
