@@ -202,6 +202,14 @@ check:
 	@$(MAKE) --no-print-directory -j$(JOBS) all
 	@regress/run-tests
 
+# The GPU check (scripts/check-gpu): against the real NVML and CUDA
+# driver where /dev/nvidiactl and libnvidia-ml.so.1 are, else it says
+# why it skips.  "make check" runs it against the stand-ins.
+check-gpu:
+	@scripts/deps check
+	@$(MAKE) --no-print-directory -j$(JOBS) all
+	@scripts/check-gpu
+
 demo:
 	@scripts/deps check
 	@$(MAKE) --no-print-directory -j$(JOBS) all
@@ -298,6 +306,6 @@ clean:
 	    $(GPU_LIB) $(PROGS) $(TEST_PROGS)
 	rm -rf regress/.kyua
 
-.PHONY: all deps check demo bench bench-place fuzz install \
+.PHONY: all deps check check-gpu demo bench bench-place fuzz install \
 	uninstall clean soak mutate
 .SUFFIXES:
