@@ -35,7 +35,9 @@ int			 loaded;
 
 static struct evhttp	*http;
 static int		 bound_port = -1;
-static char		*rss_mem;
+/* Volatile: never read, its pages would otherwise be no store at all
+ * to the compiler, which may drop the memset that makes them resident. */
+static char		*volatile rss_mem;
 static int		 exiting;
 
 static __dead void	usage(FILE *, int);
