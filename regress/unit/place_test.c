@@ -350,7 +350,7 @@ ATF_TC_BODY(two_devices, tc)
 ATF_TC_WITHOUT_HEAD(never_and_wait);
 ATF_TC_BODY(never_and_wait, tc)
 {
-	size_t	 self, busy;
+	size_t	 self, busy, idle;
 
 	/* Larger than any device. */
 	table(2, 24);
@@ -369,6 +369,15 @@ ATF_TC_BODY(never_and_wait, tc)
 	m[busy].state = PLACE_IDLE;
 	VERDICT(self, PLACE_EVICT);
 	ATF_CHECK_EQ(r.stop[0], busy);
+	/* An idle model frees enough: it goes, never the busy one, older
+	 * and as good as it is. */
+	table(1, 32);
+	busy = held(PLACE_BUSY, 0, 16, 10);
+	idle = held(PLACE_IDLE, 0, 12, 20);
+	self = model(PLACE_STOPPED, 1, 12, -1);
+	VERDICT(self, PLACE_EVICT);
+	ATF_REQUIRE_EQ(r.nstop, 1);
+	ATF_CHECK_EQ(r.stop[0], idle);
 }
 
 ATF_TC_WITHOUT_HEAD(host_and_budget);
