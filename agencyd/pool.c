@@ -9,7 +9,7 @@
  * and its invariants, DESIGN.md ("The pool") for its rules.
  *
  * It calls the pool's other files only; every effect goes through the
- * caller's struct pool_ops (models.c's).
+ * caller's struct pool_ops (poolops.c's).
  */
 #include <sys/types.h>
 #include <sys/queue.h>
