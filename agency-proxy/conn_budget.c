@@ -10,8 +10,9 @@
  * may take only seven eighths of it (max body at least), so that small
  * requests find room while big ones are refused.
  *
- * Invariant: taken is the sum of what the connections hold.  Calls:
- * nothing of the proxy's.
+ * Invariant: taken is the sum of what the connections hold.
+ *
+ * Calls: none.
  */
 #include <sys/types.h>
 

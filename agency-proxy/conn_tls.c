@@ -10,8 +10,9 @@
  * A connection's context outlives its listener's, so a reload gives new
  * connections the new certificate and leaves the others as they are.
  *
- * The only file of the proxy that calls libtls.  Calls: nothing of the
- * proxy's.
+ * The only file of the proxy that calls libtls.
+ *
+ * Calls: common/log.c.
  */
 #include <sys/types.h>
 

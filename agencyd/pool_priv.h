@@ -38,7 +38,6 @@
 
 #include "pool.h"
 
-
 enum op_kind {
 	OP_LOAD,
 	OP_UNLOAD,	/* explicit: the model stays unloaded */
