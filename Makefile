@@ -215,6 +215,13 @@ demo:
 	@$(MAKE) --no-print-directory -j$(JOBS) all
 	@scripts/demo
 
+# An OCI image from Debian packages only (scripts/image): agency's .deb
+# in a Debian 12 root file system, in podman's storage as
+# localhost/agency.  IMAGE_ARGS: -f, -n NAME, -o FILE (scripts/image).
+IMAGE_ARGS ?=
+image:
+	@scripts/image $(IMAGE_ARGS)
+
 # libFuzzer harnesses (regress/fuzz), each run FUZZ_SECONDS.
 FUZZ_SECONDS ?=	60
 fuzz:
@@ -307,5 +314,5 @@ clean:
 	rm -rf regress/.kyua
 
 .PHONY: all deps check check-gpu demo bench bench-place fuzz install \
-	uninstall clean soak mutate
+	uninstall clean soak mutate image
 .SUFFIXES:
