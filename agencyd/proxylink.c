@@ -21,7 +21,7 @@
  * probes it relays, reach the log escaped (vis(3)), at the priorities
  * the proxy uses.
  *
- * Calls: served.c (the records), notify.c, ports.c, spawn.c, keystats.c
+ * Calls: model.c (the records), notify.c, ports.c, spawn.c, keystats.c
  * and the pool; nothing it calls calls it.
  */
 #include <sys/types.h>

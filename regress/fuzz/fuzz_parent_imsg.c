@@ -14,7 +14,7 @@
  * control.c itself (the product code, unchanged; proxysvc.c, which the
  * link hands each message to, comes from the library) and calls them as
  * libevent would, on a socketpair whose other end the harness writes.
- * The pool is the real one (pool.c, models.c's operations) with fake
+ * The pool is the real one (pool.c, poolops.c's operations) with fake
  * effects that never fork: spawn, kill, clock, timers, memory.  A fresh
  * agencyd is set up for each input from a configuration of two models.
  *
