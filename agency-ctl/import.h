@@ -3,9 +3,10 @@
  * SPDX-License-Identifier: ISC (see the file LICENSE)
  */
 /*
- * agency-ctl import llama-swap: what the importer's files share: the
- * bounded YAML reader (yamlread.c), llama-swap's macros (lsmacro.c) and
- * command lines (lscmd.c); none of those uses another.
+ * agency-ctl import llama-swap: what the importer's files share.  The
+ * calls go one way: import.c (the mapping and the writing) uses
+ * lscmd.c (command lines), lsmacro.c (llama-swap's macros) and
+ * yamlread.c (the bounded YAML reader); none of those uses another.
  */
 #ifndef AGENCY_CTL_IMPORT_H
 #define AGENCY_CTL_IMPORT_H
@@ -146,5 +147,42 @@ ssize_t		 words_option(const struct words *, const char *const *,
  */
 void		 words_common(const struct words *const *, size_t, size_t *,
 		    size_t *);
+
+/*
+ * import.c
+ */
+
+/*
+ * What agency.conf has that main does not yet: with a feature off the
+ * importer writes what would use it as a comment and falls back to
+ * what there is, so that its output is a valid agency.conf today.
+ * Each is switched on, here and in import_defaults(), once it is on
+ * main.
+ */
+struct import_features {
+	int	args;		/* %a and a model's args: issue 33 item 20 */
+	int	preload;	/* loaded at start, evictable: issue 33 item 20 */
+	int	unlisted;	/* out of /v1/models: issue 33 item 20 */
+	int	strip;		/* a request field dropped: issue 33 item 20 */
+	int	stop;		/* a runtime's stop command: issue 36 item 2 */
+};
+
+struct import_opts {
+	struct import_features	 features;
+	/* "Today" for messages that depend on nothing else: tests. */
+	const char		*name;		/* the file, in messages */
+};
+
+void		 import_defaults(struct import_opts *);
+/*
+ * Read a llama-swap configuration of len bytes and write an agency.conf
+ * to out and the summary to err.  0, or -1 after FILE:LINE: errors on
+ * err and nothing on out.
+ */
+int		 import_llama_swap(const char *, size_t,
+		    const struct import_opts *, FILE *, FILE *);
+/* The same from a file ("-": standard input), bounded by YAML_FILE_MAX. */
+int		 import_llama_swap_file(const char *,
+		    const struct import_opts *, FILE *, FILE *);
 
 #endif /* AGENCY_CTL_IMPORT_H */

@@ -4,8 +4,10 @@
  */
 /*
  * agency-ctl import llama-swap's parts without the command: the YAML
- * reader (yamlread.c), llama-swap's macros (lsmacro.c) and command
- * lines (lscmd.c).
+ * reader (yamlread.c), llama-swap's macros (lsmacro.c), command lines
+ * (lscmd.c), and what the importer writes once the features that are
+ * not on main yet are switched on (cases/NAME.phase2 of
+ * regress/import, beside the files the command writes today).
  */
 #include <sys/types.h>
 
@@ -355,6 +357,69 @@ ATF_TC_BODY(command_common, tc)
 	words_free(&ws);
 }
 
+/*
+ * cases/NAME.yaml imported with every feature on is NAME.phase2: the
+ * statements phase 2 turns on, in their places.
+ */
+static void
+phase2(const atf_tc_t *tc, const char *name)
+{
+	struct import_opts	 o;
+	FILE			*in, *out, *err;
+	char			 path[1024], *buf, *obuf = NULL, *ebuf = NULL;
+	char			*want;
+	size_t			 len, olen = 0, elen = 0;
+	int			 rv;
+
+	(void)snprintf(path, sizeof(path), "%s/../import/cases/%s.yaml",
+	    atf_tc_get_config_var(tc, "srcdir"), name);
+	ATF_REQUIRE((in = fopen(path, "r")) != NULL);
+	ATF_REQUIRE((buf = malloc(YAML_FILE_MAX)) != NULL);
+	len = fread(buf, 1, YAML_FILE_MAX, in);
+	fclose(in);
+	import_defaults(&o);
+	o.features.args = o.features.preload = o.features.unlisted = 1;
+	o.features.strip = o.features.stop = 1;
+	(void)snprintf(path, sizeof(path), "%s.yaml", name);
+	o.name = path;
+	ATF_REQUIRE((out = open_memstream(&obuf, &olen)) != NULL);
+	ATF_REQUIRE((err = open_memstream(&ebuf, &elen)) != NULL);
+	rv = import_llama_swap(buf, len, &o, out, err);
+	fclose(out);
+	fclose(err);
+	ATF_CHECK_MSG(rv == 0, "%s: %s", name, ebuf);
+
+	(void)snprintf(path, sizeof(path), "%s/../import/cases/%s.phase2",
+	    atf_tc_get_config_var(tc, "srcdir"), name);
+	ATF_REQUIRE_MSG((in = fopen(path, "r")) != NULL, "%s", path);
+	ATF_REQUIRE((want = calloc(1, YAML_FILE_MAX)) != NULL);
+	(void)fread(want, 1, YAML_FILE_MAX - 1, in);
+	fclose(in);
+	ATF_CHECK_MSG(strcmp(obuf, want) == 0, "%s: wrote\n%s", name, obuf);
+	free(want);
+	free(buf);
+	free(obuf);
+	free(ebuf);
+}
+
+ATF_TC(phase2_features);
+ATF_TC_HEAD(phase2_features, tc)
+{
+	atf_tc_set_md_var(tc, "descr", "with the features phase 2 brings "
+	    "(%a and args, preload, unlisted, strip, a runtime's stop), the "
+	    "importer writes their statements instead of comments");
+}
+ATF_TC_BODY(phase2_features, tc)
+{
+	ATF_REQUIRE(setenv("IMPORT_TEST_HOME", "/home/op", 1) == 0);
+	ATF_REQUIRE(setenv("IMPORT_TEST_KEY", "sk-from-the-environment", 1) ==
+	    0);
+	phase2(tc, "perargs");
+	phase2(tc, "macros");
+	phase2(tc, "features");
+	phase2(tc, "containers");
+}
+
 ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, reader);
@@ -364,5 +429,6 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, command_words);
 	ATF_TP_ADD_TC(tp, command_template);
 	ATF_TP_ADD_TC(tp, command_common);
+	ATF_TP_ADD_TC(tp, phase2_features);
 	return (atf_no_error());
 }
