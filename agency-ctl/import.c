@@ -294,6 +294,7 @@ note_add(struct inotes *ns, int line, const char *text)
 {
 	struct inote	*n;
 	size_t		 size;
+	char		*p;
 
 	if (ns->n == ns->size) {
 		size = ns->size == 0 ? 32 : ns->size * 2;
@@ -305,6 +306,10 @@ note_add(struct inotes *ns, int line, const char *text)
 	n = &ns->v[ns->n];
 	if ((n->text = strdup(text)) == NULL)
 		return (-1);
+	/* Values from the file may hold a line's end: one line a message. */
+	for (p = n->text; *p != '\0'; p++)
+		if (*p == '\n' || *p == '\t')
+			*p = ' ';
 	n->line = line;
 	n->seq = ns->n++;
 	return (0);
