@@ -39,7 +39,8 @@ npm_install()
 		if [ -f "$clients/node_modules/.agency-lock-sum" ] &&
 		    [ "$(cat "$clients/node_modules/.agency-lock-sum")" = "$sum" ] &&
 		    [ -f "$clients/node_modules/openai/package.json" ] &&
-		    [ -f "$clients/node_modules/@anthropic-ai/sdk/package.json" ]; then
+		    [ -f "$clients/node_modules/@anthropic-ai/sdk/package.json" ] &&
+		    [ -f "$clients/node_modules/ollama/package.json" ]; then
 			exit 0
 		fi
 		cd "$clients" &&
