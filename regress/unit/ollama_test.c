@@ -1,0 +1,762 @@
+/*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
+ * Ollama's API (issue 35) translated to and from the model server's
+ * OpenAI API (agency-proxy/ollama*.c), byte for byte: each request field
+ * into the body the server gets, or refused; each answer, streamed a
+ * chunk at a time in pieces of every size, whole, or an error, into
+ * Ollama's lines and objects; the listings.
+ *
+ * Every field, checked against Ollama's API (docs/api.md and api/types.go
+ * of ollama/ollama at fb3076099, 2026-08-21, release 0.32.15), and what
+ * agency does with it:
+ *
+ * REQUESTS: /api/chat and /api/generate.  A generate goes to the chat
+ * route as a system and a user message (Ollama applies the model's
+ * template, as the chat route does), or with raw to /v1/completions.
+ *
+ *  field               agency   what, and why
+ *  model               maps     "model", less ":latest" (tags are listed
+ *                               with it); absent, null or "": the default
+ *                               model, as on the OpenAI routes; longer
+ *                               than a name can be: 404
+ *  messages[]          maps     messages; empty or absent: the model is
+ *                               only loaded ("done_reason":"load")
+ *    .role             maps     lower-cased, as Ollama does; none: 400
+ *    .content          maps     content; with images, parts: the images
+ *                               then the text
+ *    .images[]         maps     image_url parts, data:image/TYPE;base64,
+ *                               TYPE read from the bytes (PNG, JPEG, GIF,
+ *                               WebP, BMP); not base64 as Go decodes it,
+ *                               or no such image: 400.  The rules then
+ *                               allow them for vision runtimes only
+ *    .thinking         maps     reasoning_content
+ *    .tool_calls[]     maps     OpenAI's: the arguments object as a
+ *                               string, the id kept or made (call_M_K)
+ *    .tool_name        maps     tool_call_id of the call it answers: the
+ *                               next of the last assistant's, or the first
+ *                               of the next 16 with that name
+ *    .tool_call_id     maps     tool_call_id
+ *  prompt (generate)   maps     the user message, or raw's prompt; empty:
+ *                               only loaded
+ *  system (generate)   maps     a system message first; with raw: 400
+ *  images (generate)   maps     the user message's parts; with raw: 400
+ *  suffix              refuses  400: the servers' completions do not fill
+ *                               in the middle (llama-server drops it,
+ *                               vLLM refuses it)
+ *  template            refuses  400: the server applies the model's own
+ *  context             refuses  400 unless empty: agency keeps none, and
+ *                               never gives one
+ *  raw                 maps     true: /v1/completions, the prompt as it is
+ *  format              maps     "json": response_format json_object; a
+ *                               schema (an object): json_schema, name
+ *                               "format"; "" or null: none; else 400
+ *  stream              maps     stream (default true); streamed, also
+ *                               stream_options.include_usage, for the
+ *                               counts of the last line
+ *  keep_alive          maps     for the caller, never sent: a number of
+ *                               seconds or a Go duration ("5m", "1h30m",
+ *                               "0"); negative: forever; else 400
+ *  think               maps     chat_template_kwargs.enable_thinking
+ *                               (llama-server, vLLM); "low", "medium",
+ *                               "high" also reasoning_effort, "max" as
+ *                               "high"; other: 400; raw: read, no template
+ *  tools               maps     tools, as they are (the same shape)
+ *  logprobs            maps     logprobs; raw: 400 (completions' differ)
+ *  top_logprobs        maps     top_logprobs; 0 to 20, as Ollama, else 400
+ *  truncate, shift     ignores  read as booleans: the context is the
+ *                               server's to keep
+ *  _debug_render_only  refuses  400 when true: no template is rendered
+ *  options             maps     each known one read as Ollama reads it:
+ *                               'option "x" must be ...' 400 otherwise
+ *    num_predict       maps     max_tokens when > 0 (-1, -2: the server's
+ *                               own end; the runtime's cap still holds)
+ *    temperature, top_p, min_p, typical_p, presence_penalty,
+ *    frequency_penalty maps     the same names, the number as written
+ *    top_k             maps     top_k (llama-server, vLLM)
+ *    repeat_penalty,
+ *    repeat_last_n     maps     llama-server's names (vLLM ignores them)
+ *    seed              maps     seed; negative (Ollama's -1): none
+ *    stop              maps     stop
+ *    num_keep          ignores  llama-server's n_keep is the operator's
+ *    num_ctx, num_batch, num_gpu, main_gpu, use_mmap, num_thread,
+ *    draft_num_predict ignores  the model process's settings: its
+ *                               command line, the operator's
+ *    others            ignores  as Ollama does (older ones: mirostat,
+ *                               tfs_z, penalize_newline, numa, ...)
+ *
+ * REQUESTS: /api/embed and /api/embeddings, to /v1/embeddings.
+ *  model, keep_alive   maps     as above
+ *  input (embed)       maps     input, a string or strings; empty or null:
+ *                               only loaded; other: 400
+ *  prompt (embeddings) maps     input; empty: only loaded
+ *  dimensions          maps     not sent (llama-server ignores it, vLLM
+ *                               refuses it for most models): agency cuts a
+ *                               longer vector and normalizes it again, as
+ *                               Ollama does
+ *  truncate            ignores  read as a boolean: the server's own
+ *                               (llama-server refuses an input over its
+ *                               batch, as Ollama's truncate false)
+ *  options             ignores  read as above, not sent
+ *
+ */
+#include <sys/types.h>
+
+#include <atf-c.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proxy.h"
+#include "ollama.h"
+
+/* 2023-11-14T22:13:20Z, and the monotonic times of a request */
+#define WALL		1700000000000000000LL
+#define START		1000000000LL
+#define GRANTED		1250000000LL
+#define SENT		1300000000LL
+#define NOW		2000000000LL	/* WALL + 1 s: ...22:13:21Z */
+
+
+/* The OpenAI body of a request, as it would be sent. */
+static const char *
+body_of(const struct ollama_req *r)
+{
+	return (json_object_to_json_string_ext(r->body,
+	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+}
+
+/* A request that must be taken; its body compared when want is set. */
+static void
+take(int api, const char *in, const char *route, const char *want,
+    struct ollama_req *r)
+{
+	struct rerr	 e;
+
+	if (ollama_request(api, in, strlen(in), r, &e) == -1)
+		atf_tc_fail("refused (%d %s): %s", e.status, e.message, in);
+	ATF_CHECK_STREQ(r->route, route);
+	if (want == NULL)
+		ATF_CHECK(r->body == NULL);
+	else if (r->body == NULL)
+		atf_tc_fail("no body for %s", in);
+	else if (strcmp(body_of(r), want) != 0)
+		atf_tc_fail("%s\n  gave %s\n  want %s", in, body_of(r), want);
+}
+
+static void
+takes(int api, const char *in, const char *route, const char *want)
+{
+	struct ollama_req	 r;
+
+	take(api, in, route, want, &r);
+	ollama_req_clear(&r);
+}
+
+/* A request that must be refused with status and message. */
+static void
+refused(int api, const char *in, int status, const char *msg)
+{
+	struct ollama_req	 r;
+	struct rerr		 e;
+
+	if (ollama_request(api, in, strlen(in), &r, &e) == 0) {
+		atf_tc_fail("taken: %s -> %s", in, r.body ? body_of(&r) : "-");
+		ollama_req_clear(&r);
+		return;
+	}
+	ATF_CHECK(r.body == NULL);
+	if (e.status != status || strcmp(e.message, msg) != 0)
+		atf_tc_fail("%s\n  gave %d %s\n  want %d %s", in, e.status,
+		    e.message, status, msg);
+}
+
+/* A 1x1 PNG, and the first bytes of the other types */
+#define PNG	"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk" \
+		"+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+#define JPEG	"/9j/4AAQSkZJRgABAQAAAQABAAD/2wBD"
+#define GIF	"R0lGODlhAQABAIAAAP///wAAACH5BAEA"
+#define WEBP	"UklGRiQAAABXRUJQVlA4IBgAAAAwAQCd"
+#define BMP	"Qk06AAAAAAAAADYAAAAoAAAAAQAAAAEA"
+#define CHATR	"/v1/chat/completions"
+#define STREAMED "\"stream\":true,\"stream_options\":{\"include_usage\":true}"
+
+ATF_TC_WITHOUT_HEAD(chat_request);
+ATF_TC_BODY(chat_request, tc)
+{
+	struct ollama_req	 r;
+
+	/* the simplest, streamed by default */
+	take(OLLAMA_CHAT, "{\"model\":\"qwen2.5-7b\",\"messages\":[{\"role\":"
+	    "\"user\",\"content\":\"Why is the sky blue?\"}]}", CHATR,
+	    "{\"model\":\"qwen2.5-7b\",\"messages\":[{\"role\":\"user\","
+	    "\"content\":\"Why is the sky blue?\"}]," STREAMED "}", &r);
+	ATF_CHECK_EQ(r.api, OLLAMA_CHAT);
+	ATF_CHECK_EQ(r.stream, 1);
+	ATF_CHECK_EQ(r.load, 0);
+	ATF_CHECK_EQ(r.named, 1);
+	ATF_CHECK_STREQ(r.model, "qwen2.5-7b");
+	ATF_CHECK_STREQ(r.lookup, "qwen2.5-7b");
+	ATF_CHECK_EQ(r.keep, OLLAMA_KEEP_DEFAULT);
+	ollama_req_clear(&r);
+
+	/* not streamed; a tag of latest looked up without it, answered
+	 * with it; roles lower-cased; the system message kept */
+	take(OLLAMA_CHAT, "{\"model\":\"qwen:latest\",\"stream\":false,"
+	    "\"messages\":[{\"role\":\"SYSTEM\",\"content\":\"Be brief.\"},"
+	    "{\"role\":\"User\",\"content\":\"hi\"},{\"role\":\"assistant\","
+	    "\"content\":\"hello\"}]}", CHATR,
+	    "{\"model\":\"qwen\",\"messages\":[{\"role\":\"system\",\"content\":"
+	    "\"Be brief.\"},{\"role\":\"user\",\"content\":\"hi\"},{\"role\":"
+	    "\"assistant\",\"content\":\"hello\"}],\"stream\":false}", &r);
+	ATF_CHECK_EQ(r.stream, 0);
+	ATF_CHECK_STREQ(r.model, "qwen:latest");
+	ATF_CHECK_STREQ(r.lookup, "qwen");
+	ollama_req_clear(&r);
+
+	/* another tag is a name of its own */
+	take(OLLAMA_CHAT, "{\"model\":\"llama3:8b\",\"messages\":[{\"role\":"
+	    "\"user\",\"content\":\"x\"}],\"stream\":false}", CHATR,
+	    "{\"model\":\"llama3:8b\",\"messages\":[{\"role\":\"user\","
+	    "\"content\":\"x\"}],\"stream\":false}", &r);
+	ATF_CHECK_STREQ(r.lookup, "llama3:8b");
+	ollama_req_clear(&r);
+
+	/* no model: the caller's default; null and "" are none */
+	take(OLLAMA_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":"
+	    "\"x\"}],\"stream\":false}", CHATR, "{\"messages\":[{\"role\":"
+	    "\"user\",\"content\":\"x\"}],\"stream\":false}", &r);
+	ATF_CHECK_EQ(r.named, 0);
+	ATF_CHECK_STREQ(r.model, "");
+	ollama_req_clear(&r);
+	takes(OLLAMA_CHAT, "{\"model\":null,\"messages\":[{\"role\":\"user\","
+	    "\"content\":\"x\"}],\"stream\":false}", CHATR, "{\"messages\":"
+	    "[{\"role\":\"user\",\"content\":\"x\"}],\"stream\":false}");
+	takes(OLLAMA_CHAT, "{\"model\":\"\",\"messages\":[{\"role\":\"user\","
+	    "\"content\":\"x\"}],\"stream\":false}", CHATR, "{\"messages\":"
+	    "[{\"role\":\"user\",\"content\":\"x\"}],\"stream\":false}");
+
+	/* content null or absent is "" */
+	takes(OLLAMA_CHAT, "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+	    "\"content\":null},{\"role\":\"user\"}],\"stream\":false}", CHATR,
+	    "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":"
+	    "\"\"},{\"role\":\"user\",\"content\":\"\"}],\"stream\":false}");
+
+	/* fields of neither API are not sent */
+	takes(OLLAMA_CHAT, "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+	    "\"content\":\"x\",\"name\":\"n\"}],\"stream\":false,\"n\":3,"
+	    "\"truncate\":false,\"shift\":true}", CHATR, "{\"model\":\"m\","
+	    "\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
+	    "\"stream\":false}");
+
+	/* thinking of an earlier answer */
+	takes(OLLAMA_CHAT, "{\"model\":\"m\",\"stream\":false,\"messages\":"
+	    "[{\"role\":\"assistant\",\"content\":\"4\",\"thinking\":\"2+2\"}]}",
+	    CHATR, "{\"model\":\"m\",\"messages\":[{\"role\":\"assistant\","
+	    "\"content\":\"4\",\"reasoning_content\":\"2+2\"}],"
+	    "\"stream\":false}");
+}
+
+ATF_TC_WITHOUT_HEAD(chat_load);
+ATF_TC_BODY(chat_load, tc)
+{
+	struct ollama_req	 r;
+
+	/* no messages: load only, and keep_alive 0 stops it */
+	take(OLLAMA_CHAT, "{\"model\":\"m\",\"messages\":[]}", CHATR, NULL,
+	    &r);
+	ATF_CHECK_EQ(r.load, 1);
+	ATF_CHECK_EQ(r.keep, OLLAMA_KEEP_DEFAULT);
+	ollama_req_clear(&r);
+	take(OLLAMA_CHAT, "{\"model\":\"m\",\"keep_alive\":0}", CHATR, NULL,
+	    &r);
+	ATF_CHECK_EQ(r.load, 1);
+	ATF_CHECK_EQ(r.keep, OLLAMA_KEEP_FOR);
+	ATF_CHECK_EQ(r.keep_ms, 0);
+	ollama_req_clear(&r);
+	/* still read whole: a bad field is refused */
+	refused(OLLAMA_CHAT, "{\"model\":\"m\",\"messages\":[],\"options\":"
+	    "{\"seed\":\"1\"}}", 400, "option \"seed\" must be an integer");
+}
+
+ATF_TC_WITHOUT_HEAD(chat_refused);
+ATF_TC_BODY(chat_refused, tc)
+{
+	char	 big[400];
+
+	refused(OLLAMA_CHAT, "", 400, "The body is empty.");
+	refused(OLLAMA_CHAT, "{\"model\":", 400, "The body is not valid JSON.");
+	refused(OLLAMA_CHAT, "[]", 400, "The body must be a JSON object.");
+	refused(OLLAMA_CHAT, "{\"model\":7}", 400,
+	    "the field 'model' must be a string");
+	(void)snprintf(big, sizeof(big), "{\"model\":\"%0200d\"}", 0);
+	refused(OLLAMA_CHAT, big, 404, "model '0000000000000000000000000000000"
+	    "000000000000000000000000000000000000000000000000000000000000000000"
+	    "000' not found");
+	refused(OLLAMA_CHAT, "{\"model\":\"a\\u0000b\"}", 404,
+	    "model 'a' not found");
+	refused(OLLAMA_CHAT, "{\"messages\":{}}", 400,
+	    "the field 'messages' must be an array");
+	refused(OLLAMA_CHAT, "{\"messages\":[\"hi\"]}", 400,
+	    "messages[0] must be an object");
+	refused(OLLAMA_CHAT, "{\"messages\":[{\"content\":\"hi\"}]}", 400,
+	    "messages[0] has no role");
+	refused(OLLAMA_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":"
+	    "[]}]}", 400, "the field 'content' must be a string");
+	refused(OLLAMA_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":"
+	    "\"x\",\"images\":\"" PNG "\"}]}", 400,
+	    "the field 'images' must be an array");
+	refused(OLLAMA_CHAT, "{\"messages\":[],\"stream\":\"no\"}", 400,
+	    "the field 'stream' must be a boolean");
+	refused(OLLAMA_CHAT, "{\"messages\":[],\"tools\":{}}", 400,
+	    "the field 'tools' must be an array");
+	refused(OLLAMA_CHAT, "{\"messages\":[],\"_debug_render_only\":true}",
+	    400, "agency does not render prompt templates "
+	    "(_debug_render_only): the model server applies the model's own");
+	refused(OLLAMA_CHAT, "{\"messages\":[],\"truncate\":1}", 400,
+	    "the field 'truncate' must be a boolean");
+}
+
+ATF_TC_WITHOUT_HEAD(options);
+ATF_TC_BODY(options, tc)
+{
+	/* each mapped one, in the table's order; numbers as written; the
+	 * model process's own settings and unknown ones not sent */
+	takes(OLLAMA_CHAT, "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+	    "\"content\":\"x\"}],\"stream\":false,\"options\":{\"stop\":[\"\\n\","
+	    "\"user:\"],\"seed\":42,\"frequency_penalty\":1.0,"
+	    "\"presence_penalty\":1.5,\"repeat_last_n\":33,"
+	    "\"repeat_penalty\":1.2,\"typical_p\":0.7,\"min_p\":0.0,"
+	    "\"top_k\":20,\"top_p\":0.9,\"temperature\":0.80,"
+	    "\"num_predict\":100,\"num_keep\":5,\"num_ctx\":1024,"
+	    "\"num_batch\":2,\"num_gpu\":1,\"main_gpu\":0,\"use_mmap\":true,"
+	    "\"num_thread\":8,\"draft_num_predict\":4,\"mirostat\":1,"
+	    "\"penalize_newline\":true,\"numa\":false,\"tfs_z\":\"x\"}}",
+	    CHATR, "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+	    "\"content\":\"x\"}],\"stream\":false,\"max_tokens\":100,"
+	    "\"temperature\":0.80,\"top_p\":0.9,\"top_k\":20,\"min_p\":0.0,"
+	    "\"typical_p\":0.7,\"repeat_penalty\":1.2,\"repeat_last_n\":33,"
+	    "\"presence_penalty\":1.5,\"frequency_penalty\":1.0,\"seed\":42,"
+	    "\"stop\":[\"\\n\",\"user:\"]}");
+
+	/* integers as Ollama takes them: any number, cut toward zero */
+	takes(OLLAMA_CHAT, "{\"model\":\"m\",\"messages\":[],\"options\":"
+	    "{\"num_predict\":12.9,\"top_k\":-3.5e0,\"temperature\":1}}", CHATR,
+	    NULL);
+	takes(OLLAMA_CHAT, "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+	    "\"content\":\"x\"}],\"stream\":false,\"options\":{\"num_predict\":"
+	    "12.9,\"top_k\":-3.5e0,\"temperature\":1}}", CHATR,
+	    "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":"
+	    "\"x\"}],\"stream\":false,\"max_tokens\":12,\"temperature\":1,"
+	    "\"top_k\":-3}");
+
+	/* no end, the whole context, a random seed, no stops, nulls: the
+	 * server's own */
+	takes(OLLAMA_CHAT, "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+	    "\"content\":\"x\"}],\"stream\":false,\"options\":{\"num_predict\":"
+	    "-1,\"seed\":-1,\"stop\":[],\"top_p\":null}}", CHATR,
+	    "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":"
+	    "\"x\"}],\"stream\":false}");
+	takes(OLLAMA_CHAT, "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+	    "\"content\":\"x\"}],\"stream\":false,\"options\":{\"num_predict\":"
+	    "-2,\"num_predict\":0}}", CHATR, "{\"model\":\"m\",\"messages\":"
+	    "[{\"role\":\"user\",\"content\":\"x\"}],\"stream\":false}");
+	takes(OLLAMA_CHAT, "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+	    "\"content\":\"x\"}],\"stream\":false,\"options\":null}", CHATR,
+	    "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":"
+	    "\"x\"}],\"stream\":false}");
+
+	/* each type, refused as Ollama refuses it (ignored ones too) */
+	refused(OLLAMA_CHAT, "{\"options\":[]}", 400,
+	    "the field 'options' must be an object");
+	refused(OLLAMA_CHAT, "{\"options\":{\"num_predict\":\"10\"}}", 400,
+	    "option \"num_predict\" must be an integer");
+	refused(OLLAMA_CHAT, "{\"options\":{\"num_ctx\":true}}", 400,
+	    "option \"num_ctx\" must be an integer");
+	refused(OLLAMA_CHAT, "{\"options\":{\"num_ctx\":1e300}}", 400,
+	    "option \"num_ctx\" must be an integer");
+	refused(OLLAMA_CHAT, "{\"options\":{\"temperature\":\"hot\"}}", 400,
+	    "option \"temperature\" must be a number");
+	refused(OLLAMA_CHAT, "{\"options\":{\"use_mmap\":1}}", 400,
+	    "option \"use_mmap\" must be a boolean");
+	refused(OLLAMA_CHAT, "{\"options\":{\"stop\":\"\\n\"}}", 400,
+	    "option \"stop\" must be an array of strings");
+	refused(OLLAMA_CHAT, "{\"options\":{\"stop\":[\"a\",1]}}", 400,
+	    "option \"stop\" must be an array of strings");
+}
+
+ATF_TC_WITHOUT_HEAD(images);
+ATF_TC_BODY(images, tc)
+{
+	/* the images first, then the text; the type from the bytes */
+	takes(OLLAMA_CHAT, "{\"model\":\"llava\",\"stream\":false,"
+	    "\"messages\":[{\"role\":\"user\",\"content\":\"what is this?\","
+	    "\"images\":[\"" PNG "\",\"" JPEG "\"]}]}", CHATR,
+	    "{\"model\":\"llava\",\"messages\":[{\"role\":\"user\",\"content\":"
+	    "[{\"type\":\"image_url\",\"image_url\":{\"url\":"
+	    "\"data:image/png;base64," PNG "\"}},{\"type\":\"image_url\","
+	    "\"image_url\":{\"url\":\"data:image/jpeg;base64," JPEG "\"}},"
+	    "{\"type\":\"text\",\"text\":\"what is this?\"}]}],"
+	    "\"stream\":false}");
+	/* no text: the images alone; no images: the text alone */
+	takes(OLLAMA_CHAT, "{\"model\":\"m\",\"stream\":false,\"messages\":"
+	    "[{\"role\":\"user\",\"images\":[\"" GIF "\",\"" WEBP "\",\"" BMP
+	    "\"]},{\"role\":\"user\",\"content\":\"x\",\"images\":[]}]}", CHATR,
+	    "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":"
+	    "[{\"type\":\"image_url\",\"image_url\":{\"url\":"
+	    "\"data:image/gif;base64," GIF "\"}},{\"type\":\"image_url\","
+	    "\"image_url\":{\"url\":\"data:image/webp;base64," WEBP "\"}},"
+	    "{\"type\":\"image_url\",\"image_url\":{\"url\":"
+	    "\"data:image/bmp;base64," BMP "\"}}]},{\"role\":\"user\","
+	    "\"content\":\"x\"}],\"stream\":false}");
+
+	/* what is not base64 as Go reads it, or no image */
+	refused(OLLAMA_CHAT, "{\"messages\":[{\"role\":\"user\",\"images\":"
+	    "[\"" PNG "\",\"data:image/png;base64," PNG "\"]}]}", 400,
+	    "messages[0] images[1] is not a base64 PNG, JPEG, GIF, WebP or BMP "
+	    "image");
+	refused(OLLAMA_CHAT, "{\"messages\":[{\"role\":\"user\",\"images\":"
+	    "[\"iVBORw0KGgoAAAANSUhEUgAAAAEAAAAB\\n\"]}]}", 400,
+	    "messages[0] images[0] is not a base64 PNG, JPEG, GIF, WebP or BMP "
+	    "image");
+	refused(OLLAMA_CHAT, "{\"messages\":[{\"role\":\"user\",\"images\":"
+	    "[\"iVBORw0KGgoAAAANSUhEUgAAAAEAAAAB=\"]}]}", 400,
+	    "messages[0] images[0] is not a base64 PNG, JPEG, GIF, WebP or BMP "
+	    "image");
+	refused(OLLAMA_CHAT, "{\"messages\":[{\"role\":\"user\",\"images\":"
+	    "[\"iVBO=w0KGgoAAAANSUhEUgAAAAEAAAAB\"]}]}", 400,
+	    "messages[0] images[0] is not a base64 PNG, JPEG, GIF, WebP or BMP "
+	    "image");
+	refused(OLLAMA_CHAT, "{\"messages\":[{\"role\":\"user\",\"images\":"
+	    "[\"aGVsbG8gd29ybGQsIGhlbGxvIHdvcmxk\"]}]}", 400,
+	    "messages[0] images[0] is not a base64 PNG, JPEG, GIF, WebP or BMP "
+	    "image");
+	refused(OLLAMA_CHAT, "{\"messages\":[{\"role\":\"user\",\"images\":"
+	    "[\"iVBORw0K\"]}]}", 400, "messages[0] images[0] is not a base64 "
+	    "PNG, JPEG, GIF, WebP or BMP image");
+	refused(OLLAMA_CHAT, "{\"messages\":[{\"role\":\"user\",\"images\":"
+	    "[\"\"]}]}", 400, "messages[0] images[0] is not a base64 PNG, "
+	    "JPEG, GIF, WebP or BMP image");
+	refused(OLLAMA_CHAT, "{\"messages\":[{\"role\":\"user\",\"images\":"
+	    "[7]}]}", 400, "messages[0] images[0] must be a string");
+}
+
+ATF_TC_WITHOUT_HEAD(tools);
+ATF_TC_BODY(tools, tc)
+{
+	/* tools as they are; an assistant's calls as OpenAI's, ids kept or
+	 * made; each tool message given the id of the call it answers: in
+	 * order, or by its name */
+	takes(OLLAMA_CHAT, "{\"model\":\"m\",\"stream\":false,\"messages\":["
+	    "{\"role\":\"user\",\"content\":\"weather?\"},"
+	    "{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":["
+	    "{\"function\":{\"name\":\"get_weather\",\"arguments\":{\"city\":"
+	    "\"Toronto\",\"unit\":\"c\"}}},"
+	    "{\"id\":\"call_x\",\"function\":{\"index\":1,\"name\":\"get_time\","
+	    "\"arguments\":{}}},"
+	    "{\"function\":{\"name\":\"get_news\"}}]},"
+	    "{\"role\":\"tool\",\"content\":\"12:00\",\"tool_name\":\"get_time\"},"
+	    "{\"role\":\"tool\",\"content\":\"11 C\",\"tool_name\":"
+	    "\"get_weather\"},"
+	    "{\"role\":\"tool\",\"content\":\"none\"},"
+	    "{\"role\":\"tool\",\"content\":\"?\",\"tool_call_id\":\"own\"},"
+	    "{\"role\":\"tool\",\"content\":\"?\",\"tool_name\":\"nothing\"}],"
+	    "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":"
+	    "\"get_weather\",\"description\":\"The weather\",\"parameters\":"
+	    "{\"type\":\"object\",\"properties\":{\"city\":{\"type\":"
+	    "\"string\"}},\"required\":[\"city\"]}}}]}", CHATR,
+	    "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":"
+	    "\"weather?\"},{\"role\":\"assistant\",\"content\":\"\","
+	    "\"tool_calls\":[{\"id\":\"call_1_0\",\"type\":\"function\","
+	    "\"function\":{\"name\":\"get_weather\",\"arguments\":"
+	    "\"{\\\"city\\\":\\\"Toronto\\\",\\\"unit\\\":\\\"c\\\"}\"}},"
+	    "{\"id\":\"call_x\",\"type\":\"function\",\"function\":{\"name\":"
+	    "\"get_time\",\"arguments\":\"{}\"}},{\"id\":\"call_1_2\","
+	    "\"type\":\"function\",\"function\":{\"name\":\"get_news\","
+	    "\"arguments\":\"{}\"}}]},"
+	    "{\"role\":\"tool\",\"content\":\"12:00\",\"tool_call_id\":"
+	    "\"call_x\"},"
+	    "{\"role\":\"tool\",\"content\":\"11 C\",\"tool_call_id\":"
+	    "\"call_1_0\"},"
+	    "{\"role\":\"tool\",\"content\":\"none\",\"tool_call_id\":"
+	    "\"call_x\"},"
+	    "{\"role\":\"tool\",\"content\":\"?\",\"tool_call_id\":\"own\"},"
+	    "{\"role\":\"tool\",\"content\":\"?\"}],\"stream\":false,"
+	    "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":"
+	    "\"get_weather\",\"description\":\"The weather\",\"parameters\":"
+	    "{\"type\":\"object\",\"properties\":{\"city\":{\"type\":"
+	    "\"string\"}},\"required\":[\"city\"]}}}]}");
+	/* no tools: none sent */
+	takes(OLLAMA_CHAT, "{\"model\":\"m\",\"stream\":false,\"messages\":"
+	    "[{\"role\":\"tool\",\"content\":\"x\",\"tool_name\":\"t\"}],"
+	    "\"tools\":[]}", CHATR, "{\"model\":\"m\",\"messages\":[{\"role\":"
+	    "\"tool\",\"content\":\"x\"}],\"stream\":false}");
+
+	refused(OLLAMA_CHAT, "{\"messages\":[{\"role\":\"assistant\","
+	    "\"tool_calls\":[{\"function\":{\"arguments\":{}}}]}]}", 400,
+	    "messages[0].tool_calls[0] must have a function with a name and an "
+	    "object of arguments");
+	refused(OLLAMA_CHAT, "{\"messages\":[{\"role\":\"assistant\","
+	    "\"tool_calls\":[{\"function\":{\"name\":\"f\",\"arguments\":"
+	    "\"{}\"}}]}]}", 400, "messages[0].tool_calls[0] must have a "
+	    "function with a name and an object of arguments");
+	refused(OLLAMA_CHAT, "{\"messages\":[{\"role\":\"assistant\","
+	    "\"tool_calls\":[\"f\"]}]}", 400, "messages[0].tool_calls[0] must "
+	    "have a function with a name and an object of arguments");
+}
+
+ATF_TC_WITHOUT_HEAD(format_think_logprobs);
+ATF_TC_BODY(format_think_logprobs, tc)
+{
+#define M	"\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]"
+#define MB	"{\"model\":\"m\"," M ",\"stream\":false"
+	takes(OLLAMA_CHAT, MB ",\"format\":\"json\"}", CHATR, MB
+	    ",\"response_format\":{\"type\":\"json_object\"}}");
+	takes(OLLAMA_CHAT, MB ",\"format\":{\"type\":\"object\",\"properties\":"
+	    "{\"age\":{\"type\":\"integer\"}},\"required\":[\"age\"]}}", CHATR,
+	    MB ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":"
+	    "{\"name\":\"format\",\"schema\":{\"type\":\"object\",\"properties\":"
+	    "{\"age\":{\"type\":\"integer\"}},\"required\":[\"age\"]}}}}");
+	takes(OLLAMA_CHAT, MB ",\"format\":\"\"}", CHATR, MB "}");
+	takes(OLLAMA_CHAT, MB ",\"format\":null}", CHATR, MB "}");
+	refused(OLLAMA_CHAT, MB ",\"format\":\"yaml\"}", 400,
+	    "format must be \"json\" or a JSON schema (an object)");
+	refused(OLLAMA_CHAT, MB ",\"format\":[]}", 400,
+	    "format must be \"json\" or a JSON schema (an object)");
+
+	takes(OLLAMA_CHAT, MB ",\"think\":true}", CHATR, MB
+	    ",\"chat_template_kwargs\":{\"enable_thinking\":true}}");
+	takes(OLLAMA_CHAT, MB ",\"think\":false}", CHATR, MB
+	    ",\"chat_template_kwargs\":{\"enable_thinking\":false}}");
+	takes(OLLAMA_CHAT, MB ",\"think\":\"low\"}", CHATR, MB
+	    ",\"chat_template_kwargs\":{\"enable_thinking\":true},"
+	    "\"reasoning_effort\":\"low\"}");
+	takes(OLLAMA_CHAT, MB ",\"think\":\"medium\"}", CHATR, MB
+	    ",\"chat_template_kwargs\":{\"enable_thinking\":true},"
+	    "\"reasoning_effort\":\"medium\"}");
+	takes(OLLAMA_CHAT, MB ",\"think\":\"max\"}", CHATR, MB
+	    ",\"chat_template_kwargs\":{\"enable_thinking\":true},"
+	    "\"reasoning_effort\":\"high\"}");
+	takes(OLLAMA_CHAT, MB ",\"think\":null}", CHATR, MB "}");
+	refused(OLLAMA_CHAT, MB ",\"think\":\"hard\"}", 400, "think must be "
+	    "true, false, \"low\", \"medium\", \"high\" or \"max\"");
+	refused(OLLAMA_CHAT, MB ",\"think\":1}", 400, "think must be "
+	    "true, false, \"low\", \"medium\", \"high\" or \"max\"");
+
+	takes(OLLAMA_CHAT, MB ",\"logprobs\":true,\"top_logprobs\":20}", CHATR,
+	    MB ",\"logprobs\":true,\"top_logprobs\":20}");
+	takes(OLLAMA_CHAT, MB ",\"logprobs\":true}", CHATR, MB
+	    ",\"logprobs\":true}");
+	takes(OLLAMA_CHAT, MB ",\"logprobs\":false,\"top_logprobs\":3}", CHATR,
+	    MB "}");
+	refused(OLLAMA_CHAT, MB ",\"logprobs\":true,\"top_logprobs\":21}", 400,
+	    "top_logprobs must be between 0 and 20");
+	refused(OLLAMA_CHAT, MB ",\"top_logprobs\":-1}", 400,
+	    "top_logprobs must be between 0 and 20");
+	refused(OLLAMA_CHAT, MB ",\"top_logprobs\":\"1\"}", 400,
+	    "top_logprobs must be between 0 and 20");
+#undef M
+#undef MB
+}
+
+ATF_TC_WITHOUT_HEAD(generate_request);
+ATF_TC_BODY(generate_request, tc)
+{
+	struct ollama_req	 r;
+
+	/* the model's template applies: a chat of system and prompt */
+	take(OLLAMA_GENERATE, "{\"model\":\"m\",\"prompt\":\"Why?\",\"system\":"
+	    "\"Be brief.\",\"options\":{\"temperature\":0},\"format\":\"json\","
+	    "\"think\":false}", CHATR, "{\"model\":\"m\",\"messages\":[{\"role\":"
+	    "\"system\",\"content\":\"Be brief.\"},{\"role\":\"user\","
+	    "\"content\":\"Why?\"}]," STREAMED ",\"temperature\":0,"
+	    "\"response_format\":{\"type\":\"json_object\"},"
+	    "\"chat_template_kwargs\":{\"enable_thinking\":false}}", &r);
+	ATF_CHECK_EQ(r.api, OLLAMA_GENERATE);
+	ATF_CHECK_EQ(r.stream, 1);
+	ollama_req_clear(&r);
+	takes(OLLAMA_GENERATE, "{\"model\":\"llava\",\"prompt\":\"what?\","
+	    "\"images\":[\"" PNG "\"],\"stream\":false,\"raw\":false,"
+	    "\"context\":[],\"template\":\"\",\"suffix\":\"\"}", CHATR,
+	    "{\"model\":\"llava\",\"messages\":[{\"role\":\"user\",\"content\":"
+	    "[{\"type\":\"image_url\",\"image_url\":{\"url\":"
+	    "\"data:image/png;base64," PNG "\"}},{\"type\":\"text\",\"text\":"
+	    "\"what?\"}]}],\"stream\":false}");
+
+	/* raw: the prompt as it is to completions; think means nothing */
+	takes(OLLAMA_GENERATE, "{\"model\":\"m\",\"prompt\":\"[INST] hi "
+	    "[/INST]\",\"raw\":true,\"think\":true,\"options\":{\"num_predict\":"
+	    "8}}", "/v1/completions", "{\"model\":\"m\",\"prompt\":\"[INST] hi "
+	    "[/INST]\"," STREAMED ",\"max_tokens\":8}");
+
+	/* no prompt: load only, images or not */
+	take(OLLAMA_GENERATE, "{\"model\":\"m\"}", CHATR, NULL, &r);
+	ATF_CHECK_EQ(r.load, 1);
+	ollama_req_clear(&r);
+	take(OLLAMA_GENERATE, "{\"model\":\"m\",\"images\":[\"" PNG "\"],"
+	    "\"keep_alive\":\"0\"}", CHATR, NULL, &r);
+	ATF_CHECK_EQ(r.load, 1);
+	ATF_CHECK_EQ(r.keep, OLLAMA_KEEP_FOR);
+	ATF_CHECK_EQ(r.keep_ms, 0);
+	ollama_req_clear(&r);
+
+	refused(OLLAMA_GENERATE, "{\"prompt\":\"def f(\",\"suffix\":\"return\"}",
+	    400, "suffix is not translated: the model server's completions "
+	    "route does not fill in the middle");
+	refused(OLLAMA_GENERATE, "{\"prompt\":\"x\",\"template\":\"{{ .Prompt "
+	    "}}\"}", 400, "template is not translated: the model server "
+	    "applies the model's own");
+	refused(OLLAMA_GENERATE, "{\"prompt\":\"x\",\"context\":[1,2,3]}", 400,
+	    "context is not translated: agency keeps no context; send the "
+	    "conversation to /api/chat");
+	refused(OLLAMA_GENERATE, "{\"prompt\":\"x\",\"raw\":true,\"system\":"
+	    "\"s\"}", 400, "raw mode does not take a system message");
+	refused(OLLAMA_GENERATE, "{\"prompt\":\"x\",\"raw\":true,\"images\":"
+	    "[\"" PNG "\"]}", 400, "raw mode does not take images: it goes to "
+	    "the completions route");
+	refused(OLLAMA_GENERATE, "{\"prompt\":\"x\",\"raw\":true,\"logprobs\":"
+	    "true}", 400, "logprobs are not translated for a raw generate");
+	refused(OLLAMA_GENERATE, "{\"prompt\":1}", 400,
+	    "the field 'prompt' must be a string");
+	refused(OLLAMA_GENERATE, "{\"prompt\":\"x\",\"raw\":\"yes\"}", 400,
+	    "the field 'raw' must be a boolean");
+	refused(OLLAMA_GENERATE, "{\"prompt\":\"x\",\"context\":{}}", 400,
+	    "the field 'context' must be an array");
+	refused(OLLAMA_GENERATE, "{\"prompt\":\"x\",\"images\":[\"x\"]}", 400,
+	    "the prompt's images[0] is not a base64 PNG, JPEG, GIF, WebP or "
+	    "BMP image");
+}
+
+ATF_TC_WITHOUT_HEAD(embed_request);
+ATF_TC_BODY(embed_request, tc)
+{
+	struct ollama_req	 r;
+
+	take(OLLAMA_EMBED, "{\"model\":\"all-minilm\",\"input\":\"Why?\"}",
+	    "/v1/embeddings", "{\"model\":\"all-minilm\",\"input\":\"Why?\"}",
+	    &r);
+	ATF_CHECK_EQ(r.stream, 0);
+	ATF_CHECK_EQ(r.dimensions, 0);
+	ollama_req_clear(&r);
+	/* dimensions are agency's to cut, never sent; truncate and the
+	 * options read, not sent */
+	take(OLLAMA_EMBED, "{\"model\":\"e\",\"input\":[\"a\",\"\"],"
+	    "\"dimensions\":256.7,\"truncate\":false,\"options\":{\"num_ctx\":"
+	    "512},\"keep_alive\":\"1h\"}", "/v1/embeddings",
+	    "{\"model\":\"e\",\"input\":[\"a\",\"\"]}", &r);
+	ATF_CHECK_EQ(r.dimensions, 256);
+	ATF_CHECK_EQ(r.keep, OLLAMA_KEEP_FOR);
+	ATF_CHECK_EQ(r.keep_ms, 3600000);
+	ollama_req_clear(&r);
+	take(OLLAMA_EMBED, "{\"model\":\"e\",\"input\":\"a\",\"dimensions\":"
+	    "-4}", "/v1/embeddings", "{\"model\":\"e\",\"input\":\"a\"}", &r);
+	ATF_CHECK_EQ(r.dimensions, 0);
+	ollama_req_clear(&r);
+	/* nothing to embed: load only */
+	take(OLLAMA_EMBED, "{\"model\":\"e\",\"input\":\"\"}", "/v1/embeddings",
+	    NULL, &r);
+	ATF_CHECK_EQ(r.load, 1);
+	ollama_req_clear(&r);
+	take(OLLAMA_EMBED, "{\"model\":\"e\",\"input\":[]}", "/v1/embeddings",
+	    NULL, &r);
+	ATF_CHECK_EQ(r.load, 1);
+	ollama_req_clear(&r);
+	take(OLLAMA_EMBED, "{\"model\":\"e\"}", "/v1/embeddings", NULL, &r);
+	ATF_CHECK_EQ(r.load, 1);
+	ollama_req_clear(&r);
+
+	refused(OLLAMA_EMBED, "{\"input\":7}", 400,
+	    "input must be a string or an array of strings");
+	refused(OLLAMA_EMBED, "{\"input\":[\"a\",[\"b\"]]}", 400,
+	    "input must be a string or an array of strings");
+	refused(OLLAMA_EMBED, "{\"input\":\"a\",\"dimensions\":\"8\"}", 400,
+	    "the field 'dimensions' must be a number");
+	refused(OLLAMA_EMBED, "{\"input\":\"a\",\"dimensions\":1e99}", 400,
+	    "the field 'dimensions' must be an integer");
+	refused(OLLAMA_EMBED, "{\"input\":\"a\",\"truncate\":\"no\"}", 400,
+	    "the field 'truncate' must be a boolean");
+	refused(OLLAMA_EMBED, "{\"input\":\"a\",\"options\":{\"num_ctx\":"
+	    "\"1\"}}", 400, "option \"num_ctx\" must be an integer");
+
+	/* the older route */
+	take(OLLAMA_EMBEDDINGS, "{\"model\":\"e\",\"prompt\":\"Here is an "
+	    "article\",\"options\":{\"temperature\":1}}", "/v1/embeddings",
+	    "{\"model\":\"e\",\"input\":\"Here is an article\"}", &r);
+	ATF_CHECK_EQ(r.api, OLLAMA_EMBEDDINGS);
+	ATF_CHECK_EQ(r.load, 0);
+	ollama_req_clear(&r);
+	take(OLLAMA_EMBEDDINGS, "{\"model\":\"e\",\"prompt\":\"\"}",
+	    "/v1/embeddings", NULL, &r);
+	ATF_CHECK_EQ(r.load, 1);
+	ollama_req_clear(&r);
+	refused(OLLAMA_EMBEDDINGS, "{\"prompt\":[\"a\"]}", 400,
+	    "the field 'prompt' must be a string");
+}
+
+/* keep_alive's value, through a request and alone. */
+static void
+keep(const char *v, int want, int64_t ms)
+{
+	struct ollama_req	 r;
+	char			 b[256];
+
+	(void)snprintf(b, sizeof(b), "{\"model\":\"m\",\"keep_alive\":%s}", v);
+	take(OLLAMA_CHAT, b, CHATR, NULL, &r);
+	if (r.keep != want || r.keep_ms != ms)
+		atf_tc_fail("keep_alive %s: %d %lld, want %d %lld", v, r.keep,
+		    (long long)r.keep_ms, want, (long long)ms);
+	ollama_req_clear(&r);
+}
+
+ATF_TC_WITHOUT_HEAD(keep_alive);
+ATF_TC_BODY(keep_alive, tc)
+{
+	static const char	*bad[] = { "\"5\"", "\"\"", "\"m\"", "\"5x\"",
+	    "\"1h30\"", "\"-\"", "\"1..5s\"", "\".s\"", "true", "[]", "{}",
+	    "\"99999999999h\"", "1e300" };
+	size_t			 i;
+	char			 b[128];
+
+	keep("null", OLLAMA_KEEP_DEFAULT, 0);
+	keep("0", OLLAMA_KEEP_FOR, 0);
+	keep("\"0\"", OLLAMA_KEEP_FOR, 0);
+	keep("\"0s\"", OLLAMA_KEEP_FOR, 0);
+	keep("\"-0s\"", OLLAMA_KEEP_FOR, 0);
+	keep("300", OLLAMA_KEEP_FOR, 300000);
+	keep("1.5", OLLAMA_KEEP_FOR, 1500);
+	keep("\"5m\"", OLLAMA_KEEP_FOR, 300000);
+	keep("\"+5m\"", OLLAMA_KEEP_FOR, 300000);
+	keep("\"1h30m\"", OLLAMA_KEEP_FOR, 5400000);
+	keep("\"1.5h\"", OLLAMA_KEEP_FOR, 5400000);
+	keep("\".5s\"", OLLAMA_KEEP_FOR, 500);
+	keep("\"250ms\"", OLLAMA_KEEP_FOR, 250);
+	keep("\"1m1ms\"", OLLAMA_KEEP_FOR, 60001);
+	keep("\"2000us\"", OLLAMA_KEEP_FOR, 2);
+	keep("\"2000\\u00b5s\"", OLLAMA_KEEP_FOR, 2);
+	keep("\"3000000ns\"", OLLAMA_KEEP_FOR, 3);
+	keep("-1", OLLAMA_KEEP_FOREVER, 0);
+	keep("-0.5", OLLAMA_KEEP_FOREVER, 0);
+	keep("\"-1m\"", OLLAMA_KEEP_FOREVER, 0);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		(void)snprintf(b, sizeof(b), "{\"keep_alive\":%s}", bad[i]);
+		refused(OLLAMA_CHAT, b, 400, "keep_alive must be a number of "
+		    "seconds or a duration such as \"5m\"");
+	}
+}
+
+ATF_TP_ADD_TCS(tp)
+{
+	ATF_TP_ADD_TC(tp, chat_request);
+	ATF_TP_ADD_TC(tp, chat_load);
+	ATF_TP_ADD_TC(tp, chat_refused);
+	ATF_TP_ADD_TC(tp, options);
+	ATF_TP_ADD_TC(tp, images);
+	ATF_TP_ADD_TC(tp, tools);
+	ATF_TP_ADD_TC(tp, format_think_logprobs);
+	ATF_TP_ADD_TC(tp, generate_request);
+	ATF_TP_ADD_TC(tp, embed_request);
+	ATF_TP_ADD_TC(tp, keep_alive);
+	return (atf_no_error());
+}
