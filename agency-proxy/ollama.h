@@ -10,7 +10,11 @@
  *   /api/embeddings read (json-c) and turned into the OpenAI body of the
  *   model server's route, or refused with the status and message of
  *   Ollama's error shape; keep_alive read.
- * - ollama_out.c: what it writes with: times in RFC 3339,
+ * - ollama_stream.c: the model server's answers turned back: its SSE
+ *   chunks into Ollama's NDJSON lines as they come (state in struct
+ *   ollama_stream, bounded), a whole answer into one object,
+ *   embeddings, and its errors into {"error":"..."}.
+ * - ollama_out.c: what the two write with: times in RFC 3339,
  *   numbers, escaped strings, the error shape.
  *
  * Every field of Ollama's requests and answers, and what agency does
@@ -26,6 +30,10 @@
 
 #include "proxy.h"
 
+#define OLLAMA_EVENT_MAX	(1024 * 1024)	/* an SSE event held */
+#define OLLAMA_ARGS_MAX		(1024 * 1024)	/* a tool call's arguments */
+#define OLLAMA_ID_MAX		256	/* a tool call's id, its name */
+#define OLLAMA_DEPTH		64	/* JSON nesting, as json-c's */
 #define OLLAMA_TOP_LOGPROBS	20	/* Ollama's own bound */
 
 enum ollama_api {
@@ -70,6 +78,97 @@ int		 ollama_request(int, const char *, size_t, struct ollama_req *,
 void		 ollama_req_clear(struct ollama_req *);
 /* keep_alive's value: 0 with *keep and *ms, -1 when it is not one. */
 int		 ollama_keep_alive(json_object *, int *, int64_t *);
+
+/* When, in ns: wall is the real time at start; the rest are of the
+ * monotonic clock the translations are given as "now". */
+struct ollama_times {
+	int64_t		 wall;
+	int64_t		 start;		/* the request was read whole */
+	int64_t		 granted;	/* its hold was granted */
+	int64_t		 sent;		/* it went to the model server */
+};
+
+/* A tool call, while its arguments come in pieces. */
+struct ollama_call {
+	int64_t		 index;		/* the server's; -1: none going */
+	int64_t		 next;		/* the least index a next may have */
+	char		 id[OLLAMA_ID_MAX];	/* as JSON string bytes */
+	size_t		 idlen;
+	char		 name[OLLAMA_ID_MAX];
+	size_t		 namelen;
+	struct buf	 args;		/* unescaped, up to OLLAMA_ARGS_MAX */
+	int64_t		 sent;		/* calls given to the client */
+};
+
+/* The translation of one answer; ollama_stream_init, then _free. */
+struct ollama_stream {
+	int		 api;
+	int		 stream;
+	int64_t		 dimensions;
+	struct ollama_times t;
+	char		 head[AGENCY_NAME_MAX * 6 + 32];	/* {"model":... */
+	size_t		 headlen;
+	int64_t		 second;	/* of the time cached in stamp */
+	char		 stamp[32];	/* "YYYY-MM-DDTHH:MM:SS" */
+	int64_t		 first;		/* ns, the first token, or 0 */
+	int64_t		 pieces;	/* chunks that carried tokens */
+	int64_t		 ptok;		/* usage, -1: not given */
+	int64_t		 ctok;
+	int64_t		 prompt_ns;	/* timings, -1: not given */
+	int64_t		 eval_ns;
+	char		 reason[32];	/* done_reason, "" until one came */
+	int		 ended;		/* [DONE] came */
+	int		 done;		/* the last line (or an error) went */
+	/* SSE: a line cut by the end of a piece; an event's data, in data
+	 * or, while it is in the piece being read, at borrow */
+	struct buf	 line;
+	int		 cr;		/* the last piece ended in CR */
+	struct buf	 data;
+	const char	*borrow;
+	size_t		 borrowlen;
+	int		 hasdata;
+	int		 errevent;	/* "event: error" */
+	struct ollama_call call;
+	struct buf	 calls;		/* a whole answer's, made */
+	struct buf	 lp;		/* a chunk's logprobs, made */
+};
+
+/* For the request r, answered as model (the name it gave, or the one
+ * picked for it when it gave none). */
+void		 ollama_stream_init(struct ollama_stream *,
+		    const struct ollama_req *, const char *,
+		    const struct ollama_times *);
+void		 ollama_stream_free(struct ollama_stream *);
+/*
+ * Bytes of the model server's SSE body as they come (any pieces), at
+ * now: the lines they make are appended to out.  0, or -1 when the
+ * stream is over (its last line, or an error line, is in out); once
+ * over, nothing more is written.
+ */
+int		 ollama_stream_feed(struct ollama_stream *, const char *,
+		    size_t, int64_t, struct buf *);
+/* One event's data (a chunk of JSON, or [DONE]): as feed. */
+int		 ollama_chunk(struct ollama_stream *, const char *, size_t,
+		    int64_t, struct buf *);
+/* The model server's body ended: the last line, or an error line when
+ * it ended before its end.  Nothing when the stream was over. */
+void		 ollama_stream_end(struct ollama_stream *, int64_t,
+		    struct buf *);
+/* The answer failed on agency's side (a timeout, a closed connection):
+ * an error line, unless the stream was over. */
+void		 ollama_stream_fail(struct ollama_stream *, const char *,
+		    struct buf *);
+/*
+ * A whole answer (not streamed: a chat or a generate of "stream":
+ * false, or embeddings) into one object in out: 0, or -1 with Ollama's
+ * error shape in out instead (a 502: the model server's answer is not
+ * what it should be).
+ */
+int		 ollama_answer(struct ollama_stream *, const char *, size_t,
+		    int64_t, struct buf *);
+/* The model server's error answer (status, body) in Ollama's shape;
+ * the status to answer with. */
+int		 ollama_upstream_error(int, const char *, size_t, struct buf *);
 
 /* ollama_out.c */
 int		 ollama_put(struct buf *, const char *, size_t);

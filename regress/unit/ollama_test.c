@@ -101,6 +101,31 @@
  *                               batch, as Ollama's truncate false)
  *  options             ignores  read as above, not sent
  *
+ * ANSWERS (streamed: one NDJSON line a chunk that carries text; whole:
+ * one object), in the order of Ollama's Go types.
+ *  model               the name as the request gave it (or the model
+ *                      picked for it)
+ *  created_at          the line's real time, RFC 3339, ns, UTC
+ *  message.content,
+ *  response            delta.content, message.content, or text
+ *                      (completions), as the server wrote it
+ *  message.thinking,
+ *  thinking            reasoning_content or reasoning
+ *  message.tool_calls  a call a line (streamed) once complete: {"id",
+ *                      "function":{"index","name","arguments":{...}}}
+ *  done, done_reason   false; then true with finish_reason: stop and
+ *                      length as they are, tool_calls as stop (Ollama's),
+ *                      another as it is, none: stop
+ *  logprobs            choices[0].logprobs.content (the same shape)
+ *  total_duration, load_duration, prompt_eval_count,
+ *  prompt_eval_duration, eval_count, eval_duration: ns and counts, the
+ *                      head of ollama_stream.c says from where
+ *  context             never: agency has no tokens to give
+ *  embeddings          data[].embedding as written (cut: dimensions)
+ *  embedding           data[0].embedding
+ *  error               the server's error.message (or error, message,
+ *                      detail), with its status; agency's own otherwise
+ *
  */
 #include <sys/types.h>
 
@@ -119,6 +144,7 @@
 #define SENT		1300000000LL
 #define NOW		2000000000LL	/* WALL + 1 s: ...22:13:21Z */
 
+static const struct ollama_times	 times = { WALL, START, GRANTED, SENT };
 
 /* The OpenAI body of a request, as it would be sent. */
 static const char *
@@ -746,6 +772,745 @@ ATF_TC_BODY(keep_alive, tc)
 	}
 }
 
+/* --- answers ------------------------------------------------------ */
+
+/* A request of api, for its answer. */
+static void
+req_of(struct ollama_req *r, int api, int stream, int64_t dimensions)
+{
+	memset(r, 0, sizeof(*r));
+	r->api = api;
+	r->stream = stream;
+	r->dimensions = dimensions;
+}
+
+static char *
+text_of(struct buf *out)
+{
+	char	*t;
+
+	ATF_REQUIRE((t = malloc(out->len + 1)) != NULL);
+	memcpy(t, out->b, out->len);
+	t[out->len] = '\0';
+	buf_release(out, 0);
+	return (t);
+}
+
+/* The lines of an SSE body fed in pieces of k bytes (0: whole) at NOW,
+ * and its end when end is set. */
+static char *
+fed(const struct ollama_req *r, const char *model, const char *sse,
+    size_t k, int end)
+{
+	struct ollama_stream	 st;
+	struct buf		 out = { 0 };
+	size_t			 i, n = strlen(sse), m;
+	int			 over = 0;
+
+	ollama_stream_init(&st, r, model, &times);
+	if (k == 0)
+		k = n;
+	for (i = 0; i < n; i += k) {
+		m = n - i < k ? n - i : k;
+		if (over)
+			ATF_CHECK_EQ(ollama_stream_feed(&st, sse + i, m, NOW,
+			    &out), -1);
+		else if (ollama_stream_feed(&st, sse + i, m, NOW, &out) == -1)
+			over = 1;
+	}
+	if (end)
+		ollama_stream_end(&st, NOW, &out);
+	ollama_stream_free(&st);
+	return (text_of(&out));
+}
+
+static int
+feeds(struct ollama_stream *st, const char *s, int64_t now, struct buf *out)
+{
+	return (ollama_stream_feed(st, s, strlen(s), now, out));
+}
+
+/* Every way of cutting sse in pieces gives want. */
+static void
+streams(int api, const char *sse, const char *want)
+{
+	struct ollama_req	 r;
+	size_t			 k, n = strlen(sse);
+	char			*got;
+
+	req_of(&r, api, 1, 0);
+	for (k = 0; k <= n; k = k < 64 ? k + 1 : k * 2) {
+		got = fed(&r, "qwen", sse, k, 1);
+		if (strcmp(got, want) != 0)
+			atf_tc_fail("in pieces of %zu:\n%s\nwant:\n%s", k, got,
+			    want);
+		free(got);
+	}
+}
+
+/* A whole answer (stream false, or embeddings). */
+static char *
+whole(int api, int64_t dimensions, const char *model, const char *body,
+    int *rc)
+{
+	struct ollama_req	 r;
+	struct ollama_stream	 st;
+	struct buf		 out = { 0 };
+
+	req_of(&r, api, 0, dimensions);
+	ollama_stream_init(&st, &r, model, &times);
+	*rc = ollama_answer(&st, body, strlen(body), NOW, &out);
+	ollama_stream_free(&st);
+	return (text_of(&out));
+}
+
+static void
+wholes(int api, int64_t dimensions, const char *body, int wantrc,
+    const char *want)
+{
+	char	*got;
+	int	 rc;
+
+	got = whole(api, dimensions, "qwen", body, &rc);
+	if (rc != wantrc || strcmp(got, want) != 0)
+		atf_tc_fail("%s\n  gave %d %s\n  want %d %s", body, rc, got,
+		    wantrc, want);
+	free(got);
+}
+
+/* the head of a line at NOW */
+#define LS	"{\"model\":\"qwen\",\"created_at\":\"2023-11-14T22:13:21Z\","
+#define CL(x)	LS "\"message\":{\"role\":\"assistant\",\"content\":\"" x \
+		"\"},\"done\":false}\n"
+#define GL(x)	LS "\"response\":\"" x "\",\"done\":false}\n"
+#define DONE	"data: [DONE]\n\n"
+/* what timings and usage give, and what the times alone give */
+#define TIMED	",\"total_duration\":1000000000,\"load_duration\":250000000," \
+		"\"prompt_eval_count\":29,\"prompt_eval_duration\":2555000," \
+		"\"eval_count\":3,\"eval_duration\":2273000}"
+#define UNTIMED	",\"total_duration\":1000000000,\"load_duration\":250000000," \
+		"\"prompt_eval_duration\":700000000,\"eval_count\":%d}"
+
+/* llama-server's stream, as it sent it (shared/realserver, tiny-a) */
+static const char	 llama_chat[] =
+    "data: {\"choices\":[{\"finish_reason\":null,\"index\":0,\"delta\":"
+    "{\"role\":\"assistant\",\"content\":null}}],\"created\":1796287010,"
+    "\"id\":\"chatcmpl-9dVxfLI94JjzZCxI6iGZNYtTxiQWkPYR\",\"model\":"
+    "\"/work/shared/realserver/tiny-a.gguf\",\"system_fingerprint\":"
+    "\"b0-unknown\",\"object\":\"chat.completion.chunk\"}\n\n"
+    "data: {\"choices\":[{\"finish_reason\":null,\"index\":0,\"delta\":"
+    "{\"content\":\" unnecess\"}}],\"created\":1796287010,\"id\":"
+    "\"chatcmpl-9dVxfLI94JjzZCxI6iGZNYtTxiQWkPYR\",\"model\":"
+    "\"/work/shared/realserver/tiny-a.gguf\",\"system_fingerprint\":"
+    "\"b0-unknown\",\"object\":\"chat.completion.chunk\"}\n\n"
+    "data: {\"choices\":[{\"finish_reason\":null,\"index\":0,\"delta\":"
+    "{\"content\":\" Blood\"}}],\"created\":1796287010}\n\n"
+    "data: {\"choices\":[{\"finish_reason\":null,\"index\":0,\"delta\":"
+    "{\"content\":\"\xd0\xb4\xd0\xb0\xd1\x85\"}}],\"created\":1796287010}\n\n"
+    "data: {\"choices\":[{\"finish_reason\":\"length\",\"index\":0,"
+    "\"delta\":{}}],\"created\":1796287010}\n\n"
+    "data: {\"choices\":[],\"created\":1796287010,\"id\":"
+    "\"chatcmpl-9dVxfLI94JjzZCxI6iGZNYtTxiQWkPYR\",\"object\":"
+    "\"chat.completion.chunk\",\"usage\":{\"completion_tokens\":3,"
+    "\"prompt_tokens\":29,\"total_tokens\":32,\"prompt_tokens_details\":"
+    "{\"cached_tokens\":0}},\"timings\":{\"cache_n\":0,\"prompt_n\":29,"
+    "\"prompt_ms\":2.555,\"prompt_per_token_ms\":0.08810344827586207,"
+    "\"prompt_per_second\":11350.293542074363,\"predicted_n\":3,"
+    "\"predicted_ms\":2.273,\"predicted_per_token_ms\":1.1365,"
+    "\"predicted_per_second\":879.8944126704795}}\n\n" DONE;
+
+ATF_TC_WITHOUT_HEAD(stream_chat);
+ATF_TC_BODY(stream_chat, tc)
+{
+	char	 want[1024];
+
+	/* a line a token, then the last with the server's numbers */
+	streams(OLLAMA_CHAT, llama_chat, CL(" unnecess") CL(" Blood")
+	    CL("\xd0\xb4\xd0\xb0\xd1\x85") LS "\"message\":{\"role\":"
+	    "\"assistant\",\"content\":\"\"},\"done\":true,\"done_reason\":"
+	    "\"length\"" TIMED "\n");
+
+	/* CRLF and CR line ends, comments, "data:" without its space,
+	 * other fields, an event of two data lines, escapes as written;
+	 * no usage nor timings: the chunks counted, the times used */
+	(void)snprintf(want, sizeof(want), CL("a\\\"b\\u00e9\\n") CL("c")
+	    CL("d") LS "\"message\":{\"role\":\"assistant\",\"content\":\"\"},"
+	    "\"done\":true,\"done_reason\":\"stop\"" UNTIMED "\n", 3);
+	streams(OLLAMA_CHAT, ": ping\r\n\r\nid: 1\r\nevent: message\r\n"
+	    "retry: 5\r\ndata:{\"choices\":[{\"delta\":{\"content\":"
+	    "\"a\\\"b\\u00e9\\n\"}}]}\r\n\r\ndata: {\"choices\":[{\"delta\":\r"
+	    "data: {\"content\":\"c\"}}]}\r\rdata: {\"choices\":[{\"delta\":"
+	    "{\"content\":\"d\"},\"finish_reason\":\"stop\"}]}\n\n" DONE, want);
+
+	/* the end comes with the body's end, no [DONE] */
+	(void)snprintf(want, sizeof(want), CL("x") LS "\"message\":{\"role\":"
+	    "\"assistant\",\"content\":\"\"},\"done\":true,\"done_reason\":"
+	    "\"tool_calls_x\"" UNTIMED "\n", 1);
+	streams(OLLAMA_CHAT, "data: {\"choices\":[{\"delta\":{\"content\":"
+	    "\"x\"},\"finish_reason\":\"tool_calls_x\"}]}\n\n", want);
+	/* ... even without its last blank line, or line end */
+	streams(OLLAMA_CHAT, "data: {\"choices\":[{\"delta\":{\"content\":"
+	    "\"x\"},\"finish_reason\":\"tool_calls_x\"}]}", want);
+	/* [DONE] with no finish_reason: stop */
+	(void)snprintf(want, sizeof(want), CL("x") LS "\"message\":{\"role\":"
+	    "\"assistant\",\"content\":\"\"},\"done\":true,\"done_reason\":"
+	    "\"stop\"" UNTIMED "\n", 1);
+	streams(OLLAMA_CHAT, "data: {\"choices\":[{\"delta\":{\"content\":"
+	    "\"x\"}}]}\n\n" DONE "data: {\"choices\":[{\"delta\":{\"content\":"
+	    "\"after\"}}]}\n\n", want);
+	/* an odd finish_reason: stop */
+	streams(OLLAMA_CHAT, "data: {\"choices\":[{\"delta\":{\"content\":"
+	    "\"x\"},\"finish_reason\":\"St\\u006fp\"}]}\n\n" DONE, want);
+}
+
+ATF_TC_WITHOUT_HEAD(stream_thinking);
+ATF_TC_BODY(stream_thinking, tc)
+{
+	char	 want[1024];
+
+	/* reasoning_content (llama-server, older vLLM) or reasoning */
+	(void)snprintf(want, sizeof(want),
+	    LS "\"message\":{\"role\":\"assistant\",\"content\":\"\","
+	    "\"thinking\":\"Hm\"},\"done\":false}\n"
+	    LS "\"message\":{\"role\":\"assistant\",\"content\":\"4\","
+	    "\"thinking\":\".\"},\"done\":false}\n"
+	    LS "\"message\":{\"role\":\"assistant\",\"content\":\"\"},"
+	    "\"done\":true,\"done_reason\":\"stop\"" UNTIMED "\n", 2);
+	streams(OLLAMA_CHAT, "data: {\"choices\":[{\"delta\":{\"content\":null,"
+	    "\"reasoning_content\":\"Hm\"}}]}\n\ndata: {\"choices\":[{\"delta\":"
+	    "{\"content\":\"4\",\"reasoning\":\".\"},\"finish_reason\":"
+	    "\"stop\"}]}\n\n" DONE, want);
+	/* generate: thinking beside response */
+	(void)snprintf(want, sizeof(want),
+	    LS "\"response\":\"\",\"thinking\":\"Hm\",\"done\":false}\n"
+	    LS "\"response\":\"\",\"done\":true,\"done_reason\":\"stop\""
+	    UNTIMED "\n", 1);
+	streams(OLLAMA_GENERATE, "data: {\"choices\":[{\"delta\":"
+	    "{\"reasoning_content\":\"Hm\"},\"finish_reason\":\"stop\"}]}\n\n"
+	    DONE, want);
+}
+
+ATF_TC_WITHOUT_HEAD(stream_generate);
+ATF_TC_BODY(stream_generate, tc)
+{
+	char	 want[1024];
+
+	/* completions' chunks (a raw generate), llama-server's */
+	streams(OLLAMA_GENERATE, "data: {\"choices\":[{\"text\":\"mond\","
+	    "\"index\":0,\"logprobs\":null,\"finish_reason\":null}],\"created\":"
+	    "1796287010,\"object\":\"text_completion\"}\n\n"
+	    "data: {\"choices\":[{\"text\":\" tak\\u017ce\",\"index\":0,"
+	    "\"logprobs\":null,\"finish_reason\":null}]}\n\n"
+	    "data: {\"choices\":[{\"text\":\"\",\"index\":0,\"logprobs\":null,"
+	    "\"finish_reason\":\"length\"}],\"usage\":{\"completion_tokens\":3,"
+	    "\"prompt_tokens\":29,\"total_tokens\":32},\"timings\":{\"prompt_n\":"
+	    "1,\"prompt_ms\":2.555,\"predicted_n\":2,\"predicted_ms\":2.273}}"
+	    "\n\n" DONE, GL("mond") GL(" tak\\u017ce") LS "\"response\":\"\","
+	    "\"done\":true,\"done_reason\":\"length\"" TIMED "\n");
+	/* a chat's chunks for a generate */
+	(void)snprintf(want, sizeof(want), GL("Hi") LS "\"response\":\"\","
+	    "\"done\":true,\"done_reason\":\"stop\"" UNTIMED "\n", 1);
+	streams(OLLAMA_GENERATE, "data: {\"choices\":[{\"delta\":{\"content\":"
+	    "\"Hi\"}}]}\n\ndata: {\"choices\":[{\"delta\":{},\"finish_reason\":"
+	    "\"stop\"}]}\n\n" DONE, want);
+}
+
+/* A stream of tool call pieces: each call, complete, a line. */
+#define TC(id, i, name, args) LS "\"message\":{\"role\":\"assistant\"," \
+		"\"content\":\"\",\"tool_calls\":[{" id "\"function\":" \
+		"{\"index\":" #i ",\"name\":\"" name "\",\"arguments\":" args \
+		"}}]},\"done\":false}\n"
+#define PIECE(x) "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":" \
+		"[" x "]}}]}\n\n"
+
+ATF_TC_WITHOUT_HEAD(stream_tools);
+ATF_TC_BODY(stream_tools, tc)
+{
+	char	 want[2048];
+
+	/* OpenAI's pieces: the name first, the arguments in pieces; the
+	 * next index completes one, finish_reason the last */
+	(void)snprintf(want, sizeof(want),
+	    TC("\"id\":\"call_1\",", 0, "get_weather",
+	    "{\"city\":\"T\xc3\xb6kyo\",\"days\":[1,2],\"x\":{}}")
+	    TC("\"id\":\"call_2\",", 1, "get_time", "{}")
+	    LS "\"message\":{\"role\":\"assistant\",\"content\":\"\"},"
+	    "\"done\":true,\"done_reason\":\"stop\"" UNTIMED "\n", 4);
+	streams(OLLAMA_CHAT,
+	    PIECE("{\"index\":0,\"id\":\"call_1\",\"type\":\"function\","
+	    "\"function\":{\"name\":\"get_weather\",\"arguments\":\"\"}}")
+	    PIECE("{\"index\":0,\"function\":{\"arguments\":\"{\\\"city\\\": "
+	    "\\\"T\\u00f6k\"}}")
+	    PIECE("{\"index\":0,\"function\":{\"arguments\":\"yo\\\", "
+	    "\\\"days\\\": [1, 2],\\n \\\"x\\\": {}}\"}}")
+	    PIECE("{\"index\":1,\"id\":\"call_2\",\"function\":{\"name\":"
+	    "\"get_time\",\"arguments\":\"\"}}")
+	    "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":"
+	    "\"tool_calls\"}]}\n\n" DONE, want);
+
+	/* no index: a piece with an id of its own is the next call; two
+	 * calls in one chunk; arguments whole; a surrogate pair of the
+	 * string read, the arguments' own escapes kept */
+	(void)snprintf(want, sizeof(want),
+	    TC("\"id\":\"a\",", 0, "f", "{\"s\":\"\xf0\x9f\x98\x80\","
+	    "\"t\":\"\\ud83d\\ude00\"}")
+	    TC("\"id\":\"b\",", 1, "g", "{\"n\":1}")
+	    TC("", 2, "h", "{}")
+	    LS "\"message\":{\"role\":\"assistant\",\"content\":\"\"},"
+	    "\"done\":true,\"done_reason\":\"stop\"" UNTIMED "\n", 2);
+	streams(OLLAMA_CHAT,
+	    PIECE("{\"id\":\"a\",\"function\":{\"name\":\"f\",\"arguments\":"
+	    "\"{\\\"s\\\":\\\"\\ud83d\\ude00\\\", \\\"t\\\":\\\""
+	    "\\\\ud83d\\\\ude00\\\"}\"}},{\"id\":\"b\","
+	    "\"function\":{\"name\":\"g\",\"arguments\":\"{\\\"n\\\"\"}}")
+	    PIECE("{\"function\":{\"arguments\":\":1}\"}},"
+	    "{\"index\":2,\"function\":{\"name\":\"h\"}}") DONE, want);
+
+	/* text, then calls: the text's lines first */
+	(void)snprintf(want, sizeof(want), CL("Let me look.")
+	    TC("", 0, "f", "{}") LS "\"message\":{\"role\":\"assistant\","
+	    "\"content\":\"\"},\"done\":true,\"done_reason\":\"stop\""
+	    UNTIMED "\n", 2);
+	streams(OLLAMA_CHAT, "data: {\"choices\":[{\"delta\":{\"content\":"
+	    "\"Let me look.\"}}]}\n\n" PIECE("{\"index\":0,\"function\":"
+	    "{\"name\":\"f\",\"arguments\":\" \"}}") DONE, want);
+
+	/* what ends the stream with an error line */
+	streams(OLLAMA_CHAT, PIECE("{\"index\":1,\"function\":{\"name\":\"f\","
+	    "\"arguments\":\"{}\"}}") PIECE("{\"index\":0,\"function\":"
+	    "{\"name\":\"g\",\"arguments\":\"{}\"}}") DONE,
+	    "{\"error\":\"the model server's tool calls are interleaved\"}\n");
+	streams(OLLAMA_CHAT, PIECE("{\"index\":0,\"function\":{\"name\":\"f\","
+	    "\"arguments\":\"{}\"}}") "data: {\"choices\":[{\"delta\":{},"
+	    "\"finish_reason\":\"tool_calls\"}]}\n\n" PIECE("{\"index\":0,"
+	    "\"function\":{\"arguments\":\"{}\"}}") DONE,
+	    TC("", 0, "f", "{}") "{\"error\":\"the model server's tool calls "
+	    "are interleaved\"}\n");
+	streams(OLLAMA_CHAT, PIECE("{\"index\":0,\"function\":{\"name\":\"f\","
+	    "\"arguments\":\"[1]\"}}") DONE, "{\"error\":\"the model server's "
+	    "tool call arguments are not a JSON object\"}\n");
+	streams(OLLAMA_CHAT, PIECE("{\"index\":0,\"function\":{\"name\":\"f\","
+	    "\"arguments\":\"{\\\"a\\\":\"}}") DONE, "{\"error\":\"the model "
+	    "server's tool call arguments are not a JSON object\"}\n");
+	streams(OLLAMA_CHAT, PIECE("{\"index\":0,\"function\":{\"name\":\"f\","
+	    "\"arguments\":\"{} {}\"}}") DONE, "{\"error\":\"the model "
+	    "server's tool call arguments are not a JSON object\"}\n");
+	/* (a lone surrogate escaped in the arguments is JSON: as it is) */
+	(void)snprintf(want, sizeof(want), TC("", 0, "f", "{\"s\":\"\\ud83d\"}")
+	    LS "\"message\":{\"role\":\"assistant\",\"content\":\"\"},"
+	    "\"done\":true,\"done_reason\":\"stop\"" UNTIMED "\n", 1);
+	streams(OLLAMA_CHAT, PIECE("{\"index\":0,\"function\":{\"name\":\"f\","
+	    "\"arguments\":\"{\\\"s\\\":\\\"\\\\ud83d\\\"}\"}}") DONE, want);
+	streams(OLLAMA_CHAT, PIECE("{\"index\":0,\"function\":{\"name\":\"f\","
+	    "\"arguments\":\"\\ud83d\"}}") DONE, "{\"error\":\"the model "
+	    "server's tool call arguments are too long or not text\"}\n");
+	/* generate asked for no tools: none given */
+	(void)snprintf(want, sizeof(want), LS "\"response\":\"\",\"done\":"
+	    "true,\"done_reason\":\"stop\"" UNTIMED "\n", 1);
+	streams(OLLAMA_GENERATE, PIECE("{\"index\":0,\"function\":{\"name\":"
+	    "\"f\",\"arguments\":\"{}\"}}") DONE, want);
+}
+
+ATF_TC_WITHOUT_HEAD(stream_tool_bounds);
+ATF_TC_BODY(stream_tool_bounds, tc)
+{
+	struct ollama_req	 r;
+	char			*sse, *got, name[OLLAMA_ID_MAX + 2];
+	size_t			 i, n;
+
+	req_of(&r, OLLAMA_CHAT, 1, 0);
+	/* arguments up to OLLAMA_ARGS_MAX, in pieces of 1000 bytes */
+	n = OLLAMA_ARGS_MAX / 1000 + 2;
+	ATF_REQUIRE((sse = malloc(n * 1200 + 256)) != NULL);
+	sse[0] = '\0';
+	(void)strcat(sse, PIECE("{\"index\":0,\"function\":{\"name\":\"f\","
+	    "\"arguments\":\"{\\\"a\\\":\\\"\"}}"));
+	for (i = 0; i < n; i++) {
+		(void)strcat(sse, "data: {\"choices\":[{\"delta\":"
+		    "{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":"
+		    "\"");
+		(void)memset(sse + strlen(sse), 'x', 1000);
+		sse[strlen(sse) + 1000] = '\0';
+		(void)strcat(sse, "\"}}]}}]}\n\n");
+	}
+	got = fed(&r, "qwen", sse, 0, 1);
+	ATF_CHECK_STREQ(got, "{\"error\":\"the model server's tool call "
+	    "arguments are too long or not text\"}\n");
+	free(got);
+	free(sse);
+
+	/* an id or a name too long to hold */
+	memset(name, 'n', sizeof(name) - 1);
+	name[sizeof(name) - 1] = '\0';
+	ATF_REQUIRE(asprintf(&sse, PIECE("{\"index\":0,\"function\":{\"name\":"
+	    "\"%s\"}}"), name) != -1);
+	got = fed(&r, "qwen", sse, 0, 1);
+	ATF_CHECK_STREQ(got, "{\"error\":\"the model server's tool call has an "
+	    "id or a name that is too long\"}\n");
+	free(got);
+	free(sse);
+	/* one byte less fits */
+	name[sizeof(name) - 2] = '\0';
+	ATF_REQUIRE(asprintf(&sse, PIECE("{\"index\":0,\"function\":{\"name\":"
+	    "\"%s\"}}") DONE, name) != -1);
+	got = fed(&r, "qwen", sse, 0, 1);
+	ATF_CHECK(strstr(got, "\"done\":true") != NULL);
+	free(got);
+	free(sse);
+}
+
+ATF_TC_WITHOUT_HEAD(stream_logprobs);
+ATF_TC_BODY(stream_logprobs, tc)
+{
+	char	 want[1024];
+
+	(void)snprintf(want, sizeof(want),
+	    LS "\"message\":{\"role\":\"assistant\",\"content\":\"Hi\"},"
+	    "\"done\":false,\"logprobs\":[{\"token\":\"Hi\",\"logprob\":-0.5,"
+	    "\"bytes\":[72,105],\"top_logprobs\":[{\"token\":\"Hi\","
+	    "\"logprob\":-0.5}]}]}\n" LS "\"message\":{\"role\":\"assistant\","
+	    "\"content\":\"\"},\"done\":true,\"done_reason\":\"stop\""
+	    UNTIMED "\n", 1);
+	streams(OLLAMA_CHAT, "data: {\"choices\":[{\"delta\":{\"content\":"
+	    "\"Hi\"},\"logprobs\":{\"content\":[{\"token\": \"Hi\", \"logprob\": "
+	    "-0.5, \"bytes\": [72, 105], \"top_logprobs\": [{\"token\": \"Hi\", "
+	    "\"logprob\": -0.5}]}]}}]}\n\n" DONE, want);
+}
+
+ATF_TC_WITHOUT_HEAD(stream_errors);
+ATF_TC_BODY(stream_errors, tc)
+{
+	struct ollama_req	 r;
+	struct ollama_stream	 st;
+	struct buf		 out = { 0 };
+	char			*got, *big;
+
+	/* the server's error, as it wrote it, after what came before */
+	streams(OLLAMA_CHAT, "data: {\"choices\":[{\"delta\":{\"content\":"
+	    "\"x\"}}]}\n\ndata: {\"error\":{\"code\":500,\"message\":\"the "
+	    "\\\"slot\\\" failed\",\"type\":\"server_error\"}}\n\n" DONE,
+	    CL("x") "{\"error\":\"the \\\"slot\\\" failed\"}\n");
+	streams(OLLAMA_CHAT, "data: {\"error\":\"bad\"}\n\n", "{\"error\":"
+	    "\"bad\"}\n");
+	streams(OLLAMA_CHAT, "event: error\ndata: {\"message\":\"m\"}\n\n",
+	    "{\"error\":\"the model server failed\"}\n");
+	streams(OLLAMA_CHAT, "event: error\ndata: {\"error\":{\"message\":"
+	    "\"busy\"}}\n\n", "{\"error\":\"busy\"}\n");
+	streams(OLLAMA_CHAT, "error: {\"code\":500,\"message\":\"out\"}\n\n",
+	    "{\"error\":\"the model server failed\"}\n");
+	streams(OLLAMA_CHAT, "error: {\"error\":{\"code\":500,\"message\":"
+	    "\"out\"}}\n\n", "{\"error\":\"out\"}\n");
+	streams(OLLAMA_CHAT, "data: {\"error\":{\"code\":500}}\n\n",
+	    "{\"error\":\"the model server failed\"}\n");
+	/* "error": null is none */
+	streams(OLLAMA_CHAT, "data: {\"error\":null,\"choices\":[{\"delta\":"
+	    "{\"content\":\"x\"},\"finish_reason\":\"length\"}],\"usage\":"
+	    "{\"prompt_tokens\":29,\"completion_tokens\":3},\"timings\":"
+	    "{\"prompt_ms\":2.555,\"predicted_ms\":2.273}}\n\n" DONE,
+	    CL("x") LS "\"message\":{\"role\":\"assistant\",\"content\":\"\"},"
+	    "\"done\":true,\"done_reason\":\"length\"" TIMED "\n");
+
+	/* not JSON as it must be: the stream ends there */
+#define BAD	"{\"error\":\"the model server's stream is not JSON as it " \
+		"should be\"}\n"
+	streams(OLLAMA_CHAT, "data: {\"choices\":[{\"delta\":{\"content\":"
+	    "\"x\"}}]}\n\ndata: {\"choices\":[}\n\n" DONE, CL("x") BAD);
+	streams(OLLAMA_CHAT, "data: {\"choices\":[{\"delta\":{\"content\":"
+	    "\"a\tb\"}}]}\n\n" DONE, BAD);
+	streams(OLLAMA_CHAT, "data: {\"choices\":[{\"delta\":{\"content\":"
+	    "\"\xc3\x28\"}}]}\n\n" DONE, BAD);
+	streams(OLLAMA_CHAT, "data: {\"choices\":[{\"delta\":{\"content\":"
+	    "\"\xed\xa0\x80\"}}]}\n\n" DONE, BAD);
+	streams(OLLAMA_CHAT, "data: {\"choices\":[{\"delta\":{\"content\":"
+	    "\"\\x\"}}]}\n\n" DONE, BAD);
+	streams(OLLAMA_CHAT, "data: {\"choices\":[{\"delta\":{\"content\":"
+	    "\"\\u12g4\"}}]}\n\n" DONE, BAD);
+	streams(OLLAMA_CHAT, "data: {\"choices\":[{\"delta\":{\"content\":"
+	    "\"x\"}}]} x\n\n" DONE, BAD);
+	streams(OLLAMA_CHAT, "data: {\"choices\":[1,]}\n\n" DONE, BAD);
+	streams(OLLAMA_CHAT, "data: {\"a\":01}\n\n" DONE, BAD);
+	streams(OLLAMA_CHAT, "data: {\"a\":tru}\n\n" DONE, BAD);
+	streams(OLLAMA_CHAT, "data: {\"a\" 1}\n\n" DONE, BAD);
+	streams(OLLAMA_CHAT, "data: {\"choices\":{}}\n\n" DONE, BAD);
+	streams(OLLAMA_CHAT, "data: [1]\n\n" DONE, BAD);
+	streams(OLLAMA_CHAT, "data: \n\n" DONE, BAD);
+	/* too deep */
+	ATF_REQUIRE((big = malloc(2 * OLLAMA_DEPTH + 64)) != NULL);
+	(void)strcpy(big, "data: ");
+	memset(big + 6, '[', OLLAMA_DEPTH);
+	memset(big + 6 + OLLAMA_DEPTH, ']', OLLAMA_DEPTH);
+	(void)strcpy(big + 6 + 2 * OLLAMA_DEPTH, "\n\n");
+	streams(OLLAMA_CHAT, big, BAD);
+	big[6] = ' ';
+	big[6 + 2 * OLLAMA_DEPTH - 1] = ' ';
+	streams(OLLAMA_CHAT, big, BAD);
+	memcpy(big + 6, "{\"a\":", 5);
+	memset(big + 11, '[', OLLAMA_DEPTH - 2);
+	memset(big + 9 + OLLAMA_DEPTH, ']', OLLAMA_DEPTH - 2);
+	(void)strcpy(big + 7 + 2 * OLLAMA_DEPTH, "}\n\n" DONE);
+	streams(OLLAMA_CHAT, big, LS "\"message\":{\"role\":\"assistant\","
+	    "\"content\":\"\"},\"done\":true,\"done_reason\":\"stop\","
+	    "\"total_duration\":1000000000,\"load_duration\":250000000}\n");
+	free(big);
+
+	/* ended before its end, or failed on agency's side; nothing more
+	 * after either */
+	streams(OLLAMA_CHAT, "data: {\"choices\":[{\"delta\":{\"content\":"
+	    "\"x\"}}]}\n\n", CL("x") "{\"error\":\"the model server's answer "
+	    "ended before its end\"}\n");
+	streams(OLLAMA_CHAT, "", "{\"error\":\"the model server's answer "
+	    "ended before its end\"}\n");
+	req_of(&r, OLLAMA_CHAT, 1, 0);
+	ollama_stream_init(&st, &r, "qwen", &times);
+	ATF_CHECK_EQ(feeds(&st, "data: {\"choices\":[{\"delta\":"
+	    "{\"content\":\"x\"}}]}\n\n", NOW, &out), 0);
+	ollama_stream_fail(&st, "qwen: no answer in time", &out);
+	ATF_CHECK_EQ(feeds(&st, "data: {}\n\n", NOW, &out), -1);
+	ATF_CHECK_EQ(ollama_chunk(&st, "[DONE]", 6, NOW, &out), -1);
+	ollama_stream_end(&st, NOW, &out);
+	ollama_stream_fail(&st, "again", &out);
+	ollama_stream_free(&st);
+	got = text_of(&out);
+	ATF_CHECK_STREQ(got, CL("x") "{\"error\":\"qwen: no answer in time\"}"
+	    "\n");
+	free(got);
+}
+
+ATF_TC_WITHOUT_HEAD(stream_bounds);
+ATF_TC_BODY(stream_bounds, tc)
+{
+	static const char	 head[] = "data: {\"choices\":[{\"delta\":"
+	    "{\"content\":\"";
+	static const char	 tail[] = "\"}}]}\n\n" DONE;
+	struct ollama_req	 r;
+	char			*sse, *got;
+	size_t			 n = OLLAMA_EVENT_MAX, h = strlen(head), at;
+
+	req_of(&r, OLLAMA_CHAT, 1, 0);
+	/* a line of n bytes (and its end), cut across pieces: held */
+	ATF_REQUIRE((sse = malloc(2 * n)) != NULL);
+	memcpy(sse, head, h);
+	memset(sse + h, 'a', n - h - 5);
+	(void)strcpy(sse + n - 5, tail);
+	got = fed(&r, "qwen", sse, 4096, 1);
+	ATF_CHECK(strncmp(got, LS "\"message\":{\"role\":\"assistant\","
+	    "\"content\":\"aaa", 84) == 0);
+	ATF_CHECK(strstr(got, "\"done\":true") != NULL);
+	free(got);
+	/* a byte more: refused */
+	memset(sse + h, 'a', n - h - 4);
+	(void)strcpy(sse + n - 4, tail);
+	got = fed(&r, "qwen", sse, 4096, 1);
+	ATF_CHECK_STREQ(got, "{\"error\":\"a line of the model server's "
+	    "stream is too long\"}\n");
+	free(got);
+	/* an event of many data lines over the bound */
+	for (at = 0; at < n + 20000; at += 1007) {
+		memcpy(sse + at, "data: ", 6);
+		memset(sse + at + 6, 'a', 1000);
+		sse[at + 1006] = '\n';
+	}
+	sse[at] = '\0';
+	got = fed(&r, "qwen", sse, 1000, 1);
+	ATF_CHECK_STREQ(got, "{\"error\":\"an event of the model server's "
+	    "stream is too long\"}\n");
+	free(got);
+	free(sse);
+}
+
+ATF_TC_WITHOUT_HEAD(stream_times);
+ATF_TC_BODY(stream_times, tc)
+{
+	struct ollama_req	 r;
+	struct ollama_stream	 st;
+	struct ollama_times	 t = { WALL + 123456789, START, START,
+	    START + 5000 };
+	struct buf		 out = { 0 };
+	char			*got;
+
+	/* each line's time, ns without their trailing zeros; the times
+	 * between the tokens; load_duration 0 (no wait) left out */
+	req_of(&r, OLLAMA_GENERATE, 1, 0);
+	ollama_stream_init(&st, &r, "m\"1", &t);
+	(void)feeds(&st, "data: {\"choices\":[{\"text\":\"a\"}]}\n\n",
+	    START + 100000, &out);
+	(void)feeds(&st, "data: {\"choices\":[{\"text\":\"b\"}]}\n\n",
+	    START + 876543211, &out);
+	(void)feeds(&st, "data: {\"choices\":[{\"text\":\"\",\"finish_reason\":"
+	    "\"stop\"}]}\n\n" DONE, START + 2000000000LL, &out);
+	ollama_stream_free(&st);
+	got = text_of(&out);
+	ATF_CHECK_STREQ(got,
+	    "{\"model\":\"m\\\"1\",\"created_at\":\"2023-11-14T22:13:20.123556789Z\","
+	    "\"response\":\"a\",\"done\":false}\n"
+	    "{\"model\":\"m\\\"1\",\"created_at\":\"2023-11-14T22:13:21Z\","
+	    "\"response\":\"b\",\"done\":false}\n"
+	    "{\"model\":\"m\\\"1\",\"created_at\":\"2023-11-14T22:13:22.123456789Z\","
+	    "\"response\":\"\",\"done\":true,\"done_reason\":\"stop\","
+	    "\"total_duration\":2000000000,\"prompt_eval_duration\":95000,"
+	    "\"eval_count\":2,\"eval_duration\":1999900000}\n");
+	free(got);
+}
+
+ATF_TC_WITHOUT_HEAD(whole_answer);
+ATF_TC_BODY(whole_answer, tc)
+{
+	/* llama-server's answer, as it sent it */
+	wholes(OLLAMA_CHAT, 0, "{\"choices\":[{\"finish_reason\":\"length\","
+	    "\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":"
+	    "\"\xc3\xa9o inspirediras\"}}],\"created\":1796287010,\"model\":"
+	    "\"/work/shared/realserver/tiny-a.gguf\",\"system_fingerprint\":"
+	    "\"b0-unknown\",\"object\":\"chat.completion\",\"usage\":"
+	    "{\"completion_tokens\":3,\"prompt_tokens\":29,\"total_tokens\":32,"
+	    "\"prompt_tokens_details\":{\"cached_tokens\":28}},\"id\":"
+	    "\"chatcmpl-urKaIPnNok2FavMYG6Fwk9MCPggvgcM4\",\"timings\":"
+	    "{\"cache_n\":28,\"prompt_n\":1,\"prompt_ms\":2.555,"
+	    "\"prompt_per_token_ms\":5.743,\"predicted_n\":3,\"predicted_ms\":"
+	    "2.273}}", 0, "{\"model\":\"qwen\",\"created_at\":"
+	    "\"2023-11-14T22:13:21Z\",\"message\":{\"role\":\"assistant\","
+	    "\"content\":\"\xc3\xa9o inspirediras\"},\"done\":true,"
+	    "\"done_reason\":\"length\"" TIMED);
+
+	/* thinking, tool calls (arguments an object), logprobs; no
+	 * timings: eval_duration the whole wait, no prompt_eval_duration */
+	wholes(OLLAMA_CHAT, 0, "{\"choices\":[{\"index\":0,\"message\":"
+	    "{\"role\":\"assistant\",\"content\":null,\"reasoning_content\":"
+	    "\"Hm.\",\"tool_calls\":[{\"id\":\"call_a\",\"type\":\"function\","
+	    "\"function\":{\"name\":\"get_weather\",\"arguments\":"
+	    "\"{\\\"city\\\": \\\"Paris\\\"}\"}},{\"id\":\"call_b\",\"type\":"
+	    "\"function\",\"function\":{\"name\":\"get_time\",\"arguments\":"
+	    "\"{}\"}}]},\"logprobs\":{\"content\":[]},\"finish_reason\":"
+	    "\"tool_calls\"},{\"index\":1,\"message\":{\"content\":\"2nd\"}}],"
+	    "\"usage\":{\"prompt_tokens\":122,\"completion_tokens\":33}}", 0,
+	    "{\"model\":\"qwen\",\"created_at\":\"2023-11-14T22:13:21Z\","
+	    "\"message\":{\"role\":\"assistant\",\"content\":\"\",\"thinking\":"
+	    "\"Hm.\",\"tool_calls\":[{\"id\":\"call_a\",\"function\":{\"index\":"
+	    "0,\"name\":\"get_weather\",\"arguments\":{\"city\":\"Paris\"}}},"
+	    "{\"id\":\"call_b\",\"function\":{\"index\":1,\"name\":"
+	    "\"get_time\",\"arguments\":{}}}]},\"done\":true,\"done_reason\":"
+	    "\"stop\",\"logprobs\":[],\"total_duration\":1000000000,"
+	    "\"load_duration\":250000000,\"prompt_eval_count\":122,"
+	    "\"eval_count\":33,\"eval_duration\":700000000}");
+
+	/* completions' answer for a raw generate */
+	wholes(OLLAMA_GENERATE, 0, "{\"choices\":[{\"text\":\"Layer wird\","
+	    "\"index\":0,\"logprobs\":null,\"finish_reason\":\"length\"}],"
+	    "\"object\":\"text_completion\",\"usage\":{\"completion_tokens\":2,"
+	    "\"prompt_tokens\":2,\"total_tokens\":4}}", 0, "{\"model\":\"qwen\","
+	    "\"created_at\":\"2023-11-14T22:13:21Z\",\"response\":\"Layer wird\","
+	    "\"done\":true,\"done_reason\":\"length\",\"total_duration\":"
+	    "1000000000,\"load_duration\":250000000,\"prompt_eval_count\":2,"
+	    "\"eval_count\":2,\"eval_duration\":700000000}");
+
+	/* what is not an answer: 502's body */
+	wholes(OLLAMA_CHAT, 0, "{\"choices\":[{\"message\":{\"content\":\"x\"}}"
+	    "]", -1, "{\"error\":\"the model server's answer is not JSON as it "
+	    "should be\"}");
+	wholes(OLLAMA_CHAT, 0, "{\"choices\":[{\"message\":{\"tool_calls\":"
+	    "[{\"function\":{\"name\":\"f\",\"arguments\":\"x\"}}]}}]}", -1,
+	    "{\"error\":\"the model server's tool call arguments are not a "
+	    "JSON object\"}");
+	wholes(OLLAMA_CHAT, 0, "{\"error\":{\"message\":\"too long\"}}", -1,
+	    "{\"error\":\"too long\"}");
+}
+
+ATF_TC_WITHOUT_HEAD(embed_answer);
+ATF_TC_BODY(embed_answer, tc)
+{
+	static const char	 two[] = "{\"model\":\"x\",\"object\":\"list\","
+	    "\"usage\":{\"prompt_tokens\":4,\"total_tokens\":4},\"data\":"
+	    "[{\"embedding\":[0.6, 0.8, 0.5e0, -2],\"index\":0,\"object\":"
+	    "\"embedding\"},{\"embedding\":[1e-3,2],\"index\":1,\"object\":"
+	    "\"embedding\"}]}";
+
+	wholes(OLLAMA_EMBED, 0, two, 0, "{\"model\":\"qwen\",\"embeddings\":"
+	    "[[0.6,0.8,0.5e0,-2],[1e-3,2]],\"total_duration\":1000000000,"
+	    "\"load_duration\":250000000,\"prompt_eval_count\":4}");
+	/* cut to dimensions and of length 1 again; one as long kept */
+	wholes(OLLAMA_EMBED, 2, two, 0, "{\"model\":\"qwen\",\"embeddings\":"
+	    "[[0.6,0.8],[1e-3,2]],\"total_duration\":1000000000,"
+	    "\"load_duration\":250000000,\"prompt_eval_count\":4}");
+	wholes(OLLAMA_EMBED, 3, two, 0, "{\"model\":\"qwen\",\"embeddings\":"
+	    "[[0.5366563,0.7155418,0.4472136],[1e-3,2]],\"total_duration\":"
+	    "1000000000,\"load_duration\":250000000,\"prompt_eval_count\":4}");
+	wholes(OLLAMA_EMBED, 1, "{\"data\":[{\"embedding\":[0,0,0]},"
+	    "{\"embedding\":[-3,4]}]}", 0, "{\"model\":\"qwen\",\"embeddings\":"
+	    "[[0],[-1]],\"total_duration\":1000000000,\"load_duration\":"
+	    "250000000}");
+	wholes(OLLAMA_EMBED, 0, "{\"data\":[]}", 0, "{\"model\":\"qwen\","
+	    "\"embeddings\":[],\"total_duration\":1000000000,\"load_duration\":"
+	    "250000000}");
+	/* the older route: the first alone, as it is */
+	wholes(OLLAMA_EMBEDDINGS, 0, two, 0, "{\"embedding\":[0.6,0.8,0.5e0,"
+	    "-2]}");
+
+	wholes(OLLAMA_EMBED, 0, "{\"data\":[{\"embedding\":[1,\"2\"]}]}", -1,
+	    "{\"error\":\"the model server's embeddings are not JSON as they "
+	    "should be\"}");
+	wholes(OLLAMA_EMBED, 0, "{\"data\":[{\"index\":0}]}", -1,
+	    "{\"error\":\"the model server's embeddings are not JSON as they "
+	    "should be\"}");
+	wholes(OLLAMA_EMBED, 0, "{\"data\":[{\"embedding\":[1],\"embedding\":"
+	    "[2]}]}", -1, "{\"error\":\"the model server's embeddings are not "
+	    "JSON as they should be\"}");
+	wholes(OLLAMA_EMBED, 0, "{\"data\":{}}", -1, "{\"error\":\"the model "
+	    "server's embeddings are not JSON as they should be\"}");
+	wholes(OLLAMA_EMBED, 0, "{\"data\":[]} {}", -1, "{\"error\":\"the "
+	    "model server's embeddings are not JSON as they should be\"}");
+	wholes(OLLAMA_EMBED, 0, "{\"error\":\"input is too large\"}", -1,
+	    "{\"error\":\"input is too large\"}");
+	wholes(OLLAMA_EMBEDDINGS, 0, "{\"data\":[]}", -1, "{\"error\":\"the "
+	    "model server gave no embedding\"}");
+}
+
+/* The model server's error answer in Ollama's shape. */
+static void
+upstream(int status, const char *body, int want, const char *wantbody)
+{
+	struct buf	 out = { 0 };
+	char		*got;
+	int		 s;
+
+	s = ollama_upstream_error(status, body, strlen(body), &out);
+	got = text_of(&out);
+	if (s != want || strcmp(got, wantbody) != 0)
+		atf_tc_fail("%d %s\n  gave %d %s\n  want %d %s", status, body,
+		    s, got, want, wantbody);
+	free(got);
+}
+
+ATF_TC_WITHOUT_HEAD(upstream_errors);
+ATF_TC_BODY(upstream_errors, tc)
+{
+	/* llama-server's, vLLM's, FastAPI's, mlx's; else the status */
+	upstream(400, "{\"error\":{\"code\":400,\"message\":\"request (3028 "
+	    "tokens) exceeds the available context size (512 tokens), try "
+	    "increasing it\",\"type\":\"exceed_context_size_error\","
+	    "\"n_prompt_tokens\":3028,\"n_ctx\":512}}", 400, "{\"error\":"
+	    "\"request (3028 tokens) exceeds the available context size (512 "
+	    "tokens), try increasing it\"}");
+	upstream(400, "{\"object\":\"error\",\"message\":\"bad \\\"x\\\"\","
+	    "\"type\":\"BadRequestError\",\"param\":null,\"code\":400}", 400,
+	    "{\"error\":\"bad \\\"x\\\"\"}");
+	upstream(422, "{\"detail\":[{\"loc\":[\"body\"],\"msg\":\"field "
+	    "required\"}]}", 422, "{\"error\":\"the model server answered "
+	    "422\"}");
+	upstream(404, "{\"detail\":\"Not Found\"}", 404, "{\"error\":\"Not "
+	    "Found\"}");
+	upstream(500, "{\"error\":\"boom\"}", 500, "{\"error\":\"boom\"}");
+	upstream(503, "{\"error\":{\"code\":503,\"message\":\"Loading "
+	    "model\",\"type\":\"unavailable_error\"}}", 503,
+	    "{\"error\":\"Loading model\"}");
+	upstream(500, "Internal Server Error", 500, "{\"error\":\"the model "
+	    "server answered 500\"}");
+	upstream(500, "{\"error\":{\"message\":\"\"}}", 500, "{\"error\":"
+	    "\"the model server answered 500\"}");
+	upstream(500, "{\"error\":{\"message\":\"x\"}} tail", 500,
+	    "{\"error\":\"the model server answered 500\"}");
+	upstream(302, "{}", 502, "{\"error\":\"the model server answered "
+	    "502\"}");
+}
+
 ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, chat_request);
@@ -758,5 +1523,17 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, generate_request);
 	ATF_TP_ADD_TC(tp, embed_request);
 	ATF_TP_ADD_TC(tp, keep_alive);
+	ATF_TP_ADD_TC(tp, stream_chat);
+	ATF_TP_ADD_TC(tp, stream_thinking);
+	ATF_TP_ADD_TC(tp, stream_generate);
+	ATF_TP_ADD_TC(tp, stream_tools);
+	ATF_TP_ADD_TC(tp, stream_tool_bounds);
+	ATF_TP_ADD_TC(tp, stream_logprobs);
+	ATF_TP_ADD_TC(tp, stream_errors);
+	ATF_TP_ADD_TC(tp, stream_bounds);
+	ATF_TP_ADD_TC(tp, stream_times);
+	ATF_TP_ADD_TC(tp, whole_answer);
+	ATF_TP_ADD_TC(tp, embed_answer);
+	ATF_TP_ADD_TC(tp, upstream_errors);
 	return (atf_no_error());
 }
