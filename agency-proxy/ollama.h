@@ -14,7 +14,11 @@
  *   chunks into Ollama's NDJSON lines as they come (state in struct
  *   ollama_stream, bounded), a whole answer into one object,
  *   embeddings, and its errors into {"error":"..."}.
- * - ollama_out.c: what the two write with: times in RFC 3339,
+ * - ollama_list.c: what agency knows of its models as /api/tags,
+ *   /api/ps and /api/show, /api/version, the answers of a request that
+ *   only loads (or stops) a model, and the refusals of the routes that
+ *   manage models.
+ * - ollama_out.c: what the three write with: times in RFC 3339,
  *   numbers, escaped strings, the error shape.
  *
  * Every field of Ollama's requests and answers, and what agency does
@@ -29,6 +33,9 @@
 #include <json-c/json.h>
 
 #include "proxy.h"
+
+/* The release of Ollama whose API agency answers as (/api/version). */
+#define OLLAMA_API_VERSION	"0.32.15"
 
 #define OLLAMA_EVENT_MAX	(1024 * 1024)	/* an SSE event held */
 #define OLLAMA_ARGS_MAX		(1024 * 1024)	/* a tool call's arguments */
@@ -169,6 +176,45 @@ int		 ollama_answer(struct ollama_stream *, const char *, size_t,
 /* The model server's error answer (status, body) in Ollama's shape;
  * the status to answer with. */
 int		 ollama_upstream_error(int, const char *, size_t, struct buf *);
+
+/* What agency knows of a model, for the listings. */
+struct ollama_model {
+	const char	*name;
+	const char	*runtime;
+	const char	*upstream;	/* file or directory */
+	int		 kind;		/* enum model_kind */
+	int64_t		 modified;	/* ns since the epoch */
+	int64_t		 size;		/* bytes; 0: not known */
+	const char	*family;	/* "": not known */
+	const char	*parameter_size;
+	const char	*quantization;
+	int64_t		 context;	/* tokens; 0: not known */
+	const char *const *aliases;
+	size_t		 naliases;
+	/* /api/ps */
+	int		 loaded;	/* ready */
+	int		 busy;		/* requests in progress */
+	int64_t		 last_used;	/* ns since the epoch */
+	int64_t		 idle_ns;	/* its idle timeout; 0: none */
+	int64_t		 size_vram;
+};
+
+/* The listings, into out; now is the real time in ns.  0, or -1 when
+ * out of memory. */
+int		 ollama_tags(const struct ollama_model *, size_t, struct buf *);
+int		 ollama_ps(const struct ollama_model *, size_t, int64_t,
+		    struct buf *);
+int		 ollama_show(const struct ollama_model *, struct buf *);
+int		 ollama_version(struct buf *);
+/* The answer to a request that only loaded model (stopped: and stopped
+ * it), at the real time now. */
+int		 ollama_loaded(const struct ollama_req *, const char *, int,
+		    int64_t, struct buf *);
+/* What GET / and HEAD / answer where the console is off. */
+#define OLLAMA_RUNNING		"Ollama is running"
+/* A route that manages models (pull, push, create, copy, delete, the
+ * blobs): 1 with e (Ollama's shape) to answer with; 0 for any other. */
+int		 ollama_refused(const char *, struct rerr *);
 
 /* ollama_out.c */
 int		 ollama_put(struct buf *, const char *, size_t);

@@ -126,6 +126,7 @@
  *  error               the server's error.message (or error, message,
  *                      detail), with its status; agency's own otherwise
  *
+ * LISTINGS: the head of agency-proxy/ollama_list.c has their fields.
  */
 #include <sys/types.h>
 
@@ -136,6 +137,7 @@
 
 #include "proxy.h"
 #include "ollama.h"
+#include "sha256.h"
 
 /* 2023-11-14T22:13:20Z, and the monotonic times of a request */
 #define WALL		1700000000000000000LL
@@ -1511,6 +1513,240 @@ ATF_TC_BODY(upstream_errors, tc)
 	    "502\"}");
 }
 
+/* --- listings ----------------------------------------------------- */
+
+static const char *const	 aliases[] = { "qwen", "q:7b" };
+
+/* 2024-06-04T14:38:31.83753Z */
+#define MODIFIED	1717511911837530000LL
+#define DIGEST_Q	"4ab0e8a7f2c1"
+
+static void
+models(struct ollama_model m[3])
+{
+	memset(m, 0, 3 * sizeof(*m));
+	m[0].name = "qwen2.5-7b";
+	m[0].runtime = "llama";
+	m[0].upstream = "/srv/models/qwen2.5-7b-instruct-q4_k_m.GGUF";
+	m[0].kind = KIND_CHAT;
+	m[0].modified = MODIFIED;
+	m[0].size = 4683075271LL;
+	m[0].family = "qwen2";
+	m[0].parameter_size = "7.6B";
+	m[0].quantization = "Q4_K_M";
+	m[0].context = 32768;
+	m[0].aliases = aliases;
+	m[0].naliases = 2;
+	m[0].loaded = 1;
+	m[0].last_used = WALL - 60000000000LL;
+	m[0].idle_ns = 900000000000LL;
+	m[0].size_vram = 0;
+	m[1].name = "embed";
+	m[1].runtime = "llama-embed";
+	m[1].upstream = "/srv/models/minilm";
+	m[1].kind = KIND_EMBEDDING;
+	m[1].modified = WALL;
+	m[1].loaded = 1;
+	m[2].name = "llava:13b";
+	m[2].runtime = "vision";
+	m[2].upstream = "/srv/models/llava.gguf";
+	m[2].kind = KIND_VISION;
+	m[2].modified = WALL;
+	m[2].size = 1;
+	m[2].loaded = 1;
+	m[2].busy = 1;
+	m[2].last_used = 1;
+	m[2].idle_ns = 300000000000LL;
+}
+
+static char *
+digest(const char *rt, const char *up)
+{
+	struct sha256	 c;
+	uint8_t		 d[SHA256_LEN];
+	static char	 hex[SHA256_HEXLEN];
+
+	sha256_init(&c);
+	sha256_update(&c, rt, strlen(rt) + 1);
+	sha256_update(&c, up, strlen(up) + 1);
+	sha256_final(&c, d);
+	sha256_hex(d, hex);
+	return (hex);
+}
+
+#define DETAILS_Q "\"details\":{\"parent_model\":\"\",\"format\":\"gguf\"," \
+	"\"family\":\"qwen2\",\"families\":[\"qwen2\"],\"parameter_size\":" \
+	"\"7.6B\",\"quantization_level\":\"Q4_K_M\",\"context_length\":32768}"
+#define DETAILS_NONE(f) "\"details\":{\"parent_model\":\"\",\"format\":" \
+	"\"" f "\",\"family\":\"\",\"families\":null,\"parameter_size\":\"\"," \
+	"\"quantization_level\":\"\"}"
+
+ATF_TC_WITHOUT_HEAD(listings);
+ATF_TC_BODY(listings, tc)
+{
+	struct ollama_model	 m[3];
+	struct buf		 out = { 0 };
+	char			*got, *want, dq[SHA256_HEXLEN],
+				 de[SHA256_HEXLEN], dl[SHA256_HEXLEN];
+
+	models(m);
+	(void)strlcpy(dq, digest("llama", m[0].upstream), sizeof(dq));
+	(void)strlcpy(de, digest("llama-embed", m[1].upstream), sizeof(de));
+	(void)strlcpy(dl, digest("vision", m[2].upstream), sizeof(dl));
+	/* the digest names the runtime and the upstream, both */
+	ATF_CHECK(strcmp(dq, digest("llama2", m[0].upstream)) != 0);
+	ATF_CHECK(strcmp(dq, digest("llama", "/srv/models/other")) != 0);
+
+	/* tags: each name and alias, tagged */
+	ATF_REQUIRE_EQ(ollama_tags(m, 3, &out), 0);
+	got = text_of(&out);
+	ATF_REQUIRE(asprintf(&want, "{\"models\":["
+#define TAGQ(n) "{\"name\":\"" n "\",\"model\":\"" n "\",\"modified_at\":" \
+	"\"2024-06-04T14:38:31.83753Z\",\"size\":4683075271,\"digest\":" \
+	"\"%s\"," DETAILS_Q ",\"capabilities\":[\"completion\"]}"
+	    TAGQ("qwen2.5-7b:latest") "," TAGQ("qwen:latest") "," TAGQ("q:7b")
+	    ",{\"name\":\"embed:latest\",\"model\":\"embed:latest\","
+	    "\"modified_at\":\"2023-11-14T22:13:20Z\",\"size\":0,\"digest\":"
+	    "\"%s\"," DETAILS_NONE("") ",\"capabilities\":[\"embedding\"]},"
+	    "{\"name\":\"llava:13b\",\"model\":\"llava:13b\",\"modified_at\":"
+	    "\"2023-11-14T22:13:20Z\",\"size\":1,\"digest\":\"%s\","
+	    DETAILS_NONE("gguf") ",\"capabilities\":[\"completion\","
+	    "\"vision\"]}]}", dq, dq, dq, de, dl) != -1);
+	ATF_CHECK_STREQ(got, want);
+	free(got);
+	free(want);
+	ATF_REQUIRE_EQ(ollama_tags(m, 0, &out), 0);
+	got = text_of(&out);
+	ATF_CHECK_STREQ(got, "{\"models\":[]}");
+	free(got);
+
+	/* ps: the loaded ones, latest expiry first; busy: now + the idle
+	 * timeout; no idle timeout: now + 2^63-1 ns (year 2316 here);
+	 * else last used + the idle timeout */
+	m[1].loaded = 1;
+	ATF_REQUIRE_EQ(ollama_ps(m, 3, WALL, &out), 0);
+	got = text_of(&out);
+	ATF_REQUIRE(asprintf(&want, "{\"models\":["
+	    "{\"name\":\"embed:latest\",\"model\":\"embed:latest\",\"size\":0,"
+	    "\"digest\":\"%s\"," DETAILS_NONE("") ",\"expires_at\":"
+	    "\"2316-02-24T22:00:36.854775807Z\",\"size_vram\":0,"
+	    "\"context_length\":0},"
+	    "{\"name\":\"qwen2.5-7b:latest\",\"model\":\"qwen2.5-7b:latest\","
+	    "\"size\":4683075271,\"digest\":\"%s\"," DETAILS_Q ",\"expires_at\":"
+	    "\"2023-11-14T22:27:20Z\",\"size_vram\":0,\"context_length\":32768},"
+	    "{\"name\":\"llava:13b\",\"model\":\"llava:13b\",\"size\":1,"
+	    "\"digest\":\"%s\"," DETAILS_NONE("gguf") ",\"expires_at\":"
+	    "\"2023-11-14T22:18:20Z\",\"size_vram\":0,\"context_length\":0}]}",
+	    de, dq, dl) != -1);
+	ATF_CHECK_STREQ(got, want);
+	free(got);
+	free(want);
+	m[0].loaded = m[1].loaded = m[2].loaded = 0;
+	ATF_REQUIRE_EQ(ollama_ps(m, 3, WALL, &out), 0);
+	got = text_of(&out);
+	ATF_CHECK_STREQ(got, "{\"models\":[]}");
+	free(got);
+
+	/* show: what agency knows; never the upstream's path */
+	ATF_REQUIRE_EQ(ollama_show(&m[0], &out), 0);
+	got = text_of(&out);
+	ATF_CHECK_STREQ(got, "{" DETAILS_Q ",\"model_info\":{\"agency.runtime\":"
+	    "\"llama\",\"agency.kind\":\"chat\",\"agency.aliases\":[\"qwen\","
+	    "\"q:7b\"],\"general.architecture\":\"qwen2\","
+	    "\"qwen2.context_length\":32768},\"capabilities\":[\"completion\"],"
+	    "\"modified_at\":\"2024-06-04T14:38:31.83753Z\"}");
+	free(got);
+	m[1].context = 512;
+	ATF_REQUIRE_EQ(ollama_show(&m[1], &out), 0);
+	got = text_of(&out);
+	ATF_CHECK_STREQ(got, "{\"details\":{\"parent_model\":\"\",\"format\":"
+	    "\"\",\"family\":\"\",\"families\":null,\"parameter_size\":\"\","
+	    "\"quantization_level\":\"\",\"context_length\":512},"
+	    "\"model_info\":{\"agency.runtime\":\"llama-embed\",\"agency.kind\":"
+	    "\"embedding\",\"agency.aliases\":[],\"agency.context_length\":512},"
+	    "\"capabilities\":[\"embedding\"],\"modified_at\":"
+	    "\"2023-11-14T22:13:20Z\"}");
+	free(got);
+	m[1].kind = KIND_RERANK;
+	m[1].context = 0;
+	ATF_REQUIRE_EQ(ollama_show(&m[1], &out), 0);
+	got = text_of(&out);
+	ATF_CHECK_STREQ(got, "{" DETAILS_NONE("") ",\"model_info\":"
+	    "{\"agency.runtime\":\"llama-embed\",\"agency.kind\":\"rerank\","
+	    "\"agency.aliases\":[]},\"modified_at\":\"2023-11-14T22:13:20Z\"}");
+	free(got);
+
+	ATF_REQUIRE_EQ(ollama_version(&out), 0);
+	got = text_of(&out);
+	ATF_CHECK_STREQ(got, "{\"version\":\"0.32.15\"}");
+	free(got);
+}
+
+ATF_TC_WITHOUT_HEAD(loaded_refused);
+ATF_TC_BODY(loaded_refused, tc)
+{
+	static const char	*managing[] = { "/api/pull", "/api/push",
+	    "/api/create", "/api/copy", "/api/delete" };
+	struct ollama_req	 r;
+	struct buf		 out = { 0 };
+	struct rerr		 e;
+	char			*got, want[256];
+	size_t			 i;
+
+	req_of(&r, OLLAMA_CHAT, 1, 0);
+	ATF_REQUIRE_EQ(ollama_loaded(&r, "qwen", 0, WALL + 5, &out), 0);
+	got = text_of(&out);
+	ATF_CHECK_STREQ(got, "{\"model\":\"qwen\",\"created_at\":"
+	    "\"2023-11-14T22:13:20.000000005Z\",\"message\":{\"role\":"
+	    "\"assistant\",\"content\":\"\"},\"done\":true,\"done_reason\":"
+	    "\"load\"}");
+	free(got);
+	req_of(&r, OLLAMA_GENERATE, 0, 0);
+	ATF_REQUIRE_EQ(ollama_loaded(&r, "qwen", 1, WALL, &out), 0);
+	got = text_of(&out);
+	ATF_CHECK_STREQ(got, "{\"model\":\"qwen\",\"created_at\":"
+	    "\"2023-11-14T22:13:20Z\",\"response\":\"\",\"done\":true,"
+	    "\"done_reason\":\"unload\"}");
+	free(got);
+	req_of(&r, OLLAMA_EMBED, 0, 0);
+	ATF_REQUIRE_EQ(ollama_loaded(&r, "e", 0, WALL, &out), 0);
+	got = text_of(&out);
+	ATF_CHECK_STREQ(got, "{\"model\":\"e\",\"embeddings\":[]}");
+	free(got);
+	req_of(&r, OLLAMA_EMBEDDINGS, 0, 0);
+	ATF_REQUIRE_EQ(ollama_loaded(&r, "e", 0, WALL, &out), 0);
+	got = text_of(&out);
+	ATF_CHECK_STREQ(got, "{\"embedding\":[]}");
+	free(got);
+
+	for (i = 0; i < sizeof(managing) / sizeof(managing[0]); i++) {
+		memset(&e, 0, sizeof(e));
+		ATF_CHECK_EQ(ollama_refused(managing[i], &e), 1);
+		ATF_CHECK_EQ(e.status, 403);
+		(void)snprintf(want, sizeof(want), "agency serves the models "
+		    "its configuration names: %s is not available (name the "
+		    "model in agency.conf and reload)", managing[i]);
+		ATF_CHECK_STREQ(e.message, want);
+	}
+	ATF_CHECK_EQ(ollama_refused("/api/blobs/sha256:29fd", &e), 1);
+	ATF_CHECK_STREQ(e.message, "agency serves the models its configuration "
+	    "names: /api/blobs/ is not available (name the model in "
+	    "agency.conf and reload)");
+	ATF_CHECK_EQ(ollama_refused("/api/chat", &e), 0);
+	ATF_CHECK_EQ(ollama_refused("/api/pulls", &e), 0);
+	ATF_CHECK_EQ(ollama_refused("/api/blobs", &e), 0);
+	ATF_CHECK_EQ(ollama_refused("/api", &e), 0);
+
+	ATF_REQUIRE_EQ(ollama_error(&out, "model 'x' not found"), 0);
+	got = text_of(&out);
+	ATF_CHECK_STREQ(got, "{\"error\":\"model 'x' not found\"}");
+	free(got);
+	ATF_REQUIRE_EQ(ollama_error(&out, "a \"b\"/\n"), 0);
+	got = text_of(&out);
+	ATF_CHECK_STREQ(got, "{\"error\":\"a \\\"b\\\"/\\n\"}");
+	free(got);
+}
+
 ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, chat_request);
@@ -1535,5 +1771,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, whole_answer);
 	ATF_TP_ADD_TC(tp, embed_answer);
 	ATF_TP_ADD_TC(tp, upstream_errors);
+	ATF_TP_ADD_TC(tp, listings);
+	ATF_TP_ADD_TC(tp, loaded_refused);
 	return (atf_no_error());
 }
