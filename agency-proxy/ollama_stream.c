@@ -84,6 +84,16 @@ struct said {
 
 static int	 jr_skip(struct jr *);
 
+/* A reader over len bytes at d (an empty buffer's d may be NULL). */
+static void
+jr_init(struct jr *j, const char *d, size_t len)
+{
+	j->p = len > 0 ? (const unsigned char *)d :
+	    (const unsigned char *)"";
+	j->end = j->p + len;
+	j->depth = 0;
+}
+
 static void
 ws(struct jr *j)
 {
@@ -516,9 +526,7 @@ call_put(struct ollama_stream *st, struct buf *out)
 	    ollama_put(out, c->name, c->namelen) == -1 ||
 	    ollama_puts(out, "\",\"arguments\":") == -1)
 		return (-1);
-	j.p = (const unsigned char *)c->args.b;
-	j.end = j.p + c->args.len;
-	j.depth = 0;
+	jr_init(&j, c->args.b, c->args.len);
 	ws(&j);
 	if (j.p == j.end) {
 		if (ollama_puts(out, "{}") == -1)
@@ -804,9 +812,7 @@ read_chunk(struct ollama_stream *st, const char *d, size_t len, struct said *sd,
 	int		 first = 1, tfirst, r;
 
 	memset(sd, 0, sizeof(*sd));
-	j.p = (const unsigned char *)d;
-	j.end = j.p + len;
-	j.depth = 0;
+	jr_init(&j, d, len);
 	if (jr_open(&j, '{') == -1)
 		return (-1);
 	while ((r = jr_member(&j, &first, &k, &klen)) == 1) {
@@ -1176,9 +1182,12 @@ int
 ollama_stream_feed(struct ollama_stream *st, const char *d, size_t len,
     int64_t now, struct buf *out)
 {
-	const char	*p = d, *end = d + len, *q, *r;
+	const char	*p = d, *end, *q, *r;
 	size_t		 n;
 
+	if (len == 0)
+		return (st->done ? -1 : 0);
+	end = d + len;
 	while (p < end && !st->done) {
 		if (st->cr) {
 			st->cr = 0;
@@ -1353,9 +1362,7 @@ embeddings(struct ollama_stream *st, const char *d, size_t len,
 	size_t		 klen;
 	int		 first = 1, dfirst, ifirst, r, n = 0, found;
 
-	j.p = (const unsigned char *)d;
-	j.end = j.p + len;
-	j.depth = 0;
+	jr_init(&j, d, len);
 	if (jr_open(&j, '{') == -1)
 		return (-1);
 	while ((r = jr_member(&j, &first, &k, &klen)) == 1) {
@@ -1491,9 +1498,7 @@ ollama_upstream_error(int status, const char *d, size_t len, struct buf *out)
 	memset(&sd, 0, sizeof(sd));
 	if (status < 400 || status > 599)
 		status = 502;
-	j.p = (const unsigned char *)d;
-	j.end = j.p + len;
-	j.depth = 0;
+	jr_init(&j, d, len);
 	/* {"error":{"message":...}}, {"error":"..."}, {"message":"..."},
 	 * {"detail":"..."} */
 	if (jr_open(&j, '{') == 0) {
