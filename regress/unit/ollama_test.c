@@ -944,6 +944,17 @@ ATF_TC_BODY(stream_chat, tc)
 	    "data: {\"content\":\"c\"}}]}\r\rdata: {\"choices\":[{\"delta\":"
 	    "{\"content\":\"d\"},\"finish_reason\":\"stop\"}]}\n\n" DONE, want);
 
+	/* an event of two data lines ended by CRLF; the strings of fields
+	 * passed over read to their end: escaped quotes and backslashes,
+	 * one at the string's start */
+	(void)snprintf(want, sizeof(want), CL("e") CL("f") LS "\"message\":"
+	    "{\"role\":\"assistant\",\"content\":\"\"},\"done\":true,"
+	    "\"done_reason\":\"stop\"" UNTIMED "\n", 2);
+	streams(OLLAMA_CHAT, "data: {\"choices\":[{\"delta\":\r\ndata: "
+	    "{\"content\":\"e\"}}]}\r\n\r\ndata: {\"id\":\"\\\\\","
+	    "\"x\\\"y\":\"\\\\\\\"\\\\\",\"choices\":[{\"delta\":"
+	    "{\"content\":\"f\"}}]}\n\n" DONE, want);
+
 	/* the end comes with the body's end, no [DONE] */
 	(void)snprintf(want, sizeof(want), CL("x") LS "\"message\":{\"role\":"
 	    "\"assistant\",\"content\":\"\"},\"done\":true,\"done_reason\":"
@@ -1325,7 +1336,7 @@ ATF_TC_BODY(stream_times, tc)
 {
 	struct ollama_req	 r;
 	struct ollama_stream	 st;
-	struct ollama_times	 t = { WALL + 123456789, START, START,
+	struct ollama_times	 t = { WALL + 123450000, START, START,
 	    START + 5000 };
 	struct buf		 out = { 0 };
 	char			*got;
@@ -1343,11 +1354,11 @@ ATF_TC_BODY(stream_times, tc)
 	ollama_stream_free(&st);
 	got = text_of(&out);
 	ATF_CHECK_STREQ(got,
-	    "{\"model\":\"m\\\"1\",\"created_at\":\"2023-11-14T22:13:20.123556789Z\","
+	    "{\"model\":\"m\\\"1\",\"created_at\":\"2023-11-14T22:13:20.12355Z\","
 	    "\"response\":\"a\",\"done\":false}\n"
-	    "{\"model\":\"m\\\"1\",\"created_at\":\"2023-11-14T22:13:21Z\","
+	    "{\"model\":\"m\\\"1\",\"created_at\":\"2023-11-14T22:13:20.999993211Z\","
 	    "\"response\":\"b\",\"done\":false}\n"
-	    "{\"model\":\"m\\\"1\",\"created_at\":\"2023-11-14T22:13:22.123456789Z\","
+	    "{\"model\":\"m\\\"1\",\"created_at\":\"2023-11-14T22:13:22.12345Z\","
 	    "\"response\":\"\",\"done\":true,\"done_reason\":\"stop\","
 	    "\"total_duration\":2000000000,\"prompt_eval_duration\":95000,"
 	    "\"eval_count\":2,\"eval_duration\":1999900000}\n");
