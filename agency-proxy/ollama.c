@@ -542,8 +542,11 @@ content(const char *text, size_t len, json_object *images, const char *where,
 {
 	json_object	*parts, *t;
 
-	if (images == NULL || json_object_array_length(images) == 0)
-		return (json_object_new_string_len(text, (int)len));
+	if (images == NULL || json_object_array_length(images) == 0) {
+		if ((t = json_object_new_string_len(text, (int)len)) == NULL)
+			(void)oom(e);
+		return (t);
+	}
 	if ((parts = json_object_new_array()) == NULL) {
 		(void)oom(e);
 		return (NULL);

@@ -34,7 +34,8 @@
  *                               allow them for vision runtimes only
  *    .thinking         maps     reasoning_content
  *    .tool_calls[]     maps     OpenAI's: the arguments object as a
- *                               string, the id kept or made (call_M_K)
+ *                               string, the id kept or made (call_M_K);
+ *                               function.index read, not needed
  *    .tool_name        maps     tool_call_id of the call it answers: the
  *                               next of the last assistant's, or the first
  *                               of the next 16 with that name
@@ -121,12 +122,22 @@
  *  prompt_eval_duration, eval_count, eval_duration: ns and counts, the
  *                      head of ollama_stream.c says from where
  *  context             never: agency has no tokens to give
+ *  tool_calls (generate) never: a generate sends no tools
+ *  remote_model, remote_host, _debug_info: never (Ollama's cloud
+ *                      models, its template rendering)
  *  embeddings          data[].embedding as written (cut: dimensions)
  *  embedding           data[0].embedding
  *  error               the server's error.message (or error, message,
  *                      detail), with its status; agency's own otherwise
  *
- * LISTINGS: the head of agency-proxy/ollama_list.c has their fields.
+ * LISTINGS: the head of agency-proxy/ollama_list.c has their fields;
+ * what agency never writes there: remote_model, remote_host (Ollama's
+ * cloud), details.embedding_length, and show's license, modelfile,
+ * parameters, template, system, renderer, parser, messages,
+ * projector_info, tensors and requires (a Modelfile's, a GGUF's
+ * tensors: agency has neither).  /api/status, /api/me and
+ * /api/experimental/... are not Ollama's documented API: phase 2 answers
+ * them 404.
  */
 #include <sys/types.h>
 
