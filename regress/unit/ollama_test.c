@@ -1140,7 +1140,7 @@ ATF_TC_BODY(stream_tool_bounds, tc)
 {
 	struct ollama_req	 r;
 	char			*sse, *got, name[OLLAMA_ID_MAX + 2];
-	size_t			 i, n;
+	size_t			 i, n, at;
 
 	req_of(&r, OLLAMA_CHAT, 1, 0);
 	/* arguments up to OLLAMA_ARGS_MAX, in pieces of 1000 bytes */
@@ -1149,13 +1149,14 @@ ATF_TC_BODY(stream_tool_bounds, tc)
 	sse[0] = '\0';
 	(void)strcat(sse, PIECE("{\"index\":0,\"function\":{\"name\":\"f\","
 	    "\"arguments\":\"{\\\"a\\\":\\\"\"}}"));
+	at = strlen(sse);
 	for (i = 0; i < n; i++) {
-		(void)strcat(sse, "data: {\"choices\":[{\"delta\":"
+		at += (size_t)sprintf(sse + at, "data: {\"choices\":[{\"delta\":"
 		    "{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":"
 		    "\"");
-		(void)memset(sse + strlen(sse), 'x', 1000);
-		sse[strlen(sse) + 1000] = '\0';
-		(void)strcat(sse, "\"}}]}}]}\n\n");
+		memset(sse + at, 'x', 1000);
+		at += 1000;
+		at += (size_t)sprintf(sse + at, "\"}}]}}]}\n\n");
 	}
 	got = fed(&r, "qwen", sse, 0, 1);
 	ATF_CHECK_STREQ(got, "{\"error\":\"the model server's tool call "
