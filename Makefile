@@ -8,7 +8,15 @@ BINDIR ?=	$(PREFIX)/bin
 SBINDIR ?=	$(PREFIX)/sbin
 LIBEXECDIR ?=	$(PREFIX)/libexec
 MANDIR ?=	$(PREFIX)/share/man
+# /etc by default and for PREFIX=/usr (a package); under any other
+# PREFIX given, its own etc/, so that nothing is written outside it.
+ifeq ($(origin PREFIX)$(PREFIX),file/usr/local)
 SYSCONFDIR ?=	/etc
+else ifeq ($(PREFIX),/usr)
+SYSCONFDIR ?=	/etc
+else
+SYSCONFDIR ?=	$(PREFIX)/etc
+endif
 # systemd reads these under /usr/local/lib as well as /usr/lib.
 UNITDIR ?=	$(PREFIX)/lib/systemd/system
 SYSUSERSDIR ?=	$(PREFIX)/lib/sysusers.d
