@@ -113,10 +113,11 @@ struct ollama_stream {
 	int		 stream;
 	int64_t		 dimensions;
 	struct ollama_times t;
-	char		 head[AGENCY_NAME_MAX * 6 + 32];	/* {"model":... */
-	size_t		 headlen;
-	int64_t		 second;	/* of the time cached in stamp */
-	char		 stamp[32];	/* "YYYY-MM-DDTHH:MM:SS" */
+	/* {"model":"M","created_at":"YYYY-MM-DDTHH:MM:SS of second */
+	char		 head[AGENCY_NAME_MAX * 6 + 64];
+	size_t		 headlen;	/* up to its time */
+	size_t		 prefixlen;	/* and with it */
+	int64_t		 second;
 	int64_t		 first;		/* ns, the first token, or 0 */
 	int64_t		 pieces;	/* chunks that carried tokens */
 	int64_t		 ptok;		/* usage, -1: not given */

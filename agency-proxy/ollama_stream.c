@@ -915,13 +915,27 @@ read_chunk(struct ollama_stream *st, const char *d, size_t len, struct said *sd,
 
 /* --- lines ---------------------------------------------------------- */
 
-/* {"model":"M","created_at":"T", of a line at now. */
+/* Room for n more bytes at the end of out: where they go, or NULL.
+ * What is written there counts once out->len is moved past it. */
+static char *
+room(struct buf *out, size_t n)
+{
+	if (buf_reserve(out, n, FIRST, SIZE_MAX) == -1)
+		return (NULL);
+	return (out->b + out->len);
+}
+
+#define CAT(w, s)	(memcpy((w), (s), sizeof(s) - 1), (w) += sizeof(s) - 1)
+#define PUT(out, s)	ollama_put((out), (s), sizeof(s) - 1)
+
+/* {"model":"M","created_at":"T", of a line at now: the head and the
+ * time to the second kept, rewritten once a second. */
 static int
 line_start(struct ollama_stream *st, int64_t now, struct buf *out)
 {
 	int64_t	 wall = st->t.wall + (now - st->t.start), sec, frac;
-	char	 t[16];
-	int	 n, i;
+	char	*w, *d;
+	int	 i;
 
 	sec = wall / 1000000000;
 	if ((frac = wall % 1000000000) < 0) {
@@ -929,23 +943,25 @@ line_start(struct ollama_stream *st, int64_t now, struct buf *out)
 		sec--;
 	}
 	if (sec != st->second) {
-		(void)ollama_stamp(st->stamp, sizeof(st->stamp), sec);
+		st->prefixlen = st->headlen + ollama_stamp(st->head +
+		    st->headlen, sizeof(st->head) - st->headlen, sec);
 		st->second = sec;
 	}
-	if (ollama_put(out, st->head, st->headlen) == -1 ||
-	    ollama_puts(out, st->stamp) == -1)
+	if ((w = room(out, st->prefixlen + 16)) == NULL)
 		return (-1);
+	memcpy(w, st->head, st->prefixlen);
+	w += st->prefixlen;
 	if (frac != 0) {
 		/* ".%09lld" less its trailing zeros, without printf */
-		t[0] = '.';
-		for (i = 9; i > 0; i--, frac /= 10)
-			t[i] = '0' + frac % 10;
-		for (n = 10; t[n - 1] == '0'; n--)
+		*w = '.';
+		for (d = w + 9, i = 0; i < 9; i++, frac /= 10)
+			*d-- = '0' + frac % 10;
+		for (w += 10; w[-1] == '0'; w--)
 			;
-		if (ollama_put(out, t, (size_t)n) == -1)
-			return (-1);
 	}
-	return (ollama_puts(out, "Z\","));
+	CAT(w, "Z\",");
+	out->len = w - out->b;
+	return (0);
 }
 
 static int
@@ -1037,21 +1053,32 @@ set_reason(struct ollama_stream *st, const struct span *sp)
 	st->reason[sp->len] = '\0';
 }
 
-/* "content":"...","thinking":"..." of a line or an answer. */
+/* "content":"...","thinking":"..." of a line or an answer, in one
+ * piece of room. */
 static int
 text_put(struct ollama_stream *st, const struct said *sd, struct buf *out)
 {
-	if (ollama_puts(out, st->api == OLLAMA_CHAT ?
-	    "\"message\":{\"role\":\"assistant\",\"content\":\"" :
-	    "\"response\":\"") == -1 ||
-	    (sd->content.set && ollama_put(out, sd->content.s,
-	    sd->content.len) == -1) || ollama_puts(out, "\"") == -1)
+	size_t	 c = sd->content.set ? sd->content.len : 0;
+	size_t	 t = sd->thinking.set ? sd->thinking.len : 0;
+	char	*w;
+
+	if ((w = room(out, c + t + 64)) == NULL)
 		return (-1);
-	if (sd->thinking.set && sd->thinking.len > 0 &&
-	    (ollama_puts(out, ",\"thinking\":\"") == -1 ||
-	    ollama_put(out, sd->thinking.s, sd->thinking.len) == -1 ||
-	    ollama_puts(out, "\"") == -1))
-		return (-1);
+	if (st->api == OLLAMA_CHAT)
+		CAT(w, "\"message\":{\"role\":\"assistant\",\"content\":\"");
+	else
+		CAT(w, "\"response\":\"");
+	if (c > 0)
+		memcpy(w, sd->content.s, c);
+	w += c;
+	*w++ = '"';
+	if (t > 0) {
+		CAT(w, ",\"thinking\":\"");
+		memcpy(w, sd->thinking.s, t);
+		w += t;
+		*w++ = '"';
+	}
+	out->len = w - out->b;
 	return (0);
 }
 
@@ -1132,10 +1159,9 @@ ollama_chunk(struct ollama_stream *st, const char *d, size_t len, int64_t now,
 	    sd.thinking.len > 0) || sd.logprobs) {
 		if (line_start(st, now, out) == -1 ||
 		    text_put(st, &sd, out) == -1 ||
-		    (st->api == OLLAMA_CHAT && ollama_puts(out, "}") == -1) ||
-		    ollama_puts(out, ",\"done\":false") == -1 ||
-		    logprobs_put(st, &sd, out) == -1 ||
-		    ollama_puts(out, "}\n") == -1)
+		    (st->api == OLLAMA_CHAT ? PUT(out, "},\"done\":false") :
+		    PUT(out, ",\"done\":false")) == -1 ||
+		    logprobs_put(st, &sd, out) == -1 || PUT(out, "}\n") == -1)
 			return (fail(st, "out of memory", out));
 	}
 	if (sd.reason.set) {
@@ -1615,7 +1641,7 @@ ollama_stream_init(struct ollama_stream *st, const struct ollama_req *r,
 	if (ollama_puts(&b, "{\"model\":") == 0 &&
 	    ollama_put_string(&b, model) == 0 &&
 	    ollama_puts(&b, ",\"created_at\":\"") == 0 &&
-	    b.len < sizeof(st->head)) {
+	    b.len + 32 <= sizeof(st->head)) {
 		memcpy(st->head, b.b, b.len);
 		st->headlen = b.len;
 	} else {
