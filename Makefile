@@ -173,6 +173,13 @@ demo:
 	@$(MAKE) --no-print-directory -j$(JOBS) all
 	@scripts/demo
 
+# An OCI image from Debian packages only (scripts/image): agency's .deb
+# in a Debian 12 root file system, in podman's storage as
+# localhost/agency.  IMAGE_ARGS: -f, -n NAME, -o FILE (scripts/image).
+IMAGE_ARGS ?=
+image:
+	@scripts/image $(IMAGE_ARGS)
+
 # libFuzzer harnesses (regress/fuzz), each run FUZZ_SECONDS.
 FUZZ_SECONDS ?=	60
 fuzz:
@@ -254,5 +261,6 @@ clean:
 	    $(PROGS) $(TEST_PROGS)
 	rm -rf regress/.kyua
 
-.PHONY: all deps check demo bench fuzz install uninstall clean soak mutate
+.PHONY: all deps check demo bench fuzz install uninstall clean soak mutate \
+		image
 .SUFFIXES:
