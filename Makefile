@@ -44,7 +44,7 @@ WARN =		-Wall -Wextra -Wstrict-prototypes -Wmissing-prototypes \
 CFLAGS ?=	-O2 -g
 CFLAGS +=	$(WARN) -std=gnu11 -D_GNU_SOURCE -Icommon \
 		$(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-LDLIBS +=	$(shell pkg-config --libs $(PKGS) 2>/dev/null)
+LDLIBS +=	$(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
 
 ifeq ($(SANITIZE),1)
 # gcc's null-pointer checks under UBSan make -Wformat-overflow see nulls
