@@ -133,11 +133,11 @@ dispatch_imsg(struct imsg *imsg)
 		STROK(st.model, "status model");
 		STROK(st.runtime, "status runtime");
 		STROK(st.error, "status error");
-		forward_status_model(&st);
+		status_record(&st);
 		break;
 	case IMSG_STATUS_END:
 		getdata(imsg, &rid, sizeof(rid));
-		forward_status_end(rid.reqid);
+		status_end(rid.reqid);
 		break;
 	case IMSG_CANCEL:
 		getdata(imsg, &cancel, sizeof(cancel));
@@ -146,7 +146,7 @@ dispatch_imsg(struct imsg *imsg)
 		parent_send(IMSG_CANCEL_DONE, &cancel, sizeof(cancel));
 		events_cancel(cancel.model, cancel.cancelled);
 		/* the admin route's, when it asked for this one */
-		forward_cancel_answer(cancel.reqid, cancel.model,
+		status_cancelled(cancel.reqid, cancel.model,
 		    cancel.cancelled);
 		break;
 	case IMSG_PORTS:

@@ -66,7 +66,6 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include <event2/buffer.h>
 #include <event2/event.h>
 #include <event2/event_struct.h>
 
@@ -89,13 +88,6 @@
 #define PROGRESS_TICK		1000		/* ms between comment lines */
 #define WAITED_BODY_MAX		4096		/* kept of an answer that is
 						 * no stream, after ours */
-
-enum preq_kind {
-	PREQ_MODEL,
-	PREQ_STATUS,
-	PREQ_METRICS,
-	PREQ_CANCEL,		/* POST /v1/agency/cancel, sent by agencyd */
-};
 
 enum preq_state {
 	ST_HOLD,		/* waiting for the parent's answer */
@@ -138,7 +130,6 @@ struct preq {
 	RB_ENTRY(preq)		 node;
 	TAILQ_ENTRY(preq)	 entry;
 	uint64_t		 reqid;
-	enum preq_kind		 kind;
 	enum preq_state		 state;
 	struct hreq		*r;		/* client's; NULL: gone */
 	int			 minor;		/* the client's HTTP/1.x */
@@ -153,6 +144,7 @@ struct preq {
 	int64_t			 t0;
 	int			 stops;
 	int			 kindof;	/* enum model_kind */
+	const struct route	*route;
 	int64_t			 cap;
 	json_object		*json;		/* the tree, if not fast */
 	char			*raw;		/* the body's bytes, if kept */
@@ -192,9 +184,6 @@ struct preq {
 	char			 carry[128];
 	size_t			 carrylen;
 	struct event		 timer;
-	json_object		*models;	/* status */
-	struct proto_status	*sts;		/* metrics */
-	size_t			 nsts;
 	/* the wait for the hold, and loading progress */
 	int64_t			 wait_ms;	/* until answered; -1: none */
 	int			 progress;	/* asked to be told its waits */
@@ -235,8 +224,7 @@ static const struct {
 };
 #undef HOP
 
-static struct preq	*preq_new(struct hreq *, enum preq_kind,
-			    const char *);
+static struct preq	*preq_new(struct hreq *, const struct http_decision *);
 static void		 preq_end(struct preq *);
 static void		 release(struct preq *);
 static void		 client_gone(void *);
@@ -319,25 +307,31 @@ is_hop(const char *key, size_t len)
 	return (0);
 }
 
+/* A model request of the client's r, as dc decided it: its model, who
+ * it comes from; the owner of its connection from now on. */
 static struct preq *
-preq_new(struct hreq *r, enum preq_kind kind, const char *path)
+preq_new(struct hreq *r, const struct http_decision *dc)
 {
 	struct preq	*p;
 
 	if ((p = calloc(1, sizeof(*p))) == NULL)
 		return (NULL);
 	p->reqid = ++px->seq;
-	p->kind = kind;
 	p->r = r;
 	p->minor = r->minor;
 	p->t0 = now_ms();
 	p->ptok = p->ctok = -1;
 	p->wait_ms = -1;
 	p->hdrs = p->hbuf;
-	(void)strlcpy(p->method, kind == PREQ_MODEL ? "POST" : "GET",
-	    sizeof(p->method));
-	(void)strlcpy(p->path, path, sizeof(p->path));
-	(void)strlcpy(p->model, "-", sizeof(p->model));
+	(void)strlcpy(p->method, "POST", sizeof(p->method));
+	(void)strlcpy(p->path, dc->path, sizeof(p->path));
+	(void)strlcpy(p->model, dc->model->name, sizeof(p->model));
+	if (dc->acc.key != NULL)
+		(void)strlcpy(p->key, dc->acc.key->name, sizeof(p->key));
+	(void)strlcpy(p->user, dc->acc.user, sizeof(p->user));
+	(void)strlcpy(p->who, dc->who, sizeof(p->who));
+	p->kindof = dc->model->rt->kind;
+	p->route = dc->route;
 	if (evtimer_assign(&p->timer, px->base, timer_cb, p) == -1) {
 		free(p);
 		return (NULL);
@@ -375,7 +369,7 @@ preq_end(struct preq *p)
 
 	if (p->keyslot)
 		next = keyq_leave(p->key, p, 1);
-	else if (p->state == ST_KEYWAIT && p->kind == PREQ_MODEL)
+	else if (p->state == ST_KEYWAIT)
 		(void)keyq_leave(p->key, p, 0);
 	release(p);
 	if (p->uc != NULL) {
@@ -391,23 +385,18 @@ preq_end(struct preq *p)
 	/* However far the answer went, its client never had it whole. */
 	if (p->end == END_CLIENT_LEFT || p->end == END_CANCELLED)
 		p->status = 499;
-	if (p->kind == PREQ_MODEL || p->status != 0)
-		answer_log_end(p->method, p->path, p->model, p->status,
-		    now_ms() - p->t0, p->wait_ms, p->ptok, p->ctok, p->end,
-		    p->who);
-	if (p->kind == PREQ_MODEL)
-		metrics_request_end(p->model, p->key, p->user, p->status,
-		    p->end, p->ptok, p->ctok);
+	answer_log_end(p->method, p->path, p->model, p->status,
+	    now_ms() - p->t0, p->wait_ms, p->ptok, p->ctok, p->end, p->who);
+	metrics_request_end(p->model, p->key, p->user, p->status, p->end,
+	    p->ptok, p->ctok);
 	RB_REMOVE(preqtree, &tree, p);
 	TAILQ_REMOVE(&preqs, p, entry);
 	evtimer_del(&p->timer);
 	json_object_put(p->json);
 	free(p->rawmem);
 	free(p->sp);
-	json_object_put(p->models);
 	if (p->hdrs != p->hbuf)
 		free(p->hdrs);
-	free(p->sts);
 	free(p->kept.b);
 	free(p);
 	if (next != NULL) {
@@ -577,19 +566,17 @@ client_gone(void *arg)
 	p->status = 499;
 	ended(p, END_CLIENT_LEFT);
 
-	switch (p->kind != PREQ_MODEL ? ST_HOLD : p->state) {
+	switch (p->state) {
 	case ST_KEYWAIT:
 		preq_end(p);
 		break;
 	case ST_HOLD:
-		if (p->kind == PREQ_MODEL) {
-			memset(&pr, 0, sizeof(pr));
-			pr.reqid = p->reqid;
-			parent_send(IMSG_HOLD_WITHDRAW, &pr, sizeof(pr));
-			hold_waited(p, MW_WITHDRAWN, 0);
-			log_debug("request %llu: client left before its hold",
-			    (unsigned long long)p->reqid);
-		}
+		memset(&pr, 0, sizeof(pr));
+		pr.reqid = p->reqid;
+		parent_send(IMSG_HOLD_WITHDRAW, &pr, sizeof(pr));
+		hold_waited(p, MW_WITHDRAWN, 0);
+		log_debug("request %llu: client left before its hold",
+		    (unsigned long long)p->reqid);
 		preq_end(p);
 		break;
 	case ST_FORWARD:
@@ -730,9 +717,11 @@ key_slot(struct preq *p, int64_t max)
  * once it has a slot of its key (key_slot).
  */
 static int
-hold_setup(struct preq *p, char *raw, size_t rawlen, const struct splice *sp,
-    const struct h1_msg *hm, const struct paccess *a)
+hold_setup(struct preq *p, const struct http_decision *dc, char *raw,
+    size_t rawlen, const struct splice *sp)
 {
+	const struct pkey	*key = dc->acc.key;
+
 	p->state = ST_HOLD;
 	if (raw != NULL) {
 		if ((p->rawmem = conn_take_input(p->r->conn)) != NULL)
@@ -745,13 +734,13 @@ hold_setup(struct preq *p, char *raw, size_t rawlen, const struct splice *sp,
 	if (sp != NULL && (p->sp = malloc(sizeof(*sp))) != NULL)
 		memcpy(p->sp, sp, sizeof(*sp));
 	if ((raw != NULL && p->raw == NULL) || (sp != NULL && p->sp == NULL) ||
-	    keep_headers(p, hm, !TAILQ_EMPTY(&px->conf->keys)) == -1) {
+	    keep_headers(p, dc->hm, !TAILQ_EMPTY(&px->conf->keys)) == -1) {
 		reply_error(p, 500, "internal_error", "Out of memory.");
 		preq_end(p);
 		return (-1);
 	}
-	if (a->key != NULL && a->key->max_requests > 0) {
-		if (key_slot(p, a->key->max_requests) == -1)
+	if (key != NULL && key->max_requests > 0) {
+		if (key_slot(p, key->max_requests) == -1)
 			return (-1);
 		if (p->state == ST_KEYWAIT)
 			return (0);
@@ -760,58 +749,42 @@ hold_setup(struct preq *p, char *raw, size_t rawlen, const struct splice *sp,
 	return (0);
 }
 
-/* Who a request comes from: its key, its user, for the log. */
-static void
-preq_who(struct preq *p, const struct paccess *a)
-{
-	if (a->key != NULL)
-		(void)strlcpy(p->key, a->key->name, sizeof(p->key));
-	(void)strlcpy(p->user, a->user, sizeof(p->user));
-	access_who(a, p->who, sizeof(p->who));
-}
-
 /*
- * A model request that the rules took: its tree (body), or for the fast
- * path the splice of its bytes (sp, and whether it is a stream), or a
- * form (mf, read with boundary); and its bytes (raw), when they may go
- * on as they are or as pieces.  Takes body.  a: who it comes from (its
- * key, for max requests and the log).
+ * A model request that the rules took (dc): its tree (dc->body, which it
+ * takes), or for the fast path the splice of its bytes, or a form; and
+ * its bytes, when they may go on as they are or as pieces.
  */
 void
-forward_start(struct hreq *r, const struct pmodel *m, json_object *body,
-    const struct splice *sp, int stream, const struct mform *mf,
-    const char *boundary, char *raw, size_t rawlen, const char *path,
-    const char *target, const struct h1_msg *hm, const struct paccess *a)
+forward_start(struct hreq *r, struct http_decision *dc)
 {
+	const struct pruntime	*rt = dc->model->rt;
 	struct preq		*p;
 
-	if ((p = preq_new(r, PREQ_MODEL, path)) == NULL) {
-		json_object_put(body);
-		answer_error_as(r, routes_find(path)->family, 500,
-		    "internal_error", "Out of memory.", 0);
+	if ((p = preq_new(r, dc)) == NULL) {
+		json_object_put(dc->body);
+		dc->body = NULL;
+		answer_error_as(r, dc->family, 500, "internal_error",
+		    "Out of memory.", 0);
 		return;
 	}
-	(void)strlcpy(p->uri, target, sizeof(p->uri));	/* http.c sized it */
-	(void)strlcpy(p->model, m->name, sizeof(p->model));
-	preq_who(p, a);
-	p->family = routes_find(path)->family;
-	p->json = body;
-	if (mf != NULL) {
+	(void)strlcpy(p->uri, dc->target, sizeof(p->uri)); /* http.c sized it */
+	p->family = dc->family;
+	p->json = dc->body;
+	dc->body = NULL;
+	if (dc->form) {
 		p->form = 1;
-		p->mf = *mf;
-		(void)strlcpy(p->boundary, boundary, sizeof(p->boundary));
-		stream = mf->stream;
-	} else if (sp == NULL)		/* else the scan's, stream */
-		stream = rules_stream(body);
-	p->stops = rules_stops_stream(m->rt, stream);
+		p->mf = dc->mf;
+		(void)strlcpy(p->boundary, dc->boundary, sizeof(p->boundary));
+	}
+	p->stops = rules_stops_stream(rt, dc->stream);
 	/* its comment lines: only where a stream is awaited */
-	if (m->rt->progress && stream && evtimer_assign(&p->tick, px->base,
+	if (rt->progress && dc->stream && evtimer_assign(&p->tick, px->base,
 	    tick_cb, p) == 0)
 		p->progress = 1;
-	p->kindof = m->rt->kind;
 	/* none on a route without the fields, which the splice would add */
-	p->cap = routes_find(path)->cap[0] != NULL ? rules_cap(m) : 0;
-	(void)hold_setup(p, raw, rawlen, sp, hm, a);
+	p->cap = dc->route->cap[0] != NULL ? rules_cap(dc->model) : 0;
+	(void)hold_setup(p, dc, dc->plain || dc->fast ? dc->raw : NULL,
+	    dc->rawlen, dc->fast ? &dc->splice : NULL);
 }
 
 /* Whether a passed-through body asks for a stream, if it is JSON. */
@@ -835,33 +808,29 @@ pass_stream(const char *body, size_t len)
 }
 
 /*
- * /upstream/MODEL/...: the method, the rest of the target and the body
- * go to the model's server as they came, with a hold for the request's
- * length.  prefixlen: of "/upstream/MODEL", at the start of path.
+ * /upstream/MODEL/... (dc->prefix long): the method, the rest of the
+ * target and the body go to the model's server as they came, with a
+ * hold for the request's length.
  */
 void
-forward_pass(struct hreq *r, const struct pmodel *m, const char *method,
-    const char *rest, size_t prefixlen, const char *path, char *body,
-    size_t len, const struct h1_msg *hm, const struct paccess *a)
+forward_pass(struct hreq *r, struct http_decision *dc)
 {
 	struct preq	*p;
 
-	if ((p = preq_new(r, PREQ_MODEL, path)) == NULL) {
+	if ((p = preq_new(r, dc)) == NULL) {
 		answer_error(r, 500, "internal_error", "Out of memory.");
 		return;
 	}
 	p->pass = 1;
-	(void)strlcpy(p->method, method, sizeof(p->method));
-	p->headreq = strcmp(method, "HEAD") == 0;
-	(void)strlcpy(p->uri, rest, sizeof(p->uri));
-	(void)snprintf(p->prefix, sizeof(p->prefix), "%.*s", (int)prefixlen,
-	    path);
-	(void)strlcpy(p->model, m->name, sizeof(p->model));
-	preq_who(p, a);
+	(void)strlcpy(p->method, dc->method, sizeof(p->method));
+	p->headreq = strcmp(dc->method, "HEAD") == 0;
+	(void)strlcpy(p->uri, dc->target + dc->prefix, sizeof(p->uri));
+	(void)snprintf(p->prefix, sizeof(p->prefix), "%.*s", (int)dc->prefix,
+	    dc->path);
 	p->family = FAMILY_OPENAI;
-	p->stops = rules_stops_stream(m->rt, pass_stream(body, len));
-	p->kindof = m->rt->kind;
-	(void)hold_setup(p, body, len, NULL, hm, a);
+	p->stops = rules_stops_stream(dc->model->rt, pass_stream(dc->raw,
+	    dc->rawlen));
+	(void)hold_setup(p, dc, dc->raw, dc->rawlen, NULL);
 }
 
 /*
@@ -881,7 +850,7 @@ fast_rewrite(struct preq *p, const char *upstream)
 	int		 c;
 
 	if ((c = splice_rewrite(p->sp, p->raw, upstream, p->cap,
-	    p->kindof, routes_find(p->path))) != -1) {
+	    p->kindof, p->route)) != -1) {
 		p->spliced = c == 1 || p->sp->changed;
 		return (1);
 	}
@@ -918,8 +887,7 @@ forward_grant(const struct proto_hold_grant *g)
 	struct preq		*p;
 
 	p = preq_find(g->reqid);
-	if (p == NULL || p->kind != PREQ_MODEL || p->state != ST_HOLD ||
-	    p->r == NULL) {
+	if (p == NULL || p->state != ST_HOLD || p->r == NULL) {
 		/* withdrawn, or never ours: give it straight back */
 		memset(&ph, 0, sizeof(ph));
 		ph.holdid = g->holdid;
@@ -952,8 +920,7 @@ forward_refuse(const struct proto_hold_refuse *r)
 	int		 status;
 	const char	*code;
 
-	if ((p = preq_find(r->reqid)) == NULL || p->kind != PREQ_MODEL ||
-	    p->state != ST_HOLD)
+	if ((p = preq_find(r->reqid)) == NULL || p->state != ST_HOLD)
 		return;
 	switch (r->reason) {
 	case REFUSE_NOT_LOADED:
@@ -1130,8 +1097,8 @@ forward_wait(const struct proto_hold_wait *w)
 {
 	struct preq	*p;
 
-	if ((p = preq_find(w->reqid)) == NULL || p->kind != PREQ_MODEL ||
-	    p->state != ST_HOLD || !p->progress || p->r == NULL)
+	if ((p = preq_find(w->reqid)) == NULL || p->state != ST_HOLD ||
+	    !p->progress || p->r == NULL)
 		return;
 	p->wait = w->wait;
 	p->ahead = w->ahead;
@@ -1972,161 +1939,6 @@ usage_scan(struct preq *p, const char *d, size_t len)
 	p->carrylen = n;
 }
 
-void
-forward_status(struct hreq *r)
-{
-	struct proto_reqid	 pr;
-	struct preq		*p;
-
-	if ((p = preq_new(r, PREQ_STATUS, "/v1/agency/status")) == NULL) {
-		answer_error(r, 500, "internal_error", "Out of memory.");
-		return;
-	}
-	p->models = json_object_new_array();
-	memset(&pr, 0, sizeof(pr));
-	pr.reqid = p->reqid;
-	parent_send(IMSG_STATUS_REQ, &pr, sizeof(pr));
-}
-
-void
-forward_metrics(struct hreq *r)
-{
-	struct proto_reqid	 pr;
-	struct preq		*p;
-
-	if ((p = preq_new(r, PREQ_METRICS, "/metrics")) == NULL) {
-		answer_error(r, 500, "internal_error", "Out of memory.");
-		return;
-	}
-	memset(&pr, 0, sizeof(pr));
-	pr.reqid = p->reqid;
-	parent_send(IMSG_STATUS_REQ, &pr, sizeof(pr));
-}
-
-static void
-metrics_model(struct preq *p, const struct proto_status *st)
-{
-	struct proto_status	*n;
-
-	if ((n = reallocarray(p->sts, p->nsts + 1, sizeof(*n))) == NULL)
-		return;
-	p->sts = n;
-	p->sts[p->nsts++] = *st;
-}
-
-static void
-metrics_end(struct preq *p)
-{
-	struct evbuffer		*buf;
-	struct hreq		*r = p->r;
-	struct conn_stats	 cs;
-	struct events_stats	 es;
-
-	p->status = 200;
-	if (r != NULL) {
-		p->r = NULL;
-		if ((buf = evbuffer_new()) == NULL)
-			fatal("%s: evbuffer_new", __func__);
-		conn_get_stats(&cs);
-		events_get_stats(&es);
-		metrics_render(buf, p->sts, p->nsts, &cs, &es);
-		answer_reply(r, 200, "text/plain; version=0.0.4; charset=utf-8",
-		    (const char *)evbuffer_pullup(buf, -1),
-		    evbuffer_get_length(buf));
-		evbuffer_free(buf);
-	}
-	preq_end(p);
-}
-
-void
-forward_status_model(const struct proto_status *st)
-{
-	struct preq	*p;
-	json_object	*o;
-
-	if ((p = preq_find(st->reqid)) == NULL || p->kind == PREQ_MODEL)
-		return;
-	if (p->kind == PREQ_METRICS) {
-		metrics_model(p, st);
-		return;
-	}
-	/* the record the events stream shows too */
-	o = events_record(st, px->conf != NULL ?
-	    pconf_find_model(px->conf, st->model) : NULL);
-	json_object_array_add(p->models, o);
-}
-
-void
-forward_status_end(uint64_t reqid)
-{
-	struct preq	*p;
-	struct hreq	*r;
-	json_object	*obj;
-
-	if ((p = preq_find(reqid)) == NULL || p->kind == PREQ_MODEL)
-		return;
-	if (p->kind == PREQ_METRICS) {
-		metrics_end(p);
-		return;
-	}
-	p->status = 200;
-	if ((r = p->r) != NULL) {
-		p->r = NULL;
-		obj = json_object_new_object();
-		json_object_object_add(obj, "models",
-		    json_object_get(p->models));
-		answer_json(r, 200, obj);
-		json_object_put(obj);
-	}
-	preq_end(p);
-}
-
-/*
- * POST /v1/agency/cancel: agencyd sends the cancel (it restarts a model
- * that goes on generating after a close, and does so only for a cancel
- * it sent), and the answer waits for it: forward_cancel_answer.
- */
-void
-forward_cancel_ask(struct hreq *r, const char *model)
-{
-	struct proto_cancel	 pc;
-	struct preq		*p;
-
-	if ((p = preq_new(r, PREQ_CANCEL, "/v1/agency/cancel")) == NULL) {
-		answer_error(r, 500, "internal_error", "Out of memory.");
-		return;
-	}
-	(void)strlcpy(p->method, "POST", sizeof(p->method));
-	(void)strlcpy(p->model, model, sizeof(p->model));
-	memset(&pc, 0, sizeof(pc));
-	pc.reqid = p->reqid;
-	(void)strlcpy(pc.model, model, sizeof(pc.model));
-	parent_send(IMSG_CANCEL, &pc, sizeof(pc));
-}
-
-/* The cancel agencyd sent for reqid ended n requests. */
-void
-forward_cancel_answer(uint64_t reqid, const char *model, uint32_t n)
-{
-	struct preq	*p;
-	struct hreq	*r;
-	json_object	*obj;
-
-	if ((p = preq_find(reqid)) == NULL || p->kind != PREQ_CANCEL ||
-	    strcmp(p->model, model) != 0)
-		return;
-	p->status = 200;
-	if ((r = p->r) != NULL) {
-		p->r = NULL;
-		obj = json_object_new_object();
-		json_object_object_add(obj, "cancelled",
-		    json_object_new_int64(n));
-		answer_json(r, 200, obj);
-		json_object_put(obj);
-	}
-	preq_end(p);
-}
-
 /* End every request for a model: 499, or a closed connection. */
 uint32_t
 forward_cancel(const char *model)
@@ -2137,7 +1949,7 @@ forward_cancel(const char *model)
 
 	for (p = TAILQ_FIRST(&preqs); p != NULL; p = next) {
 		next = TAILQ_NEXT(p, entry);
-		if (p->kind != PREQ_MODEL || strcmp(p->model, model) != 0)
+		if (strcmp(p->model, model) != 0)
 			continue;
 		if (p->state == ST_HOLD) {
 			memset(&pr, 0, sizeof(pr));

@@ -558,26 +558,23 @@ void		 events_cancel(const char *, uint32_t);
 int		 events_model_state(const char *);
 void		 events_get_stats(struct events_stats *);
 
-/* forward.c */
-void		 forward_start(struct hreq *, const struct pmodel *,
-		    json_object *, const struct splice *, int,
-		    const struct mform *, const char *, char *, size_t,
-		    const char *, const char *, const struct h1_msg *,
-		    const struct paccess *);
-void		 forward_pass(struct hreq *, const struct pmodel *,
-		    const char *, const char *, size_t, const char *, char *,
-		    size_t, const struct h1_msg *, const struct paccess *);
-void		 forward_status(struct hreq *);
-void		 forward_metrics(struct hreq *);
+/* forward.c: model requests (http.c's HTTP_HOLD and HTTP_PASS) */
+struct http_decision;
+void		 forward_start(struct hreq *, struct http_decision *);
+void		 forward_pass(struct hreq *, struct http_decision *);
 void		 forward_grant(const struct proto_hold_grant *);
 void		 forward_refuse(const struct proto_hold_refuse *);
 void		 forward_wait(const struct proto_hold_wait *);
-void		 forward_status_model(const struct proto_status *);
-void		 forward_status_end(uint64_t);
 uint32_t	 forward_cancel(const char *);
-void		 forward_cancel_ask(struct hreq *, const char *);
-void		 forward_cancel_answer(uint64_t, const char *, uint32_t);
 void		 forward_shutdown(void);
+
+/* status.c: the answers that wait on the parent */
+void		 status_get(struct hreq *, struct http_decision *);
+void		 status_metrics(struct hreq *, struct http_decision *);
+void		 status_cancel(struct hreq *, struct http_decision *);
+void		 status_record(const struct proto_status *);
+void		 status_end(uint64_t);
+void		 status_cancelled(uint64_t, const char *, uint32_t);
 
 /* The header fields a decision reads; NULL when absent.  And what the
  * connection is: TLS or not, and a Unix socket's client. */
@@ -641,7 +638,13 @@ enum http_action {
 #define CORS_HEADERS_MAX	512
 
 struct console_asset;
+struct route;
 
+/*
+ * What to do with a request (http_decide), and what its handler needs of
+ * the request (set by http_request; what points into the request holds
+ * while the handler runs).
+ */
 struct http_decision {
 	int		 action;	/* enum http_action */
 	struct rerr	 e;		/* HTTP_ERROR */
@@ -649,12 +652,14 @@ struct http_decision {
 					 * HTTP_ERROR, the model the rules
 					 * refused it for (or NULL) */
 	json_object	*body;		/* HTTP_HOLD: the rules applied; the
-					 * caller's to put */
+					 * caller's to put (forward_start
+					 * takes it) */
 	int		 plain;		/* HTTP_HOLD: no rule changed it and
 					 * its bytes may go on as they are */
 	int		 fast;		/* HTTP_HOLD: body is NULL, scan is
 					 * what the rules needed of it and
 					 * splice what they made of it */
+	int		 stream;	/* HTTP_HOLD: it asks for a stream */
 	struct rscan	 scan;
 	struct paccess	 acc;		/* who, once let in */
 	int		 delay;		/* ms before the answer (a wrong
@@ -664,6 +669,7 @@ struct http_decision {
 	const char	*pf_method;	/* HTTP_PREFLIGHT: the method */
 	char		 pf_headers[CORS_HEADERS_MAX];	/* and headers */
 	struct splice	 splice;
+	const struct route *route;	/* routes.c's, of its path */
 	int		 family;	/* enum route_family: the shape of
 					 * the errors */
 	int		 form;		/* HTTP_HOLD: body is NULL, a form
@@ -676,6 +682,15 @@ struct http_decision {
 	int		 follow;	/* HTTP_LOGS: ?follow=1 */
 	int		 wait;		/* HTTP_LOAD: "wait", true unless
 					 * false */
+	/* the request's */
+	const char	*method;
+	const char	*path;
+	const char	*target;	/* for the model: path and query */
+	const struct h1_msg *hm;
+	char		*raw;		/* its body's bytes, as they came */
+	size_t		 rawlen;
+	int64_t		 t0;		/* when it was read */
+	char		 who[2 * AGENCY_NAME_MAX + 16];	/* for the log */
 };
 
 extern int	 http_fastpath;		/* 0: json-c for every body */
