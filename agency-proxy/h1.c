@@ -466,6 +466,31 @@ h1_has_token(const char *v, size_t n, const char *token)
 	return (0);
 }
 
+/* Not passed on, either way (RFC 9110 7.6.1), or set by a proxy. */
+#define HOP(s)	{ s, sizeof(s) - 1 }
+static const struct {
+	const char	*name;
+	size_t		 len;
+} hop_fields[] = {
+	HOP("Connection"), HOP("Keep-Alive"), HOP("Proxy-Authenticate"),
+	HOP("Proxy-Authorization"), HOP("Proxy-Connection"), HOP("TE"),
+	HOP("Trailer"), HOP("Trailers"), HOP("Transfer-Encoding"),
+	HOP("Upgrade"), HOP("Host"), HOP("Content-Length"), HOP("Expect"),
+};
+#undef HOP
+
+int
+h1_hop(const char *name, size_t len)
+{
+	size_t	 i;
+
+	for (i = 0; i < sizeof(hop_fields) / sizeof(hop_fields[0]); i++)
+		if (hop_fields[i].len == len &&
+		    icase(name, hop_fields[i].name, len))
+			return (1);
+	return (0);
+}
+
 /*
  * The chunked coding (RFC 9112 7.1), a byte at a time but for the data:
  *

@@ -12,8 +12,8 @@
  * listeners of a configuration.
  *
  * Calls: forward.c, status.c, events.c, answer.c, metrics.c, conn.c,
- * access.c, rules.c, splice.c, multipart.c, routes.c, utf8.c, h1.c,
- * console_assets.c, state.c.
+ * access.c, rules.c, scan.c, splice.c, multipart.c, routes.c, utf8.c,
+ * h1.c, console_assets.c, state.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>
