@@ -116,6 +116,7 @@ static int	 content_length(struct h1_msg *, const char *, size_t);
 static int	 transfer_encoding(struct h1_msg *, const char *, size_t);
 static int	 parse(const char *, size_t, size_t, struct h1_msg *, int);
 static void	 size_line_end(struct h1_chunked *);
+static int	 eol(struct h1_chunked *, unsigned int, int);
 static int	 size_byte(struct h1_chunked *, unsigned int);
 static int	 tail_byte(struct h1_chunked *, unsigned int);
 
@@ -533,11 +534,25 @@ size_line_end(struct h1_chunked *c)
 	c->state = c->left == 0 ? CH_TRAILER : CH_DATA;
 }
 
+/* A line's end at ch: a CR, after which its LF is awaited in state lf
+ * (0), a bare LF (1), or neither (-1). */
+static int
+eol(struct h1_chunked *c, unsigned int ch, int lf)
+{
+	if (ch == '\n')
+		return (1);
+	if (ch != '\r')
+		return (-1);
+	c->state = lf;
+	return (0);
+}
+
 /* A byte of a size line: 0, or -1 if it breaks the grammar. */
 static int
 size_byte(struct h1_chunked *c, unsigned int ch)
 {
 	unsigned int	 h;
+	int		 r;
 
 	switch (c->state) {
 	case CH_SIZE:
@@ -575,13 +590,11 @@ size_byte(struct h1_chunked *c, unsigned int ch)
 			return (-1);
 		break;
 	case CH_EXT:
-		if (ch == '\r')
-			c->state = CH_SIZE_LF;
-		else if (ch == '\n')
+		if ((r = eol(c, ch, CH_SIZE_LF)) == 1)
 			size_line_end(c);
-		else
-			break;
-		return (0);
+		if (r >= 0)
+			return (0);
+		break;
 	case CH_SIZE_LF:
 		if (ch != '\n')
 			return (-1);
@@ -598,37 +611,31 @@ size_byte(struct h1_chunked *c, unsigned int ch)
 static int
 tail_byte(struct h1_chunked *c, unsigned int ch)
 {
+	int	 r;
+
 	switch (c->state) {
 	case CH_DATA_CR:
-		if (ch == '\r')
-			c->state = CH_DATA_LF;
-		else if (ch == '\n')
+		if ((r = eol(c, ch, CH_DATA_LF)) == 1)
 			h1_chunked_init(c);
-		else
-			return (-1);
-		return (0);
+		return (r == -1 ? -1 : 0);
 	case CH_DATA_LF:
 		if (ch != '\n')
 			return (-1);
 		h1_chunked_init(c);
 		return (0);
 	case CH_TRAILER:
-		if (ch == '\r')
-			c->state = CH_END_LF;
-		else if (ch == '\n')
+		if ((r = eol(c, ch, CH_END_LF)) == 1)
 			return (1);
-		else {
+		if (r == -1) {
 			c->state = CH_TRAILER_LINE;
 			c->linelen = 1;
 		}
 		return (0);
 	case CH_TRAILER_LINE:
-		if (ch == '\r')
-			c->state = CH_TRAILER_LF;
-		else if (ch == '\n') {
+		if ((r = eol(c, ch, CH_TRAILER_LF)) == 1) {
 			c->state = CH_TRAILER;
 			c->linelen = 0;
-		} else if (++c->linelen > MAX_LINE)
+		} else if (r == -1 && ++c->linelen > MAX_LINE)
 			return (-1);
 		return (0);
 	case CH_TRAILER_LF:

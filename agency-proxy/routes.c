@@ -115,18 +115,19 @@ static const char *const	 transcription_routes[] = {
 static const char *const	 image_routes[] = { "/v1/images/generations",
 	"/v1/images/edits", NULL };
 
-static const struct {
-	int			 kind;
+/* Each kind of runtime (enum model_kind, its index): its name and its
+ * routes. */
+static const struct kindrow {
 	const char		*name;
 	const char *const	*routes;
 } kinds[] = {
-	{ KIND_CHAT, "chat", chat_routes },
-	{ KIND_EMBEDDING, "embedding", embedding_routes },
-	{ KIND_SPEECH, "speech", speech_routes },
-	{ KIND_IMAGE, "image", image_routes },
-	{ KIND_VISION, "vision", vision_routes },
-	{ KIND_RERANK, "rerank", rerank_routes },
-	{ KIND_TRANSCRIPTION, "transcription", transcription_routes },
+	[KIND_CHAT] = { "chat", chat_routes },
+	[KIND_EMBEDDING] = { "embedding", embedding_routes },
+	[KIND_SPEECH] = { "speech", speech_routes },
+	[KIND_IMAGE] = { "image", image_routes },
+	[KIND_VISION] = { "vision", vision_routes },
+	[KIND_RERANK] = { "rerank", rerank_routes },
+	[KIND_TRANSCRIPTION] = { "transcription", transcription_routes },
 };
 
 static const struct route	 other = MODEL(NULL, FAMILY_OPENAI, BODY_JSON,
@@ -145,15 +146,22 @@ routes_find(const char *path)
 	return (&other);
 }
 
+/* The row of a kind of runtime, or NULL. */
+static const struct kindrow *
+kind_find(int kind)
+{
+	if (kind < 0 || (size_t)kind >= sizeof(kinds) / sizeof(kinds[0]) ||
+	    kinds[kind].name == NULL)
+		return (NULL);
+	return (&kinds[kind]);
+}
+
 const char *const *
 routes_of_kind(int kind)
 {
-	size_t	 i;
+	const struct kindrow	*k = kind_find(kind);
 
-	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
-		if (kinds[i].kind == kind)
-			return (kinds[i].routes);
-	return (NULL);
+	return (k != NULL ? k->routes : NULL);
 }
 
 /*
@@ -189,10 +197,7 @@ routes_part_name(int parts, const char *type)
 const char *
 routes_kind_name(int kind)
 {
-	size_t	 i;
+	const struct kindrow	*k = kind_find(kind);
 
-	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
-		if (kinds[i].kind == kind)
-			return (kinds[i].name);
-	return (NULL);
+	return (k != NULL ? k->name : NULL);
 }
