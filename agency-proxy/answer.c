@@ -7,8 +7,8 @@
  * to a client connection, JSON answers, errors in the shape of the
  * route's family (OpenAI's, or Anthropic's on its routes), redirects,
  * the answers to requests that could not be read, the status line's
- * reason phrases, and the access-log line.  http.c (routes) and forward.c
- * (model requests) both answer through it.  The one table of statuses
+ * reason phrases, and the access-log line.  http.c, status.c, events.c
+ * and relay.c answer through it.  The one table of statuses
  * holds each status's reason phrase and, for the statuses conn.c refuses
  * a request with, the error's code and message.
  *

@@ -5,8 +5,9 @@
 /*
  * The parent's messages, at the top of the proxy: each one parent.c
  * reads is checked here and handed down, the configuration built
- * (rules.c's pconf) and put in force (http.c's listeners), holds and
- * status to forward.c, probes to probe.c, cancels to forward.c.
+ * (rules.c's pconf) and put in force (http.c's listeners), holds to
+ * forward.c, status to status.c, probes to probe.c, cancels to
+ * forward.c.
  * Anything malformed from the parent is fatal: the parent is trusted,
  * so a bad message means a broken channel.  Nothing calls into this
  * file but proxy.c, which registers it with parent.c.
@@ -16,8 +17,8 @@
  * in pieces) is built here too; the key's bytes are the listener's until
  * http.c has made its TLS context.
  *
- * Calls: http.c, forward.c, probe.c, rules.c, sandbox.c, parent.c,
- * state.c.
+ * Calls: http.c, status.c, forward.c, probe.c, rules.c, sandbox.c,
+ * parent.c, state.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>

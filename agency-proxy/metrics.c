@@ -3,23 +3,12 @@
  * SPDX-License-Identifier: ISC (see the file LICENSE)
  */
 /*
- * GET /metrics in the Prometheus text exposition format (version 0.0.4).
- *
- * What the proxy sees it counts itself: requests by how they ended (the
- * status class the client got; or 499, cancelled, cut: enum req_end),
- * tokens from the answers' usage (metrics_request and metrics_unrouted,
- * from http.c and forward.c).  What the pool knows
- * (state, holds, loads, failures, evictions, restarts, load durations)
- * comes from the status round trip to agencyd that forward.c makes for
- * each scrape, and the client connections' counts from conn.c, both
- * handed to metrics_render.  The proxy's counters start at zero when the
- * proxy starts; agencyd's survive a proxy restart.
- *
- * The queue: its depth per model comes with the status; how long each
- * model request waited for its model, and how that ended (granted,
- * withdrawn, refused and why), the proxy measures itself, from its hold
- * request to the parent's answer or the client's leaving
- * (metrics_wait, from forward.c).
+ * GET /metrics in the Prometheus text exposition format (0.0.4): the
+ * counts the proxy keeps itself (requests by how they ended, tokens,
+ * how long model requests waited for their hold and how that ended),
+ * rendered with what the parent's status says of each model and the
+ * client connections' figures (status.c hands them over).  The proxy's
+ * counts start at zero with it; agencyd's survive a proxy restart.
  *
  * Calls no other file of agency-proxy.
  */
