@@ -8,7 +8,15 @@ BINDIR ?=	$(PREFIX)/bin
 SBINDIR ?=	$(PREFIX)/sbin
 LIBEXECDIR ?=	$(PREFIX)/libexec
 MANDIR ?=	$(PREFIX)/share/man
+# /etc by default and for PREFIX=/usr (a package); under any other
+# PREFIX given, its own etc/, so that nothing is written outside it.
+ifeq ($(origin PREFIX)$(PREFIX),file/usr/local)
 SYSCONFDIR ?=	/etc
+else ifeq ($(PREFIX),/usr)
+SYSCONFDIR ?=	/etc
+else
+SYSCONFDIR ?=	$(PREFIX)/etc
+endif
 # systemd reads these under /usr/local/lib as well as /usr/lib.
 UNITDIR ?=	$(PREFIX)/lib/systemd/system
 SYSUSERSDIR ?=	$(PREFIX)/lib/sysusers.d
@@ -165,6 +173,13 @@ demo:
 	@$(MAKE) --no-print-directory -j$(JOBS) all
 	@scripts/demo
 
+# An OCI image from Debian packages only (scripts/image): agency's .deb
+# in a Debian 12 root file system, in podman's storage as
+# localhost/agency.  IMAGE_ARGS: -f, -n NAME, -o FILE (scripts/image).
+IMAGE_ARGS ?=
+image:
+	@scripts/image $(IMAGE_ARGS)
+
 # libFuzzer harnesses (regress/fuzz), each run FUZZ_SECONDS.
 FUZZ_SECONDS ?=	60
 fuzz:
@@ -246,5 +261,6 @@ clean:
 	    $(PROGS) $(TEST_PROGS)
 	rm -rf regress/.kyua
 
-.PHONY: all deps check demo bench fuzz install uninstall clean soak mutate
+.PHONY: all deps check demo bench fuzz install uninstall clean soak mutate \
+		image
 .SUFFIXES:
