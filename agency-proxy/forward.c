@@ -807,11 +807,6 @@ forward_send(struct preq *p)
 	const char		*err = NULL;
 	int			 n;
 
-	if ((uc = upstream_open(p->port, &err)) == NULL) {
-		upstream_lost(p, err, UPSTREAM_FAILED);
-		return;
-	}
-	p->uc = uc;
 	if ((n = body_pieces(p, iov)) == -1)
 		return;
 	memset(&rq, 0, sizeof(rq));
@@ -829,6 +824,11 @@ forward_send(struct preq *p)
 	rq.sinkarg = &p->rl;
 	rq.owner = &owner;
 	rq.ownerarg = p;
+	if ((uc = upstream_open(p->port, &err)) == NULL) {
+		upstream_lost(p, err, UPSTREAM_FAILED);
+		return;
+	}
+	p->uc = uc;
 	if (upstream_send(uc, &rq) == -1)
 		return;		/* up_fail had it */
 	log_debug("request %llu: %s %s to %s on port %u",

@@ -319,6 +319,13 @@ uc_advance(struct upconn *uc, size_t n)
 	uc->iovn = uc->iovi = 0;
 }
 
+/* Add s to the request's header. */
+static int
+h_str(const char *s)
+{
+	return (buf_add(&hb, s, strlen(s), 1024));
+}
+
 /* The request's header, in hb: its line, the Host of the model server,
  * the client's end-to-end fields, and those of its body. */
 static int
@@ -326,23 +333,18 @@ header_make(const struct upconn *uc, const struct upstream_req *rq,
     size_t len)
 {
 	hb.len = 0;
-	if (buf_add(&hb, rq->method, strlen(rq->method), 1024) == -1 ||
-	    buf_add(&hb, " ", 1, 1024) == -1 ||
-	    buf_add(&hb, rq->target, strlen(rq->target), 1024) == -1 ||
-	    buf_add(&hb, " HTTP/1.1\r\nHost: 127.0.0.1:", 28, 1024) == -1 ||
-	    buf_num(&hb, uc->port, 10, 1024) == -1 ||
-	    buf_add(&hb, "\r\n", 2, 1024) == -1 ||
+	if (h_str(rq->method) == -1 || h_str(" ") == -1 ||
+	    h_str(rq->target) == -1 ||
+	    h_str(" HTTP/1.1\r\nHost: 127.0.0.1:") == -1 ||
+	    buf_num(&hb, uc->port, 10, 1024) == -1 || h_str("\r\n") == -1 ||
 	    buf_add(&hb, rq->headers, rq->headerslen, 1024) == -1)
 		return (-1);
-	if (rq->json && buf_add(&hb, "Content-Type: application/json\r\n",
-	    32, 1024) == -1)
+	if (rq->json && h_str("Content-Type: application/json\r\n") == -1)
 		return (-1);
-	if ((rq->length || len > 0) &&
-	    (buf_add(&hb, "Content-Length: ", 16, 1024) == -1 ||
-	    buf_num(&hb, len, 10, 1024) == -1 ||
-	    buf_add(&hb, "\r\n", 2, 1024) == -1))
+	if ((rq->length || len > 0) && (h_str("Content-Length: ") == -1 ||
+	    buf_num(&hb, len, 10, 1024) == -1 || h_str("\r\n") == -1))
 		return (-1);
-	return (buf_add(&hb, "\r\n", 2, 1024));
+	return (h_str("\r\n"));
 }
 
 /*
