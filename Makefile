@@ -29,6 +29,10 @@ JOBS ?=		$(shell nproc 2>/dev/null || echo 1)
 YACC =		byacc
 PKGS =		libbsd-overlay libevent json-c libseccomp libsystemd libtls \
 		libcrypto
+# libyaml reads llama-swap's configuration for agency-ctl import
+# (agency-ctl/yamlread.c): agency-ctl links it, agencyd and the proxy
+# never do.
+CTL_LIBS =	$(shell pkg-config --libs yaml-0.1 2>/dev/null)
 
 # The path agencyd runs the proxy from (tests point it elsewhere with
 # -P), and the configuration it reads without -f.
@@ -40,7 +44,7 @@ WARN =		-Wall -Wextra -Wstrict-prototypes -Wmissing-prototypes \
 CFLAGS ?=	-O2 -g
 CFLAGS +=	$(WARN) -std=gnu11 -D_GNU_SOURCE -Icommon \
 		$(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-LDLIBS +=	$(shell pkg-config --libs $(PKGS) 2>/dev/null)
+LDLIBS +=	$(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
 
 ifeq ($(SANITIZE),1)
 # gcc's null-pointer checks under UBSan make -Wformat-overflow see nulls
@@ -59,6 +63,7 @@ PROXY_SRCS =	$(sort $(filter-out agency-proxy/proxy.c, \
 		    $(wildcard agency-proxy/*.c)) $(CONSOLE_C))
 CTL_SRCS =	$(filter-out agency-ctl/agency-ctl.c, \
 		    $(wildcard agency-ctl/*.c))
+GPU_SRCS =	$(filter-out agency-gpu/gpu.c, $(wildcard agency-gpu/*.c))
 FAKELM_SRCS =	$(wildcard regress/fakelm/*.c)
 UNIT_SRCS =	$(wildcard regress/unit/*_test.c)
 TOOL_SRCS =	$(wildcard regress/tools/*.c)
@@ -68,9 +73,10 @@ COMMON_LIB =	common/libcommon.a
 AGENCYD_LIB =	agencyd/libagencyd.a
 PROXY_LIB =	agency-proxy/libproxy.a
 CTL_LIB =	agency-ctl/libctl.a
+GPU_LIB =	agency-gpu/libgpu.a
 
 PROGS =		agencyd/agencyd agency-proxy/agency-proxy \
-		agency-ctl/agency-ctl
+		agency-ctl/agency-ctl agency-gpu/agency-gpu
 # The operator console (console/), served by the proxy from the C file
 # tools/embed writes: URL path=file, one a file.
 CONSOLE_C =	agency-proxy/console_assets.c
@@ -80,8 +86,11 @@ CONSOLE_FILES =	/=console/index.html \
 		/console/icon.svg=console/icon.svg
 EMBED =		tools/embed
 
+# The GPU stand-ins (regress/gpu): NVML and the CUDA driver API.
+STANDINS =	regress/gpu/libnvidia-ml.so.1 regress/gpu/libcuda.so.1
+
 TEST_PROGS =	regress/fakelm/fakelm $(UNIT_SRCS:.c=) $(TOOL_SRCS:.c=) \
-		$(PRELOAD_SRCS:.c=.so)
+		$(PRELOAD_SRCS:.c=.so) $(STANDINS) bench/placebench
 
 all: $(PROGS) $(TEST_PROGS)
 
@@ -122,6 +131,8 @@ $(PROXY_LIB): $(PROXY_SRCS:.c=.o)
 	rm -f $@ && ar rcs $@ $^
 $(CTL_LIB): $(CTL_SRCS:.c=.o)
 	rm -f $@ && ar rcs $@ $^
+$(GPU_LIB): $(GPU_SRCS:.c=.o)
+	rm -f $@ && ar rcs $@ $^
 
 # libbsd-ctor: setproctitle(3) names each model's reaper.
 agencyd/agencyd: agencyd/agencyd.o $(AGENCYD_LIB) $(COMMON_LIB)
@@ -130,6 +141,8 @@ agencyd/agencyd: agencyd/agencyd.o $(AGENCYD_LIB) $(COMMON_LIB)
 agency-proxy/agency-proxy: agency-proxy/proxy.o $(PROXY_LIB) $(COMMON_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 agency-ctl/agency-ctl: agency-ctl/agency-ctl.o $(CTL_LIB) $(COMMON_LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(CTL_LIBS)
+agency-gpu/agency-gpu: agency-gpu/gpu.o $(GPU_LIB) $(COMMON_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 regress/fakelm/fakelm: $(FAKELM_SRCS:.c=.o) $(COMMON_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
@@ -137,6 +150,29 @@ regress/fakelm/fakelm: $(FAKELM_SRCS:.c=.o) $(COMMON_LIB)
 # Small programs the integration tests use, one a source file.
 regress/tools/%: regress/tools/%.c regress/tools/*.h $(COMMON_LIB)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(COMMON_LIB) $(LDLIBS)
+# gpuhost runs agencyd's side of the GPU probe (agencyd/gpulink.c).
+regress/tools/gpuhost: regress/tools/gpuhost.c regress/tools/*.h \
+    agencyd/*.h $(AGENCYD_LIB) $(COMMON_LIB)
+	$(CC) $(CFLAGS) -Iagencyd $(LDFLAGS) -o $@ $< $(AGENCYD_LIB) \
+	    $(COMMON_LIB) $(LDLIBS)
+
+# The stand-ins a test loads in place of NVIDIA's libraries; like the
+# preload shims, never built with sanitizers.
+STANDIN_CC =	$(CC) $(WARN) -std=gnu11 -D_GNU_SOURCE -O2 -g -fPIC -shared
+regress/gpu/libnvidia-ml.so.1: regress/gpu/nvml.c regress/gpu/state.c \
+    regress/gpu/state.h
+	$(STANDIN_CC) -Wl,-soname,libnvidia-ml.so.1 -o $@ \
+	    regress/gpu/nvml.c regress/gpu/state.c
+regress/gpu/libcuda.so.1: regress/gpu/cuda.c regress/gpu/state.c \
+    regress/gpu/state.h
+	$(STANDIN_CC) -Wl,-soname,libcuda.so.1 -o $@ \
+	    regress/gpu/cuda.c regress/gpu/state.c
+
+# The placement decision's benchmark (make bench runs it first).
+bench/placebench: bench/placebench.c agencyd/*.h common/*.h $(AGENCYD_LIB) \
+    $(COMMON_LIB)
+	$(CC) $(CFLAGS) -Iagencyd $(LDFLAGS) -o $@ $< $(AGENCYD_LIB) \
+	    $(COMMON_LIB) $(LDLIBS)
 
 # Shims a test preloads into a program, never built with sanitizers
 # (they would have to come before the sanitizer's own runtime).
@@ -144,12 +180,13 @@ regress/preload/%.so: regress/preload/%.c
 	$(CC) $(WARN) -O2 -g -fPIC -shared -o $@ $< -ldl
 
 # Unit tests link the libraries; the linker takes only what they use.
+regress/unit/import_test: LDLIBS += $(CTL_LIBS)
 regress/unit/%_test: regress/unit/%_test.o $(AGENCYD_LIB) $(PROXY_LIB) \
-    $(CTL_LIB) $(COMMON_LIB)
+    $(CTL_LIB) $(GPU_LIB) $(COMMON_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(shell pkg-config --libs atf-c)
 regress/unit/%_test.o: regress/unit/%_test.c agencyd/*.h agency-proxy/*.h \
-    agency-ctl/*.h common/*.h
-	$(CC) $(CFLAGS) -Iagencyd -Iagency-proxy -Iagency-ctl \
+    agency-ctl/*.h agency-gpu/*.h common/*.h
+	$(CC) $(CFLAGS) -Iagencyd -Iagency-proxy -Iagency-ctl -Iagency-gpu \
 	    $(shell pkg-config --cflags atf-c) -c -o $@ $<
 
 agencyd/%.o: agencyd/%.c agencyd/*.h common/*.h
@@ -158,6 +195,8 @@ agency-proxy/%.o: agency-proxy/%.c agency-proxy/*.h common/*.h
 	$(CC) $(CFLAGS) -Iagency-proxy -c -o $@ $<
 agency-ctl/%.o: agency-ctl/%.c agency-ctl/*.h common/*.h
 	$(CC) $(CFLAGS) -Iagency-ctl -c -o $@ $<
+agency-gpu/%.o: agency-gpu/%.c agency-gpu/*.h common/*.h
+	$(CC) $(CFLAGS) -Iagency-gpu -c -o $@ $<
 common/%.o: common/%.c common/*.h
 	$(CC) $(CFLAGS) -c -o $@ $<
 regress/fakelm/%.o: regress/fakelm/%.c regress/fakelm/*.h common/*.h
@@ -167,6 +206,14 @@ check:
 	@scripts/deps check
 	@$(MAKE) --no-print-directory -j$(JOBS) all
 	@regress/run-tests
+
+# The GPU check (scripts/check-gpu): against the real NVML and CUDA
+# driver where /dev/nvidiactl and libnvidia-ml.so.1 are, else it says
+# why it skips.  "make check" runs it against the stand-ins.
+check-gpu:
+	@scripts/deps check
+	@$(MAKE) --no-print-directory -j$(JOBS) all
+	@scripts/check-gpu
 
 demo:
 	@scripts/deps check
@@ -204,7 +251,13 @@ mutate:
 bench:
 	@scripts/deps bench
 	@$(MAKE) --no-print-directory -j$(JOBS) all
+	@bench/placebench
 	@bench/run
+
+# The placement decision alone: seconds, no root.
+bench-place:
+	@$(MAKE) --no-print-directory -j$(JOBS) bench/placebench
+	@bench/placebench
 
 install: $(PROGS)
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) \
@@ -213,6 +266,8 @@ install: $(PROGS)
 	install -m 0755 agencyd/agencyd $(DESTDIR)$(SBINDIR)/agencyd
 	install -m 0755 agency-proxy/agency-proxy \
 	    $(DESTDIR)$(LIBEXECDIR)/agency-proxy
+	install -m 0755 agency-gpu/agency-gpu \
+	    $(DESTDIR)$(LIBEXECDIR)/agency-gpu
 	install -m 0755 agency-ctl/agency-ctl $(DESTDIR)$(BINDIR)/agency-ctl
 	for m in man/*.[58]; do [ -f "$$m" ] || continue; \
 	    sed -e 's|/usr/local/libexec/|$(LIBEXECDIR)/|g' \
@@ -240,6 +295,7 @@ install: $(PROGS)
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/agencyd \
 	    $(DESTDIR)$(LIBEXECDIR)/agency-proxy \
+	    $(DESTDIR)$(LIBEXECDIR)/agency-gpu \
 	    $(DESTDIR)$(BINDIR)/agency-ctl \
 	    $(DESTDIR)$(UNITDIR)/agencyd.service \
 	    $(DESTDIR)$(SYSUSERSDIR)/agency.conf \
@@ -254,13 +310,14 @@ uninstall:
 
 clean:
 	rm -f common/*.o agencyd/*.o agency-proxy/*.o agency-ctl/*.o \
-	    regress/fakelm/*.o regress/unit/*.o agencyd/parse.c \
+	    agency-gpu/*.o regress/fakelm/*.o regress/unit/*.o \
+	    agencyd/parse.c \
 	    $(CONSOLE_C) $(CONSOLE_C).tmp $(EMBED) \
 	    $(PATHS_STAMP) $(PATHS_STAMP).new \
 	    $(COMMON_LIB) $(AGENCYD_LIB) $(PROXY_LIB) $(CTL_LIB) \
-	    $(PROGS) $(TEST_PROGS)
+	    $(GPU_LIB) $(PROGS) $(TEST_PROGS)
 	rm -rf regress/.kyua
 
-.PHONY: all deps check demo bench fuzz install uninstall clean soak mutate \
-		image
+.PHONY: all deps check check-gpu demo bench bench-place fuzz install \
+	uninstall clean soak mutate image
 .SUFFIXES:

@@ -2606,7 +2606,7 @@ check_users(void)
 
 /*
  * Needs against the memory budget, as the pool will weigh them (see
- * make_room in pool.c): a lazy model loads only while the needs of the
+ * make_room in pool_change.c): a lazy model loads only while the needs of
  * loaded ones and its own stay within the budget, and the models that
  * are not lazy are never stopped to make room.  A model that could never
  * load is an error; with overcommit the pool loads it anyway.  Only
