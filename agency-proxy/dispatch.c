@@ -5,14 +5,15 @@
 /*
  * The parent's messages, at the top of the proxy: each one parent.c
  * reads is read whole (proto.c; the configuration's, confimsg.c) and
- * handed to the file that owns it.  Anything malformed from the parent
- * is fatal: the parent is trusted, so a bad message means a broken
- * channel.  A whole configuration is put in force here (http.c's
- * listeners).  Nothing calls into this file but proxy.c, which
- * registers it with parent.c.
+ * handed to the file that owns it: holds and cancels to forward.c,
+ * status to status.c, probes to probe.c, events to events.c.  Anything
+ * malformed from the parent is fatal: the parent is trusted, so a bad
+ * message means a broken channel.  A whole configuration is put in
+ * force here (http.c's listeners).  Nothing calls into this file but
+ * proxy.c, which registers it with parent.c.
  *
- * Calls: http.c, forward.c, events.c, probe.c, sandbox.c, parent.c,
- * state.c.
+ * Calls: http.c, status.c, forward.c, events.c, probe.c, sandbox.c,
+ * parent.c, state.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>
@@ -64,10 +65,10 @@ dispatch_imsg(struct imsg *imsg)
 		probe_cancel(u.loadid.loadid);
 		break;
 	case IMSG_STATUS_MODEL:
-		forward_status_model(&u.status);
+		status_record(&u.status);
 		break;
 	case IMSG_STATUS_END:
-		forward_status_end(u.reqid.reqid);
+		status_end(u.reqid.reqid);
 		break;
 	case IMSG_CANCEL:
 		dispatch_cancel(&u.cancel);
@@ -143,7 +144,7 @@ dispatch_cancel(struct proto_cancel *c)
 	c->cancelled = forward_cancel(c->model);
 	parent_send(IMSG_CANCEL_DONE, c, sizeof(*c));
 	events_cancel(c->model, c->cancelled);
-	forward_cancel_answer(c->reqid, c->model, c->cancelled);
+	status_cancelled(c->reqid, c->model, c->cancelled);
 }
 
 /* Fewer model ports: the sandbox narrows (more need a new proxy). */

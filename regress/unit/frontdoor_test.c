@@ -762,6 +762,77 @@ ATF_TC_BODY(forward_rewrite, tc)
 	proxy_stop(&h);
 }
 
+ATF_TC(upstream_request);
+ATF_TC_HEAD(upstream_request, tc)
+{
+	atf_tc_set_md_var(tc, "descr", "the request a model server gets is "
+	    "exactly its line, the model server's Host, the client's "
+	    "end-to-end fields, its length and the body as the grant made "
+	    "it; the answer's header and body reach the client");
+	atf_tc_set_md_var(tc, "timeout", "30");
+}
+ATF_TC_BODY(upstream_request, tc)
+{
+	struct harness		 h;
+	struct proto_hold_req	 hr;
+	struct pollfd		 pfd;
+	const char		*body =
+				    "{\"model\":\"vec-up\",\"input\":\"x\"}";
+	const char		*answer = "HTTP/1.1 200 OK\r\n"
+				    "Content-Type: application/json\r\n"
+				    "Content-Length: 11\r\n\r\n{\"data\":[]}";
+	char			 want[512], got[512], *r;
+	size_t			 len = 0;
+	ssize_t			 n;
+	int64_t			 end;
+	uint16_t		 port;
+	int			 lfd, ufd = -1, fd, wantlen;
+
+	proxy_start(tc, &h, 1 << 20);
+	lfd = listen_any(&port);
+	fd = cl_send(&h, "POST", "/v1/embeddings", NULL, "application/json",
+	    "{\"model\":\"vec\",\"input\":\"x\"}");
+	h_wait(&h, IMSG_HOLD_REQ, &hr, sizeof(hr));
+	grant(&h, hr.reqid, 79, port, "vec-up");
+	wantlen = snprintf(want, sizeof(want), "POST /v1/embeddings "
+	    "HTTP/1.1\r\nHost: 127.0.0.1:%u\r\nContent-Type: "
+	    "application/json\r\nContent-Length: %zu\r\n\r\n%s", port,
+	    strlen(body), body);
+	/* what the model server reads, all of it */
+	end = now_ms() + WAIT_MS;
+	while (len < (size_t)wantlen) {
+		ATF_REQUIRE_MSG(now_ms() < end, "got %zu bytes: %.*s", len,
+		    (int)len, got);
+		pfd.fd = ufd == -1 ? lfd : ufd;
+		pfd.events = POLLIN;
+		if (poll(&pfd, 1, 20) == 0) {
+			h_pump(&h, 0);
+			continue;
+		}
+		if (ufd == -1) {
+			ATF_REQUIRE((ufd = accept(lfd, NULL, NULL)) != -1);
+			continue;
+		}
+		n = read(ufd, got + len, sizeof(got) - 1 - len);
+		ATF_REQUIRE_MSG(n > 0, "the request ended at %zu bytes", len);
+		len += n;
+	}
+	got[len] = '\0';
+	ATF_CHECK_EQ(len, (size_t)wantlen);
+	ATF_CHECK_MSG(memcmp(got, want, wantlen) == 0,
+	    "sent:\n%s\nwanted:\n%s", got, want);
+	ATF_REQUIRE(write(ufd, answer, strlen(answer)) ==
+	    (ssize_t)strlen(answer));
+	r = cl_read(&h, fd);
+	ATF_CHECK_EQ(status_of(r), 200);
+	CHECK_HAS(r, "Content-Length: 11\r\n");
+	CHECK_HAS(r, "\r\n\r\n{\"data\":[]}");
+	released_once(&h, 79);
+	close(ufd);
+	close(lfd);
+	proxy_stop(&h);
+}
+
 ATF_TC(stream_spaced);
 ATF_TC_HEAD(stream_spaced, tc)
 {
@@ -1566,6 +1637,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, refusals);
 	ATF_TP_ADD_TC(tp, refusals_queue);
 	ATF_TP_ADD_TC(tp, withdraw);
+	ATF_TP_ADD_TC(tp, upstream_request);
 	ATF_TP_ADD_TC(tp, errors);
 	ATF_TP_ADD_TC(tp, probe_retry);
 	ATF_TP_ADD_TC(tp, status_json);
