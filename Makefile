@@ -140,7 +140,7 @@ regress/unit/%_test: regress/unit/%_test.o $(AGENCYD_LIB) $(PROXY_LIB) \
     $(CTL_LIB) $(COMMON_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(shell pkg-config --libs atf-c)
 regress/unit/%_test.o: regress/unit/%_test.c agencyd/*.h agency-proxy/*.h \
-    agency-ctl/*.h common/*.h
+    agency-ctl/*.h common/*.h $(wildcard regress/unit/*.h)
 	$(CC) $(CFLAGS) -Iagencyd -Iagency-proxy -Iagency-ctl \
 	    $(shell pkg-config --cflags atf-c) -c -o $@ $<
 
