@@ -130,6 +130,12 @@ regress/fakelm/fakelm: $(FAKELM_SRCS:.c=.o) $(COMMON_LIB)
 regress/tools/%: regress/tools/%.c regress/tools/*.h $(COMMON_LIB)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(COMMON_LIB) $(LDLIBS)
 
+# sizes reads model files with agencyd's own readers.
+regress/tools/sizes: regress/tools/sizes.c regress/tools/*.h $(AGENCYD_LIB) \
+    $(COMMON_LIB)
+	$(CC) $(CFLAGS) -Iagencyd $(LDFLAGS) -o $@ $< $(AGENCYD_LIB) \
+	    $(COMMON_LIB) $(LDLIBS)
+
 # Shims a test preloads into a program, never built with sanitizers
 # (they would have to come before the sanitizer's own runtime).
 regress/preload/%.so: regress/preload/%.c

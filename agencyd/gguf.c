@@ -172,6 +172,11 @@ static int	kv_pass(struct rd *, uint64_t, const char *,
 		    struct gval *);
 static int	layer_of(const uint8_t *, uint64_t, uint32_t);
 static int	shape(struct rd *, struct sizing_figures *, struct gval *);
+static int	head(struct rd *, const uint8_t *, size_t, uint64_t, char *,
+		    size_t, uint64_t *, uint64_t *);
+static int	alignment(struct rd *, const struct gval *, uint32_t *);
+static int	tensors(struct rd *, uint64_t, uint32_t, uint64_t,
+		    struct sizing_figures *);
 
 static uint64_t
 le64(const uint8_t *p)
@@ -636,46 +641,147 @@ gguf_type_byname(const char *name)
 	return (-1);
 }
 
+/*
+ * The start of a header: magic, version and counts, each count bounded
+ * by the bytes left; r is set up over buf.
+ */
+static int
+head(struct rd *r, const uint8_t *buf, size_t len, uint64_t filesize,
+    char *err, size_t errlen, uint64_t *ntensors, uint64_t *nkv)
+{
+	uint32_t	 version;
+
+	memset(r, 0, sizeof(*r));
+	r->p = buf;
+	r->len = len;
+	r->err = err;
+	r->errlen = errlen;
+	if (errlen > 0)
+		err[0] = '\0';
+	if (len > filesize)
+		return (fail(r, "%zu bytes read of a file of %llu", len,
+		    (unsigned long long)filesize));
+	if (len < 4 || memcmp(buf, GGUF_MAGIC, 4) != 0)
+		return (fail(r, "not a GGUF file"));
+	r->off = 4;
+	if (rd_u32(r, &version) == -1 || rd_u64(r, ntensors) == -1 ||
+	    rd_u64(r, nkv) == -1)
+		return (-1);
+	if (version != 2 && version != 3)
+		return (fail(r, "GGUF version %u is not supported%s", version,
+		    version > 0xffff ? " (a big-endian file?)" : ""));
+	if (*nkv > (len - r->off) / GGUF_KV_MIN)
+		return (fail(r, "%llu key-value pairs cannot fit in the file",
+		    (unsigned long long)*nkv));
+	if (*ntensors > (len - r->off) / GGUF_TI_MIN)
+		return (fail(r, "%llu tensors cannot fit in the file",
+		    (unsigned long long)*ntensors));
+	return (0);
+}
+
+/* general.alignment, or the default. */
+static int
+alignment(struct rd *r, const struct gval *v, uint32_t *align)
+{
+	*align = GGUF_ALIGN_DEFAULT;
+	if (!v->set)
+		return (0);
+	if (v->array || v->type != GV_U32)
+		return (fail(r, "general.alignment is not a u32"));
+	*align = (uint32_t)v->u;
+	if (*align == 0 || (*align & (*align - 1)) != 0 ||
+	    *align > GGUF_ALIGN_MAX)
+		return (fail(r, "general.alignment %u is not a power of two "
+		    "up to %u", *align, GGUF_ALIGN_MAX));
+	return (0);
+}
+
+/*
+ * The tensor infos: each one's bytes, added to f's layers or the rest,
+ * and where it lies: one after the other, aligned, all in the file.
+ */
+static int
+tensors(struct rd *r, uint64_t ntensors, uint32_t align, uint64_t filesize,
+    struct sizing_figures *f)
+{
+	const uint8_t	*name;
+	uint64_t	 nlen = 0, ne[GGUF_DIMS_MAX], off, expect = 0, nbytes;
+	uint64_t	 rows, dstart, i;
+	uint32_t	 ndims, type, blck, tsize, d;
+	int		 l;
+
+	f->tensors += ntensors;
+	for (i = 0; i < ntensors; i++) {
+		if (rd_str(r, &name, &nlen) == -1 ||
+		    rd_u32(r, &ndims) == -1)
+			return (-1);
+		if (nlen >= GGUF_NAME_MAX)
+			return (fail(r, "tensor %llu: a name of %llu bytes",
+			    (unsigned long long)i, (unsigned long long)nlen));
+		if (ndims > GGUF_DIMS_MAX)
+			return (fail(r, "tensor %.*s: %u dimensions",
+			    (int)nlen, (const char *)name, ndims));
+		for (d = 0; d < GGUF_DIMS_MAX; d++) {
+			ne[d] = 1;
+			if (d < ndims && rd_u64(r, &ne[d]) == -1)
+				return (-1);
+		}
+		if (rd_u32(r, &type) == -1 || rd_u64(r, &off) == -1)
+			return (-1);
+		if (!gguf_type_block(type, &blck, &tsize))
+			return (fail(r, "tensor %.*s: unknown type %u",
+			    (int)nlen, (const char *)name, type));
+		if (ne[0] % blck != 0)
+			return (fail(r, "tensor %.*s: %llu columns are not "
+			    "whole blocks of %u", (int)nlen,
+			    (const char *)name, (unsigned long long)ne[0],
+			    blck));
+		if (__builtin_mul_overflow(ne[1], ne[2], &rows) ||
+		    __builtin_mul_overflow(rows, ne[3], &rows) ||
+		    __builtin_mul_overflow(ne[0] / blck, (uint64_t)tsize,
+		    &nbytes) ||
+		    __builtin_mul_overflow(nbytes, rows, &nbytes) ||
+		    nbytes > filesize)
+			return (fail(r, "tensor %.*s: larger than the file",
+			    (int)nlen, (const char *)name));
+		if (off != expect)
+			return (fail(r, "tensor %.*s: at offset %llu, not "
+			    "%llu where the one before it ends", (int)nlen,
+			    (const char *)name, (unsigned long long)off,
+			    (unsigned long long)expect));
+		/* Both are below the file's size: no overflow. */
+		expect += (nbytes + align - 1) / align * align;
+		if (expect > filesize)
+			return (fail(r, "tensor %.*s: ends past the end of "
+			    "the file", (int)nlen, (const char *)name));
+		if ((l = layer_of(name, nlen, f->layers)) >= 0)
+			f->layer[l].weights += nbytes;
+		else if (nlen >= 6 && memcmp(name, "output", 6) == 0)
+			f->weights_out += nbytes;
+		else
+			f->weights_in += nbytes;
+	}
+	dstart = ((uint64_t)r->off + align - 1) / align * align;
+	if (dstart > filesize || expect > filesize - dstart)
+		return (fail(r, "the tensors' data (%llu bytes from byte "
+		    "%llu) is past the end of the file (%llu bytes)",
+		    (unsigned long long)expect, (unsigned long long)dstart,
+		    (unsigned long long)filesize));
+	return (0);
+}
+
 int
 gguf_figures(const uint8_t *buf, size_t len, uint64_t filesize,
     struct sizing_figures *f, char *err, size_t errlen)
 {
 	struct rd	 r;
 	struct gval	 archv, alignv, tokens, keys[K_NKEYS];
-	const uint8_t	*name;
-	uint64_t	 ntensors, nkv, kvstart, nlen = 0, ne[GGUF_DIMS_MAX];
-	uint64_t	 off, expect = 0, nbytes, rows, dstart, i;
-	uint32_t	 version, ndims, type, blck, tsize, align, d;
-	int		 l;
+	uint64_t	 ntensors, nkv, kvstart, i;
+	uint32_t	 align;
 
 	memset(f, 0, sizeof(*f));
-	memset(&r, 0, sizeof(r));
-	r.p = buf;
-	r.len = len;
-	r.err = err;
-	r.errlen = errlen;
-	if (errlen > 0)
-		err[0] = '\0';
-	if (len > filesize)
-		return (fail(&r, "%zu bytes read of a file of %llu", len,
-		    (unsigned long long)filesize));
-
-	if (len < 4 || memcmp(buf, GGUF_MAGIC, 4) != 0)
-		return (fail(&r, "not a GGUF file"));
-	r.off = 4;
-	if (rd_u32(&r, &version) == -1 || rd_u64(&r, &ntensors) == -1 ||
-	    rd_u64(&r, &nkv) == -1)
+	if (head(&r, buf, len, filesize, err, errlen, &ntensors, &nkv) == -1)
 		return (-1);
-	if (version != 2 && version != 3)
-		return (fail(&r, "GGUF version %u is not supported%s", version,
-		    version > 0xffff ? " (a big-endian file?)" : ""));
-	if (nkv > (len - r.off) / GGUF_KV_MIN)
-		return (fail(&r, "%llu key-value pairs cannot fit in the file",
-		    (unsigned long long)nkv));
-	if (ntensors > (len - r.off) / GGUF_TI_MIN)
-		return (fail(&r, "%llu tensors cannot fit in the file",
-		    (unsigned long long)ntensors));
-
 	kvstart = r.off;
 	memset(&archv, 0, sizeof(archv));
 	memset(&alignv, 0, sizeof(alignv));
@@ -694,16 +800,8 @@ gguf_figures(const uint8_t *buf, size_t len, uint64_t filesize,
 			return (fail(&r, "the architecture name has a byte "
 			    "%#x", archv.p[i]));
 	memcpy(f->arch, archv.p, archv.n);
-	align = GGUF_ALIGN_DEFAULT;
-	if (alignv.set) {
-		if (alignv.array || alignv.type != GV_U32)
-			return (fail(&r, "general.alignment is not a u32"));
-		align = (uint32_t)alignv.u;
-		if (align == 0 || (align & (align - 1)) != 0 ||
-		    align > GGUF_ALIGN_MAX)
-			return (fail(&r, "general.alignment %u is not a power "
-			    "of two up to %u", align, GGUF_ALIGN_MAX));
-	}
+	if (alignment(&r, &alignv, &align) == -1)
+		return (-1);
 	r.off = kvstart;
 	if (kv_pass(&r, nkv, f->arch, NULL, NULL, keys, &tokens) == -1)
 		return (-1);
@@ -721,65 +819,30 @@ gguf_figures(const uint8_t *buf, size_t len, uint64_t filesize,
 		    (uint32_t)tokens.n;
 	if (shape(&r, f, keys) == -1)
 		return (-1);
-
-	/* The tensor infos: each one's bytes, and where it lies. */
 	f->format = SIZING_GGUF;
-	f->tensors = ntensors;
-	for (i = 0; i < ntensors; i++) {
-		if (rd_str(&r, &name, &nlen) == -1 ||
-		    rd_u32(&r, &ndims) == -1)
-			return (-1);
-		if (nlen >= GGUF_NAME_MAX)
-			return (fail(&r, "tensor %llu: a name of %llu bytes",
-			    (unsigned long long)i, (unsigned long long)nlen));
-		if (ndims > GGUF_DIMS_MAX)
-			return (fail(&r, "tensor %.*s: %u dimensions",
-			    (int)nlen, (const char *)name, ndims));
-		for (d = 0; d < GGUF_DIMS_MAX; d++) {
-			ne[d] = 1;
-			if (d < ndims && rd_u64(&r, &ne[d]) == -1)
-				return (-1);
-		}
-		if (rd_u32(&r, &type) == -1 || rd_u64(&r, &off) == -1)
-			return (-1);
-		if (!gguf_type_block(type, &blck, &tsize))
-			return (fail(&r, "tensor %.*s: unknown type %u",
-			    (int)nlen, (const char *)name, type));
-		if (ne[0] % blck != 0)
-			return (fail(&r, "tensor %.*s: %llu columns are not "
-			    "whole blocks of %u", (int)nlen,
-			    (const char *)name, (unsigned long long)ne[0],
-			    blck));
-		if (__builtin_mul_overflow(ne[1], ne[2], &rows) ||
-		    __builtin_mul_overflow(rows, ne[3], &rows) ||
-		    __builtin_mul_overflow(ne[0] / blck, (uint64_t)tsize,
-		    &nbytes) ||
-		    __builtin_mul_overflow(nbytes, rows, &nbytes) ||
-		    nbytes > filesize)
-			return (fail(&r, "tensor %.*s: larger than the file",
-			    (int)nlen, (const char *)name));
-		if (off != expect)
-			return (fail(&r, "tensor %.*s: at offset %llu, not "
-			    "%llu where the one before it ends", (int)nlen,
-			    (const char *)name, (unsigned long long)off,
-			    (unsigned long long)expect));
-		/* Both are below the file's size: no overflow. */
-		expect += (nbytes + align - 1) / align * align;
-		if (expect > filesize)
-			return (fail(&r, "tensor %.*s: ends past the end of "
-			    "the file", (int)nlen, (const char *)name));
-		if ((l = layer_of(name, nlen, f->layers)) >= 0)
-			f->layer[l].weights += nbytes;
-		else if (nlen >= 6 && memcmp(name, "output", 6) == 0)
-			f->weights_out += nbytes;
-		else
-			f->weights_in += nbytes;
-	}
-	dstart = ((uint64_t)r.off + align - 1) / align * align;
-	if (dstart > filesize || expect > filesize - dstart)
-		return (fail(&r, "the tensors' data (%llu bytes from byte "
-		    "%llu) is past the end of the file (%llu bytes)",
-		    (unsigned long long)expect, (unsigned long long)dstart,
-		    (unsigned long long)filesize));
+	return (tensors(&r, ntensors, align, filesize, f));
+}
+
+int
+gguf_add_split(const uint8_t *buf, size_t len, uint64_t filesize,
+    struct sizing_figures *fout, char *err, size_t errlen)
+{
+	struct sizing_figures	 f;
+	struct rd		 r;
+	struct gval		 archv, alignv;
+	uint64_t		 ntensors, nkv;
+	uint32_t		 align;
+
+	if (head(&r, buf, len, filesize, err, errlen, &ntensors, &nkv) == -1)
+		return (-1);
+	memset(&archv, 0, sizeof(archv));
+	memset(&alignv, 0, sizeof(alignv));
+	if (kv_pass(&r, nkv, NULL, &archv, &alignv, NULL, NULL) == -1 ||
+	    alignment(&r, &alignv, &align) == -1)
+		return (-1);
+	f = *fout;
+	if (tensors(&r, ntensors, align, filesize, &f) == -1)
+		return (-1);
+	*fout = f;
 	return (0);
 }

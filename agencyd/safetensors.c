@@ -13,8 +13,7 @@
  * SAFETENSORS_TENSORS_MAX tensors, config.json to HFCONFIG_MAX bytes,
  * and the nesting to a few levels.  The only allocation of our own is
  * the list of data ranges, to find an overlap or a hole (the format
- * allows neither), bounded the same way.  It calls no other file of
- * agencyd.
+ * allows neither), bounded the same way.  Calls estimate.c (sizing_err).
  */
 #include <sys/types.h>
 
@@ -34,6 +33,8 @@
 #define SAFETENSORS_DIMS_MAX	8
 #define HFCONFIG_MAX		(1024 * 1024)
 #define JSON_DEPTH		8
+
+#define bad			sizing_err
 
 /* dtypes and their bits an element (the format's list). */
 static const struct {
@@ -71,8 +72,6 @@ struct range {
 	uint64_t	 end;
 };
 
-static int	bad(char *, size_t, const char *, ...)
-		    __attribute__((__format__ (printf, 3, 4)));
 static struct json_object *json_parse(const char *, size_t, const char *,
 		    char *, size_t);
 static int	get_u64(struct json_object *, uint64_t *);
@@ -83,17 +82,6 @@ static int	tensor(const char *, struct json_object *, uint64_t,
 static int	cfg_u32(struct json_object *, struct json_object *,
 		    const char *const *, uint32_t, uint32_t *, char *,
 		    size_t);
-
-static int
-bad(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list	 ap;
-
-	va_start(ap, fmt);
-	(void)vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return (-1);
-}
 
 /* A JSON object in len bytes, blanks after it allowed; NULL on error. */
 static struct json_object *

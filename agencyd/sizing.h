@@ -28,6 +28,7 @@
 #define SIZING_DIM_MAX		(1U << 20)
 #define SIZING_CTX_MAX		(1U << 26)	/* 64 Mi tokens */
 #define SIZING_BYTES_MAX	(1ULL << 50)	/* 1 PiB of weights */
+#define SIZING_EST_MAX		(1ULL << 60)	/* any part of an estimate */
 
 enum sizing_format {
 	SIZING_GGUF = 1,
@@ -84,6 +85,15 @@ int	gguf_figures(const uint8_t *, size_t, uint64_t,
 	    struct sizing_figures *, char *, size_t);
 
 /*
+ * A second (third ...) file of a model split by llama.cpp's gguf-split
+ * (NAME-0000N-of-0000M.gguf), read as gguf_figures reads the first: its
+ * tensors' bytes are added to *f, whose layer count the first file set.
+ * 0, or -1 with why in err (f is then unchanged).
+ */
+int	gguf_add_split(const uint8_t *, size_t, uint64_t,
+	    struct sizing_figures *, char *, size_t);
+
+/*
  * A ggml type's block: elements a block and bytes a block, 0 for a
  * type this reader does not know (or that ggml removed).
  */
@@ -137,10 +147,11 @@ struct sizing_params {
 #define SIZING_UBATCH_DEFAULT	512	/* llama.cpp's n_ubatch */
 #define SIZING_SEQS_DEFAULT	4	/* llama-server's parallel "auto" */
 #define SIZING_CELL_PAD		256	/* llama.cpp pads KV cells to it */
-/* llama-server's own memory, besides the model's (libraries, heap,
- * threads): 13-24 MiB measured on Debian 12, x86-64, with tiny to 1.3 GB
- * models; rounded up. */
-#define SIZING_BASE_DEFAULT	(32LL * 1024 * 1024)
+/* llama-server's own memory besides the model's (libraries, heap,
+ * threads): 24.7 MiB of VmHWM over its logged buffers with tiny-a (17 MB)
+ * on Debian 12, x86-64.  Larger models leave part of their compute and
+ * KV buffers untouched, which makes up for it. */
+#define SIZING_BASE_DEFAULT	(24LL * 1024 * 1024)
 
 /* Each part in bytes; host and device. */
 struct sizing_estimate {
@@ -159,6 +170,10 @@ struct sizing_estimate {
 	int64_t		dev;		/* their sum */
 };
 
+/* snprintf(err, errlen, ...), then -1: for the readers' errors. */
+int	sizing_err(char *, size_t, const char *, ...)
+	    __attribute__((__format__ (printf, 3, 4)));
+
 /* The defaults: f16 caches, no layer offloaded, flash attention. */
 void	sizing_params_init(struct sizing_params *);
 
@@ -176,8 +191,8 @@ int	sizing_check(const struct sizing_figures *, char *, size_t);
  * file), the KV cache for the context and cache types, a compute-buffer
  * allowance and the server's base, split between host and device by
  * the layers offloaded.  The figures must have passed sizing_check.
- * 0, or -1 with why in err (an unknown cache type, a K or V width the
- * cache type's block does not divide).
+ * 0, or -1 with why in err (an unknown cache type, no context, a
+ * micro-batch or sequence count out of bounds).
  */
 int	sizing_estimate(const struct sizing_figures *,
 	    const struct sizing_params *, struct sizing_estimate *, char *,

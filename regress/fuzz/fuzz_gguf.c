@@ -10,7 +10,8 @@
  * message; on success the figures pass agencyd's own check of what a
  * child sends (sizing_check), the weights fit in the file, the same
  * figures come back when the file is said to be longer (the tensors'
- * data is never read, so its bytes cannot matter); and an estimate made
+ * data is never read, so its bytes cannot matter), and read as the
+ * other file of a split it adds its weights once more; and an estimate made
  * from them, at a few contexts and cache types, is made without
  * overflow (UBSan) and adds up.
  *
@@ -52,6 +53,45 @@ weights(const struct sizing_figures *f)
 	return (w);
 }
 
+/* Estimates at a few settings: made or refused, never overflowing. */
+static void
+estimates(const struct sizing_figures *f)
+{
+	static const uint32_t	 ctxs[] = { 0, 1, 4096, SIZING_CTX_MAX };
+	static const uint32_t	 gpu[] = { 0, 1, 100000 };
+	struct sizing_params	 p;
+	struct sizing_estimate	 e;
+	char			 err[SIZING_ERR_MAX];
+	size_t			 i, j;
+
+	for (i = 0; i < sizeof(ctxs) / sizeof(ctxs[0]); i++)
+		for (j = 0; j < sizeof(gpu) / sizeof(gpu[0]); j++) {
+			sizing_params_init(&p);
+			p.ctx = ctxs[i];
+			p.gpu_layers = gpu[j];
+			p.flash_attn = j != 1;
+			if (j == 2)
+				p.type_k = p.type_v = gguf_type_byname("q4_0");
+			err[0] = '\0';
+			if (sizing_estimate(f, &p, &e, err, sizeof(err)) != 0) {
+				if (err[0] == '\0')
+					fail("an estimate refused without a "
+					    "message");
+				continue;
+			}
+			if (e.host_weights < 0 || e.host_kv < 0 ||
+			    e.host_compute < 0 || e.dev_weights < 0 ||
+			    e.dev_kv < 0 || e.dev_compute < 0 ||
+			    e.host != e.host_weights + e.host_kv +
+			    e.host_compute + e.host_base ||
+			    e.dev != e.dev_weights + e.dev_kv + e.dev_compute ||
+			    e.gpu_layers > f->layers ||
+			    (uint64_t)(e.host_weights + e.dev_weights) !=
+			    weights(f))
+				fail("an estimate that does not add up");
+		}
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -76,20 +116,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (gguf_figures(data, size, (uint64_t)size + 4096, &f2, err,
 	    sizeof(err)) != 0 || memcmp(&f1, &f2, sizeof(f1)) != 0)
 		fail("a longer file reads otherwise");
+	/* Read again as a split's other file: its tensors once more. */
+	f2 = f1;
+	if (gguf_add_split(data, size, size, &f2, err, sizeof(err)) != 0 ||
+	    weights(&f2) != 2 * weights(&f1))
+		fail("a file read as a split's adds otherwise");
+	estimates(&f1);
 	return (0);
-}
-
-/* Zeros for the tensors' data after the header, padded. */
-static void
-data(struct gb *b)
-{
-	static const uint8_t	 zero[64];
-	uint64_t		 left;
-
-	while (b->len % b->align != 0)
-		gb_bytes(b, zero, 1);
-	for (left = b->data; left > 0; left -= left > 64 ? 64 : left)
-		gb_bytes(b, zero, left > 64 ? 64 : left);
 }
 
 static void
@@ -98,7 +131,7 @@ seed(const char *dir, int n, struct gb *b)
 	char	 path[1024];
 	int	 fd;
 
-	data(b);
+	gb_data(b);
 	(void)snprintf(path, sizeof(path), "%s/seed-%03d", dir, n);
 	if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644)) == -1 ||
 	    write(fd, b->p, b->len) != (ssize_t)b->len)

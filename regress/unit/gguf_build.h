@@ -138,6 +138,19 @@ tensor(struct gb *b, const char *name, uint64_t ne0, uint64_t ne1,
 	return (bytes);
 }
 
+/* Zeros after the header for the tensors' data: a whole file. */
+static inline void
+gb_data(struct gb *b)
+{
+	static const uint8_t	 zero[64];
+	uint64_t		 left;
+
+	while (b->len % b->align != 0)
+		gb_bytes(b, zero, 1);
+	for (left = b->data; left > 0; left -= left > 64 ? 64 : left)
+		gb_bytes(b, zero, left > 64 ? 64 : left);
+}
+
 /* The file's size: the header, padded, and the data. */
 static inline uint64_t
 filesize(const struct gb *b)
