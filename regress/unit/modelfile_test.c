@@ -21,20 +21,8 @@
 #include <unistd.h>
 
 #include "modelfile.h"
+#include "fds.h"
 #include "gguf_build.h"
-
-static int
-fds(void)
-{
-	DIR	*d;
-	int	 n = 0;
-
-	ATF_REQUIRE((d = opendir("/proc/self/fd")) != NULL);
-	while (readdir(d) != NULL)
-		n++;
-	closedir(d);
-	return (n);
-}
 
 static void
 put(const char *path, const void *p, size_t n)
@@ -110,11 +98,11 @@ static int
 figures(const char *path, struct sizing_figures *f, char *err)
 {
 	struct modelfile	 m;
-	int			 before = fds(), r;
+	int			 before = open_fds(), r;
 
 	err[0] = '\0';
 	if (modelfile_open(path, &m, err, SIZING_ERR_MAX) == -1) {
-		ATF_CHECK_EQ_MSG(fds(), before, "%s: a descriptor left open",
+		ATF_CHECK_EQ_MSG(open_fds(), before, "%s: a descriptor left open",
 		    path);
 		return (-1);
 	}
@@ -128,7 +116,7 @@ figures(const char *path, struct sizing_figures *f, char *err)
 		ATF_CHECK(memcmp(&again, f, sizeof(again)) == 0);
 	}
 	modelfile_close(&m);
-	ATF_CHECK_EQ_MSG(fds(), before, "%s: a descriptor left open", path);
+	ATF_CHECK_EQ_MSG(open_fds(), before, "%s: a descriptor left open", path);
 	return (r);
 }
 
