@@ -3,8 +3,8 @@
  * SPDX-License-Identifier: ISC (see the file LICENSE)
  */
 /*
- * A process tree's memory from /proc.  See footprint.h.  It calls no
- * other file of agencyd.
+ * A process tree's memory from /proc, or a cgroup's.  See footprint.h.
+ * Calls cgroup.c (cg_read).
  */
 #include <sys/types.h>
 
@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "footprint.h"
 
 /* The kernel writes these files whole in one read of this size. */
@@ -256,6 +257,24 @@ fp_sample_tree(pid_t root, struct fp_sample *s, int pss)
 	    s, pss) == -1)
 		return (-1);
 	s->truncated = n > FP_TREE_MAX;
+	return (0);
+}
+
+int
+fp_measure(const struct cg *cg, pid_t root, struct fp_sample *s)
+{
+	struct cg_stats	 st;
+
+	if (cg == NULL)
+		return (fp_sample_tree(root, s, 0));
+	memset(s, 0, sizeof(*s));
+	if (cg_read(cg, &st) == -1)
+		return (-1);
+	s->rss = st.usage;
+	s->hwm = st.peak > st.usage ? st.peak : st.usage;
+	/* A cgroup is one whole, as a single process is: its peak is
+	 * known, not bounded. */
+	s->procs = 1;
 	return (0);
 }
 

@@ -92,6 +92,15 @@ int	fp_sample_pids(const pid_t *, size_t, struct fp_sample *, int);
 /* fp_tree then fp_sample_pids. */
 int	fp_sample_tree(pid_t, struct fp_sample *, int);
 
+/*
+ * A model's footprint now: from its cgroup's own counters when it has
+ * one (cg not NULL: its usage, and the kernel's peak where it keeps one,
+ * memory.peak or memory.max_usage_in_bytes, as hwm), else from /proc
+ * under root (status only).  0, or -1.
+ */
+struct cg;
+int	fp_measure(const struct cg *, pid_t, struct fp_sample *);
+
 /* Take a sample into the peak: pure. */
 void	fp_peak_add(struct fp_peak *, const struct fp_sample *);
 

@@ -252,6 +252,10 @@ ATF_TC_BODY(live_tree, tc)
 	ATF_CHECK_MSG(s.rss >= 24 * MIB, "tree Rss %lld", (long long)s.rss);
 	ATF_CHECK(s.hwm >= s.rss);
 	ATF_CHECK(s.pss <= s.rss);
+	/* No cgroup: the same, from /proc. */
+	ATF_REQUIRE_EQ(fp_measure(NULL, root, &s), 0);
+	ATF_CHECK_EQ(s.procs, 3);
+	ATF_CHECK_MSG(s.rss >= 24 * MIB, "tree Rss %lld", (long long)s.rss);
 
 	for (i = n - 1; i >= 0; i--)
 		(void)kill(pids[i], SIGKILL);

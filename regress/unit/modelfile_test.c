@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "modelfile.h"
-#include "fds.h"
+#include "testutil.h"
 #include "gguf_build.h"
 
 static void

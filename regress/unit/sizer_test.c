@@ -37,7 +37,7 @@
 #include "log.h"
 #include "modelfile.h"
 #include "sizer.h"
-#include "fds.h"
+#include "testutil.h"
 
 struct answer {
 	int			 called;
@@ -58,15 +58,6 @@ answered(void *arg, const struct sizing_figures *f, const char *why)
 	strlcpy(a->why, why != NULL ? why : "", sizeof(a->why));
 }
 
-static int64_t
-now_ms(void)
-{
-	struct timespec	 ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
-}
-
 static void
 tick(int fd, short ev, void *arg)
 {
@@ -81,15 +72,15 @@ loop_until(const int *flag, int ms)
 {
 	struct event	 t;
 	struct timeval	 tv = { 0, 20000 };
-	int64_t		 end = now_ms() + ms;
+	int64_t		 end = test_now_ms() + ms;
 
 	evtimer_set(&t, tick, NULL);
-	while ((flag == NULL || !*flag) && now_ms() < end) {
+	while ((flag == NULL || !*flag) && test_now_ms() < end) {
 		evtimer_add(&t, &tv);
 		event_loop(EVLOOP_ONCE);
 	}
-	end = now_ms() + 10000;
-	while (helper_count() > 0 && now_ms() < end) {
+	end = test_now_ms() + 10000;
+	while (helper_count() > 0 && test_now_ms() < end) {
 		evtimer_add(&t, &tv);
 		event_loop(EVLOOP_ONCE);
 	}
@@ -591,9 +582,9 @@ ATF_TC_BODY(deadline, tc)
 	dir = open_dir();
 	snprintf(path, sizeof(path), "%s/model.gguf", dir);
 	copy("/dev/null", path, 0644);
-	t0 = now_ms();
+	t0 = test_now_ms();
 	ask(path, NULL, 300, job_hang, &a);
-	took = now_ms() - t0;
+	took = test_now_ms() - t0;
 	ATF_CHECK(!a.ok);
 	ATF_CHECK_MATCH("did not end within 300 ms", a.why);
 	ATF_CHECK_MSG(took >= 300 && took < 5000, "answered after %lld ms",
