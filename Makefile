@@ -8,7 +8,15 @@ BINDIR ?=	$(PREFIX)/bin
 SBINDIR ?=	$(PREFIX)/sbin
 LIBEXECDIR ?=	$(PREFIX)/libexec
 MANDIR ?=	$(PREFIX)/share/man
+# /etc by default and for PREFIX=/usr (a package); under any other
+# PREFIX given, its own etc/, so that nothing is written outside it.
+ifeq ($(origin PREFIX)$(PREFIX),file/usr/local)
 SYSCONFDIR ?=	/etc
+else ifeq ($(PREFIX),/usr)
+SYSCONFDIR ?=	/etc
+else
+SYSCONFDIR ?=	$(PREFIX)/etc
+endif
 # systemd reads these under /usr/local/lib as well as /usr/lib.
 UNITDIR ?=	$(PREFIX)/lib/systemd/system
 SYSUSERSDIR ?=	$(PREFIX)/lib/sysusers.d
@@ -51,6 +59,7 @@ PROXY_SRCS =	$(sort $(filter-out agency-proxy/proxy.c, \
 		    $(wildcard agency-proxy/*.c)) $(CONSOLE_C))
 CTL_SRCS =	$(filter-out agency-ctl/agency-ctl.c, \
 		    $(wildcard agency-ctl/*.c))
+GPU_SRCS =	$(filter-out agency-gpu/gpu.c, $(wildcard agency-gpu/*.c))
 FAKELM_SRCS =	$(wildcard regress/fakelm/*.c)
 UNIT_SRCS =	$(wildcard regress/unit/*_test.c)
 TOOL_SRCS =	$(wildcard regress/tools/*.c)
@@ -60,9 +69,10 @@ COMMON_LIB =	common/libcommon.a
 AGENCYD_LIB =	agencyd/libagencyd.a
 PROXY_LIB =	agency-proxy/libproxy.a
 CTL_LIB =	agency-ctl/libctl.a
+GPU_LIB =	agency-gpu/libgpu.a
 
 PROGS =		agencyd/agencyd agency-proxy/agency-proxy \
-		agency-ctl/agency-ctl
+		agency-ctl/agency-ctl agency-gpu/agency-gpu
 # The operator console (console/), served by the proxy from the C file
 # tools/embed writes: URL path=file, one a file.
 CONSOLE_C =	agency-proxy/console_assets.c
@@ -72,8 +82,11 @@ CONSOLE_FILES =	/=console/index.html \
 		/console/icon.svg=console/icon.svg
 EMBED =		tools/embed
 
+# The GPU stand-ins (regress/gpu): NVML and the CUDA driver API.
+STANDINS =	regress/gpu/libnvidia-ml.so.1 regress/gpu/libcuda.so.1
+
 TEST_PROGS =	regress/fakelm/fakelm $(UNIT_SRCS:.c=) $(TOOL_SRCS:.c=) \
-		$(PRELOAD_SRCS:.c=.so)
+		$(PRELOAD_SRCS:.c=.so) $(STANDINS) bench/placebench
 
 all: $(PROGS) $(TEST_PROGS)
 
@@ -114,6 +127,8 @@ $(PROXY_LIB): $(PROXY_SRCS:.c=.o)
 	rm -f $@ && ar rcs $@ $^
 $(CTL_LIB): $(CTL_SRCS:.c=.o)
 	rm -f $@ && ar rcs $@ $^
+$(GPU_LIB): $(GPU_SRCS:.c=.o)
+	rm -f $@ && ar rcs $@ $^
 
 # libbsd-ctor: setproctitle(3) names each model's reaper.
 agencyd/agencyd: agencyd/agencyd.o $(AGENCYD_LIB) $(COMMON_LIB)
@@ -123,12 +138,37 @@ agency-proxy/agency-proxy: agency-proxy/proxy.o $(PROXY_LIB) $(COMMON_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 agency-ctl/agency-ctl: agency-ctl/agency-ctl.o $(CTL_LIB) $(COMMON_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+agency-gpu/agency-gpu: agency-gpu/gpu.o $(GPU_LIB) $(COMMON_LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 regress/fakelm/fakelm: $(FAKELM_SRCS:.c=.o) $(COMMON_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # Small programs the integration tests use, one a source file.
 regress/tools/%: regress/tools/%.c regress/tools/*.h $(COMMON_LIB)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(COMMON_LIB) $(LDLIBS)
+# gpuhost runs agencyd's side of the GPU probe (agencyd/gpulink.c).
+regress/tools/gpuhost: regress/tools/gpuhost.c regress/tools/*.h \
+    agencyd/*.h $(AGENCYD_LIB) $(COMMON_LIB)
+	$(CC) $(CFLAGS) -Iagencyd $(LDFLAGS) -o $@ $< $(AGENCYD_LIB) \
+	    $(COMMON_LIB) $(LDLIBS)
+
+# The stand-ins a test loads in place of NVIDIA's libraries; like the
+# preload shims, never built with sanitizers.
+STANDIN_CC =	$(CC) $(WARN) -std=gnu11 -D_GNU_SOURCE -O2 -g -fPIC -shared
+regress/gpu/libnvidia-ml.so.1: regress/gpu/nvml.c regress/gpu/state.c \
+    regress/gpu/state.h
+	$(STANDIN_CC) -Wl,-soname,libnvidia-ml.so.1 -o $@ \
+	    regress/gpu/nvml.c regress/gpu/state.c
+regress/gpu/libcuda.so.1: regress/gpu/cuda.c regress/gpu/state.c \
+    regress/gpu/state.h
+	$(STANDIN_CC) -Wl,-soname,libcuda.so.1 -o $@ \
+	    regress/gpu/cuda.c regress/gpu/state.c
+
+# The placement decision's benchmark (make bench runs it first).
+bench/placebench: bench/placebench.c agencyd/*.h common/*.h $(AGENCYD_LIB) \
+    $(COMMON_LIB)
+	$(CC) $(CFLAGS) -Iagencyd $(LDFLAGS) -o $@ $< $(AGENCYD_LIB) \
+	    $(COMMON_LIB) $(LDLIBS)
 
 # sizes reads model files with agencyd's own readers.
 regress/tools/sizes: regress/tools/sizes.c regress/tools/*.h $(AGENCYD_LIB) \
@@ -143,11 +183,11 @@ regress/preload/%.so: regress/preload/%.c
 
 # Unit tests link the libraries; the linker takes only what they use.
 regress/unit/%_test: regress/unit/%_test.o $(AGENCYD_LIB) $(PROXY_LIB) \
-    $(CTL_LIB) $(COMMON_LIB)
+    $(CTL_LIB) $(GPU_LIB) $(COMMON_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(shell pkg-config --libs atf-c)
 regress/unit/%_test.o: regress/unit/%_test.c agencyd/*.h agency-proxy/*.h \
-    agency-ctl/*.h common/*.h $(wildcard regress/unit/*.h)
-	$(CC) $(CFLAGS) -Iagencyd -Iagency-proxy -Iagency-ctl \
+    agency-ctl/*.h agency-gpu/*.h common/*.h $(wildcard regress/unit/*.h)
+	$(CC) $(CFLAGS) -Iagencyd -Iagency-proxy -Iagency-ctl -Iagency-gpu \
 	    $(shell pkg-config --cflags atf-c) -c -o $@ $<
 
 agencyd/%.o: agencyd/%.c agencyd/*.h common/*.h
@@ -156,6 +196,8 @@ agency-proxy/%.o: agency-proxy/%.c agency-proxy/*.h common/*.h
 	$(CC) $(CFLAGS) -Iagency-proxy -c -o $@ $<
 agency-ctl/%.o: agency-ctl/%.c agency-ctl/*.h common/*.h
 	$(CC) $(CFLAGS) -Iagency-ctl -c -o $@ $<
+agency-gpu/%.o: agency-gpu/%.c agency-gpu/*.h common/*.h
+	$(CC) $(CFLAGS) -Iagency-gpu -c -o $@ $<
 common/%.o: common/%.c common/*.h
 	$(CC) $(CFLAGS) -c -o $@ $<
 regress/fakelm/%.o: regress/fakelm/%.c regress/fakelm/*.h common/*.h
@@ -166,10 +208,25 @@ check:
 	@$(MAKE) --no-print-directory -j$(JOBS) all
 	@regress/run-tests
 
+# The GPU check (scripts/check-gpu): against the real NVML and CUDA
+# driver where /dev/nvidiactl and libnvidia-ml.so.1 are, else it says
+# why it skips.  "make check" runs it against the stand-ins.
+check-gpu:
+	@scripts/deps check
+	@$(MAKE) --no-print-directory -j$(JOBS) all
+	@scripts/check-gpu
+
 demo:
 	@scripts/deps check
 	@$(MAKE) --no-print-directory -j$(JOBS) all
 	@scripts/demo
+
+# An OCI image from Debian packages only (scripts/image): agency's .deb
+# in a Debian 12 root file system, in podman's storage as
+# localhost/agency.  IMAGE_ARGS: -f, -n NAME, -o FILE (scripts/image).
+IMAGE_ARGS ?=
+image:
+	@scripts/image $(IMAGE_ARGS)
 
 # libFuzzer harnesses (regress/fuzz), each run FUZZ_SECONDS.
 FUZZ_SECONDS ?=	60
@@ -195,7 +252,13 @@ mutate:
 bench:
 	@scripts/deps bench
 	@$(MAKE) --no-print-directory -j$(JOBS) all
+	@bench/placebench
 	@bench/run
+
+# The placement decision alone: seconds, no root.
+bench-place:
+	@$(MAKE) --no-print-directory -j$(JOBS) bench/placebench
+	@bench/placebench
 
 install: $(PROGS)
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) \
@@ -204,6 +267,8 @@ install: $(PROGS)
 	install -m 0755 agencyd/agencyd $(DESTDIR)$(SBINDIR)/agencyd
 	install -m 0755 agency-proxy/agency-proxy \
 	    $(DESTDIR)$(LIBEXECDIR)/agency-proxy
+	install -m 0755 agency-gpu/agency-gpu \
+	    $(DESTDIR)$(LIBEXECDIR)/agency-gpu
 	install -m 0755 agency-ctl/agency-ctl $(DESTDIR)$(BINDIR)/agency-ctl
 	for m in man/*.[58]; do [ -f "$$m" ] || continue; \
 	    sed -e 's|/usr/local/libexec/|$(LIBEXECDIR)/|g' \
@@ -231,6 +296,7 @@ install: $(PROGS)
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/agencyd \
 	    $(DESTDIR)$(LIBEXECDIR)/agency-proxy \
+	    $(DESTDIR)$(LIBEXECDIR)/agency-gpu \
 	    $(DESTDIR)$(BINDIR)/agency-ctl \
 	    $(DESTDIR)$(UNITDIR)/agencyd.service \
 	    $(DESTDIR)$(SYSUSERSDIR)/agency.conf \
@@ -245,12 +311,14 @@ uninstall:
 
 clean:
 	rm -f common/*.o agencyd/*.o agency-proxy/*.o agency-ctl/*.o \
-	    regress/fakelm/*.o regress/unit/*.o agencyd/parse.c \
+	    agency-gpu/*.o regress/fakelm/*.o regress/unit/*.o \
+	    agencyd/parse.c \
 	    $(CONSOLE_C) $(CONSOLE_C).tmp $(EMBED) \
 	    $(PATHS_STAMP) $(PATHS_STAMP).new \
 	    $(COMMON_LIB) $(AGENCYD_LIB) $(PROXY_LIB) $(CTL_LIB) \
-	    $(PROGS) $(TEST_PROGS)
+	    $(GPU_LIB) $(PROGS) $(TEST_PROGS)
 	rm -rf regress/.kyua
 
-.PHONY: all deps check demo bench fuzz install uninstall clean soak mutate
+.PHONY: all deps check check-gpu demo bench bench-place fuzz install \
+	uninstall clean soak mutate image
 .SUFFIXES:

@@ -3,86 +3,22 @@
  * SPDX-License-Identifier: ISC (see the file LICENSE)
  */
 /*
- * The front door's client connections: accepted, read, parsed (h1.c),
- * handed one request at a time to the handler registered at start-up
- * (conn_init: http.c's), written back, counted for the metrics, capped,
- * given deadlines, and kept from spinning when accept runs out of file
- * descriptors.  A request that cannot be read goes to the handler's
- * refused with its status; what to answer is not known here.  News for
- * a running request goes to the owner its handler set (conn_set_owner).
+ * The front door's client connections: accepted (with the peer's
+ * credentials on a Unix socket), read, parsed (h1.c), handed one request
+ * at a time to the handler registered at start-up (conn_init: http.c's)
+ * or to its refused, written back, capped, given deadlines, and closed
+ * with a lingering close.  News for a running request goes to the owner
+ * its handler set (conn_set_owner).
  *
- * Each connection has a read event that stays added for its whole life
- * (so a request costs no epoll_ctl) and a write event that is added only
- * while output waits.  Reads go into one buffer shared by all
- * connections; only what a connection leaves unfinished there (a part of
- * a request, or what a client pipelined while its request runs) is
- * copied into a buffer of its own, so an idle connection owns no buffer.
- * Answers are written at once and only what the socket does not take is
- * kept.
+ * Invariants: a connection is freed only from its own callbacks or from
+ * conn_abort, never while conn.c is on the stack for it (c->inproc).
+ * Its read event stays added for its whole life; its write event only
+ * while output waits.  Only input a connection leaves unfinished is kept
+ * in a buffer of its own.  While a request runs (CS_BUSY), what the
+ * client sends is only kept, up to CONN_PIPELINE_MAX.
  *
- * A body of known length that does not come in one read is given room
- * for all of it when its header is read, and read straight into place,
- * no more than is left of it; its owner may then take the buffer it is
- * in (conn_take_input) instead of copying it.  Its strings are noted as
- * they come (scan.c's prescan_feed), while they are in the cache, for
- * the scan of the whole body to take.
- *
- * One request at a time: while a request runs (BUSY) the connection is
- * still read, to see the client leave (EOF or an error ends the request
- * through the owner's gone callback), but what it sends is only kept, up
- * to CONN_PIPELINE_MAX bytes, for after the answer.
- *
- * A connection is freed only from its own callbacks or from conn_abort
- * (never while conn.c is on the stack for it: c->inproc).
- *
- * Deadlines, from a sweep timer: the end of a request's header within
- * header_timeout of the accept or of the end of the previous answer (or,
- * with no header timeout, PROXY_IDLE_TIMEOUT of quiet); the end of its
- * body within body_timeout of the end of its header (408); no pause in a
- * body, nor in output, longer than PROXY_IDLE_TIMEOUT.
- *
- * Request bodies are held to a budget over all connections (body
- * buffer): a body's length (max_body for a chunked one) is taken from it
- * when its header arrives and given back when its answer is out, and a
- * body that does not fit is refused with 503 at its header.  Bodies over
- * BODY_SMALL may take only seven eighths of it (max_body at least), so
- * that small requests find room while big ones are refused.
- *
- * At the connection cap, a new connection closes the one that has
- * waited longest for its request (or in a lingering close), if that has
- * waited CONN_EVICT_MS or more.  When none has, the front door stops
- * accepting (cap_check) until one has, or until a connection closes:
- * new clients wait in the kernel's backlog in the order they came,
- * rather than being closed, so that clients who reconnect at once
- * cannot take every place that frees from one who came before them.
- *
- * Closing after an answer is a lingering close, as nginx does it: once
- * the answer is out, writing is shut down and input is read and dropped
- * until the client closes, for at most CONN_LINGER_MS and
- * CONN_LINGER_BYTES, so that input the client sent after the request
- * (a body refused unread) does not turn the close into a reset that
- * destroys the answer.
- *
- * TLS, on the listeners that have it, is here too, with libtls: the
- * handshake happens in the first reads, then every read and write goes
- * through tls_read and tls_write (io_read, io_write), a read that must
- * wait for the socket to be writable (or a write for it to be readable)
- * waiting for that event instead.  A read that fills its buffer may
- * leave plaintext in libtls, which no event would announce: the read
- * callback is run again.  A server context is a listener's (conn_listen
- * takes it, conn_unlisten frees it); a connection's context outlives it,
- * so a reload gives new connections the new certificate and leaves the
- * others as they are.  TLS 1.2 and 1.3 only, ALPN http/1.1.
- *
- * On a Unix-socket listener, each client's uid, gid and supplementary
- * groups (SO_PEERCRED, SO_PEERGROUPS) are read at its accept, for
- * access.c's allow rules.
- *
- * A form's body (multipart/form-data, of known length) has the places of
- * its possible delimiters noted as it arrives (multipart.c's marks),
- * while its bytes are in the cache, for the scan at its end.
- *
- * Calls: h1.c, buf.c, scan.c, multipart.c, state.c.
+ * Calls: conn_tls.c, conn_budget.c, h1.c, buf.c, scan.c, multipart.c,
+ * state.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>
@@ -91,7 +27,6 @@
 
 #include <errno.h>
 #include <stdint.h>
-#include <tls.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,7 +50,6 @@
 #define CONN_LINGER_BYTES	(1024 * 1024)	/* read and dropped, at most */
 #define CONN_EVICT_MS		1000		/* waited, to be closed at the
 						 * cap for a new connection */
-#define BODY_SMALL		(64 * 1024)	/* may use all of the budget */
 #define FD_MIN			64		/* below: no proxy */
 #define PEER_GROUPS_MAX		65536		/* a client's groups, read */
 
@@ -189,7 +123,6 @@ static struct event	*cap_ev;
 static int64_t		 header_timeout;	/* ms; 0: none */
 static int64_t		 body_timeout;		/* ms */
 static int64_t		 max_body;
-static int64_t		 body_budget;		/* bytes, all bodies */
 static uint64_t		 auto_max;		/* from the fd limit */
 static int		 accept_paused;		/* out of fds, for a while */
 static int		 cap_paused;		/* at the cap, none to give way */
@@ -214,8 +147,6 @@ static void	 conn_linger(struct hconn *);
 static void	 conn_refuse(struct hconn *, int);
 static void	 wait_enter(struct hconn *);
 static void	 wait_leave(struct hconn *);
-static int	 body_take(struct hconn *, int64_t);
-static void	 body_give(struct hconn *);
 
 /*
  * Before the sandbox: raise the fd limit to its hard limit, and take the
@@ -276,10 +207,7 @@ conn_configure(const struct pconf *conf)
 	header_timeout = conf->header_timeout;
 	body_timeout = conf->body_timeout;
 	max_body = conf->max_body;
-	/* a budget below one body could never take it */
-	body_budget = conf->body_buffer > max_body ? conf->body_buffer :
-	    max_body;
-	stats.body_max = body_budget;
+	conn_budget_configure(conf->body_buffer, max_body);
 	evtimer_del(sweep_ev);
 	/* late by at most a quarter of the shorter deadline, or a second */
 	ms = header_timeout > 0 && header_timeout < body_timeout ?
@@ -294,62 +222,6 @@ conn_configure(const struct pconf *conf)
 	evtimer_add(sweep_ev, &tv);
 	/* a new cap may be over or under the connections open */
 	cap_check();
-}
-
-/*
- * Before the privilege drop: libtls and the library under it read their
- * configuration now, while there are files to read.
- */
-void
-conn_tls_init(void)
-{
-	if (tls_init() == -1)
-		fatalx("tls_init failed");
-}
-
-/*
- * A TLS server context for a certificate chain and its key (PEM, in
- * memory: the proxy opens no file): TLS 1.2 and 1.3, ALPN http/1.1.
- * NULL with why said if libtls refuses them.
- */
-void *
-conn_tls_server(const uint8_t *cert, size_t certlen, const uint8_t *key,
-    size_t keylen, char *why, size_t whylen)
-{
-	struct tls_config	*cfg;
-	struct tls		*ctx = NULL;
-
-	if ((cfg = tls_config_new()) == NULL) {
-		(void)strlcpy(why, "tls_config_new failed", whylen);
-		return (NULL);
-	}
-	if (tls_config_set_protocols(cfg, TLS_PROTOCOL_TLSv1_2 |
-	    TLS_PROTOCOL_TLSv1_3) == -1 ||
-	    tls_config_set_alpn(cfg, "http/1.1") == -1 ||
-	    tls_config_set_keypair_mem(cfg, cert, certlen, key, keylen) == -1) {
-		(void)strlcpy(why, tls_config_error(cfg), whylen);
-		goto done;
-	}
-	if ((ctx = tls_server()) == NULL) {
-		(void)strlcpy(why, "tls_server failed", whylen);
-		goto done;
-	}
-	if (tls_configure(ctx, cfg) == -1) {
-		(void)strlcpy(why, tls_error(ctx), whylen);
-		tls_free(ctx);
-		ctx = NULL;
-	}
- done:
-	/* the context keeps what it needs; the key's copy goes */
-	tls_config_clear_keys(cfg);
-	tls_config_free(cfg);
-	return (ctx);
-}
-
-void
-conn_tls_free(void *ctx)
-{
-	tls_free(ctx);
 }
 
 /*
@@ -385,7 +257,7 @@ conn_unlisten(void *arg)
 
 	TAILQ_REMOVE(&lsns, l, entry);
 	evconnlistener_free(l->lev);	/* closes the socket */
-	tls_free(l->tls);		/* connections keep their own */
+	conn_tls_free(l->tls);		/* connections keep their own */
 	free(l);
 }
 
@@ -460,6 +332,13 @@ conn_evict(void)
 	return (1);
 }
 
+/*
+ * A new connection.  At the cap, it closes the one that has waited
+ * longest for its request (or in a lingering close) if that one may give
+ * way (conn_evict); cap_check stops accepting before a new one would
+ * find none, so that clients wait in the kernel's backlog in the order
+ * they came.
+ */
 static void
 conn_acceptcb(struct evconnlistener *lev, evutil_socket_t fd,
     struct sockaddr *sa, int salen, void *arg)
@@ -488,9 +367,7 @@ conn_acceptcb(struct evconnlistener *lev, evutil_socket_t fd,
 	if (l->unixsock)
 		peer_read(c);
 	/* the handshake comes with the first reads */
-	if (l->tls != NULL && tls_accept_socket(l->tls, &c->tls, fd) == -1) {
-		log_warnx("%s: tls_accept_socket: %s", __func__,
-		    tls_error(l->tls));
+	if (l->tls != NULL && (c->tls = conn_tls_accept(l->tls, fd)) == NULL) {
 		close(fd);
 		free(c->req.peer.groups);
 		free(c);
@@ -504,7 +381,7 @@ conn_acceptcb(struct evconnlistener *lev, evutil_socket_t fd,
 	    event_add(&c->rev, NULL) == -1) {
 		log_warnx("%s: cannot watch a connection", __func__);
 		close(fd);
-		tls_free(c->tls);
+		conn_tls_free(c->tls);
 		free(c->req.peer.groups);
 		free(c);
 		return;
@@ -538,37 +415,6 @@ wait_leave(struct hconn *c)
 	c->inwait = 0;
 }
 
-/*
- * Take n bytes of the body budget for the request about to be read: 0,
- * or -1 when they do not fit.
- */
-static int
-body_take(struct hconn *c, int64_t n)
-{
-	int64_t	 room = body_budget;
-
-	if (n == 0)
-		return (0);
-	/* a body of max body fits when nothing else is held */
-	if (n > BODY_SMALL && (room -= body_budget / 8) < max_body)
-		room = max_body;
-	if (stats.body_bytes + n > room) {
-		stats.body_refused++;
-		return (-1);
-	}
-	stats.body_bytes += n;
-	c->held = n;
-	return (0);
-}
-
-/* The answer is out, or the connection gone: the body is let go. */
-static void
-body_give(struct hconn *c)
-{
-	stats.body_bytes -= c->held;
-	c->held = 0;
-}
-
 /* Make room for n more bytes of input; -1 past limit or out of memory. */
 static int
 in_reserve(struct hconn *c, size_t n, size_t limit)
@@ -600,57 +446,45 @@ in_limit(const struct hconn *c)
 }
 
 /*
- * A libtls result as read(2) and write(2) give theirs: -1 with EAGAIN
- * when it must wait, which for the other event than its own (the
- * handshake's turn) is noted: a read that waits to write adds the write
- * event, a write that waits to read is resumed by the read event.
- */
-static ssize_t
-io_tls(struct hconn *c, ssize_t n, int reading)
-{
-	if (n == TLS_WANT_POLLIN || n == TLS_WANT_POLLOUT) {
-		if (reading && n == TLS_WANT_POLLOUT) {
-			c->rwantw = 1;
-			event_add(&c->wev, NULL);
-		} else if (!reading && n == TLS_WANT_POLLIN)
-			c->wwantr = 1;
-		errno = EAGAIN;
-		return (-1);
-	}
-	if (n == -1) {
-		log_debug("%s: %s", __func__, tls_error(c->tls));
-		errno = EIO;
-	}
-	return (n);
-}
-
-/*
  * Read at most len bytes: > 0, 0 at the end, -1 with errno (EAGAIN:
- * nothing to read now).  Through TLS, a read that fills buf may leave
- * more in libtls, which no event would tell: the read callback runs
- * again.
+ * nothing to read now).  A TLS read that waits to write adds the write
+ * event; one that fills buf may leave more in libtls, which no event
+ * would tell: the read callback runs again.
  */
 static ssize_t
 io_read(struct hconn *c, void *buf, size_t len)
 {
 	ssize_t	 n;
+	int	 wantw = 0, saved;
 
 	if (c->tls == NULL)
 		return (read(c->fd, buf, len));
-	n = io_tls(c, tls_read(c->tls, buf, len), 1);
+	n = conn_tls_read(c->tls, buf, len, &wantw);
+	if (wantw) {
+		saved = errno;
+		c->rwantw = 1;
+		event_add(&c->wev, NULL);
+		errno = saved;
+	}
 	if (n > 0 && (size_t)n == len && !c->paused)
 		event_active(&c->rev, EV_READ, 1);
 	return (n);
 }
 
 /* Write at most len bytes: the bytes written, or -1 with errno (EAGAIN:
- * none now). */
+ * none now).  A TLS write that waits to read is resumed by the read
+ * event. */
 static ssize_t
 io_write(struct hconn *c, const void *buf, size_t len)
 {
+	int	 wantr = 0;
+	ssize_t	 n;
+
 	if (c->tls == NULL)
 		return (write(c->fd, buf, len));
-	return (io_tls(c, tls_write(c->tls, buf, len), 0));
+	if ((n = conn_tls_write(c->tls, buf, len, &wantr)) == -1 && wantr)
+		c->wwantr = 1;
+	return (n);
 }
 
 /* The strings of a body of known length that came so far (a form's are
@@ -664,137 +498,112 @@ in_prescan(struct hconn *c)
 		    c->in.len - c->hdrlen);
 }
 
+/*
+ * The answer goes out, or is out: what the client sends is read and
+ * dropped, for at most CONN_LINGER_BYTES once lingering.
+ */
 static void
-conn_readcb(evutil_socket_t fd, short ev, void *arg)
+read_drop(struct hconn *c)
 {
-	struct hconn	*c = arg;
-	ssize_t		 n;
-	size_t		 used, room, total;
-	char		*dst;
-	int		 taken, pieces = 0;
+	ssize_t	 n;
 
-	(void)fd;
-	(void)ev;
-	if (c->broken) {
+	n = io_read(c, rbuf, sizeof(rbuf));
+	if (n == 0 || (n == -1 && errno != EAGAIN && errno != EINTR))
 		conn_end(c);
-		return;
-	}
-	if (c->wwantr) {
-		/* the write that waited for input goes on */
-		c->wwantr = 0;
-		if (conn_queued(c) > 0)
-			event_add(&c->wev, NULL);
-	}
-	if (c->state == CS_CLOSING && conn_queued(c) == 0) {
-		conn_linger(c);
-		return;
-	}
-	/* The answer goes out, or is out: input is dropped. */
-	if (c->state == CS_CLOSING || c->state == CS_LINGER) {
-		n = io_read(c, rbuf, sizeof(rbuf));
-		if (n == 0 || (n == -1 && errno != EAGAIN && errno != EINTR))
-			conn_end(c);
-		else if (n > 0 && c->state == CS_LINGER &&
-		    (c->lingered += n) > CONN_LINGER_BYTES)
-			conn_free(c);
-		return;
-	}
-	/*
-	 * Read: into the shared buffer when nothing is pending, no more
-	 * than a small request: of a long body, what came with its header
-	 * is copied into the room made for it, the rest read into place.
-	 */
- again:
-	if (c->in.len == 0 && (c->state == CS_HEADER)) {
-		dst = rbuf;
-		room = CONN_FIRST;
+	else if (n > 0 && c->state == CS_LINGER &&
+	    (c->lingered += n) > CONN_LINGER_BYTES)
+		conn_free(c);
+}
+
+/*
+ * Where the next read goes: into the shared buffer when nothing is
+ * pending, no more than a small request; of a long body, into the room
+ * made for all of it; else after what c->in keeps.  0 with *dst and
+ * *room; 1: do not read now (pipelined up to the limit: the read event
+ * is paused); -1: the connection must end (out of memory).
+ */
+static int
+read_place(struct hconn *c, char **dst, size_t *room)
+{
+	size_t	 total;
+
+	if (c->in.len == 0 && c->state == CS_HEADER) {
+		*dst = rbuf;
+		*room = CONN_FIRST;
 	} else if (c->state == CS_BODY && c->clen >= 0) {
 		/* all that is left of the body, in room made for it all */
 		total = c->hdrlen + (size_t)c->clen;
-		room = total - c->in.len;
-		if (buf_reserve(&c->in, room, 4096, total) == -1) {
-			conn_end(c);
-			return;
-		}
+		*room = total - c->in.len;
+		if (buf_reserve(&c->in, *room, 4096, total) == -1)
+			return (-1);
 		/* a form's, a piece at a time: marked while in the cache */
-		if (c->form && room > CONN_MARK_READ)
-			room = CONN_MARK_READ;
-		dst = c->in.b + c->in.len;
+		if (c->form && *room > CONN_MARK_READ)
+			*room = CONN_MARK_READ;
+		*dst = c->in.b + c->in.len;
 	} else {
-		room = c->state == CS_BODY ? CONN_READ : 4096;
-		if (in_reserve(c, room, in_limit(c)) == -1)
-			room = c->in.cap - c->in.len;
-		if (room == 0 && c->state == CS_BUSY) {
+		*room = c->state == CS_BODY ? CONN_READ : 4096;
+		if (in_reserve(c, *room, in_limit(c)) == -1)
+			*room = c->in.cap - c->in.len;
+		if (*room == 0 && c->state == CS_BUSY) {
 			/* pipelined up to the limit: read on after it */
 			event_del(&c->rev);
 			c->paused = 1;
-			return;
+			return (1);
 		}
-		dst = c->in.b + c->in.len;
+		*dst = c->in.b + c->in.len;
 	}
-	/*
-	 * Full, reading a request: what is kept holds a whole request (its
-	 * header is at most CONN_HEADER_MAX, its body fits in_limit), or
-	 * it is refused.  Work it off before reading more.
-	 */
-	n = room == 0 ? -2 : io_read(c, dst, room);
-	if (n == -1) {
-		if (errno == EAGAIN || errno == EINTR)
-			n = -2;		/* nothing new; process what is kept */
-		else {
-			conn_end(c);
-			return;
-		}
+	return (0);
+}
+
+/*
+ * The requests in the n bytes read into the shared buffer; what they
+ * leave unfinished is copied into c->in, with room for all of a body of
+ * known length.
+ */
+static void
+read_shared(struct hconn *c, size_t n)
+{
+	size_t	 used, total;
+
+	c->inproc = 1;
+	used = conn_consume(c, rbuf, n);
+	c->inproc = 0;
+	if (c->dead) {
+		conn_free(c);
+		return;
 	}
-	if (n == 0) {
+	if (c->state == CS_CLOSING) {
+		/* the rest is not read */
+		if (conn_queued(c) == 0)
+			conn_linger(c);
+		return;
+	}
+	if (used == n)
+		return;
+	/* a body of known length: room for all of it */
+	total = c->state == CS_BODY && c->clen >= 0 ?
+	    c->hdrlen + (size_t)c->clen : n - used;
+	if (buf_reserve(&c->in, total, total < 4096 ? 4096 : total,
+	    in_limit(c)) == -1) {
 		conn_end(c);
 		return;
 	}
-	if (n > 0) {
-		c->lastio = now_ms();
-		if (dst == rbuf) {
-			c->inproc = 1;
-			used = conn_consume(c, rbuf, (size_t)n);
-			c->inproc = 0;
-			if (c->dead) {
-				conn_free(c);
-				return;
-			}
-			if (c->state == CS_CLOSING) {
-				/* the rest is not read */
-				if (conn_queued(c) == 0)
-					conn_linger(c);
-				return;
-			}
-			if (used < (size_t)n) {
-				/* a body of known length: room for all of it */
-				total = c->state == CS_BODY && c->clen >= 0 ?
-				    c->hdrlen + (size_t)c->clen : n - used;
-				if (buf_reserve(&c->in, total, total < 4096 ?
-				    4096 : total, in_limit(c)) == -1) {
-					conn_end(c);
-					return;
-				}
-				memcpy(c->in.b, rbuf + used, n - used);
-				c->in.len = n - used;
-				in_prescan(c);
-				form_mark(c);
-			}
-			return;
-		}
-		c->in.len += n;
-		in_prescan(c);
-		form_mark(c);
-		/* a form's next piece now, while the socket has one */
-		if (c->state == CS_BODY && c->form && (size_t)n == room &&
-		    c->in.len < c->hdrlen + (size_t)c->clen &&
-		    ++pieces < CONN_MARK_PIECES)
-			goto again;
-	}
-	if (c->state != CS_HEADER && c->state != CS_BODY)
-		return;
-	if (c->in.len == 0)
-		return;
+	memcpy(c->in.b, rbuf + used, n - used);
+	c->in.len = n - used;
+	in_prescan(c);
+	form_mark(c);
+}
+
+/*
+ * The requests in what c->in keeps; what they used goes.  room: the
+ * room the last read had (0: c->in was full).
+ */
+static void
+read_kept(struct hconn *c, size_t room)
+{
+	size_t	 used;
+	int	 taken;
+
 	c->inproc = 1;
 	used = conn_consume(c, c->in.b, c->in.len);
 	c->inproc = 0;
@@ -825,6 +634,78 @@ conn_readcb(evutil_socket_t fd, short ev, void *arg)
 	}
 	if (c->in.len == 0)
 		in_release(c);
+}
+
+static void
+conn_readcb(evutil_socket_t fd, short ev, void *arg)
+{
+	struct hconn	*c = arg;
+	ssize_t		 n;
+	size_t		 room;
+	char		*dst;
+	int		 r, pieces = 0;
+
+	(void)fd;
+	(void)ev;
+	if (c->broken) {
+		conn_end(c);
+		return;
+	}
+	if (c->wwantr) {
+		/* the write that waited for input goes on */
+		c->wwantr = 0;
+		if (conn_queued(c) > 0)
+			event_add(&c->wev, NULL);
+	}
+	if (c->state == CS_CLOSING && conn_queued(c) == 0) {
+		conn_linger(c);
+		return;
+	}
+	if (c->state == CS_CLOSING || c->state == CS_LINGER) {
+		read_drop(c);
+		return;
+	}
+ again:
+	if ((r = read_place(c, &dst, &room)) != 0) {
+		if (r == -1)
+			conn_end(c);
+		return;
+	}
+	/*
+	 * Full, reading a request: what is kept holds a whole request (its
+	 * header is at most CONN_HEADER_MAX, its body fits in_limit), or
+	 * it is refused.  Work it off before reading more.
+	 */
+	n = room == 0 ? -2 : io_read(c, dst, room);
+	if (n == -1) {
+		if (errno == EAGAIN || errno == EINTR)
+			n = -2;		/* nothing new; process what is kept */
+		else {
+			conn_end(c);
+			return;
+		}
+	}
+	if (n == 0) {
+		conn_end(c);
+		return;
+	}
+	if (n > 0) {
+		c->lastio = now_ms();
+		if (dst == rbuf) {
+			read_shared(c, (size_t)n);
+			return;
+		}
+		c->in.len += n;
+		in_prescan(c);
+		form_mark(c);
+		/* a form's next piece now, while the socket has one */
+		if (c->state == CS_BODY && c->form && (size_t)n == room &&
+		    c->in.len < c->hdrlen + (size_t)c->clen &&
+		    ++pieces < CONN_MARK_PIECES)
+			goto again;
+	}
+	if ((c->state == CS_HEADER || c->state == CS_BODY) && c->in.len > 0)
+		read_kept(c, room);
 }
 
 /* Hand up a request that cannot be read, to be answered with status;
@@ -884,6 +765,101 @@ conn_body_marks(struct hconn *c)
 }
 
 /*
+ * The header of a request, at the start of buf (len bytes): parsed into
+ * m, its body's length checked and taken from the budget, and the
+ * connection made ready for its body.  1: read the body; 0: the header
+ * is not all here; -1: the request was refused.
+ */
+static int
+conn_header(struct hconn *c, const char *buf, size_t len, struct h1_msg *m)
+{
+	size_t	 total;
+	int	 r;
+
+	r = h1_parse_request(buf, len, CONN_HEADER_MAX, m);
+	if (r == 0)
+		return (0);	/* wait for the rest */
+	if (r < 0) {
+		conn_refuse(c, -r);
+		return (-1);
+	}
+	c->hdrlen = r;
+	prescan_reset(&c->pre);
+	if (m->chunked) {
+		c->clen = -1;
+		h1_chunked_init(&c->ch);
+		c->rawpos = r;
+		c->bodylen = 0;
+	} else {
+		c->clen = m->content_length < 0 ? 0 : m->content_length;
+		if (c->clen > max_body) {
+			conn_refuse(c, 413);
+			return (-1);
+		}
+	}
+	/* its share of the budget, kept until it is answered */
+	if (conn_budget_take(&c->held, c->clen < 0 ? max_body : c->clen) ==
+	    -1) {
+		conn_refuse(c, 503);
+		return (-1);
+	}
+	c->state = CS_BODY;
+	c->since = now_ms();
+	wait_enter(c);
+	form_start(c, m);
+	if (m->expect_continue && m->minor == 1) {
+		/* only when the body is not all here */
+		total = c->clen >= 0 ? c->hdrlen + (size_t)c->clen : 0;
+		if (c->clen < 0 || len < total)
+			(void)conn_write(c, "HTTP/1.1 100 Continue\r\n\r\n",
+			    25);
+	}
+	return (1);
+}
+
+/*
+ * More of a chunked body, decoded in place after its header (buf, len
+ * bytes, starts with the request).  1: the body is whole, *total the
+ * bytes of buf the request took; 0: more is to come, and what is kept
+ * (*total bytes: the header and the body so far) is moved to the end of
+ * buf, which the caller keeps; -1: the request was refused.
+ */
+static int
+conn_chunked(struct hconn *c, char *buf, size_t len, size_t *total)
+{
+	size_t	 datalen;
+	ssize_t	 n;
+	int	 done;
+
+	n = h1_chunked_decode(&c->ch, buf + c->rawpos, len - c->rawpos,
+	    &datalen, &done);
+	if (n < 0) {
+		conn_refuse(c, 400);
+		return (-1);
+	}
+	memmove(buf + c->hdrlen + c->bodylen, buf + c->rawpos, datalen);
+	c->bodylen += datalen;
+	c->rawpos += n;
+	/*
+	 * Over the limit with the chunk being read: known from its size
+	 * line, before its data comes (while a size line is read, left is
+	 * the size so far).
+	 */
+	if (c->bodylen + c->ch.left > (uint64_t)max_body) {
+		conn_refuse(c, 413);
+		return (-1);
+	}
+	if (!done) {
+		*total = c->hdrlen + c->bodylen;
+		memmove(buf + len - *total, buf, *total);
+		c->rawpos = *total;
+		return (0);
+	}
+	*total = c->rawpos;
+	return (1);
+}
+
+/*
  * Dispatch the requests that are complete in buf; returns the bytes
  * used.  A request in CS_BODY keeps its bytes at the start of buf (the
  * caller keeps them in c->in), with a chunked body decoded in place
@@ -894,99 +870,34 @@ conn_consume(struct hconn *c, char *buf, size_t len)
 {
 	struct h1_msg	 m;
 	size_t		 used = 0, datalen, total;
-	ssize_t		 n;
-	int		 r, done, parsed;
+	int		 r, parsed;
 	char		*body;
 
 	while (used < len && (c->state == CS_HEADER || c->state == CS_BODY)) {
 		parsed = 0;
 		if (c->state == CS_HEADER) {
 			parsed = 1;
-			r = h1_parse_request(buf + used, len - used,
-			    CONN_HEADER_MAX, &m);
+			r = conn_header(c, buf + used, len - used, &m);
 			if (r == 0)
-				return (used);	/* wait for the rest */
-			if (r < 0) {
-				conn_refuse(c, -r);
+				return (used);
+			if (r == -1)
 				return (len);
-			}
-			c->hdrlen = r;
-			prescan_reset(&c->pre);
-			if (m.chunked) {
-				c->clen = -1;
-				h1_chunked_init(&c->ch);
-				c->rawpos = r;
-				c->bodylen = 0;
-			} else {
-				c->clen = m.content_length < 0 ? 0 :
-				    m.content_length;
-				if (c->clen > max_body) {
-					conn_refuse(c, 413);
-					return (len);
-				}
-			}
-			/* its share of the budget, kept until it is answered */
-			if (body_take(c, c->clen < 0 ? max_body : c->clen) ==
-			    -1) {
-				conn_refuse(c, 503);
-				return (len);
-			}
-			c->state = CS_BODY;
-			c->since = now_ms();
-			wait_enter(c);
-			form_start(c, &m);
-			if (m.expect_continue && m.minor == 1) {
-				/* only when the body is not all here */
-				total = c->clen >= 0 ?
-				    c->hdrlen + (size_t)c->clen : 0;
-				if (c->clen < 0 || len - used < total)
-					(void)conn_write(c, "HTTP/1.1 100 "
-					    "Continue\r\n\r\n", 25);
-			}
 		}
 		/* CS_BODY: offsets from buf + used */
 		if (c->clen >= 0) {
 			total = c->hdrlen + (size_t)c->clen;
 			if (len - used < total)
 				return (used);
-			body = buf + used + c->hdrlen;
 			datalen = c->clen;
 		} else {
-			n = h1_chunked_decode(&c->ch, buf + used + c->rawpos,
-			    len - used - c->rawpos, &datalen, &done);
-			if (n < 0) {
-				conn_refuse(c, 400);
-				return (len);
-			}
-			memmove(buf + used + c->hdrlen + c->bodylen,
-			    buf + used + c->rawpos, datalen);
-			c->bodylen += datalen;
-			c->rawpos += n;
-			/*
-			 * Over the limit with the chunk being read: known
-			 * from its size line, before its data comes (while
-			 * a size line is read, left is the size so far).
-			 */
-			if (c->bodylen + c->ch.left > (uint64_t)max_body) {
-				conn_refuse(c, 413);
-				return (len);
-			}
-			if (!done) {
-				/*
-				 * Decoding took all it was given: what is
-				 * left to keep is the header and the body
-				 * so far.  The caller keeps the end of
-				 * buf, so move them there.
-				 */
-				total = c->hdrlen + c->bodylen;
-				memmove(buf + len - total, buf + used, total);
-				c->rawpos = total;
+			r = conn_chunked(c, buf + used, len - used, &total);
+			if (r == 0)
 				return (len - total);
-			}
-			total = c->rawpos;
-			body = buf + used + c->hdrlen;
+			if (r == -1)
+				return (len);
 			datalen = c->bodylen;
 		}
+		body = buf + used + c->hdrlen;
 		/* The header again, if it was parsed from another read. */
 		if (!parsed && h1_parse_request(buf + used, c->hdrlen,
 		    CONN_HEADER_MAX, &m) != (int)c->hdrlen) {
@@ -1145,7 +1056,7 @@ conn_done(struct hconn *c, int keepalive)
 	c->arg = NULL;
 	if (c->dead)
 		return;
-	body_give(c);
+	conn_budget_give(&c->held);
 	if (!keepalive || !c->req.keepalive || c->broken) {
 		c->state = CS_CLOSING;
 		/* what it sent after this is dropped; not while
@@ -1186,7 +1097,7 @@ conn_linger(struct hconn *c)
 {
 	/* TLS's own end first, if the socket takes it now */
 	if (c->tls != NULL && !c->eof)
-		(void)tls_close(c->tls);
+		conn_tls_close(c->tls);
 	if (c->eof || shutdown(c->fd, SHUT_WR) == -1) {
 		conn_free(c);
 		return;
@@ -1246,10 +1157,10 @@ static void
 conn_free(struct hconn *c)
 {
 	wait_leave(c);
-	body_give(c);
+	conn_budget_give(&c->held);
 	event_del(&c->rev);
 	event_del(&c->wev);
-	tls_free(c->tls);
+	conn_tls_free(c->tls);
 	close(c->fd);
 	free(c->req.peer.groups);
 	TAILQ_REMOVE(&conns, c, entry);
@@ -1263,6 +1174,13 @@ conn_free(struct hconn *c)
 	free(c);
 }
 
+/*
+ * The deadlines, from a timer: a request's header within header_timeout
+ * of the accept or of the end of the previous answer (or, with no header
+ * timeout, PROXY_IDLE_TIMEOUT of quiet); its body within body_timeout of
+ * the end of its header (408); no pause in a body, nor in output, longer
+ * than PROXY_IDLE_TIMEOUT; a lingering close within CONN_LINGER_MS.
+ */
 static void
 conn_sweep(evutil_socket_t fd, short ev, void *arg)
 {
@@ -1429,6 +1347,7 @@ void
 conn_get_stats(struct conn_stats *cs)
 {
 	*cs = stats;
+	conn_budget_stats(cs);
 }
 
 /*

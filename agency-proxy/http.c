@@ -12,7 +12,7 @@
  *
  * Calls: forward.c, events.c, answer.c, metrics.c, conn.c, parent.c,
  * rules.c, scan.c, multipart.c, routes.c, utf8.c, h1.c, console_assets.c,
- * state.c.
+ * state.c, conn_tls.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>

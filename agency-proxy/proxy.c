@@ -10,7 +10,7 @@
  * the files and a request's way through them.
  *
  * Calls: dispatch.c, http.c, conn.c, parent.c, privsep.c, sandbox.c,
- * state.c.
+ * state.c, conn_tls.c.
  */
 #include <sys/types.h>
 #include <sys/socket.h>

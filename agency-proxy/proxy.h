@@ -446,10 +446,6 @@ struct conn_handler {
 
 void		 conn_init(const struct conn_handler *);
 void		 conn_configure(const struct pconf *);
-void		 conn_tls_init(void);
-void		*conn_tls_server(const uint8_t *, size_t, const uint8_t *,
-		    size_t, char *, size_t);
-void		 conn_tls_free(void *);
 void		*conn_listen(int, void *, int);
 void		 conn_unlisten(void *);
 char		*conn_take_input(struct hconn *);
@@ -462,6 +458,23 @@ void		 conn_done(struct hconn *, int);
 void		 conn_abort(struct hconn *);
 void		 conn_get_stats(struct conn_stats *);
 void		 conn_sndbuf(struct hconn *, int);
+
+/* conn_tls.c: TLS with libtls, for conn.c and the listeners */
+struct tls;
+void		 conn_tls_init(void);
+void		*conn_tls_server(const uint8_t *, size_t, const uint8_t *,
+		    size_t, char *, size_t);
+void		 conn_tls_free(void *);
+struct tls	*conn_tls_accept(void *, int);
+ssize_t		 conn_tls_read(struct tls *, void *, size_t, int *);
+ssize_t		 conn_tls_write(struct tls *, const void *, size_t, int *);
+void		 conn_tls_close(struct tls *);
+
+/* conn_budget.c: the request bodies' budget over all connections */
+void		 conn_budget_configure(int64_t, int64_t);
+int		 conn_budget_take(int64_t *, int64_t);
+void		 conn_budget_give(int64_t *);
+void		 conn_budget_stats(struct conn_stats *);
 
 /*
  * How a model request ended, when not as its answer ended: what the

@@ -8,11 +8,11 @@
  * dies, and answers agency-ctl on its control socket.  It never parses
  * bytes that came from the network or from a model process.
  *
- * The top of agencyd: it calls the files below it (control.c, reload.c,
- * models.c, emit.c, proxylink.c, served.c, notify.c, printconf.c,
- * privdrop.c, parse.y, the pool) and none of them calls it.  The pool
- * reaches models.c through the ops table given here, and a model's
- * lines reach control.c and proxylink.c through the hook set here.
+ * main: options, configuration, start-up, signals, reaping, shutdown.
+ * The top of agencyd: it calls the files below it (agencyd.h lists
+ * them) and none of them calls it.  The pool reaches poolops.c through
+ * the ops table given here, and a model's lines reach control.c and
+ * proxylink.c through the hook set here.
  */
 #include <sys/types.h>
 #include <sys/stat.h>
@@ -45,6 +45,13 @@
 #endif
 
 __dead static void	usage(void);
+static void		agencyd_options(struct agencyd *, int, char *[],
+			    const char **, int *);
+static void		agencyd_configure(struct agencyd *, const char *, int);
+static void		agencyd_check(struct agencyd *);
+static void		agencyd_background(struct agencyd *);
+static void		agencyd_signals(struct agencyd *);
+static void		agencyd_start(struct agencyd *);
 static void		agencyd_sig(int, short, void *);
 static void		agencyd_reap(struct agencyd *);
 static void		agencyd_shutdown(struct agencyd *);
@@ -70,12 +77,10 @@ int
 main(int argc, char *argv[])
 {
 	struct agencyd		 d;
-	struct agency_conf	*conf;
-	struct event		 ev_sigint, ev_sigterm, ev_sighup, ev_sigchld;
 	struct event_base	*base;
 	const char		*sockpath = NULL;
-	char			*conffile = NULL;
-	int			 ch, noaction = 0, opts, tostderr;
+	char			*conffile;
+	int			 noaction = 0;
 
 	memset(&d, 0, sizeof(d));
 	TAILQ_INIT(&d.models);
@@ -86,116 +91,17 @@ main(int argc, char *argv[])
 	d.proxy_path = PROXY_PATH;
 
 	log_init(1, LOG_DAEMON);	/* stderr until we know better */
-
-	while ((ch = getopt(argc, argv, "D:df:nP:s:Vv")) != -1) {
-		switch (ch) {
-		case 'D':
-			if (cmdline_symset(optarg) < 0)
-				log_warnx("could not parse macro definition %s",
-				    optarg);
-			break;
-		case 'd':
-			d.debug = 1;
-			break;
-		case 'f':
-			d.conffile = optarg;
-			break;
-		case 'n':
-			noaction = 1;
-			break;
-		case 'P':
-			d.proxy_path = optarg;
-			break;
-		case 's':
-			sockpath = optarg;
-			break;
-		case 'V':
-			printf("agencyd %s\n", AGENCY_VERSION);
-			exit(0);
-		case 'v':
-			d.verbose++;
-			break;
-		default:
-			usage();
-		}
-	}
-	argc -= optind;
-	argv += optind;
-	if (argc > 0)
-		usage();
-
-	opts = (d.verbose ? AGENCYD_OPT_VERBOSE : 0) |
-	    (d.verbose > 1 ? AGENCYD_OPT_VERBOSE2 : 0) |
-	    (noaction ? AGENCYD_OPT_NOACTION : 0);
-	if ((conf = parse_config(d.conffile, opts)) == NULL)
-		exit(1);
-	if (sockpath != NULL && strlcpy(conf->socket, sockpath,
-	    sizeof(conf->socket)) >= sizeof(conf->socket))
-		errx(1, "socket path too long");
-
-	if (noaction) {
-		if (d.verbose)
-			print_config(stdout, conf);
-		fprintf(stderr, "configuration OK\n");
-		config_free(conf);
-		exit(0);
-	}
-	d.conf = conf;
-	keystats_reload(&d, conf);
+	agencyd_options(&d, argc, argv, &sockpath, &noaction);
+	agencyd_configure(&d, sockpath, noaction);
 	/* Reloads read it again from wherever we are by then. */
 	d.conffile = conffile = agencyd_abspath(d.conffile);
-
-	if (access(d.proxy_path, X_OK) == -1)
-		err(1, "%s", d.proxy_path);
-	if (getuid() == 0 && getpwnam(conf->user) == NULL)
-		errx(1, "unknown user %s", conf->user);
-
-	/* Fail in the foreground, where the operator can see it. */
-	if (control_check(conf->socket) == -1 ||
-	    (conf->rsocket[0] != '\0' && control_check(conf->rsocket) == -1))
-		exit(1);
-	if (listeners_bind(conf) == -1) {
-		listeners_close(conf);
-		exit(1);
-	}
-
-	/* Where lines are seen: a service manager's stderr, or ours when
-	 * no syslog daemon would take them. */
-	tostderr = d.debug || log_stderr_wanted();
-	log_init(tostderr, LOG_DAEMON);
-	log_setverbose(d.verbose + d.debug);
-	/* A service manager that waits for READY=1 keeps us as its child. */
-	if (!notify_init() && !d.debug)
-		agencyd_daemon(tostderr);
+	agencyd_check(&d);
+	agencyd_background(&d);
 
 	if ((base = event_init()) == NULL)
 		fatalx("event_init");
-	signal(SIGPIPE, SIG_IGN);
-	signal_set(&ev_sigint, SIGINT, agencyd_sig, &d);
-	signal_set(&ev_sigterm, SIGTERM, agencyd_sig, &d);
-	signal_set(&ev_sighup, SIGHUP, agencyd_sig, &d);
-	signal_set(&ev_sigchld, SIGCHLD, agencyd_sig, &d);
-	signal_add(&ev_sigint, NULL);
-	signal_add(&ev_sigterm, NULL);
-	signal_add(&ev_sighup, NULL);
-	signal_add(&ev_sigchld, NULL);
-
-	if (control_init(&d, conf->socket, conf->rsocket) == -1)
-		fatalx("cannot open the control socket");
-	/* What the models write, to the clients that follow it, on the
-	 * control socket and through the proxy alike. */
-	models_on_line(agencyd_model_line, &d);
-	if (agencyd_drop_caps() == -1)
-		fatalx("cannot give up capabilities");
-	if ((d.pool = agencyd_pool(&d)) == NULL)
-		fatal("pool");
-	if (models_setup(&d) == -1)
-		fatal("models");
-	if (proxy_start(&d) == -1)
-		fatalx("cannot start agency-proxy");
-	emit_init(&d);
-	pool_start(d.pool);
-
+	agencyd_signals(&d);
+	agencyd_start(&d);
 	log_info("agencyd started, %zu models, pid %d",
 	    pool_count(d.pool), (int)getpid());
 	agencyd_loop(base);
@@ -210,6 +116,155 @@ main(int argc, char *argv[])
 	log_info("agencyd exiting");
 	free(conffile);
 	return (0);
+}
+
+/* The command line: -f, -P, -d and -v into d, the rest for main. */
+static void
+agencyd_options(struct agencyd *d, int argc, char *argv[],
+    const char **sockpath, int *noaction)
+{
+	int	 ch;
+
+	while ((ch = getopt(argc, argv, "D:df:nP:s:Vv")) != -1) {
+		switch (ch) {
+		case 'D':
+			if (cmdline_symset(optarg) < 0)
+				log_warnx("could not parse macro definition %s",
+				    optarg);
+			break;
+		case 'd':
+			d->debug = 1;
+			break;
+		case 'f':
+			d->conffile = optarg;
+			break;
+		case 'n':
+			*noaction = 1;
+			break;
+		case 'P':
+			d->proxy_path = optarg;
+			break;
+		case 's':
+			*sockpath = optarg;
+			break;
+		case 'V':
+			printf("agencyd %s\n", AGENCY_VERSION);
+			exit(0);
+		case 'v':
+			d->verbose++;
+			break;
+		default:
+			usage();
+		}
+	}
+	if (argc > optind)
+		usage();
+}
+
+/* The configuration, read and checked; with -n, said OK and exit. */
+static void
+agencyd_configure(struct agencyd *d, const char *sockpath, int noaction)
+{
+	struct agency_conf	*conf;
+	int			 opts;
+
+	opts = (d->verbose ? AGENCYD_OPT_VERBOSE : 0) |
+	    (d->verbose > 1 ? AGENCYD_OPT_VERBOSE2 : 0) |
+	    (noaction ? AGENCYD_OPT_NOACTION : 0);
+	if ((conf = parse_config(d->conffile, opts)) == NULL)
+		exit(1);
+	if (sockpath != NULL && strlcpy(conf->socket, sockpath,
+	    sizeof(conf->socket)) >= sizeof(conf->socket))
+		errx(1, "socket path too long");
+
+	if (noaction) {
+		if (d->verbose)
+			print_config(stdout, conf);
+		fprintf(stderr, "configuration OK\n");
+		config_free(conf);
+		exit(0);
+	}
+	d->conf = conf;
+	keystats_reload(d, conf);
+}
+
+/*
+ * What can fail before the background, where the operator sees it: the
+ * proxy's program, the proxy's user, the control sockets, the listeners.
+ */
+static void
+agencyd_check(struct agencyd *d)
+{
+	struct agency_conf	*conf = d->conf;
+
+	if (access(d->proxy_path, X_OK) == -1)
+		err(1, "%s", d->proxy_path);
+	if (getuid() == 0 && getpwnam(conf->user) == NULL)
+		errx(1, "unknown user %s", conf->user);
+	if (control_check(conf->socket) == -1 ||
+	    (conf->rsocket[0] != '\0' && control_check(conf->rsocket) == -1))
+		exit(1);
+	if (listeners_bind(conf) == -1) {
+		listeners_close(conf);
+		exit(1);
+	}
+}
+
+/*
+ * The log where lines are seen (a service manager's stderr, or ours
+ * when no syslog daemon would take them), then into the background
+ * unless a service manager waits for READY=1 and keeps us as its child.
+ */
+static void
+agencyd_background(struct agencyd *d)
+{
+	int	 tostderr;
+
+	tostderr = d->debug || log_stderr_wanted();
+	log_init(tostderr, LOG_DAEMON);
+	log_setverbose(d->verbose + d->debug);
+	if (!notify_init() && !d->debug)
+		agencyd_daemon(tostderr);
+}
+
+/* SIGINT, SIGTERM, SIGHUP and SIGCHLD to agencyd_sig, in the loop. */
+static void
+agencyd_signals(struct agencyd *d)
+{
+	static struct event	 ev[4];
+	static const int	 sigs[4] = { SIGINT, SIGTERM, SIGHUP, SIGCHLD };
+	size_t			 i;
+
+	signal(SIGPIPE, SIG_IGN);
+	for (i = 0; i < 4; i++) {
+		signal_set(&ev[i], sigs[i], agencyd_sig, d);
+		signal_add(&ev[i], NULL);
+	}
+}
+
+/*
+ * The control socket, the capabilities given up, the pool and its
+ * models, the proxy, the events; then the models that are not lazy
+ * start loading.
+ */
+static void
+agencyd_start(struct agencyd *d)
+{
+	if (control_init(d, d->conf->socket, d->conf->rsocket) == -1)
+		fatalx("cannot open the control socket");
+	/* What the models write, to the clients that follow it, on the
+	 * control socket and through the proxy alike. */
+	models_on_line(agencyd_model_line, d);
+	if (agencyd_drop_caps() == -1)
+		fatalx("cannot give up capabilities");
+	if ((d->pool = agencyd_pool(d)) == NULL)
+		fatal("pool");
+	if (models_setup(d) == -1)
+		fatal("models");
+	if (proxy_start(d) == -1)
+		fatalx("cannot start agency-proxy");
+	emit_init(d);
+	pool_start(d->pool);
 }
 
 /* path made absolute against the working directory, not resolved. */

@@ -113,12 +113,13 @@ struct agencyd {
  *   agencyd.c	main, signals, reaping, shutdown
  *   control.c	agency-ctl's sockets
  *   reload.c	a new configuration
- *   models.c	the pool's effects (model_pool_ops)
+ *   poolops.c	the pool's ops done for real (model_pool_ops)
  *   emit.c	the events for the proxy's events stream
  *   proxylink.c	the socketpair to agency-proxy
- *   served.c	the records of the served models
- *   notify.c, printconf.c, privdrop.c, ports.c, pool.c, spawn.c,
- *   memory.c, parse.y: below them all, calling none of them
+ *   model.c	the records of the served models (struct model)
+ *   notify.c, printconf.c, privdrop.c, ports.c, spawn.c, memory.c,
+ *   parse.y, and the pool (pool.h; its own files in pool_priv.h): below
+ *   them all, calling none of them
  */
 
 /* reload.c: 0 when the new configuration is in force.  Each line of
@@ -139,7 +140,7 @@ void		 emit_memory(struct agencyd *);
 int		 agencyd_drop_caps(void);
 uint64_t	 agencyd_caps_kept(void);
 
-/* models.c: the pool's effects, done for real */
+/* poolops.c: the pool's ops, done for real */
 extern const struct pool_ops	model_pool_ops;
 void		 models_reaped(struct agencyd *, pid_t, int);
 /* Each line a model writes (arg, the model's name, the line's number
@@ -148,7 +149,7 @@ typedef void	(*models_line_cb)(void *, const char *, uint64_t,
 		    const char *);
 void		 models_on_line(models_line_cb, void *);
 
-/* served.c: the records of the served models */
+/* model.c: the records of the served models */
 int		 models_setup(struct agencyd *);
 struct model	*model_new(struct model_conf *, const char *);
 void		 model_free(struct model *);

@@ -23,7 +23,7 @@
  * - each socket has its own cap, so restricted clients cannot take the
  *   room of the main socket's.
  *
- * It calls below it: reload.c, proxylink.c (a cancel), served.c (the
+ * It calls below it: reload.c, proxylink.c (a cancel), model.c (the
  * records) and the pool.  Nothing calls it but agencyd.c.
  */
 #include <sys/types.h>

@@ -13,11 +13,11 @@
  * one event.  The proxy numbers the events, keeps a backlog and fans
  * them out; agencyd keeps no subscriber and parses nothing of it.
  *
- * It is called by agencyd.c, reload.c and models.c (the pool's changed
+ * It is called by agencyd.c, reload.c and poolops.c (the pool's changed
  * op), and calls below it: proxylink.c (what goes to the proxy, and the
- * hook that tells it of a new proxy), served.c (the records and the
+ * hook that tells it of a new proxy), model.c (the records and the
  * memory) and the pool.  A model's log lines do not pass here: they go from
- * models.c's hook to proxylink.c and control.c alike.
+ * poolops.c's hook to proxylink.c and control.c alike.
  */
 #include <sys/types.h>
 #include <sys/queue.h>

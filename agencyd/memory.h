@@ -17,14 +17,11 @@
 #include "config.h"
 #include "proto.h"
 
-/* Also defined by pool.h; whichever header comes first defines it. */
-#ifndef MEM_SNAPSHOT_DEFINED
-#define MEM_SNAPSHOT_DEFINED
+/* What the fit test measures against (pool.h). */
 struct mem_snapshot {
 	int64_t		available;	/* bytes */
 	int64_t		total;		/* bytes */
 };
-#endif
 
 #define MEM_KIB			1024LL
 #define MEM_MIB			(1024LL * MEM_KIB)

@@ -93,6 +93,10 @@ static void		 lungetc(int);
 static int		 findeol(void);
 static int		 lookup(const char *);
 static int		 kw_cmp(const void *, const void *);
+static void		 syntax_say(const char *, ...)
+			    __attribute__((__format__ (printf, 1, 2)));
+static void		 syntax_error(void);
+static void		 quoted_macros(const char *);
 static void		 conf_verror(const char *, int, const char *, va_list)
 			    __attribute__((__format__ (printf, 3, 0)));
 static void		 conf_error(const struct pos *, const char *, ...)
@@ -151,6 +155,18 @@ static int			 errors;
 static int			 opts;
 static int			 lex_error;	/* the lexer already said why */
 static int			 last_token;
+/*
+ * What a syntax error names: the word it came at, and the first word
+ * of its statement, each as written ("" for a token without one), and
+ * whether the statement is inside a block.
+ */
+#define SYNTAX_WORD_MAX		64
+static char			 lex_word[SYNTAX_WORD_MAX];
+static char			 stmt_word[SYNTAX_WORD_MAX];
+static int			 stmt_keyword;	/* stmt_word is one */
+static int			 stmt_tokens;	/* tokens of it so far */
+static int			 block_depth;
+static char			 block_word[SYNTAX_WORD_MAX];
 
 static struct runtime_conf	*rt;		/* the block being read */
 static int			 rt_keep;
@@ -904,6 +920,80 @@ conf_verror(const char *name, int line, const char *fmt, va_list ap)
 	free(msg);
 }
 
+/*
+ * The parser's "syntax error", said with the word it came at and what
+ * was expected where that can be told: a statement that begins with no
+ * keyword, a keyword taken for a macro's name.
+ */
+static void
+syntax_say(const char *fmt, ...)
+{
+	va_list	ap;
+
+	va_start(ap, fmt);
+	conf_verror(file->name, yylval.lineno, fmt, ap);
+	va_end(ap);
+}
+
+static void
+syntax_error(void)
+{
+	const char	*near;
+	char		 at[SYNTAX_WORD_MAX + 16];
+	char		 where[SYNTAX_WORD_MAX + 16] = "";
+
+	if (block_depth > 0)
+		(void)snprintf(where, sizeof(where), " in a %s block",
+		    block_word);
+	if (lex_word[0] != '\0')
+		(void)snprintf(at, sizeof(at), "\"%s\"", lex_word);
+	else
+		(void)strlcpy(at, last_token == '\n' ? "the end of the line" :
+		    last_token == 0 ? "the end of the file" : "a brace",
+		    sizeof(at));
+	near = at;
+	if (!stmt_keyword && stmt_tokens <= 2 && stmt_word[0] != '\0')
+		syntax_say("unknown statement "
+		    "\"%s\"%s: a statement begins with a keyword (see "
+		    "agency.conf(5)), and NAME = VALUE defines a macro",
+		    stmt_word, where);
+	else if (stmt_keyword && stmt_tokens == 2 && last_token == '=')
+		syntax_say("\"%s\" is a keyword "
+		    "and cannot name a macro", stmt_word);
+	else if (stmt_keyword && stmt_tokens == 1)
+		syntax_say("\"%s\" cannot begin a statement%s (nor, a keyword, "
+		    "name a macro)", stmt_word, where);
+	else if (stmt_word[0] != '\0' && stmt_tokens > 1)
+		syntax_say("syntax error near %s "
+		    "in the \"%s\" statement%s", near, stmt_word, where);
+	else
+		syntax_say("syntax error near %s%s",
+		    near, where);
+}
+
+/* A defined macro named inside quotes, where it is not expanded: a
+ * warning, since a command may well hold a $ of its own. */
+static void
+quoted_macros(const char *s)
+{
+	struct pos	 p;
+	char		 name[AGENCY_NAME_MAX];
+	size_t		 n;
+
+	for (; (s = strchr(s, '$')) != NULL; s++) {
+		for (n = 0; n + 1 < sizeof(name) &&
+		    (isalnum((unsigned char)s[n + 1]) || s[n + 1] == '_'); n++)
+			name[n] = s[n + 1];
+		name[n] = '\0';
+		if (n == 0 || symget(name) == NULL)
+			continue;
+		p.file = file->name;
+		p.line = file->lineno;
+		conf_warn(&p, 0, "macro $%s is not expanded inside quotes: "
+		    "write it outside them", name);
+	}
+}
+
 int
 yyerror(const char *fmt, ...)
 {
@@ -914,6 +1004,10 @@ yyerror(const char *fmt, ...)
 		lex_error = 0;
 		if (strcmp(fmt, "syntax error") == 0)
 			return (0);
+	}
+	if (strcmp(fmt, "syntax error") == 0) {
+		syntax_error();
+		return (0);
 	}
 	va_start(ap, fmt);
 	conf_verror(file->name, yylval.lineno, fmt, ap);
@@ -1137,7 +1231,21 @@ isword(int c)
 int
 yylex(void)
 {
+	int	prev = last_token;
+
+	lex_word[0] = '\0';
 	last_token = lex();
+	if (last_token == '{' && block_depth++ == 0)
+		(void)strlcpy(block_word, stmt_word, sizeof(block_word));
+	else if (last_token == '}' && block_depth > 0)
+		block_depth--;
+	if (prev == '\n' || prev == '{' || prev == '}') {
+		(void)strlcpy(stmt_word, lex_word, sizeof(stmt_word));
+		stmt_keyword = last_token != STRING && last_token != NUMBER &&
+		    lex_word[0] != '\0';
+		stmt_tokens = 0;
+	}
+	stmt_tokens++;
 	return (last_token);
 }
 
@@ -1209,6 +1317,8 @@ top:
 			*p++ = c;
 		}
 		*p = '\0';
+		(void)strlcpy(lex_word, buf, sizeof(lex_word));
+		quoted_macros(buf);
 		if ((yylval.v.string = strdup(buf)) == NULL)
 			fatal("%s: strdup", __func__);
 		return (STRING);
@@ -1258,6 +1368,7 @@ top:
 	} while ((c = lgetc(0)) != EOF && (isword(c) || c == '$'));
 	lungetc(c);
 	*p = '\0';
+	(void)strlcpy(lex_word, buf, sizeof(lex_word));
 
 	/* An expanded word is never a keyword. */
 	if (!expanded && lookup(buf) != STRING)
@@ -2495,7 +2606,7 @@ check_users(void)
 
 /*
  * Needs against the memory budget, as the pool will weigh them (see
- * make_room in pool.c): a lazy model loads only while the needs of the
+ * make_room in pool_change.c): a lazy model loads only while the needs of
  * loaded ones and its own stay within the budget, and the models that
  * are not lazy are never stopped to make room.  A model that could never
  * load is an error; with overcommit the pool loads it anyway.  Only
@@ -2794,6 +2905,7 @@ parse_config(const char *filename, int xopts)
 	errors = 0;
 	lex_error = 0;
 	last_token = '\n';
+	block_depth = 0;
 	if ((conf = config_new()) == NULL)
 		fatal("%s: config_new", __func__);
 

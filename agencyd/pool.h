@@ -36,6 +36,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "memory.h"
 #include "proto.h"
 
 #define POOL_STOP_GRACE		5000		/* ms, SIGTERM to SIGKILL */
@@ -79,15 +80,6 @@ struct pool_settings {
 	uint32_t	 max_queue;	/* waiting requests in all; 0: none */
 	int64_t		 fairness;	/* ms, the fairness window */
 };
-
-/* Also defined by memory.h; whichever header comes first defines it. */
-#ifndef MEM_SNAPSHOT_DEFINED
-#define MEM_SNAPSHOT_DEFINED
-struct mem_snapshot {
-	int64_t		available;	/* bytes */
-	int64_t		total;		/* bytes */
-};
-#endif
 
 struct pool_ops {
 	/* Start the process for a load on port; answer with pool_spawned,
@@ -333,19 +325,26 @@ int		 pool_explain(struct pool *, const char *,
 const char	*pool_verdict_name(int);
 
 /*
- * Pure decisions, exported for the tests.
+ * Pure decisions (pool_decide.c), exported for the tests.
  */
 /* The reserve: setting when >= 0, else min(2 GiB, 5% of total). */
 int64_t		 pool_reserve(int64_t setting, int64_t total);
-/* 1 when need fits: available >= need + reserve (mem NULL: unknown, not
- * checked) and, with a budget, committed + need <= budget. */
+/* The fit test: 1 when need fits: available >= need + reserve (mem
+ * NULL: unknown, not checked) and, with a budget, committed + need <=
+ * budget. */
 int		 pool_fits(const struct mem_snapshot *, int64_t reserve,
 		    int64_t budget, int64_t committed, int64_t need);
-/* The index of the ready, idle, lazy view used least recently (the first
- * among equals) that is not kept, or -1. */
-ssize_t		 pool_eviction_candidate(const struct pool_view *, size_t);
+/* The choice of the model to stop: the index of the ready, idle, lazy
+ * view but self (n or more: none) used least recently (the first among
+ * equals) that is not kept, or -1. */
+ssize_t		 pool_eviction_candidate(const struct pool_view *, size_t,
+		    size_t self);
+/* The needs of the views but self that hold memory: loaded, loading or
+ * still running. */
+int64_t		 pool_committed(const struct pool_view *, size_t, size_t self);
 /*
- * Room for v[self] (its need): ROOM_FITS when it fits next to what the
+ * Room for v[self] (its need), from pool_fits and
+ * pool_eviction_candidate: ROOM_FITS when it fits next to what the
  * others hold (loading ones count against the measured memory too, as
  * they have not taken theirs yet); ROOM_EVICT with *victim the eviction
  * candidate, unless by need the budget shows that stopping every idle

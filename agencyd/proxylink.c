@@ -22,10 +22,10 @@
  * (vis(3)), at the priorities the proxy uses.
  *
  * What the proxy asks goes to the pool, whose answers come back through
- * models.c's ops and proxy_compose; its loads and unloads (the admin
+ * poolops.c's ops and proxy_compose; its loads and unloads (the admin
  * routes) and the log lines it asks for are answered here.  A new proxy
  * is told of by the hook set with proxy_on_ready (emit.c's sync).  It
- * calls below it: served.c (the records), notify.c (the proxy is
+ * calls below it: model.c (the records), notify.c (the proxy is
  * ready), ports.c, spawn.c and the pool; nothing it calls calls it.
  */
 #include <sys/types.h>

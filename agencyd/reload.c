@@ -13,7 +13,7 @@
  * What it did, and the parse errors it found, go to the log and to
  * whoever asked (reload_say_cb: control.c's client, or nobody for
  * SIGHUP): it knows no caller.  It calls below it: parse.y, emit.c
- * (the events stream's sync after it), served.c (the records),
+ * (the events stream's sync after it), model.c (the records),
  * proxylink.c (listeners, the proxy's configuration and ports),
  * notify.c and the pool.
  */

@@ -231,6 +231,31 @@ spawn_argv_free(char **v)
 	free(v);
 }
 
+/*
+ * The command template's tokens (agency.conf(5)): %p the port, %u the
+ * upstream, %m the model's name.  0 with *val (NULL: it has no value
+ * here), or -1 when c names no token.
+ */
+static int
+token_value(int c, const char *port, const char *upstream,
+    const char *model, const char **val)
+{
+	switch (c) {
+	case 'p':
+		*val = port;
+		return (0);
+	case 'u':
+		*val = upstream;
+		return (0);
+	case 'm':
+		*val = model;
+		return (0);
+	default:
+		*val = NULL;
+		return (-1);
+	}
+}
+
 static int
 expand_word(const char *w, const char *port, const char *upstream,
     const char *model, char **out, char *err, size_t errlen)
@@ -246,21 +271,8 @@ expand_word(const char *w, const char *port, const char *upstream,
 		if (*p != '%' || p[1] == '\0')
 			continue;
 		p++;
-		switch (*p) {
-		case 'p':
-			val = port;
-			break;
-		case 'u':
-			val = upstream;
-			break;
-		case 'm':
-			val = model;
-			break;
-		default:
-			val = NULL;
-			break;
-		}
-		if (val != NULL)
+		if (token_value(*p, port, upstream, model, &val) == 0 &&
+		    val != NULL)
 			cap += strlen(val);
 	}
 	if ((s = malloc(cap)) == NULL) {
@@ -273,23 +285,15 @@ expand_word(const char *w, const char *port, const char *upstream,
 			continue;
 		}
 		p++;
-		switch (*p) {
-		case '\0':
+		if (*p == '\0') {
 			snprintf(err, errlen, "trailing %% in command");
 			goto fail;
-		case '%':
+		}
+		if (*p == '%') {
 			s[len++] = '%';
 			continue;
-		case 'p':
-			val = port;
-			break;
-		case 'u':
-			val = upstream;
-			break;
-		case 'm':
-			val = model;
-			break;
-		default:
+		}
+		if (token_value(*p, port, upstream, model, &val) == -1) {
 			if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
 				snprintf(err, errlen, "unknown %%\\x%02x in "
 				    "command", (unsigned char)*p);

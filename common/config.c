@@ -106,7 +106,7 @@ runtime_free(struct runtime_conf *rt)
 }
 
 static void
-model_free(struct model_conf *m)
+model_conf_free(struct model_conf *m)
 {
 	strlist_clear(&m->aliases);
 	strlist_clear(&m->env);
@@ -153,7 +153,7 @@ config_free(struct agency_conf *conf)
 	}
 	while ((m = TAILQ_FIRST(&conf->models)) != NULL) {
 		TAILQ_REMOVE(&conf->models, m, entry);
-		model_free(m);
+		model_conf_free(m);
 	}
 	while ((k = TAILQ_FIRST(&conf->keys)) != NULL) {
 		TAILQ_REMOVE(&conf->keys, k, entry);

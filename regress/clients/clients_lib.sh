@@ -27,28 +27,32 @@ need_node()
 	    atf_skip "node $(node -v) is older than 20.10"
 }
 
-# npm ci into $clients/node_modules unless it already holds what
-# package-lock.json says (a stamp of the lock's checksum, written after a
-# successful install).  Serialized with flock against parallel runs.
+# npm_install [DIR]: npm ci into DIR/node_modules (DIR: $clients by
+# default) unless it already holds what DIR/package-lock.json says (a
+# stamp of the lock's checksum, written after a successful install, and
+# every dependency of package.json there).  npm's cache is DIR/.npm-cache.
+# Serialized with flock against parallel runs.
 npm_install()
 {
-	local sum
-	sum=$(sha256sum "$clients/package-lock.json" | cut -d' ' -f1)
+	local sum dir=${1:-$clients}
+	sum=$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1)
 	(
 		flock 9
-		if [ -f "$clients/node_modules/.agency-lock-sum" ] &&
-		    [ "$(cat "$clients/node_modules/.agency-lock-sum")" = "$sum" ] &&
-		    [ -f "$clients/node_modules/openai/package.json" ] &&
-		    [ -f "$clients/node_modules/@anthropic-ai/sdk/package.json" ]; then
+		if [ -f "$dir/node_modules/.agency-lock-sum" ] &&
+		    [ "$(cat "$dir/node_modules/.agency-lock-sum")" = "$sum" ] &&
+		    jq -r '.dependencies | keys[]' "$dir/package.json" |
+		    while read -r p; do
+			[ -f "$dir/node_modules/$p/package.json" ] || exit 1
+		    done; then
 			exit 0
 		fi
-		cd "$clients" &&
-		npm_config_cache="$clients/.npm-cache" \
+		cd "$dir" &&
+		npm_config_cache="$dir/.npm-cache" \
 		npm_config_update_notifier=false \
 		    npm ci --no-audit --no-fund --prefer-offline \
 		    > "$OLDPWD/npm.log" 2>&1 || exit 1
-		echo "$sum" > "$clients/node_modules/.agency-lock-sum"
-	) 9> "$clients/.npm-lock" || {
+		echo "$sum" > "$dir/node_modules/.agency-lock-sum"
+	) 9> "$dir/.npm-lock" || {
 		cat npm.log >&2
 		atf_fail "npm ci failed (see npm.log above)"
 	}

@@ -35,7 +35,9 @@ int			 loaded;
 
 static struct evhttp	*http;
 static int		 bound_port = -1;
-static char		*rss_mem;
+/* Volatile: never read, its pages would otherwise be no store at all
+ * to the compiler, which may drop the memset that makes them resident. */
+static char		*volatile rss_mem;
 static int		 exiting;
 
 static __dead void	usage(FILE *, int);
@@ -71,7 +73,10 @@ enum {
 	OPT_MAX_BODY,
 	OPT_ANTHROPIC_STRICT,
 	OPT_ANY_MODEL,
-	OPT_LOG_REQUESTS
+	OPT_LOG_REQUESTS,
+	OPT_VRAM,
+	OPT_VRAM_DEVICE,
+	OPT_CUDA_LIB
 };
 
 static const struct option longopts[] = {
@@ -100,6 +105,10 @@ static const struct option longopts[] = {
 	{ "any-model",		no_argument,		NULL, OPT_ANY_MODEL },
 	{ "log-requests",	no_argument,		NULL,
 	    OPT_LOG_REQUESTS },
+	{ "vram",		required_argument,	NULL, OPT_VRAM },
+	{ "vram-device",	required_argument,	NULL,
+	    OPT_VRAM_DEVICE },
+	{ "cuda-lib",		required_argument,	NULL, OPT_CUDA_LIB },
 	{ "help",		no_argument,		NULL, 'h' },
 	{ NULL,			0,			NULL, 0 }
 };
@@ -118,6 +127,7 @@ usage(FILE *fp, int code)
 "       [--crash-after-ms N] [--crash-mid-stream K] [--ignore-term]\n"
 "       [--slow-exit-ms N] [--stall] [--stamp] [--any-model]\n"
 "       [--log-requests] [--max-body SIZE] [--anthropic-strict]\n"
+"       [--vram SIZE] [--vram-device N] [--cuda-lib PATH]\n"
 "\n"
 "An OpenAI-compatible stand-in model server for tests and benchmarks.\n"
 "\n"
@@ -156,6 +166,12 @@ usage(FILE *fp, int code)
 "                     server that takes the request's model does\n"
 "  --log-requests     log a line for each request as it arrives, as\n"
 "                     llama-server does, besides the line of its answer\n"
+"  --vram SIZE        take SIZE bytes of device memory while loading, and\n"
+"                     hold them until exit, through the CUDA driver API\n"
+"                     (a load that cannot take them fails)\n"
+"  --vram-device N    on the CUDA device of ordinal N among those\n"
+"                     CUDA_VISIBLE_DEVICES shows (default 0)\n"
+"  --cuda-lib PATH    the CUDA driver library (default libcuda.so.1)\n"
 "  -h, --help         print this text and exit\n"
 "\n"
 "Routes: GET /health, GET /v1/models, POST /v1/chat/completions,\n"
@@ -293,10 +309,22 @@ bind_port(void)
 static void
 load(void)
 {
+	char	 err[256];
+
 	say("fakelm: loading pid=%ld model=%s load_ms=%lld rss=%zu",
 	    (long)getpid(), conf.model, conf.load_ms, conf.rss);
 	if (conf.bind_early)
 		bind_port();
+	if (conf.vram > 0) {
+		if (vram_claim(conf.cuda_lib, conf.vram_device, conf.vram,
+		    err, sizeof(err)) == -1) {
+			complain("fakelm: cannot take %zu bytes of device "
+			    "memory: %s", conf.vram, err);
+			exit(1);
+		}
+		say("fakelm: vram pid=%ld bytes=%zu device=%d",
+		    (long)getpid(), conf.vram, conf.vram_device);
+	}
 	if (conf.rss > 0) {
 		/* Touch every page so the memory counts as resident. */
 		if ((rss_mem = malloc(conf.rss)) == NULL) {
@@ -414,6 +442,7 @@ main(int argc, char *argv[])
 	conf.ready_status = 200;
 	conf.stops_on_close = STOPS_ALWAYS;
 	conf.max_body = FAKELM_MAX_BODY;
+	conf.cuda_lib = "libcuda.so.1";
 
 	while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (ch) {
@@ -493,6 +522,16 @@ main(int argc, char *argv[])
 			break;
 		case OPT_LOG_REQUESTS:
 			conf.log_requests = 1;
+			break;
+		case OPT_VRAM:
+			conf.vram = size("--vram", optarg);
+			break;
+		case OPT_VRAM_DEVICE:
+			conf.vram_device = number("--vram-device", optarg, 0,
+			    1023);
+			break;
+		case OPT_CUDA_LIB:
+			conf.cuda_lib = optarg;
 			break;
 		case 'h':
 			usage(stdout, 0);

@@ -48,6 +48,9 @@ struct fakelm_conf {
 	int			 any_model;
 	int			 log_requests;
 	enum stops_on_close	 stops_on_close;
+	size_t			 vram;		/* --vram: bytes, 0 none */
+	int			 vram_device;
+	const char		*cuda_lib;
 };
 
 struct event;
@@ -165,5 +168,9 @@ const char *apis_error_type(int);
 
 /* upload.c: multipart/form-data uploads */
 void	upload(struct evhttp_request *, const char *);
+
+/* vram.c: bytes of device memory on a CUDA ordinal, held until exit;
+ * -1 with why in the buffer. */
+int	vram_claim(const char *, int, size_t, char *, size_t);
 
 #endif /* FAKELM_H */

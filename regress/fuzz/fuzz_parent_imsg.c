@@ -13,7 +13,7 @@
  * The two dispatchers are static, so this file compiles proxylink.c and
  * control.c itself (the product code, unchanged) and calls them as
  * libevent would, on a socketpair whose other end the harness writes.
- * The pool is the real one (pool.c, models.c's operations) with fake
+ * The pool is the real one (pool.c, poolops.c's operations) with fake
  * effects that never fork: spawn, kill, clock, timers, memory.  A fresh
  * agencyd is set up for each input from a configuration of two models.
  *

@@ -115,18 +115,19 @@ free_port()
 
 # agency_start CONFIG [AGENCYD-ARGS...]: write agency.conf, start agencyd
 # in the foreground mode in the background, wait until the front door
-# answers.  Sets PORT, BASE, SOCK, and writes agencyd.pid.
+# answers.  Sets PORT, BASE, SOCK, and writes agencyd.pid.  The front
+# door is on 127.0.0.1, or on the loopback address AGENCY_ADDR.
 agency_start()
 {
-	local conf=$1 ports
+	local conf=$1 ports addr=${AGENCY_ADDR:-127.0.0.1}
 	shift
 	agency_users
 	PORT=$($FREEPORT 1)
 	ports=$(model_ports "$PORT")
 	SOCK=$PWD/agency.sock
-	BASE=http://127.0.0.1:$PORT
+	BASE=http://$addr:$PORT
 	{
-		echo "listen on 127.0.0.1 port $PORT"
+		echo "listen on $addr port $PORT"
 		echo "socket \"$SOCK\""
 		echo "$conf"
 	} | sed -e "s|@FAKELM@|$FAKELM|g" -e "s|@PORTS@|$ports|g" \

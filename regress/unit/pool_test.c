@@ -936,23 +936,25 @@ ATF_TC_BODY(eviction_candidate_pure, tc)
 	struct pool_view	 v[8];
 
 	memset(v, 0, sizeof(v));
-	ATF_REQUIRE_EQ(pool_eviction_candidate(v, 0), -1);
+	ATF_REQUIRE_EQ(pool_eviction_candidate(v, 0, 0), -1);
 	/* 0 busy, 1 not lazy, 2 loading, 3 stopped, 4 failed: all skipped */
 	v[0] = (struct pool_view){ STATE_READY, 1, 1, 10, 0, 0, 0 };
 	v[1] = (struct pool_view){ STATE_READY, 0, 0, 10, 0, 0, 0 };
 	v[2] = (struct pool_view){ STATE_LOADING, 1, 0, 10, 0, 0, 0 };
 	v[3] = (struct pool_view){ STATE_STOPPED, 1, 0, 10, 0, 0, 0 };
 	v[4] = (struct pool_view){ STATE_FAILED, 1, 0, 10, 0, 0, 0 };
-	ATF_REQUIRE_EQ(pool_eviction_candidate(v, 5), -1);
+	ATF_REQUIRE_EQ(pool_eviction_candidate(v, 5, 5), -1);
 	v[5] = (struct pool_view){ STATE_READY, 1, 0, 300, 0, 0, 0 };
 	v[6] = (struct pool_view){ STATE_READY, 1, 0, 200, 0, 0, 0 };
 	v[7] = (struct pool_view){ STATE_READY, 1, 0, 400, 0, 0, 0 };
-	ATF_REQUIRE_EQ(pool_eviction_candidate(v, 8), 6);
+	ATF_REQUIRE_EQ(pool_eviction_candidate(v, 8, 8), 6);
+	/* Never the one that room is made for. */
+	ATF_REQUIRE_EQ(pool_eviction_candidate(v, 8, 6), 5);
 	v[6].in_progress = 1;
-	ATF_REQUIRE_EQ(pool_eviction_candidate(v, 8), 5);
+	ATF_REQUIRE_EQ(pool_eviction_candidate(v, 8, 8), 5);
 	/* Equals: the first in config order. */
 	v[7].last_used = 300;
-	ATF_REQUIRE_EQ(pool_eviction_candidate(v, 8), 5);
+	ATF_REQUIRE_EQ(pool_eviction_candidate(v, 8, 8), 5);
 }
 
 ATF_TC_WITHOUT_HEAD(fit_pure);

@@ -3,14 +3,14 @@
  * SPDX-License-Identifier: ISC (see the file LICENSE)
  */
 /*
- * The models agencyd serves: each one's record (its configuration, its
- * pool plan, the ring of its output, its process's pipes), the lists
- * agencyd keeps them in (served, and removed until stopped), and what is
- * looked up in them.
+ * The records of the models agencyd serves (struct model: its
+ * configuration, its pool plan, the ring of its output, its process's
+ * pipes), the lists agencyd keeps them in (served, and removed until
+ * stopped), and what is looked up in them.
  *
- * It calls only below it: the pool (pool.c), spawn.c (environments, the
+ * It calls only below it: the pool (pool.h), spawn.c (environments, the
  * ring, the pipes), memory.c (a model's need) and ports.c.  Nothing here
- * starts, signals or answers anything: that is models.c's, above it.
+ * starts, signals or answers anything: that is poolops.c's, above it.
  */
 #include <sys/types.h>
 
@@ -251,8 +251,9 @@ models_free(struct agencyd *d)
 /*
  * What the pool does not tell of a model: its runtime, and when its idle
  * timeout (the pool's, from the plan) stops it.  That one is counting
- * while the model is lazy, ready and idle: it stops the model its timeout after it was last used (as the
- * pool's idle timer does), unless it is used first.
+ * while the model is lazy, ready and idle: it stops the model its
+ * timeout after it was last used (as the pool's idle timer does),
+ * unless it is used first.
  */
 void
 models_fill_status(struct agencyd *d, struct proto_status *st)

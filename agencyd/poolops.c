@@ -3,20 +3,20 @@
  * SPDX-License-Identifier: ISC (see the file LICENSE)
  */
 /*
- * The pool's effects done for real: model processes through spawn.c,
- * signals to them through their reapers, probes through the proxy,
- * timers on libevent, memory from memory.c, answers to the proxy.
+ * The pool's ops (struct pool_ops, model_pool_ops) done for real: model
+ * processes through spawn.c, signals to them through their reapers,
+ * probes through the proxy, timers on libevent, memory from memory.c,
+ * answers to the proxy.  agencyd.c hands the table to the pool, which
+ * reaches this file only through it.
  *
  * The pool knows a model process by the model's own pid; agencyd reaps
  * its reaper, which exits only once nothing of the model is left, so
  * the exit the pool hears of is the end of everything the model started.
  *
- * This is the pool's ops table (model_pool_ops), which agencyd.c hands
- * the pool: the pool reaches it only through that table.  A model's
- * lines go up through the hook agencyd.c sets (models_on_line).  It calls
- * below it: emit.c (a change for the events stream), proxylink.c (what
- * goes to agency-proxy), served.c (the records), notify.c, spawn.c,
- * memory.c and the pool's answers (pool_spawned, pool_child_exited).
+ * A model's lines go up through the hook agencyd.c sets
+ * (models_on_line).  It calls below it: emit.c, proxylink.c, model.c,
+ * notify.c, spawn.c, memory.c and the pool's answers (pool_spawned,
+ * pool_child_exited).
  */
 #include <sys/types.h>
 #include <sys/socket.h>
