@@ -280,6 +280,8 @@ cg_find(const char *proc_cgroup, const char *v2root, const char *v1root,
 		    strerror(errno)));
 	}
 	b->dir[0] = '\0';
+	if (v1root == NULL)
+		return (bad(err, errlen, "%s", why2));
 	return (bad(err, errlen, "%s, and no cgroup v1 memory hierarchy",
 	    why2));
 }

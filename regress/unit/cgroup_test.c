@@ -204,8 +204,16 @@ ATF_TC_BODY(find, tc)
 	/* No memory for v2, no v1: why, both. */
 	ATF_CHECK_EQ(cg_find("self", "cg", NULL, "i1", &b, err, sizeof(err)),
 	    -1);
-	ATF_CHECK_MATCH("cgroup v2 cg/svc has no memory controller, and no "
-	    "cgroup v1", err);
+	ATF_CHECK_STREQ(err, "cgroup v2 cg/svc has no memory controller");
+	ATF_CHECK_EQ(cg_find("self", "cg", "nov1", "i1", &b, err,
+	    sizeof(err)), -1);
+	ATF_CHECK_MATCH("no memory controller; cgroup v1 nov1/v1grp: No such "
+	    "file", err);
+	put("self2", "0::/svc\n");
+	ATF_CHECK_EQ(cg_find("self2", "cg", "nov1", "i1", &b, err,
+	    sizeof(err)), -1);
+	ATF_CHECK_MATCH("no memory controller, and no cgroup v1 memory "
+	    "hierarchy", err);
 	/* v1 beside it. */
 	ATF_REQUIRE(mkdir("v1", 0755) == 0);
 	ATF_REQUIRE(mkdir("v1/v1grp", 0755) == 0);
