@@ -29,6 +29,10 @@ JOBS ?=		$(shell nproc 2>/dev/null || echo 1)
 YACC =		byacc
 PKGS =		libbsd-overlay libevent json-c libseccomp libsystemd libtls \
 		libcrypto
+# libyaml reads llama-swap's configuration for agency-ctl import
+# (agency-ctl/yamlread.c): agency-ctl links it, agencyd and the proxy
+# never do.
+CTL_LIBS =	$(shell pkg-config --libs yaml-0.1 2>/dev/null)
 
 # The path agencyd runs the proxy from (tests point it elsewhere with
 # -P), and the configuration it reads without -f.
@@ -40,7 +44,7 @@ WARN =		-Wall -Wextra -Wstrict-prototypes -Wmissing-prototypes \
 CFLAGS ?=	-O2 -g
 CFLAGS +=	$(WARN) -std=gnu11 -D_GNU_SOURCE -Icommon \
 		$(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-LDLIBS +=	$(shell pkg-config --libs $(PKGS) 2>/dev/null)
+LDLIBS +=	$(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
 
 ifeq ($(SANITIZE),1)
 # gcc's null-pointer checks under UBSan make -Wformat-overflow see nulls
@@ -137,7 +141,7 @@ agencyd/agencyd: agencyd/agencyd.o $(AGENCYD_LIB) $(COMMON_LIB)
 agency-proxy/agency-proxy: agency-proxy/proxy.o $(PROXY_LIB) $(COMMON_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 agency-ctl/agency-ctl: agency-ctl/agency-ctl.o $(CTL_LIB) $(COMMON_LIB)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(CTL_LIBS)
 agency-gpu/agency-gpu: agency-gpu/gpu.o $(GPU_LIB) $(COMMON_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 regress/fakelm/fakelm: $(FAKELM_SRCS:.c=.o) $(COMMON_LIB)
@@ -182,6 +186,7 @@ regress/preload/%.so: regress/preload/%.c
 	$(CC) $(WARN) -O2 -g -fPIC -shared -o $@ $< -ldl
 
 # Unit tests link the libraries; the linker takes only what they use.
+regress/unit/import_test: LDLIBS += $(CTL_LIBS)
 regress/unit/%_test: regress/unit/%_test.o $(AGENCYD_LIB) $(PROXY_LIB) \
     $(CTL_LIB) $(GPU_LIB) $(COMMON_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(shell pkg-config --libs atf-c)

@@ -37,6 +37,7 @@
 #include "config.h"
 #include "ctl.h"
 #include "imsg.h"
+#include "import.h"
 #include "log.h"
 #include "proto.h"
 #include "version.h"
@@ -52,6 +53,7 @@ enum ctl_action {
 	CTL_LOG,
 	CTL_LOGS,
 	CTL_PLAN,
+	CTL_IMPORT,
 };
 
 struct ctl_cmd {
@@ -64,6 +66,7 @@ struct ctl_cmd {
 
 static const struct ctl_cmd ctl_cmds[] = {
 	{ "cancel",	CTL_CANCEL,	"j",	1, 1 },
+	{ "import",	CTL_IMPORT,	"",	2, 2 },
 	{ "load",	CTL_LOAD,	"jn",	1, 1 },
 	{ "log",	CTL_LOG,	"j",	1, 1 },
 	{ "logs",	CTL_LOGS,	"fj",	1, 1 },
@@ -76,6 +79,7 @@ static const struct ctl_cmd ctl_cmds[] = {
 struct ctl {
 	const struct ctl_cmd	*cmd;
 	const char		*model;		/* as given: a name or alias */
+	const char		*file;		/* import: the file to read */
 	int			 json;
 	int			 wait;		/* load: until ready */
 	int			 follow;	/* logs -f */
@@ -97,6 +101,7 @@ struct ctl {
 __dead static void	usage(int);
 static const struct ctl_cmd *ctl_lookup(const char *);
 static void		ctl_args(struct ctl *, int, char **);
+__dead static void	ctl_import(struct ctl *);
 static int		ctl_connect(const char *);
 static int		ctl_connect_default(const char *);
 static void		ctl_request(struct ctl *);
@@ -132,7 +137,8 @@ usage(int help)
 	    "\tlog verbose | brief\n"
 	    "\tlogs [-f] model\n"
 	    "\tplan model\n"
-	    "each command also takes -j after it\n");
+	    "\timport llama-swap file\n"
+	    "each command but import also takes -j after it\n");
 	exit(help ? CTL_EXIT_OK : CTL_EXIT_USAGE);
 }
 
@@ -199,6 +205,8 @@ main(int argc, char *argv[])
 		usage(0);
 	}
 	ctl_args(&ctl, argc, argv);
+	if (ctl.cmd->action == CTL_IMPORT)
+		ctl_import(&ctl);
 
 	/*
 	 * Output closed early ("agency-ctl logs m | head"): the end, with
@@ -308,6 +316,13 @@ ctl_args(struct ctl *ctl, int argc, char **argv)
 		usage(0);
 
 	switch (cmd->action) {
+	case CTL_IMPORT:
+		if (strcmp(argv[0], "llama-swap") != 0) {
+			warnx("import takes llama-swap, not %s", argv[0]);
+			usage(0);
+		}
+		ctl->file = argv[1];
+		break;
 	case CTL_LOG:
 		if (strcmp(argv[0], "verbose") == 0)
 			ctl->verbose = 2;
@@ -336,6 +351,25 @@ ctl_args(struct ctl *ctl, int argc, char **argv)
 	default:
 		break;
 	}
+}
+
+/*
+ * import llama-swap FILE: an agency.conf on standard output, made from
+ * llama-swap's configuration (import.c); no agencyd is asked.
+ */
+__dead static void
+ctl_import(struct ctl *ctl)
+{
+	struct import_opts	o;
+
+	if (ctl->json)
+		errx(CTL_EXIT_USAGE, "import writes agency.conf, never JSON");
+	import_defaults(&o);
+	o.name = ctl->file;
+	if (import_llama_swap_file(ctl->file, &o, stdout, stderr) == -1)
+		exit(CTL_EXIT_ERROR);
+	out_flush();
+	exit(CTL_EXIT_OK);
 }
 
 /*
