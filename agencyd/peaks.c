@@ -449,7 +449,9 @@ peaks_save(const char *dir, const struct peaks *p, char *err,
 		}
 		off += n;
 	}
-	if (write(fd, "\n", 1) != 1 || fsync(fd) == -1 || close(fd) == -1) {
+	if (write(fd, "\n", 1) != 1 || fsync(fd) == -1)
+		goto fail;
+	if (close(fd) == -1) {
 		fd = -1;
 		goto fail;
 	}
