@@ -10,6 +10,7 @@
  * "restart", a corrupt one ignored.
  */
 #include <sys/types.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <atf-c.h>
@@ -18,6 +19,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +28,7 @@
 
 #include "log.h"
 #include "peaks.h"
+#include "testutil.h"
 
 static struct stat	 file1;
 
@@ -334,6 +337,55 @@ ATF_TC_BODY(file, tc)
 	peaks_free(&p);
 }
 
+/*
+ * A save that cannot be written (the disk full: here a file size limit
+ * of the text's length, so that the last byte, its newline, fails)
+ * fails saying so, leaves the file before it whole, and leaves no
+ * temporary file and no descriptor behind.
+ */
+ATF_TC_WITHOUT_HEAD(save_fails);
+ATF_TC_BODY(save_fails, tc)
+{
+	struct peaks	 p, q;
+	struct peak_key	 k, k2;
+	struct rlimit	 rl, old;
+	char		 err[256], *text;
+	const char	*dir;
+	size_t		 len;
+	int		 before;
+
+	setup();
+	dir = statedir();
+	need_safe(dir);
+	peaks_init(&p);
+	key(&k, "m", "x.gguf", 4096);
+	ATF_REQUIRE_EQ(peaks_put(&p, &k, 1234567, 99), 0);
+	ATF_REQUIRE_MSG(peaks_save(dir, &p, err, sizeof(err)) == 0, "%s", err);
+	key(&k2, "n", "y.gguf", 8192);
+	ATF_REQUIRE_EQ(peaks_put(&p, &k2, 7654321, 100), 0);
+	ATF_REQUIRE((text = peaks_format(&p, &len)) != NULL);
+	free(text);
+
+	ATF_REQUIRE(signal(SIGXFSZ, SIG_IGN) != SIG_ERR);
+	ATF_REQUIRE(getrlimit(RLIMIT_FSIZE, &old) == 0);
+	rl = old;
+	rl.rlim_cur = len;
+	ATF_REQUIRE(setrlimit(RLIMIT_FSIZE, &rl) == 0);
+	before = open_fds();
+	err[0] = '\0';
+	ATF_CHECK_EQ(peaks_save(dir, &p, err, sizeof(err)), -1);
+	ATF_CHECK_EQ_MSG(open_fds(), before, "a descriptor left open");
+	ATF_REQUIRE(setrlimit(RLIMIT_FSIZE, &old) == 0);
+	ATF_CHECK_MATCH(PEAKS_FILE ": File too large", err);
+	ATF_CHECK_EQ(entries(dir), 1);		/* no temporary left */
+	ATF_REQUIRE_MSG(peaks_load(dir, &q, err, sizeof(err)) == 0, "%s", err);
+	ATF_REQUIRE_EQ(q.n, 1);
+	ATF_CHECK_EQ(peaks_find(&q, &k)->peak, 1234567);
+	ATF_CHECK(peaks_find(&q, &k2) == NULL);
+	peaks_free(&q);
+	peaks_free(&p);
+}
+
 static void
 put(const char *path, const char *text, size_t len)
 {
@@ -447,6 +499,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, text_refused);
 	ATF_TP_ADD_TC(tp, file);
 	ATF_TP_ADD_TC(tp, file_corrupt);
+	ATF_TP_ADD_TC(tp, save_fails);
 	ATF_TP_ADD_TC(tp, dir_unsafe);
 	return (atf_no_error());
 }
