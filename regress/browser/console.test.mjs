@@ -354,9 +354,14 @@ test('a proxy restart is seen, said, and recovered from', async () => {
 	assert.match(await text('#conn-text'), /lost|Offline/);
 	await b.waitFor(`document.getElementById('conn').dataset.conn ===
 	    'live'`, 20000, 'the page live again');
-	outage[1] = Date.now();
-	assert.match(await text('#feed'), /agency-proxy restarted/);
 	assert.match(await text('#feed'), /Reconnected after/);
+	// The stream is open (live) before its first event, the new
+	// proxy's snapshot, has come: that says the restart, and redraws
+	// every row with it.
+	await b.waitFor(`/agency-proxy restarted/.test(
+	    document.getElementById('feed').textContent)`, 20000,
+	    'the restart said in the feed');
+	outage[1] = Date.now();
 	// what it shows is what agency says
 	for (const m of await status())
 		assert.equal(await rowState(m.model), m.state, m.model);
