@@ -373,6 +373,17 @@ test('a snapshot after missed events adds to the feed only what was missed',
 	    /^Connection lost/, /^0 requests of \S+ cancelled$/])
 		assert.equal(added.filter((t) => re.test(t)).length, 1,
 		    re + ' in ' + JSON.stringify(added));
+	// at its time, below what the page said after it (the snapshot
+	// came after at least the 0.5 s of backoff), and the feed newest
+	// first
+	const at = (re) => added.findIndex((t) => re.test(t));
+	assert.ok(at(/cancelled$/) > at(/^Events were missed/),
+	    JSON.stringify(added));
+	const times = await b.eval(`Array.from(document.querySelectorAll(
+	    '#feed li time')).map((t) => Date.parse(t.dateTime))`);
+	for (let i = 1; i < times.length; i++)
+		assert.ok(times[i - 1] >= times[i], 'out of order: ' +
+		    JSON.stringify(now));
 });
 
 test('a proxy restart is seen, said, and recovered from', async () => {
