@@ -18,6 +18,8 @@
  * import_features) are written as comments; each place that depends on
  * one tests its flag, so that switching it on in import_defaults()
  * writes the statement instead.
+ *
+ * Calls: lscmd.c, lsmacro.c, show.c, yamlread.c, common/sha256.c.
  */
 #include <sys/types.h>
 #include <sys/stat.h>

@@ -10,6 +10,8 @@
  * are refused with the line and what to write instead.  The bounds
  * (import.h) hold whatever the file is: its size is checked by the
  * caller, the depth, the number of nodes and each scalar's length here.
+ *
+ * Calls: none.
  */
 #include <sys/types.h>
 

@@ -10,6 +10,8 @@
  * liar and restart it again and again.
  *
  * Calls no other file of agency-gpu.
+ *
+ * Calls: common/log.c.
  */
 #include <stdlib.h>
 #include <string.h>

@@ -54,6 +54,8 @@
  * On an error m holds whatever was parsed before it.
  *
  * Calls no other file of agency-proxy (fuzz_h1 links it alone).
+ *
+ * Calls: none.
  */
 #include <sys/types.h>
 

@@ -15,6 +15,8 @@
  * any other.
  *
  * Calls no other file of agency-proxy.
+ *
+ * Calls: none.
  */
 #include <sys/types.h>
 #include <sys/queue.h>

@@ -11,6 +11,8 @@
  * counts start at zero with it; agencyd's survive a proxy restart.
  *
  * Calls no other file of agency-proxy.
+ *
+ * Calls: common/proto.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>

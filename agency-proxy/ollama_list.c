@@ -36,7 +36,7 @@
  *                   upstream's path
  *
  * Calls: ollama_out.c, rules.c (rerr_set), routes.c (routes_kind_name),
- * common's sha256.c.
+ * common/sha256.c.
  */
 #include <sys/types.h>
 

@@ -45,7 +45,7 @@
  *                         whole answer: now - times.sent)
  * Each is left out when 0, as Ollama leaves them.
  *
- * Calls: ollama_out.c, utf8.c, buf.c, common's sha256.c (hex_value).
+ * Calls: ollama_out.c, utf8.c, buf.c, common/sha256.c (hex_value).
  */
 #include <sys/types.h>
 

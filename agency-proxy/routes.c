@@ -29,6 +29,8 @@
  * whisper.cpp's own /inference; image generations and edits.
  *
  * Calls no other file of agency-proxy.
+ *
+ * Calls: none.
  */
 #include <sys/types.h>
 

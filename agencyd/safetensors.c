@@ -14,6 +14,8 @@
  * and the nesting to a few levels.  The only allocation of our own is
  * the list of data ranges, to find an overlap or a hole (the format
  * allows neither), bounded the same way.  Calls estimate.c (sizing_err).
+ *
+ * Calls: estimate.c.
  */
 #include <sys/types.h>
 
