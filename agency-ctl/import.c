@@ -55,6 +55,51 @@ import_defaults(struct import_opts *o)
 	o->name = "-";
 }
 
+/*
+ * The configuration made onto out, and on errf what was said about it
+ * and a summary: -1 when out cannot be written.
+ */
+static int
+write_conf(struct imp *imp, FILE *out, FILE *errf, size_t nmodels,
+    size_t naliases)
+{
+	size_t		 i, nnotes;
+
+	fprintf(out, "# agency.conf from the llama-swap configuration %s\n"
+	    "# (agency-ctl import llama-swap).  The comments say what was "
+	    "not\n# carried over, and why.  llama-swap listens where its "
+	    "-listen\n# says (:8080, every address, by default); agency "
+	    "listens on\n# 127.0.0.1 port 8080 unless a listen statement "
+	    "says otherwise.\n\n", strcmp(imp->o->name, "-") == 0 ?
+	    "on standard input" : imp->o->name);
+	fflush(imp->glob.f);
+	if (imp->glob.len > 0) {
+		fwrite(imp->glob.buf, 1, imp->glob.len, out);
+		fputc('\n', out);
+	}
+	for (i = 0; i < imp->nrt; i++)
+		write_runtime(imp, out, &imp->rt[i]);
+	for (i = 0; i < imp->nm; i++)
+		write_model(imp, out, &imp->m[i]);
+	fflush(imp->keys.f);
+	fwrite(imp->keys.buf, 1, imp->keys.len, out);
+	fflush(imp->trail.f);
+	fwrite(imp->trail.buf, 1, imp->trail.len, out);
+	if (fflush(out) == EOF || ferror(out)) {
+		imp_err(imp, 0, "cannot write: %s", strerror(errno));
+		return (-1);
+	}
+	nnotes = imp->notes.n;
+	notes_print(&imp->notes, imp->o->name, errf);
+	fprintf(errf, "%s: %zu model%s in %zu runtime%s, %zu alias%s, %d "
+	    "key%s; %zu thing%s not carried over (see the comments)\n",
+	    imp->o->name, nmodels, nmodels == 1 ? "" : "s", imp->nrt,
+	    imp->nrt == 1 ? "" : "s", naliases, naliases == 1 ? "" : "es",
+	    imp->nkeys, imp->nkeys == 1 ? "" : "s", nnotes,
+	    nnotes == 1 ? "" : "s");
+	return (0);
+}
+
 int
 import_llama_swap(const char *buf, size_t len, const struct import_opts *o,
     FILE *out, FILE *errf)
@@ -63,7 +108,7 @@ import_llama_swap(const char *buf, size_t len, const struct import_opts *o,
 	struct ynode		*root;
 	const struct ynode	*models, *mkey = NULL;
 	char			 err[512], cmd[AGENCY_CMD_MAX];
-	size_t			 i, nmodels = 0, naliases = 0, nnotes;
+	size_t			 i, nmodels = 0, naliases = 0;
 	int			 line, rv = -1;
 
 	memset(&imp, 0, sizeof(imp));
@@ -129,39 +174,8 @@ import_llama_swap(const char *buf, size_t len, const struct import_opts *o,
 	runtimes_make(&imp);
 	if (imp.nerr > 0)
 		goto done;
-
-	fprintf(out, "# agency.conf from the llama-swap configuration %s\n"
-	    "# (agency-ctl import llama-swap).  The comments say what was "
-	    "not\n# carried over, and why.  llama-swap listens where its "
-	    "-listen\n# says (:8080, every address, by default); agency "
-	    "listens on\n# 127.0.0.1 port 8080 unless a listen statement "
-	    "says otherwise.\n\n", strcmp(o->name, "-") == 0 ?
-	    "on standard input" : o->name);
-	fflush(imp.glob.f);
-	if (imp.glob.len > 0) {
-		fwrite(imp.glob.buf, 1, imp.glob.len, out);
-		fputc('\n', out);
-	}
-	for (i = 0; i < imp.nrt; i++)
-		write_runtime(&imp, out, &imp.rt[i]);
-	for (i = 0; i < imp.nm; i++)
-		write_model(&imp, out, &imp.m[i]);
-	fflush(imp.keys.f);
-	fwrite(imp.keys.buf, 1, imp.keys.len, out);
-	fflush(imp.trail.f);
-	fwrite(imp.trail.buf, 1, imp.trail.len, out);
-	if (fflush(out) == EOF || ferror(out)) {
-		imp_err(&imp, 0, "cannot write: %s", strerror(errno));
+	if (write_conf(&imp, out, errf, nmodels, naliases) == -1)
 		goto done;
-	}
-	nnotes = imp.notes.n;
-	notes_print(&imp.notes, o->name, errf);
-	fprintf(errf, "%s: %zu model%s in %zu runtime%s, %zu alias%s, %d "
-	    "key%s; %zu thing%s not carried over (see the comments)\n",
-	    o->name, nmodels, nmodels == 1 ? "" : "s", imp.nrt,
-	    imp.nrt == 1 ? "" : "s", naliases, naliases == 1 ? "" : "es",
-	    imp.nkeys, imp.nkeys == 1 ? "" : "s", nnotes,
-	    nnotes == 1 ? "" : "s");
 	rv = 0;
  done:
 	for (i = 0; i < imp.nm; i++)

@@ -29,6 +29,8 @@
 #include "import_priv.h"
 #include "sha256.h"
 
+static void	global_ports(struct imp *, const struct ynode *, const char *);
+static void	global_log(struct imp *, const struct ynode *, const char *);
 static void	read_keys(struct imp *, const struct ynode *);
 static void	read_hooks(struct imp *, const struct ynode *);
 static void	read_groups(struct imp *, const struct ynode *, int);
@@ -336,12 +338,71 @@ read_routing(struct imp *imp, const struct ynode *root,
 	read_groups(imp, ynode_null(g) ? NULL : g, line);
 }
 
+/* startPort: agency's range of ports, the front door's kept out. */
+static void
+global_ports(struct imp *imp, const struct ynode *v, const char *k)
+{
+	long long	 n, lo, hi;
+
+	if (get_int(imp, NULL, v, k, &n) == -1)
+		return;
+	if (n < 1 || n > 65535)
+		imp_err(imp, v->line, "startPort %lld: 1 to 65535", n);
+	else if (n != LS_START_PORT) {
+		lo = n;
+		hi = n + IMPORT_PORTS - 1 > 65535 ? 65535 :
+		    n + IMPORT_PORTS - 1;
+		/* Never the front door's own port. */
+		if (lo <= LISTEN_PORT && hi >= LISTEN_PORT) {
+			if (LISTEN_PORT - lo >= hi - LISTEN_PORT)
+				hi = LISTEN_PORT - 1;
+			else
+				lo = LISTEN_PORT + 1;
+		}
+		put_comment(imp->glob.f, "", "llama-swap's startPort: "
+		    "agency gives model servers the ports of a range, "
+		    "which holds no port the front door listens on.");
+		fprintf(imp->glob.f, "ports %lld to %lld\n", lo, hi);
+	}
+}
+
+/* logLevel, logToStdout, logTimeFormat: notes, as agency has its own. */
+static void
+global_log(struct imp *imp, const struct ynode *v, const char *k)
+{
+	char		*s;
+
+	if ((s = expand(imp, NULL, v, k, 0)) == NULL)
+		return;
+	if (strcmp(k, "logLevel") == 0) {
+		if (strcmp(s, "debug") == 0)
+			imp_note(imp, imp->glob.f, "", v->line, NULL, "logLevel "
+			    "debug: start agencyd with -v, or run agency-ctl "
+			    "log verbose");
+		else if (strcmp(s, "info") != 0)
+			imp_note(imp, imp->glob.f, "", v->line, NULL, "logLevel "
+			    "%s: agency has no quieter log than its own", s);
+	} else if (strcmp(k, "logToStdout") == 0) {
+		if (strcmp(s, "proxy") != 0)
+			imp_note(imp, imp->glob.f, "", v->line, NULL,
+			    "logToStdout %s: agency logs the model servers' "
+			    "lines with its own; agency-ctl logs MODEL shows "
+			    "one model's", s);
+	} else if (strcmp(k, "logTimeFormat") == 0) {
+		if (s[0] != '\0')
+			imp_note(imp, imp->glob.f, "", v->line, NULL,
+			    "logTimeFormat %s: agency's log has its own "
+			    "timestamps", s);
+	}
+	free(s);
+}
+
 void
 read_global(struct imp *imp, const struct ynode *key, const struct ynode *v)
 {
 	const char	*k = key->str;
-	char		*s, text[1024];
-	long long	 n, lo, hi;
+	char		 text[1024];
+	long long	 n;
 	size_t		 i, o;
 	int		 b;
 
@@ -361,28 +422,9 @@ read_global(struct imp *imp, const struct ynode *key, const struct ynode *v)
 			imp_err(imp, v->line, "globalTTL %lld: 0 or more", n);
 		else if (n > 0)
 			fprintf(imp->glob.f, "idle timeout %llds\n", n);
-	} else if (strcmp(k, "startPort") == 0) {
-		if (get_int(imp, NULL, v, k, &n) == -1)
-			return;
-		if (n < 1 || n > 65535)
-			imp_err(imp, v->line, "startPort %lld: 1 to 65535", n);
-		else if (n != LS_START_PORT) {
-			lo = n;
-			hi = n + IMPORT_PORTS - 1 > 65535 ? 65535 :
-			    n + IMPORT_PORTS - 1;
-			/* Never the front door's own port. */
-			if (lo <= LISTEN_PORT && hi >= LISTEN_PORT) {
-				if (LISTEN_PORT - lo >= hi - LISTEN_PORT)
-					hi = LISTEN_PORT - 1;
-				else
-					lo = LISTEN_PORT + 1;
-			}
-			put_comment(imp->glob.f, "", "llama-swap's startPort: "
-			    "agency gives model servers the ports of a range, "
-			    "which holds no port the front door listens on.");
-			fprintf(imp->glob.f, "ports %lld to %lld\n", lo, hi);
-		}
-	} else if (strcmp(k, "sendLoadingState") == 0) {
+	} else if (strcmp(k, "startPort") == 0)
+		global_ports(imp, v, k);
+	else if (strcmp(k, "sendLoadingState") == 0) {
 		if (get_bool(imp, NULL, v, k, &b) == -1)
 			return;
 		imp->progress = b;
@@ -395,35 +437,10 @@ read_global(struct imp *imp, const struct ynode *key, const struct ynode *v)
 	} else if (strcmp(k, "includeAliasesInList") == 0) {
 		if (get_bool(imp, NULL, v, k, &b) == 0)
 			imp->include_aliases = b;
-	} else if (strcmp(k, "logLevel") == 0) {
-		if ((s = expand(imp, NULL, v, k, 0)) == NULL)
-			return;
-		if (strcmp(s, "debug") == 0)
-			imp_note(imp, imp->glob.f, "", v->line, NULL, "logLevel "
-			    "debug: start agencyd with -v, or run agency-ctl "
-			    "log verbose");
-		else if (strcmp(s, "info") != 0)
-			imp_note(imp, imp->glob.f, "", v->line, NULL, "logLevel "
-			    "%s: agency has no quieter log than its own", s);
-		free(s);
-	} else if (strcmp(k, "logToStdout") == 0) {
-		if ((s = expand(imp, NULL, v, k, 0)) == NULL)
-			return;
-		if (strcmp(s, "proxy") != 0)
-			imp_note(imp, imp->glob.f, "", v->line, NULL,
-			    "logToStdout %s: agency logs the model servers' "
-			    "lines with its own; agency-ctl logs MODEL shows "
-			    "one model's", s);
-		free(s);
-	} else if (strcmp(k, "logTimeFormat") == 0) {
-		if ((s = expand(imp, NULL, v, k, 0)) == NULL)
-			return;
-		if (s[0] != '\0')
-			imp_note(imp, imp->glob.f, "", v->line, NULL,
-			    "logTimeFormat %s: agency's log has its own "
-			    "timestamps", s);
-		free(s);
-	} else if (strcmp(k, "logRequests") == 0)
+	} else if (strcmp(k, "logLevel") == 0 ||
+	    strcmp(k, "logToStdout") == 0 || strcmp(k, "logTimeFormat") == 0)
+		global_log(imp, v, k);
+	else if (strcmp(k, "logRequests") == 0)
 		imp_note(imp, imp->glob.f, "", key->line, NULL, "logRequests: "
 		    "agency logs every request (its access log)");
 	else if (strcmp(k, "unloadTimeout") == 0)

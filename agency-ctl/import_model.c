@@ -29,6 +29,10 @@
 #include "import_priv.h"
 #include "sha256.h"
 
+static void	model_env(struct imp *, struct imodel *, const struct ynode *,
+		    const char *);
+static void	model_ready(struct imp *, struct imodel *, const struct ynode *,
+		    const char *);
 static void	read_model(struct imp *, struct imodel *,
 		    const struct ynode *);
 static int	model_cmd(struct imp *, struct imodel *, const struct ynode *,
@@ -826,6 +830,66 @@ model_stop(struct imp *imp, struct imodel *m, const struct ynode *n)
 	free(s);
 }
 
+/* A model's env: NAME=value words for its environment, or notes. */
+static void
+model_env(struct imp *imp, struct imodel *m, const struct ynode *v,
+    const char *k)
+{
+	struct words	 list;
+	char		*s;
+	size_t		 i;
+
+	if (get_list(imp, m, v, k, &list) == -1)
+		return;
+	for (i = 0; i < list.n; i++) {
+		s = list.w[i];
+		if (word_marked(s, MARK_PORT))
+			imp_note(imp, m->notesf, "\t", v->kid[i]->line,
+			    m->id, "env: ${PORT}: agency gives the port "
+			    "in cmd (%%p) and as AGENCY_PORT, not in "
+			    "env");
+		else if (!str_ok(s, AGENCY_ENV_MAX) ||
+		    strchr(s, '=') == NULL || s[0] == '=' ||
+		    isdigit((unsigned char)s[0]) ||
+		    strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijkl"
+		    "mnopqrstuvwxyz0123456789_") != (size_t)(strchr(s,
+		    '=') - s))
+			imp_note(imp, m->notesf, "\t", v->kid[i]->line,
+			    m->id, "env \"%s\": agency takes NAME=value "
+			    "(letters, digits and _), under %d bytes", s,
+			    AGENCY_ENV_MAX);
+		else
+			(void)words_add(&m->env, s);
+	}
+	words_free(&list);
+}
+
+/* A model's checkEndpoint: agency's ready path, or a note. */
+static void
+model_ready(struct imp *imp, struct imodel *m, const struct ynode *v,
+    const char *k)
+{
+	char		*s;
+
+	if ((s = expand(imp, m, v, k, 0)) == NULL)
+		return;
+	if (strcmp(s, "none") == 0)
+		imp_note(imp, m->notesf, "\t", v->line, m->id,
+		    "checkEndpoint none: agency always waits for a "
+		    "ready probe; it asks /health, so set ready get "
+		    "for a server that has none");
+	else if (s[0] != '/' || !str_ok(s, AGENCY_PATH_MAX))
+		imp_note(imp, m->notesf, "\t", v->line, m->id,
+		    "checkEndpoint \"%s\": agency's ready path begins "
+		    "with / (it asks /health)", s);
+	else if (strcmp(s, "/health") != 0) {
+		free(m->ready);
+		m->ready = s;
+		s = NULL;
+	}
+	free(s);
+}
+
 /* One setting of a model, in the order of the file. */
 static void
 model_field(struct imp *imp, struct imodel *m, const struct ynode *key,
@@ -849,49 +913,11 @@ model_field(struct imp *imp, struct imodel *m, const struct ynode *key,
 			    v->kid[i]->line : v->line) == -1)
 				break;
 		words_free(&list);
-	} else if (strcmp(k, "env") == 0) {
-		if (get_list(imp, m, v, k, &list) == -1)
-			return;
-		for (i = 0; i < list.n; i++) {
-			s = list.w[i];
-			if (word_marked(s, MARK_PORT))
-				imp_note(imp, m->notesf, "\t", v->kid[i]->line,
-				    m->id, "env: ${PORT}: agency gives the port "
-				    "in cmd (%%p) and as AGENCY_PORT, not in "
-				    "env");
-			else if (!str_ok(s, AGENCY_ENV_MAX) ||
-			    strchr(s, '=') == NULL || s[0] == '=' ||
-			    isdigit((unsigned char)s[0]) ||
-			    strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijkl"
-			    "mnopqrstuvwxyz0123456789_") != (size_t)(strchr(s,
-			    '=') - s))
-				imp_note(imp, m->notesf, "\t", v->kid[i]->line,
-				    m->id, "env \"%s\": agency takes NAME=value "
-				    "(letters, digits and _), under %d bytes", s,
-				    AGENCY_ENV_MAX);
-			else
-				(void)words_add(&m->env, s);
-		}
-		words_free(&list);
-	} else if (strcmp(k, "checkEndpoint") == 0) {
-		if ((s = expand(imp, m, v, k, 0)) == NULL)
-			return;
-		if (strcmp(s, "none") == 0)
-			imp_note(imp, m->notesf, "\t", v->line, m->id,
-			    "checkEndpoint none: agency always waits for a "
-			    "ready probe; it asks /health, so set ready get "
-			    "for a server that has none");
-		else if (s[0] != '/' || !str_ok(s, AGENCY_PATH_MAX))
-			imp_note(imp, m->notesf, "\t", v->line, m->id,
-			    "checkEndpoint \"%s\": agency's ready path begins "
-			    "with / (it asks /health)", s);
-		else if (strcmp(s, "/health") != 0) {
-			free(m->ready);
-			m->ready = s;
-			s = NULL;
-		}
-		free(s);
-	} else if (strcmp(k, "ttl") == 0) {
+	} else if (strcmp(k, "env") == 0)
+		model_env(imp, m, v, k);
+	else if (strcmp(k, "checkEndpoint") == 0)
+		model_ready(imp, m, v, k);
+	else if (strcmp(k, "ttl") == 0) {
 		if (get_int(imp, m, v, k, &n) == -1)
 			return;
 		if (n < -1)
