@@ -5,8 +5,6 @@
 /*
  * Dropping privileges, before the proxy reads anything from anyone.
  *
- * Calls no other file of agency-proxy.
- *
  * Calls: common/log.c.
  */
 #include <sys/types.h>
