@@ -20,23 +20,6 @@
  * one object when it is complete, its arguments an object as Ollama has
  * them rather than OpenAI's string.
  *
- * The numbers of the last line, in ns (Ollama's durations), where each
- * comes from:
- *   total_duration        now - times.start (the request read whole)
- *   load_duration         times.granted - times.start: the wait for
- *                         the hold, a load of the model included
- *   prompt_eval_count     usage.prompt_tokens
- *   prompt_eval_duration  timings.prompt_ms (llama-server's), else the
- *                         wait for the first token after the request
- *                         went (first - times.sent); not known for a
- *                         whole answer without timings
- *   eval_count            usage.completion_tokens, else the chunks that
- *                         carried tokens (a token each, as the servers
- *                         send them)
- *   eval_duration         timings.predicted_ms, else now - first (a
- *                         whole answer: now - times.sent)
- * Each is left out when 0, as Ollama leaves them.
- *
  * Calls: ollama_json.c, ollama_out.c, buf.c.
  */
 #include <sys/types.h>
@@ -486,7 +469,24 @@ put_metric(struct buf *out, const char *name, int64_t v)
 	return (0);
 }
 
-/* The numbers of a last line (see the head of this file). */
+/*
+ * The numbers of the last line, in ns (Ollama's durations), where each
+ * comes from:
+ *   total_duration        now - times.start (the request read whole)
+ *   load_duration         times.granted - times.start: the wait for
+ *                         the hold, a load of the model included
+ *   prompt_eval_count     usage.prompt_tokens
+ *   prompt_eval_duration  timings.prompt_ms (llama-server's), else the
+ *                         wait for the first token after the request
+ *                         went (first - times.sent); not known for a
+ *                         whole answer without timings
+ *   eval_count            usage.completion_tokens, else the chunks that
+ *                         carried tokens (a token each, as the servers
+ *                         send them)
+ *   eval_duration         timings.predicted_ms, else now - first (a
+ *                         whole answer: now - times.sent)
+ * Each is left out when 0, as Ollama leaves them.
+ */
 static int
 metrics(struct ollama_stream *st, int64_t now, struct buf *out)
 {
