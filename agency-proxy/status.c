@@ -11,7 +11,7 @@
  * and is logged then; a client that leaves first is logged as 499.
  *
  * Calls: events.c, answer.c, metrics.c, conn.c, parent.c, state.c,
- * common/config.c, common/log.c.
+ * common/config.c, common/log.c, common/status_json.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>
