@@ -13,7 +13,8 @@
  * proxy.c, which registers it with parent.c.
  *
  * Calls: http.c, status.c, forward.c, events.c, probe.c, sandbox.c,
- * parent.c, state.c.
+ * parent.c, state.c, common/config.c, common/confimsg.c, common/imsg.c,
+ * common/log.c, common/proto.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>

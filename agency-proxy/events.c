@@ -21,7 +21,8 @@
  * the hub writes to it while it keeps up, and aborts it when its unsent
  * output would go over EVENTS_SUB_QUEUED.
  *
- * Calls: sse.c, answer.c, metrics.c, conn.c, parent.c, state.c.
+ * Calls: sse.c, answer.c, metrics.c, conn.c, parent.c, state.c,
+ * common/config.c, common/log.c, common/proto.c, common/status_json.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>

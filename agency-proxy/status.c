@@ -10,8 +10,8 @@
  * tells us of.  Each asks once, answers when the parent has said all,
  * and is logged then; a client that leaves first is logged as 499.
  *
- * Calls: events.c, answer.c, metrics.c, conn.c, parent.c, rules.c,
- * state.c.
+ * Calls: events.c, answer.c, metrics.c, conn.c, parent.c, state.c,
+ * common/config.c, common/log.c, common/status_json.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>

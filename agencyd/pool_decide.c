@@ -11,6 +11,8 @@
  * by wrapping.
  *
  * It calls memory.c's arithmetic only.
+ *
+ * Calls: memory.c.
  */
 #include <sys/types.h>
 #include <sys/wait.h>

@@ -11,9 +11,9 @@
  * report of a cancel never sent, or one asked for twice, is hostile.
  * What a proxy asked for ends with it (svc_dropped).
  *
- * Calls: proxylink.c (the link, holds, its log), model.c (the records)
- * and the pool.  Called by agencyd.c (proxysvc_init, the models' lines)
- * and control.c (a cancel).
+ * Calls: proxylink.c (the link, holds, its log), model.c (the records),
+ * pool.c, pool_status.c, spawn.c, common/log.c.  Called by agencyd.c
+ * (proxysvc_init, the models' lines) and control.c (a cancel).
  */
 #include <sys/types.h>
 #include <sys/queue.h>

@@ -16,6 +16,9 @@
  * (the events stream's sync after it), model.c (the records),
  * proxylink.c (listeners, the proxy's configuration and ports),
  * notify.c and the pool.
+ *
+ * Calls: emit.c, keystats.c, listeners.c, model.c, notify.c, parse.y,
+ * pool.c, pool_status.c, proxylink.c, common/config.c, common/log.c.
  */
 #include <sys/types.h>
 #include <sys/socket.h>

@@ -8,7 +8,7 @@
  * which structure.  The reading side is where a message is checked: its
  * strings, its enums and flags, the ids that may not be 0.  What needs
  * the receiver's state (a hold it holds, a cancel it sent) is the
- * receiver's to check.  Calls: msg.c.
+ * receiver's to check.  Calls: msg.c, imsg.c.
  */
 #include <sys/types.h>
 
