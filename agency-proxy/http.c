@@ -491,6 +491,10 @@ decide_logs(const struct decide_in *in, struct http_decision *dc)
 		    "is %00.");
 		return;
 	}
+	if (r == 0 && rules_name_check(buf, strlen(buf), &dc->e) == -1) {
+		dc->action = HTTP_ERROR;
+		return;
+	}
 	/* too long to be a name: none of them */
 	if (r == -2 || (m = pconf_find_model(in->conf, buf)) == NULL ||
 	    !access_model_ok(&dc->acc, m)) {
@@ -535,6 +539,12 @@ decide_named(const struct decide_in *in, struct http_decision *dc)
 			return;
 		}
 		dc->wait = json_object_get_boolean(jw);
+	}
+	if (rules_name_check(json_object_get_string(jm),
+	    (size_t)json_object_get_string_len(jm), &dc->e) == -1) {
+		json_object_put(obj);
+		dc->action = HTTP_ERROR;
+		return;
 	}
 	if ((m = pconf_find_model(in->conf, json_object_get_string(jm))) ==
 	    NULL || !access_model_ok(&dc->acc, m)) {

@@ -224,6 +224,7 @@ struct pscope {
 	const void	*arg;
 };
 
+int		 rules_name_check(const char *, size_t, struct rerr *);
 int		 rules_pick_model(const struct pconf *, json_object *,
 		    const struct pscope *, struct pmodel **, struct rerr *);
 int		 rules_route_allowed(const struct pruntime *, const char *);
