@@ -109,6 +109,10 @@ ATF_TC_BODY(share, tc)
 	ATF_REQUIRE_EQ(conn_budget_take(&b[0], "key=b", 4 * MIB), 0);
 	ATF_CHECK_EQ(conn_budget_take(&b[1], "key=b", 64 * KIB), 0);
 	ATF_CHECK_EQ(conn_budget_held("key=b"), 4 * MIB + 64 * KIB);
+	/* what one of its bodies gives back is its own again */
+	conn_budget_give(&a[0]);
+	ATF_CHECK_EQ(conn_budget_held("key=a"), 4 * MIB);
+	ATF_CHECK_EQ(conn_budget_take(&a[0], "key=a", 4 * MIB), 0);
 	/* one that holds nothing takes its first body, though its share
 	 * (1%: 167772 bytes) is less than it */
 	conn_budget_configure(16 * MIB, 4 * MIB, 1);
