@@ -6,8 +6,9 @@
  * Who a request comes from and what it may do, decided without effects
  * for http.c's http_decide (and so fuzzed with it): its API key, or the
  * allow rules of the user and groups of a Unix socket's client; the
- * models that lets it use, and the admin routes; and the CORS origins
- * and the headers a preflight may ask for.
+ * models that lets it use, and the admin routes; whose share of the
+ * body budget its body takes (access_owner); and the CORS origins and
+ * the headers a preflight may ask for.
  *
  * With no key in the configuration the front door serves whoever
  * reaches it, as before keys, and credentials are not looked at (they
@@ -239,6 +240,27 @@ access_scope(const struct paccess *a, struct pscope *sc)
 {
 	sc->ok = a->open ? NULL : scope_ok;
 	sc->arg = a;
+}
+
+/*
+ * Whose share of the body budget a request let in (a) takes, into buf:
+ * its key's, or, without one, its Unix socket client's user or its TCP
+ * client's address (p, the connection's).  Clients the rules let in
+ * without a key are told apart by user, as the rules are; those whose
+ * user could not be read share one.
+ */
+void
+access_owner(const struct paccess *a, const struct hpeer *p, char *buf,
+    size_t size)
+{
+	if (a->key != NULL)
+		(void)snprintf(buf, size, "key=%s", a->key->name);
+	else if (p != NULL && p->unixsock && p->known)
+		(void)snprintf(buf, size, "uid=%u", p->uid);
+	else if (p != NULL && p->unixsock)
+		(void)strlcpy(buf, "uid=?", size);
+	else
+		(void)snprintf(buf, size, "addr=%s", p != NULL ? p->addr : "");
 }
 
 /* Who it was, for the access log: "key=NAME", "user=NAME" (or

@@ -336,8 +336,9 @@ answer_redirect(struct hreq *r, int status, const char *location)
 
 /*
  * A request that could not be read, refused with a status of the
- * table's (any other is taken for 400), and the connection closed after
- * it.  Returns the status answered.
+ * table's (any other is taken for 400) in the shape of its route's
+ * errors when its header said the route, and the connection closed
+ * after it.  Returns the status answered.
  */
 int
 answer_refused(struct hreq *r, int status)
@@ -347,7 +348,7 @@ answer_refused(struct hreq *r, int status)
 	if ((st = status_find(status)) == NULL || st->code == NULL)
 		st = status_find(400);
 	r->keepalive = 0;
-	answer_error(r, st->status, st->code, st->message);
+	answer_error_as(r, r->family, st->status, st->code, st->message, 0);
 	return (st->status);
 }
 

@@ -4,9 +4,11 @@
  */
 /*
  * The front door's client connections: accepted (with the peer's
- * credentials on a Unix socket), read, parsed (h1.c), handed one request
- * at a time to the handler registered at start-up (conn_init: http.c's)
- * or to its refused, written back, capped, given deadlines, and closed
+ * credentials on a Unix socket, its address on TCP), read, parsed
+ * (h1.c), each request's header shown to the handler registered at
+ * start-up (conn_init: http.c's) before any of its body is read or any
+ * body budget taken (conn_budget.c, for the owner the handler names),
+ * then handed one request at a time to the handler or to its refused, written back, capped, given deadlines, and closed
  * with a lingering close.  News for a running request goes to the owner
  * its handler set (conn_set_owner).
  *
@@ -24,6 +26,9 @@
 #include <sys/queue.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+
+#include <netinet/in.h>
+#include <arpa/inet.h>
 
 #include <errno.h>
 #include <stdint.h>
@@ -74,7 +79,7 @@ struct hconn {
 	size_t			 outoff;	/* of out, written */
 	int64_t			 since;		/* the state's deadline's start */
 	int64_t			 lastio;
-	int64_t			 held;		/* of the body budget */
+	struct bhold		 held;		/* of the body budget */
 	size_t			 lingered;	/* bytes dropped */
 	/* CS_BODY */
 	size_t			 hdrlen;
@@ -207,7 +212,7 @@ conn_configure(const struct pconf *conf)
 	header_timeout = conf->header_timeout;
 	body_timeout = conf->body_timeout;
 	max_body = conf->max_body;
-	conn_budget_configure(conf->body_buffer, max_body);
+	conn_budget_configure(conf->body_buffer, max_body, conf->body_share);
 	evtimer_del(sweep_ev);
 	/* late by at most a quarter of the shorter deadline, or a second */
 	ms = header_timeout > 0 && header_timeout < body_timeout ?
@@ -298,6 +303,29 @@ peer_read(struct hconn *c)
 	log_debug("%s: SO_PEERGROUPS: %s", __func__, strerror(errno));
 }
 
+/* A TCP client's address, as text: whose share of the body budget
+ * its requests take when they come without a key. */
+static void
+peer_addr(struct hconn *c, const struct sockaddr *sa, int salen)
+{
+	const struct sockaddr_in	*sin;
+	const struct sockaddr_in6	*sin6;
+	const void			*a = NULL;
+
+	if (sa->sa_family == AF_INET && salen >= (int)sizeof(*sin)) {
+		sin = (const struct sockaddr_in *)(const void *)sa;
+		a = &sin->sin_addr;
+	} else if (sa->sa_family == AF_INET6 &&
+	    salen >= (int)sizeof(*sin6)) {
+		sin6 = (const struct sockaddr_in6 *)(const void *)sa;
+		a = &sin6->sin6_addr;
+	}
+	if (a == NULL || inet_ntop(sa->sa_family, a, c->req.peer.addr,
+	    sizeof(c->req.peer.addr)) == NULL)
+		(void)strlcpy(c->req.peer.addr, "?",
+		    sizeof(c->req.peer.addr));
+}
+
 /*
  * The connection that has waited longest for its request (or in a
  * lingering close), or NULL; in left, the ms until it has waited long
@@ -347,8 +375,6 @@ conn_acceptcb(struct evconnlistener *lev, evutil_socket_t fd,
 	struct hconn	*c;
 
 	(void)lev;
-	(void)sa;
-	(void)salen;
 	stats.accepted++;
 	if (stats.open >= stats.max && !conn_evict()) {
 		stats.refused++;
@@ -366,6 +392,8 @@ conn_acceptcb(struct evconnlistener *lev, evutil_socket_t fd,
 	c->req.conn = c;
 	if (l->unixsock)
 		peer_read(c);
+	else
+		peer_addr(c, sa, salen);
 	/* the handshake comes with the first reads */
 	if (l->tls != NULL && (c->tls = conn_tls_accept(l->tls, fd)) == NULL) {
 		close(fd);
@@ -765,41 +793,70 @@ conn_body_marks(struct hconn *c)
 }
 
 /*
+ * A request's header to the handler's access checks, before any of its
+ * body is read: 0 when it passed (owner says whose share of the budget
+ * its body takes), -1 when the handler answered it; then a body it
+ * announced is not read, and the connection closes after the answer.
+ */
+static int
+conn_admit(struct hconn *c, const struct h1_msg *m, char *owner,
+    size_t size)
+{
+	int	 body = c->clen != 0;
+
+	c->state = CS_BUSY;
+	wait_leave(c);
+	c->req.minor = m->minor;
+	c->req.keepalive = m->keepalive && !body;
+	c->req.head = m->methodlen == 4 && memcmp(m->method, "HEAD", 4) == 0;
+	if (handler->header(&c->req, m, body, owner, size) == -1)
+		return (-1);
+	c->state = CS_HEADER;
+	return (0);
+}
+
+/*
  * The header of a request, at the start of buf (len bytes): parsed into
- * m, its body's length checked and taken from the budget, and the
- * connection made ready for its body.  1: read the body; 0: the header
- * is not all here; -1: the request was refused.
+ * m, let in by the handler's access checks, its body's length checked
+ * and taken from the budget, and the connection made ready for its
+ * body.  1: read the body; 0: the header is not all here; -1: the
+ * request was refused and nothing more of buf is read; -2: it was
+ * refused on its header alone and had no body, and what follows the
+ * header (c->hdrlen bytes) is read on.
  */
 static int
 conn_header(struct hconn *c, const char *buf, size_t len, struct h1_msg *m)
 {
+	char	 owner[AGENCY_NAME_MAX + 16];
 	size_t	 total;
 	int	 r;
 
 	r = h1_parse_request(buf, len, CONN_HEADER_MAX, m);
 	if (r == 0)
 		return (0);	/* wait for the rest */
+	c->req.family = 0;	/* OpenAI's, until the handler knows */
 	if (r < 0) {
 		conn_refuse(c, -r);
 		return (-1);
 	}
 	c->hdrlen = r;
 	prescan_reset(&c->pre);
+	c->clen = m->chunked ? -1 : m->content_length < 0 ? 0 :
+	    m->content_length;
+	/* who it is, before anything is done for its body */
+	if (conn_admit(c, m, owner, sizeof(owner)) == -1)
+		return (c->clen == 0 ? -2 : -1);
 	if (m->chunked) {
-		c->clen = -1;
 		h1_chunked_init(&c->ch);
 		c->rawpos = r;
 		c->bodylen = 0;
-	} else {
-		c->clen = m->content_length < 0 ? 0 : m->content_length;
-		if (c->clen > max_body) {
-			conn_refuse(c, 413);
-			return (-1);
-		}
+	} else if (c->clen > max_body) {
+		conn_refuse(c, 413);
+		return (-1);
 	}
 	/* its share of the budget, kept until it is answered */
-	if (conn_budget_take(&c->held, c->clen < 0 ? max_body : c->clen) ==
-	    -1) {
+	if (conn_budget_take(&c->held, owner, c->clen < 0 ? max_body :
+	    c->clen) == -1) {
 		conn_refuse(c, 503);
 		return (-1);
 	}
@@ -882,6 +939,13 @@ conn_consume(struct hconn *c, char *buf, size_t len)
 				return (used);
 			if (r == -1)
 				return (len);
+			if (r == -2) {
+				/* answered: what follows is the next */
+				used += c->hdrlen;
+				if (c->dead)
+					return (len);
+				continue;
+			}
 		}
 		/* CS_BODY: offsets from buf + used */
 		if (c->clen >= 0) {

@@ -3,9 +3,11 @@
  * SPDX-License-Identifier: ISC (see the file LICENSE)
  */
 /*
- * The front door's requests, as conn.c hands them up (http_init): what
- * to do with each, decided before any effect from routes.c's table of
- * routes (http_decide: pure, fuzzed), then a lookup of what serves it
+ * The front door's requests, as conn.c hands them up (http_init): who
+ * each comes from, decided on its header before its body is read
+ * (http_header, http_decide_header), then what to do with it, decided
+ * before any effect from routes.c's table of routes (http_decide: pure,
+ * fuzzed), then a lookup of what serves it
  * and a call.  The front door's own answers are here; model requests go
  * to forward.c, the parent's status and cancels to status.c, the events
  * and logs to events.c.  Also the Host and Origin checks, and the
@@ -41,6 +43,8 @@
 
 static void	 http_request(struct hreq *, const struct h1_msg *, char *,
 		    size_t);
+static int	 http_header(struct hreq *, const struct h1_msg *, int,
+		    char *, size_t);
 static void	 http_refused(struct hreq *, int);
 static int	 host_guard(const struct pconf *, const struct http_hdrs *,
 		    struct rerr *);
@@ -78,6 +82,7 @@ http_refused(struct hreq *r, int status)
 
 /* conn.c hands its requests here, and its refusals. */
 static const struct conn_handler http_handler = {
+	.header = http_header,
 	.request = http_request,
 	.refused = http_refused,
 };
@@ -303,14 +308,64 @@ guard_access(const struct decide_in *in, struct http_decision *dc)
 }
 
 /*
+ * The part of a decision its header makes (http_decide's first): its
+ * route, and the guards the route has, in the order the design gives
+ * them (Host and Origin, CORS preflights, access: keys and allow rules,
+ * the admin routes' guards).  0 when it passed them, and body (one is
+ * announced) may be read; -1 when dc holds its answer.  Only a request
+ * that passed access may have a body: one on a route without access
+ * guards (which reads none) is refused, so that no one takes the body
+ * budget unasked.
+ */
+static int
+decide_header(const struct decide_in *in, int body, struct http_decision *dc)
+{
+	int	 guard = in->route->guard;
+
+	memset(dc, 0, sizeof(*dc));
+	dc->route = in->route;
+	dc->family = in->route->family;
+	dc->path = in->path;
+	if (in->conf == NULL) {
+		decide_error(dc, 503, "starting", "The proxy is starting.");
+		return (-1);
+	}
+	if (!(guard & ROUTE_ANYHOST) && guard_front(in, dc) != 0)
+		return (-1);
+	if (!(guard & (ROUTE_ANYHOST | ROUTE_KEYLESS)))
+		return (guard_access(in, dc));
+	if (!body)
+		return (0);
+	/* its own refusal first (these routes read no body) */
+	kinds[in->route->kind].decide(in, dc);
+	if (dc->action != HTTP_ERROR) {
+		dc->asset = NULL;
+		decide_error(dc, 413, "body_too_large",
+		    "This route takes no body.");
+	}
+	return (-1);
+}
+
+/* decide_header's decision, for a request whose body is not read yet
+ * (body: it announced one). */
+int
+http_decide_header(const struct pconf *conf, int cmd, const char *path,
+    const struct http_hdrs *hh, int body, struct http_decision *dc)
+{
+	const struct decide_in	 in = { conf, cmd, path, routes_find(path),
+				    hh, NULL, 0, NULL };
+
+	return (decide_header(&in, body, dc));
+}
+
+/*
  * What the front door does with a request, decided without touching the
  * request or the network, so that the fuzzer runs the very code that
- * serves: its route (routes.c), the guards the route has, in the order
- * the design gives them (Host and Origin, CORS preflights, access: keys
- * and allow rules, the admin routes' guards), then the route's own
- * decision (methods, Content-Type, body, model, rules).  cmd is an
- * EVHTTP_REQ_* value; hh holds the header fields that bear on it (NULL
- * when absent) and what the connection is; body is only read for POSTs.
+ * serves: what its header decides (decide_header, made again, as the
+ * configuration may have changed since), then the route's own decision
+ * (methods, Content-Type, body, model, rules).  cmd is an EVHTTP_REQ_*
+ * value; hh holds the header fields that bear on it (NULL when absent)
+ * and what the connection is; body is only read for POSTs.
  */
 void
 http_decide(const struct pconf *conf, int cmd, const char *path,
@@ -319,18 +374,8 @@ http_decide(const struct pconf *conf, int cmd, const char *path,
 {
 	const struct decide_in	 in = { conf, cmd, path, routes_find(path),
 				    hh, body, len, pre };
-	int			 guard = in.route->guard;
 
-	memset(dc, 0, sizeof(*dc));
-	dc->route = in.route;
-	dc->family = in.route->family;
-	dc->path = path;
-	if (conf == NULL) {
-		decide_error(dc, 503, "starting", "The proxy is starting.");
-		return;
-	}
-	if ((guard & ROUTE_ANYHOST) || (guard_front(&in, dc) == 0 &&
-	    ((guard & ROUTE_KEYLESS) || guard_access(&in, dc) == 0)))
+	if (decide_header(&in, len > 0, dc) == 0)
 		kinds[in.route->kind].decide(&in, dc);
 }
 
@@ -447,6 +492,10 @@ decide_logs(const struct decide_in *in, struct http_decision *dc)
 		    "is %00.");
 		return;
 	}
+	if (r == 0 && rules_name_check(buf, strlen(buf), &dc->e) == -1) {
+		dc->action = HTTP_ERROR;
+		return;
+	}
 	/* too long to be a name: none of them */
 	if (r == -2 || (m = pconf_find_model(in->conf, buf)) == NULL ||
 	    !access_model_ok(&dc->acc, m)) {
@@ -491,6 +540,12 @@ decide_named(const struct decide_in *in, struct http_decision *dc)
 			return;
 		}
 		dc->wait = json_object_get_boolean(jw);
+	}
+	if (rules_name_check(json_object_get_string(jm),
+	    (size_t)json_object_get_string_len(jm), &dc->e) == -1) {
+		json_object_put(obj);
+		dc->action = HTTP_ERROR;
+		return;
 	}
 	if ((m = pconf_find_model(in->conf, json_object_get_string(jm))) ==
 	    NULL || !access_model_ok(&dc->acc, m)) {
@@ -995,6 +1050,28 @@ request_fields(struct hreq *r, const struct h1_msg *m, struct hin *in)
 	hh->peer = &r->peer;
 }
 
+/* What a decision reads of a request (request_line, request_fields),
+ * and the shape of its errors; 0, or -1 when it was answered. */
+static int
+request_in(struct hreq *r, const struct h1_msg *m, struct hin *in,
+    int64_t t0)
+{
+	r->cors[0] = '\0';
+	if (request_line(r, m, in, t0) == -1)
+		return (-1);
+	r->family = routes_find(in->path)->family;
+	request_fields(r, m, in);
+	return (0);
+}
+
+/* The credentials a decision read, wiped once it is made. */
+static void
+request_forget(struct hin *in)
+{
+	explicit_bzero(in->authz, sizeof(in->authz));
+	explicit_bzero(in->apikey, sizeof(in->apikey));
+}
+
 /* What serves each action (enum http_action). */
 static void	(*const serve[])(struct hreq *, struct http_decision *) = {
 	[HTTP_ERROR] = serve_error,
@@ -1014,6 +1091,53 @@ static void	(*const serve[])(struct hreq *, struct http_decision *) = {
 	[HTTP_UNLOAD] = serve_admin,
 };
 
+/* A decision served: what it needs of the request, then what serves
+ * its action. */
+static void
+http_serve(struct hreq *r, const struct h1_msg *m, const struct hin *in,
+    struct http_decision *dc, char *body, size_t len, int64_t t0)
+{
+	(void)strlcpy(r->cors, dc->cors, sizeof(r->cors));
+	dc->method = in->method;
+	dc->target = in->target;
+	dc->hm = m;
+	dc->raw = body;
+	dc->rawlen = len;
+	dc->t0 = t0;
+	access_who(&dc->acc, dc->who, sizeof(dc->who));
+	serve[dc->action](r, dc);
+}
+
+/*
+ * A request's header from conn.c, before its body (body: one is
+ * announced): what the header decides (http_decide_header).  Let in, 0,
+ * with owner naming whose share of the body budget it takes; refused,
+ * -1, answered at once (conn.c closes the connection after the answer
+ * when a body was announced, and reads none of it).
+ */
+static int
+http_header(struct hreq *r, const struct h1_msg *m, int body, char *owner,
+    size_t size)
+{
+	struct http_decision	 dc;
+	struct hin		 in;
+	int64_t			 t0 = now_ms();
+	int			 pass;
+
+	if (request_in(r, m, &in, t0) == -1)
+		return (-1);
+	in.hh.marks = NULL;	/* of no body yet */
+	pass = http_decide_header(px->conf, in.cmd, in.path, &in.hh, body,
+	    &dc);
+	request_forget(&in);
+	if (pass == 0) {
+		access_owner(&dc.acc, &r->peer, owner, size);
+		return (0);
+	}
+	http_serve(r, m, &in, &dc, NULL, 0, t0);
+	return (-1);
+}
+
 /* A complete request from conn.c: body holds its len bytes, which the
  * request's handling may change.  Decided, then served. */
 static void
@@ -1025,24 +1149,13 @@ http_request(struct hreq *r, const struct h1_msg *m, char *body,
 	int64_t			 t0 = now_ms();
 	int			 post;
 
-	r->cors[0] = '\0';
-	if (request_line(r, m, &in, t0) == -1)
+	if (request_in(r, m, &in, t0) == -1)
 		return;
-	request_fields(r, m, &in);
 	post = in.cmd == EVHTTP_REQ_POST;
 	http_decide(px->conf, in.cmd, in.path, &in.hh, post && len > 0 ?
 	    body : NULL, post ? len : 0, r->pre, &dc);
-	explicit_bzero(in.authz, sizeof(in.authz));
-	explicit_bzero(in.apikey, sizeof(in.apikey));
-	(void)strlcpy(r->cors, dc.cors, sizeof(r->cors));
-	dc.method = in.method;
-	dc.target = in.target;
-	dc.hm = m;
-	dc.raw = body;
-	dc.rawlen = len;
-	dc.t0 = t0;
-	access_who(&dc.acc, dc.who, sizeof(dc.who));
-	serve[dc.action](r, &dc);
+	request_forget(&in);
+	http_serve(r, m, &in, &dc, body, len, t0);
 }
 
 /* A refusal: at once, or after a wrong key's delay. */

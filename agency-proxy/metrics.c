@@ -508,6 +508,9 @@ static const struct {
 	    "it, requests with a body are refused (503)." },
 	{ "agency_request_body_refused_total", "counter",
 	    "Requests refused (503) for want of room in the body buffer." },
+	{ "agency_request_body_share_refused_total", "counter",
+	    "Of them, those refused for their key's (or client's) share of "
+	    "it (body share)." },
 	{ "agency_accept_pauses_total", "counter", "Times the front door "
 	    "stopped accepting for a while, out of file descriptors." },
 };
@@ -588,7 +591,8 @@ metrics_render(struct evbuffer *b, const struct proto_status *st, size_t n,
 	v[11] = cs->body_bytes;
 	v[12] = cs->body_max;
 	v[13] = cs->body_refused;
-	v[14] = cs->accept_pauses;
+	v[14] = cs->body_share_refused;
+	v[15] = cs->accept_pauses;
 	for (i = 0; i < NSINGLES; i++)
 		single(b, singles[i].name, singles[i].type, singles[i].help,
 		    v[i]);

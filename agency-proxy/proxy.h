@@ -90,6 +90,7 @@ struct hpeer {
 	uint32_t	 gid;
 	uint32_t	*groups;	/* supplementary (SO_PEERGROUPS) */
 	size_t		 ngroups;
+	char		 addr[48];	/* a TCP client's address, or "" */
 };
 
 /* The request a client connection runs (conn.c), for its answer. */
@@ -100,6 +101,9 @@ struct hreq {
 	int		 minor;		/* HTTP/1.minor */
 	int		 keepalive;	/* the client asked to keep it */
 	int		 head;		/* HEAD: no body in the answer */
+	int		 family;	/* the shape of its errors (enum
+					 * route_family), as its handler
+					 * found it; 0 until then */
 	/* the connection's, from its accept */
 	int		 tls;
 	struct hpeer	 peer;
@@ -220,6 +224,7 @@ struct pscope {
 	const void	*arg;
 };
 
+int		 rules_name_check(const char *, size_t, struct rerr *);
 int		 rules_pick_model(const struct pconf *, json_object *,
 		    const struct pscope *, struct pmodel **, struct rerr *);
 int		 rules_route_allowed(const struct pruntime *, const char *);
@@ -302,6 +307,14 @@ struct conn_stats {
 	int64_t		 body_bytes;	/* of the body budget, taken */
 	int64_t		 body_max;	/* the budget */
 	uint64_t	 body_refused;	/* 503: over the budget */
+	uint64_t	 body_share_refused;	/* of them, over a share */
+};
+
+/* What a connection holds of the body budget (conn_budget.c). */
+struct bowner;
+struct bhold {
+	int64_t		 n;		/* bytes */
+	struct bowner	*owner;		/* whose share they are of */
 };
 
 /* Where conn.c hands its requests, registered at start-up (http.c). */
@@ -309,6 +322,15 @@ struct conn_handler {
 	/* A complete request; body (len bytes) is the handler's to change
 	 * until it answers. */
 	void	(*request)(struct hreq *, const struct h1_msg *, char *,
+		    size_t);
+	/*
+	 * A request's header, before any of its body is read (body: one
+	 * is announced): 0 when it passed the access checks, with owner
+	 * (size bytes) naming whose share of the body budget it takes; -1
+	 * when it was refused, and answered (closing the connection after
+	 * the answer when a body is announced).
+	 */
+	int	(*header)(struct hreq *, const struct h1_msg *, int, char *,
 		    size_t);
 	/* A request that cannot be read, refused with status (408, 413,
 	 * 431, 501, 503, 505, or 400 for the rest): to be answered; the
@@ -343,9 +365,10 @@ ssize_t		 conn_tls_write(struct tls *, const void *, size_t, int *);
 void		 conn_tls_close(struct tls *);
 
 /* conn_budget.c: the request bodies' budget over all connections */
-void		 conn_budget_configure(int64_t, int64_t);
-int		 conn_budget_take(int64_t *, int64_t);
-void		 conn_budget_give(int64_t *);
+void		 conn_budget_configure(int64_t, int64_t, int64_t);
+int		 conn_budget_take(struct bhold *, const char *, int64_t);
+void		 conn_budget_give(struct bhold *);
+int64_t		 conn_budget_held(const char *);
 void		 conn_budget_stats(struct conn_stats *);
 
 /* upstream.c: the model servers' side of a model request */
@@ -598,6 +621,8 @@ int		 access_bearer(const char *, const char **, size_t *);
 int		 access_decide(const struct pconf *, const struct http_hdrs *,
 		    struct paccess *, struct rerr *);
 int		 access_model_ok(const struct paccess *, const struct pmodel *);
+void		 access_owner(const struct paccess *, const struct hpeer *,
+		    char *, size_t);
 void		 access_scope(const struct paccess *, struct pscope *);
 void		 access_who(const struct paccess *, char *, size_t);
 int		 access_cors_listed(const struct pconf *, const char *);
@@ -687,6 +712,8 @@ extern int	 http_fastpath;		/* 0: json-c for every body */
 void		 http_decide(const struct pconf *, int, const char *,
 		    const struct http_hdrs *, const char *, size_t,
 		    const struct prescan *, struct http_decision *);
+int		 http_decide_header(const struct pconf *, int, const char *,
+		    const struct http_hdrs *, int, struct http_decision *);
 int		 http_host_ok(const struct pconf *, const char *);
 int		 http_origin_ok(const struct pconf *, const char *,
 		    const char *, int);

@@ -3,10 +3,11 @@
  * SPDX-License-Identifier: ISC (see the file LICENSE)
  */
 /*
- * The request rules: which model a body names, which routes and content
- * parts a runtime allows, the moves, refusals and caps it makes; pure
- * functions on json-c objects over the proxy's configuration
- * (common/config.c), no I/O, so the unit tests drive them.
+ * The request rules: which model a body names (never a name with a
+ * control character), which routes and content parts a runtime allows,
+ * the moves, refusals and caps it makes; pure functions on json-c
+ * objects over the proxy's configuration (common/config.c), no I/O, so
+ * the unit tests drive them.
  *
  * Calls: scan.c, utf8.c, routes.c, common/config.c.
  */
@@ -133,6 +134,25 @@ served_names(const struct pconf *c, const struct pscope *sc, char *buf,
 		(void)strlcpy(buf, "none", size);
 }
 
+/*
+ * Whether a model's name, len bytes at s, is one that could be served:
+ * no control character (a NUL would end it for the lookup but not for
+ * the model server); -1 with e set (400) when it is not.
+ */
+int
+rules_name_check(const char *s, size_t len, struct rerr *e)
+{
+	size_t	 i;
+
+	for (i = 0; i < len; i++)
+		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f) {
+			rerr_set(e, 400, "invalid_model", "The model's name "
+			    "has a control character.");
+			return (-1);
+		}
+	return (0);
+}
+
 int
 rules_pick_model(const struct pconf *c, json_object *body,
     const struct pscope *sc, struct pmodel **mp, struct rerr *e)
@@ -147,6 +167,9 @@ rules_pick_model(const struct pconf *c, json_object *body,
 			    "The field 'model' must be a string.");
 			return (-1);
 		}
+		if (rules_name_check(json_object_get_string(jm),
+		    (size_t)json_object_get_string_len(jm), e) == -1)
+			return (-1);
 		return (rules_pick_name(c, json_object_get_string(jm), sc, mp,
 		    e));
 	}
@@ -162,9 +185,10 @@ rules_pick_name(const struct pconf *c, const char *name,
 	char		 names[PROTO_MSG_MAX - 64];
 
 	*mp = NULL;
-	if (name != NULL)
-		;
-	else if (c->default_model[0] != '\0')
+	if (name != NULL) {
+		if (rules_name_check(name, strlen(name), e) == -1)
+			return (-1);
+	} else if (c->default_model[0] != '\0')
 		name = c->default_model;
 	else if (pconf_nmodels(c) == 1) {
 		/* the one model, unless the request may not use it */

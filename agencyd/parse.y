@@ -236,7 +236,8 @@ static size_t			 nnotes;
 %token	LOAD LOADING MAX MEMORY MODE MODEL MODELS MOVE NAME NEVER NO ON
 %token	ORIGIN OVERCOMMIT OWNER PART PASSTHROUGH PORT PORTS POST PROGRESS
 %token	QUEUE READY REFUSE REQUEST REQUESTS RERANK RESERVE RESTRICTED ROUTE
-%token	RUNTIME SECRET SECRETFILE SEND SERVER SHA256 SOCKET SPEECH STOPS
+%token	RUNTIME SECRET SECRETFILE SEND SERVER SHA256 SHARE SOCKET SPEECH
+%token	STOPS
 %token	STREAM TIMEOUT TLS TO TOKENS TRANSCRIPTION UNCHANGED UPSTREAM USER
 %token	VISION WINDOW YES
 %token	ERROR
@@ -308,6 +309,7 @@ macroname	: STRING			{ $$ = $1; }
 		| SECRET			{ $$ = xstrdup("secret"); }
 		| SECRETFILE			{ $$ = xstrdup("file"); }
 		| SHA256			{ $$ = xstrdup("sha256"); }
+		| SHARE				{ $$ = xstrdup("share"); }
 		| TLS				{ $$ = xstrdup("tls"); }
 		;
 
@@ -466,6 +468,13 @@ main		: LISTEN ON STRING PORT NUMBER listentls {
 				yyerror("body buffer must be more than 0");
 			else if ($3 > 0)
 				conf->body_buffer = $3;
+		}
+		| BODY SHARE NUMBER		{
+			if ($3 < 1 || $3 > 100)
+				yyerror("body share must be 1 to 100 "
+				    "(percent)");
+			else
+				conf->body_share = $3;
 		}
 		| SERVER NAME STRING		{
 			char	*name;
@@ -1147,6 +1156,7 @@ lookup(const char *s)
 		{ "send",		SEND },
 		{ "server",		SERVER },
 		{ "sha256",		SHA256 },
+		{ "share",		SHARE },
 		{ "socket",		SOCKET },
 		{ "speech",		SPEECH },
 		{ "stops",		STOPS },

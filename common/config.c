@@ -67,6 +67,8 @@ const struct conf_global conf_globals[] = {
 	    DEFAULT_BODY_TIMEOUT, 1),
 	SENT("body buffer", CK_SIZE, CP_CHANGED, body_buffer,
 	    DEFAULT_BODY_BUFFER, 1),
+	SENT("body share", CK_NUMBER, CP_CHANGED, body_share,
+	    DEFAULT_BODY_SHARE, 1),
 	NAMES("server name", server_names, names),
 	SENT("server name any", CK_FLAG, CP_CHANGED, host_any, 0, 0),
 	NAMES("cors origin", cors_origins, cors),

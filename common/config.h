@@ -49,6 +49,7 @@
 #define DEFAULT_HEADER_TIMEOUT	(10LL * 1000)		/* ms */
 #define DEFAULT_BODY_TIMEOUT	(60LL * 1000)		/* ms */
 #define DEFAULT_BODY_BUFFER	(256LL * 1024 * 1024)
+#define DEFAULT_BODY_SHARE	50	/* percent */
 #define DEFAULT_QUEUE_TIMEOUT	(5LL * 60 * 1000)	/* ms */
 #define DEFAULT_MAX_QUEUE	512
 #define DEFAULT_FAIRNESS	(30LL * 1000)		/* ms */
@@ -226,6 +227,7 @@ TAILQ_HEAD(model_list, model_conf);
 	int64_t		 max_connections;	/* 0: from fd limit */	\
 	int64_t		 body_timeout;		/* ms */		\
 	int64_t		 body_buffer;	/* bytes, all bodies */		\
+	int64_t		 body_share;	/* percent of it, a key's */	\
 	int		 host_any;	/* server name any: no Host	\
 					 * check */			\
 	int		 console;	/* GET / serves the console */	\

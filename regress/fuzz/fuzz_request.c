@@ -21,7 +21,10 @@
  * as the others), a connection byte (TCP, TLS, or a Unix socket's
  * client of one of a few users), then the body.
  *
- * Invariants: no crash, no leak; an error has a known status, a code and
+ * Invariants: no crash, no leak; what the header alone decides
+ * (http_decide_header) is the start of the full decision, and nothing
+ * it refuses is served nor has its body taken; an error has a known
+ * status, a code and
  * a NUL-terminated message, and its family is Anthropic's on Anthropic's
  * routes alone; a hold is for a served model on a route its runtime
  * allows, with a JSON object body and a JSON Content-Type, or on a form
@@ -650,7 +653,9 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct input		 in = { data, size };
-	struct http_decision	 dc, fdc;
+	struct http_decision	 dc, fdc, hdc;
+	char			 owner[AGENCY_NAME_MAX + 16];
+	int			 hpass;
 	struct http_hdrs	 hh;
 	struct pconf		*c;
 	char			 pathbuf[300], hostbuf[300], ctbuf[300];
@@ -720,8 +725,33 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	 * rules did, json-c's tree must agree with what it noted, and its
 	 * pieces must read as that tree (below).
 	 */
+	/*
+	 * What the header alone decides (http_decide_header) is the full
+	 * decision's start: a refusal on the header is the full decision's
+	 * own, and nothing is served, nor any body taken, that did not pass
+	 * it; what passed with a body was let in by a key, a rule, or the
+	 * absence of both, and takes the body budget for an owner.
+	 */
+	hpass = http_decide_header(c, cmd, path, &hh, in.left > 0, &hdc);
 	http_fastpath = 1;
 	http_decide(c, cmd, path, &hh, body, in.left, NULL, &fdc);
+	if (hpass == -1 && (hdc.action != fdc.action ||
+	    hdc.e.status != fdc.e.status || hdc.delay != fdc.delay ||
+	    strcmp(hdc.cors, fdc.cors) != 0 ||
+	    (hdc.action == HTTP_ERROR && (strcmp(hdc.e.code, fdc.e.code) !=
+	    0 || strcmp(hdc.e.message, fdc.e.message) != 0))))
+		abort();
+	if (hpass == 0 && in.left > 0) {
+		if (!hdc.acc.open && hdc.acc.key == NULL && !hdc.acc.rules)
+			abort();
+		access_owner(&hdc.acc, hh.peer, owner, sizeof(owner));
+		if (owner[0] == '\0' || (hdc.acc.key != NULL &&
+		    strncmp(owner, "key=", 4) != 0))
+			abort();
+	}
+	if (hpass == -1 && (fdc.action != HTTP_ERROR &&
+	    fdc.action != HTTP_PREFLIGHT))
+		abort();
 	http_fastpath = 0;
 	http_decide(c, cmd, path, &hh, body, in.left, NULL, &dc);
 	http_fastpath = 1;

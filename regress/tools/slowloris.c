@@ -3,7 +3,8 @@
  * SPDX-License-Identifier: ISC (see the file LICENSE)
  */
 /*
- * slowloris [-br] [-c conns] [-i ms] [-t seconds] port: open conns
+ * slowloris [-br] [-c conns] [-i ms] [-k key] [-s size] [-t seconds] port:
+ * open conns
  * (default 500) connections to 127.0.0.1:port and send, on each, one
  * byte of a request's header every -i ms (default 1000), never finishing
  * the header, for -t seconds (default 10, at most 600); then close them
@@ -12,8 +13,9 @@
  * every connection was made (the server closing them is the server's
  * right).
  *
- * -b: the header is sent whole at once, with a Content-Length of 1 MB,
- * and the body is what comes a byte at a time.
+ * -b: the header is sent whole at once, with a Content-Length of size
+ * bytes (-s, default 1 MB), and the body is what comes a byte at a
+ * time; with -k, the header carries the API key key.
  * -r: a connection the server closed is made again at the next byte's
  * time, so that conns stay open all along (made counts them all).
  */
@@ -43,7 +45,7 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: slowloris [-br] [-c conns] [-i ms] "
-	    "[-t seconds] port\n");
+	    "[-k key] [-s size] [-t seconds] port\n");
 	exit(2);
 }
 
@@ -84,9 +86,10 @@ main(int argc, char *argv[])
 	long			 sent = 0;
 	int			 ch, conns = 500, interval = 1000, seconds = 10;
 	int			 i, made = 0, closed = 0, failed = 0, n, port;
-	int			 body = 0, again = 0;
+	int			 body = 0, again = 0, size = 1048576;
+	char			 auth[160] = "";
 
-	while ((ch = getopt(argc, argv, "bc:i:rt:")) != -1) {
+	while ((ch = getopt(argc, argv, "bc:i:k:rs:t:")) != -1) {
 		switch (ch) {
 		case 'b':
 			body = 1;
@@ -97,8 +100,17 @@ main(int argc, char *argv[])
 		case 'i':
 			interval = numarg(optarg, 10, 60000, "interval");
 			break;
+		case 'k':
+			if ((size_t)snprintf(auth, sizeof(auth),
+			    "Authorization: Bearer %s\r\n", optarg) >=
+			    sizeof(auth))
+				errx(2, "the key is too long");
+			break;
 		case 'r':
 			again = 1;
+			break;
+		case 's':
+			size = numarg(optarg, 1, 1 << 30, "size");
 			break;
 		case 't':
 			seconds = numarg(optarg, 1, 600, "seconds");
@@ -117,8 +129,8 @@ main(int argc, char *argv[])
 	if (body) {
 		hlen = snprintf(head, sizeof(head), "POST /v1/chat/completions "
 		    "HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: "
-		    "application/json\r\nContent-Length: 1048576\r\n\r\n",
-		    port);
+		    "application/json\r\n%sContent-Length: %d\r\n\r\n",
+		    port, auth, size);
 		trickle = filler;
 	} else {
 		(void)snprintf(req, sizeof(req), "POST /v1/chat/completions "

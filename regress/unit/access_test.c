@@ -28,10 +28,10 @@
 static uint32_t	 users_gid[] = { 100 };
 /* uid 1000 (a rule for qwen), 1001 (in group 100: an admin rule for
  * bge), 1002 (no rule), and one whose credentials are unknown */
-static const struct hpeer	 p1000 = { 1, 1, 1000, 1000, NULL, 0 };
-static const struct hpeer	 p1001 = { 1, 1, 1001, 1001, users_gid, 1 };
-static const struct hpeer	 p1002 = { 1, 1, 1002, 1002, NULL, 0 };
-static const struct hpeer	 punknown = { 1, 0, 0, 0, NULL, 0 };
+static const struct hpeer	 p1000 = { 1, 1, 1000, 1000, NULL, 0, "" };
+static const struct hpeer	 p1001 = { 1, 1, 1001, 1001, users_gid, 1, "" };
+static const struct hpeer	 p1002 = { 1, 1, 1002, 1002, NULL, 0, "" };
+static const struct hpeer	 punknown = { 1, 0, 0, 0, NULL, 0, "" };
 
 /* Models qwen (alias q) and bge, on 127.0.0.1:8080; with keys, alice
  * (qwen) and ops (admin, every model), a CORS origin and allow rules. */

@@ -4,7 +4,8 @@
  */
 /*
  * The request bodies' budget of agency-proxy (conn_budget.c): what a
- * body takes, what is refused, what is given back.
+ * body takes, what is refused, what is given back, and each owner's
+ * share.
  */
 #include <sys/types.h>
 
@@ -30,33 +31,35 @@ figures(void)
 ATF_TC_WITHOUT_HEAD(small_and_big);
 ATF_TC_BODY(small_and_big, tc)
 {
-	int64_t		 a = 0, b = 0, c = 0, s[5];
+	struct bhold	 a = { 0, NULL }, b = a, c = a, s[5];
 	size_t		 i;
 
-	conn_budget_configure(32 * MIB, 16 * MIB);
+	memset(s, 0, sizeof(s));
+
+	conn_budget_configure(32 * MIB, 16 * MIB, 100);
 	ATF_CHECK_EQ(figures().body_max, 32 * MIB);
 	/* A big body may take seven eighths of it: 28M. */
-	ATF_REQUIRE_EQ(conn_budget_take(&a, 16 * MIB), 0);
-	ATF_CHECK_EQ(a, 16 * MIB);
-	ATF_CHECK_EQ(conn_budget_take(&b, 12 * MIB + 1), -1);
-	ATF_CHECK_EQ(b, 0);
+	ATF_REQUIRE_EQ(conn_budget_take(&a, "x", 16 * MIB), 0);
+	ATF_CHECK_EQ(a.n, 16 * MIB);
+	ATF_CHECK_EQ(conn_budget_take(&b, "x", 12 * MIB + 1), -1);
+	ATF_CHECK_EQ(b.n, 0);
 	ATF_CHECK_EQ(figures().body_refused, 1);
-	ATF_REQUIRE_EQ(conn_budget_take(&b, 12 * MIB), 0);
+	ATF_REQUIRE_EQ(conn_budget_take(&b, "x", 12 * MIB), 0);
 	/* The last eighth is for small ones (64K at most each). */
-	ATF_CHECK_EQ(conn_budget_take(&c, 64 * KIB + 1), -1);
+	ATF_CHECK_EQ(conn_budget_take(&c, "x", 64 * KIB + 1), -1);
 	for (i = 0; i < 5; i++)
-		ATF_CHECK_EQ(conn_budget_take(&s[i], 64 * KIB), 0);
+		ATF_CHECK_EQ(conn_budget_take(&s[i], "x", 64 * KIB), 0);
 	ATF_CHECK_EQ(figures().body_bytes, 28 * MIB + 5 * 64 * KIB);
 	/* A body of nothing takes nothing, even when full. */
-	c = 0;
-	ATF_CHECK_EQ(conn_budget_take(&c, 0), 0);
-	ATF_CHECK_EQ(c, 0);
+	memset(&c, 0, sizeof(c));
+	ATF_CHECK_EQ(conn_budget_take(&c, "x", 0), 0);
+	ATF_CHECK_EQ(c.n, 0);
 	/* Everything given back. */
 	conn_budget_give(&a);
 	conn_budget_give(&b);
 	for (i = 0; i < 5; i++)
 		conn_budget_give(&s[i]);
-	ATF_CHECK_EQ(a, 0);
+	ATF_CHECK_EQ(a.n, 0);
 	ATF_CHECK_EQ(figures().body_bytes, 0);
 	ATF_CHECK_EQ(figures().body_refused, 2);
 }
@@ -64,24 +67,82 @@ ATF_TC_BODY(small_and_big, tc)
 ATF_TC_WITHOUT_HEAD(one_body_at_least);
 ATF_TC_BODY(one_body_at_least, tc)
 {
-	int64_t		 a = 0, b = 0;
+	struct bhold	 a = { 0, NULL }, b = a;
 
 	/* A budget below max body is raised to it... */
-	conn_budget_configure(1 * MIB, 8 * MIB);
+	conn_budget_configure(1 * MIB, 8 * MIB, 100);
 	ATF_CHECK_EQ(figures().body_max, 8 * MIB);
 	/* ...and a body of max body fits when nothing else is held, though
 	 * seven eighths of the budget are less. */
-	ATF_REQUIRE_EQ(conn_budget_take(&a, 8 * MIB), 0);
-	ATF_CHECK_EQ(conn_budget_take(&b, 1), -1);
+	ATF_REQUIRE_EQ(conn_budget_take(&a, "x", 8 * MIB), 0);
+	ATF_CHECK_EQ(conn_budget_take(&b, "x", 1), -1);
 	conn_budget_give(&a);
-	ATF_CHECK_EQ(conn_budget_take(&b, 1), 0);
+	ATF_CHECK_EQ(conn_budget_take(&b, "x", 1), 0);
 	conn_budget_give(&b);
 	ATF_CHECK_EQ(figures().body_bytes, 0);
+}
+
+/*
+ * An owner holds at most its share (here a half) of the budget, but its
+ * first body always fits; the others keep the rest.
+ */
+ATF_TC_WITHOUT_HEAD(share);
+ATF_TC_BODY(share, tc)
+{
+	struct bhold	 a[4], b[2], z = { 0, NULL };
+	size_t		 i;
+	uint64_t	 refused0;
+
+	memset(a, 0, sizeof(a));
+	memset(b, 0, sizeof(b));
+	conn_budget_configure(16 * MIB, 4 * MIB, 50);
+	refused0 = figures().body_refused;
+	/* key=a: 4M, 4M fill its 8M; 64K more is over */
+	ATF_REQUIRE_EQ(conn_budget_take(&a[0], "key=a", 4 * MIB), 0);
+	ATF_REQUIRE_EQ(conn_budget_take(&a[1], "key=a", 4 * MIB), 0);
+	ATF_CHECK_EQ(conn_budget_held("key=a"), 8 * MIB);
+	ATF_CHECK_EQ(conn_budget_take(&a[2], "key=a", 64 * KIB), -1);
+	ATF_CHECK_EQ(a[2].n, 0);
+	ATF_CHECK_EQ(figures().body_share_refused, 1);
+	ATF_CHECK_EQ(figures().body_refused, refused0 + 1);
+	/* another key has the rest, to its own share */
+	ATF_REQUIRE_EQ(conn_budget_take(&b[0], "key=b", 4 * MIB), 0);
+	ATF_CHECK_EQ(conn_budget_take(&b[1], "key=b", 64 * KIB), 0);
+	ATF_CHECK_EQ(conn_budget_held("key=b"), 4 * MIB + 64 * KIB);
+	/* what one of its bodies gives back is its own again */
+	conn_budget_give(&a[0]);
+	ATF_CHECK_EQ(conn_budget_held("key=a"), 4 * MIB);
+	ATF_CHECK_EQ(conn_budget_take(&a[0], "key=a", 4 * MIB), 0);
+	/* one that holds nothing takes its first body, though its share
+	 * (1%: 167772 bytes) is less than it */
+	conn_budget_configure(16 * MIB, 4 * MIB, 1);
+	ATF_CHECK_EQ(conn_budget_take(&z, "addr=10.0.0.1", 1 * MIB), 0);
+	ATF_CHECK_EQ(conn_budget_take(&a[3], "addr=10.0.0.1", 1), -1);
+	conn_budget_give(&z);
+	ATF_CHECK_EQ(conn_budget_held("addr=10.0.0.1"), 0);
+	ATF_CHECK_EQ(conn_budget_take(&a[3], "addr=10.0.0.1", 1), 0);
+	ATF_CHECK(a[3].owner != NULL);
+	/* given back: nothing held by anyone */
+	for (i = 0; i < 4; i++)
+		conn_budget_give(&a[i]);
+	for (i = 0; i < 2; i++)
+		conn_budget_give(&b[i]);
+	ATF_CHECK_EQ(conn_budget_held("key=a"), 0);
+	ATF_CHECK_EQ(conn_budget_held("key=b"), 0);
+	ATF_CHECK_EQ(figures().body_bytes, 0);
+	/* the whole budget is a key's at 100 */
+	conn_budget_configure(16 * MIB, 4 * MIB, 100);
+	ATF_REQUIRE_EQ(conn_budget_take(&a[0], "key=a", 4 * MIB), 0);
+	ATF_REQUIRE_EQ(conn_budget_take(&a[1], "key=a", 4 * MIB), 0);
+	ATF_REQUIRE_EQ(conn_budget_take(&a[2], "key=a", 4 * MIB), 0);
+	for (i = 0; i < 3; i++)
+		conn_budget_give(&a[i]);
 }
 
 ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, small_and_big);
 	ATF_TP_ADD_TC(tp, one_body_at_least);
+	ATF_TP_ADD_TC(tp, share);
 	return (atf_no_error());
 }
