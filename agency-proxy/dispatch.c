@@ -68,7 +68,7 @@ dispatch_imsg(struct imsg *imsg)
 		status_record(&u.status);
 		break;
 	case IMSG_STATUS_END:
-		status_end(u.reqid.reqid);
+		status_end(&u.status_end);
 		break;
 	case IMSG_CANCEL:
 		dispatch_cancel(&u.cancel);

@@ -170,6 +170,7 @@ static int
 svc_status(struct agencyd *d, const struct proto_reqid *r)
 {
 	struct proto_status	st;
+	struct proto_status_end	end;
 	size_t			i, n;
 
 	n = pool_count(d->pool);
@@ -180,7 +181,10 @@ svc_status(struct agencyd *d, const struct proto_reqid *r)
 		models_fill_status(d, &st);
 		proxy_compose(d, IMSG_STATUS_MODEL, &st, sizeof(st));
 	}
-	proxy_compose(d, IMSG_STATUS_END, r, sizeof(*r));
+	memset(&end, 0, sizeof(end));
+	end.reqid = r->reqid;
+	models_memory(d, &end.mem);
+	proxy_compose(d, IMSG_STATUS_END, &end, sizeof(end));
 	return (0);
 }
 
