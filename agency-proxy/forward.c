@@ -340,12 +340,12 @@ is_credential(const char *key, size_t len)
 	    (len == 9 && strncasecmp(key, "X-Api-Key", 9) == 0));
 }
 
-/* Whether a request header goes on to the model: end-to-end, and with
- * strip, no credential. */
+/* Whether a request header of m goes on to the model: end-to-end (not
+ * named by its Connection either), and with strip, no credential. */
 static int
-kept(const struct h1_header *h, int strip)
+kept(const struct h1_msg *m, const struct h1_header *h, int strip)
 {
-	return (!h1_hop(h->name, h->namelen) &&
+	return (!h1_hop_in(m, h->name, h->namelen) &&
 	    !(strip && is_credential(h->name, h->namelen)));
 }
 
@@ -360,7 +360,7 @@ keep_headers(struct preq *p, const struct h1_msg *m, int strip)
 
 	for (i = 0; i < m->nheaders; i++) {
 		h = &m->headers[i];
-		if (kept(h, strip))
+		if (kept(m, h, strip))
 			n += h->namelen + h->valuelen + 4;
 	}
 	if (n > sizeof(p->hbuf) && (p->hdrs = malloc(n)) == NULL) {
@@ -370,7 +370,7 @@ keep_headers(struct preq *p, const struct h1_msg *m, int strip)
 	d = p->hdrs;
 	for (i = 0; i < m->nheaders; i++) {
 		h = &m->headers[i];
-		if (!kept(h, strip))
+		if (!kept(m, h, strip))
 			continue;
 		if (h->namelen == 12 &&
 		    strncasecmp(h->name, "Content-Type", 12) == 0)

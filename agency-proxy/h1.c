@@ -445,12 +445,12 @@ h1_find(const struct h1_msg *m, const char *name)
 	return (NULL);
 }
 
-/* Whether the list v (n bytes) has an element that is token, any case. */
-int
-h1_has_token(const char *v, size_t n, const char *token)
+/* Whether the list v (n bytes) has an element that is the tlen bytes of
+ * token, any case. */
+static int
+lists(const char *v, size_t n, const char *token, size_t tlen)
 {
 	const char	*p = v, *e = v + n, *s, *t;
-	size_t		 tlen = strlen(token);
 
 	while (p < e) {
 		for (s = p; p < e && *p != ','; p++)
@@ -465,6 +465,13 @@ h1_has_token(const char *v, size_t n, const char *token)
 			p++;
 	}
 	return (0);
+}
+
+/* Whether the list v (n bytes) has an element that is token, any case. */
+int
+h1_has_token(const char *v, size_t n, const char *token)
+{
+	return (lists(v, n, token, strlen(token)));
 }
 
 /* Not passed on, either way (RFC 9110 7.6.1), or set by a proxy. */
@@ -489,6 +496,28 @@ h1_hop(const char *name, size_t len)
 		if (hop_fields[i].len == len &&
 		    icase(name, hop_fields[i].name, len))
 			return (1);
+	return (0);
+}
+
+/*
+ * Whether a field of m (its name, len bytes) is not passed on: one of
+ * h1_hop's, or one that a Connection field of m names (RFC 9110 7.6.1),
+ * meant for this hop alone.
+ */
+int
+h1_hop_in(const struct h1_msg *m, const char *name, size_t len)
+{
+	const struct h1_header	*h;
+	size_t			 i;
+
+	if (h1_hop(name, len))
+		return (1);
+	for (i = 0; i < m->nheaders; i++) {
+		h = &m->headers[i];
+		if (h->namelen == 10 && icase(h->name, "Connection", 10) &&
+		    lists(h->value, h->valuelen, name, len))
+			return (1);
+	}
 	return (0);
 }
 

@@ -76,6 +76,9 @@ int		 h1_has_token(const char *, size_t, const char *);
  * framing, Expect). */
 int		 h1_hop(const char *, size_t);
 
+/* The same, or a field a Connection field of the message names. */
+int		 h1_hop_in(const struct h1_msg *, const char *, size_t);
+
 /* The chunked transfer coding, decoded in place. */
 struct h1_chunked {
 	int		 state;

@@ -22,8 +22,12 @@
  *   NUL), are "name: value" with a token for a name, and take at most
  *   MULTIPART_HEAD_MAX bytes together.  There is exactly one
  *   Content-Disposition: form-data with one name parameter; a filename
- *   (or filename*) parameter makes the part a file.  Parameters are
- *   ";" name "=" (token or quoted string, with backslash escapes).
+ *   parameter makes the part a file.  Parameters are ";" name "="
+ *   (token or quoted string, with backslash escapes, but for the
+ *   Content-Disposition's).  The Content-Disposition has no parameter
+ *   twice, none of RFC 2231 (a name with a "*": name*, filename*0), no
+ *   backslash in a quoted value, and at most 8 parameters: each is read
+ *   otherwise by one server or another (multipart.c's disposition).
  * - The field "model" comes at most once, is not a file, has no
  *   Content-Transfer-Encoding, and its value is 1 to MULTIPART_MODEL_MAX
  *   bytes with no control character (its UTF-8 is the caller's to
@@ -258,28 +262,55 @@ struct phead {
 	int	 cte;		/* a Content-Transfer-Encoding field */
 };
 
-/* A Content-Disposition's value [v, end) into *h; -1 if malformed. */
-static int
+#define DISPOSITION_PARAMS	8	/* a Content-Disposition's, at most */
+
+/*
+ * A Content-Disposition's value [v, end) into *h: NULL, or what is wrong
+ * with it.  Beyond the grammar, what a server behind the front door
+ * could read otherwise than this one is refused: RFC 2231's parameters
+ * (name*, name*0, filename*1*: python-multipart and Go's mime package
+ * take them over name, and RFC 7578, 4.2, forbids them), a parameter
+ * twice (which one counts differs), a backslash in a quoted value (some
+ * unescape it, some keep it), and more than DISPOSITION_PARAMS
+ * parameters, which keeps the search for twice short.
+ */
+static const char *
 disposition(const char *v, const char *end, struct phead *h)
 {
-	struct param	 pm;
-	size_t		 n;
-	int		 r;
+	static const char	*bad = "A part needs one Content-Disposition "
+				    "of form-data with a name.";
+	struct param		 pm, seen[DISPOSITION_PARAMS];
+	size_t			 n, i, nseen = 0;
+	int			 r;
 
 	if ((n = type_is(v, end, "form-data")) == 0)
-		return (-1);
+		return (bad);
 	v += n;
 	while ((r = param_next(&v, end, &pm)) == 1) {
+		if (memchr(pm.name, '*', pm.namelen) != NULL)
+			return ("A Content-Disposition parameter of RFC 2231 "
+			    "(a name with a *) is not allowed in a form.");
+		if (pm.quoted && memchr(pm.value, '\\', pm.valuelen) != NULL)
+			return ("A Content-Disposition parameter has a "
+			    "backslash.");
+		for (i = 0; i < nseen; i++)
+			if (seen[i].namelen == pm.namelen &&
+			    strncasecmp(seen[i].name, pm.name,
+			    pm.namelen) == 0)
+				return ("A Content-Disposition parameter "
+				    "comes twice.");
+		if (nseen == DISPOSITION_PARAMS)
+			return ("A Content-Disposition has too many "
+			    "parameters.");
+		seen[nseen++] = pm;
 		if (param_is(&pm, "name")) {
-			if (h->named++)
-				return (-1);
+			h->named = 1;
 			h->model = param_value_is(&pm, "model");
 			h->stream = param_value_is(&pm, "stream");
-		} else if (param_is(&pm, "filename") ||
-		    param_is(&pm, "filename*"))
+		} else if (param_is(&pm, "filename"))
 			h->file = 1;
 	}
-	return (r == -1 || !h->named ? -1 : 0);
+	return (r == -1 || !h->named ? bad : NULL);
 }
 
 /*
@@ -315,12 +346,13 @@ part_head(const char *p, const char *end, struct phead *h, const char **err)
 		n = v - p;
 		v = ows(v + 1, eol);
 		if (n == 19 && strncasecmp(p, "Content-Disposition", n) == 0) {
-			if (h->disposition++ ||
-			    disposition(v, eol, h) == -1) {
+			if (h->disposition++) {
 				*err = "A part needs one Content-Disposition "
 				    "of form-data with a name.";
 				return (NULL);
 			}
+			if ((*err = disposition(v, eol, h)) != NULL)
+				return (NULL);
 		} else if (n == 25 &&
 		    strncasecmp(p, "Content-Transfer-Encoding", n) == 0)
 			h->cte = 1;

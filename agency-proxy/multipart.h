@@ -18,7 +18,8 @@
  * line ends only; the body starts with its first delimiter and ends
  * with the closing one (and at most one CRLF); a delimiter inside a
  * part's data is an error, not data; each part has one
- * Content-Disposition of form-data with a name; the model and stream
+ * Content-Disposition of form-data with a name, and none of RFC 2231's
+ * parameters, no parameter twice, no backslash escape; the model and stream
  * fields come once, the model not as a file, and short.
  */
 #ifndef AGENCY_MULTIPART_H

@@ -32,11 +32,17 @@
  *   "image_url".  An image must be inline (a data:image/ URL, a base64
  *   source), whatever the list says; Anthropic's tool and thinking
  *   blocks are not media and always pass.
- * - The max_tokens cap lowers the route's fields when they are over it
- *   (max_tokens and max_completion_tokens of chat, max_tokens of
- *   Messages, max_output_tokens of Responses); a chat or vision request
- *   that has none of them gets the first set to the cap, so the
- *   operator's limit always holds.  Counting routes are not capped.
+ * - The max_tokens cap holds every field a model server reads for the
+ *   length of an answer (routes_limits: max_tokens,
+ *   max_completion_tokens, max_output_tokens, n_predict) on every route
+ *   that has a cap: a value that is not an integer from 1 to the cap
+ *   (over it, below 1, null, a fraction, a string) becomes the cap,
+ *   rather than being refused, since clients send null and -1 for "no
+ *   limit of mine", which the operator's limit then answers.  A chat or
+ *   vision request that has none of the route's own fields (max_tokens
+ *   and max_completion_tokens of chat, max_tokens of Messages,
+ *   max_output_tokens of Responses) gets the first set to the cap, so
+ *   the operator's limit always holds.  Counting routes are not capped.
  * - /upstream/MODEL/... (passthrough yes) goes to the model's server as
  *   it came, any method, held like a model request; no rule reads it,
  *   so it is kept to loopback Hosts as the admin routes are.
@@ -256,6 +262,7 @@ enum {
 	SP_MAX_TOKENS,			/* of "max_tokens" */
 	SP_MAX_COMPLETION,		/* of "max_completion_tokens" */
 	SP_MAX_OUTPUT,			/* of "max_output_tokens" */
+	SP_N_PREDICT,			/* of "n_predict" */
 	SP_STREAM,
 };
 struct spiece {
@@ -273,6 +280,7 @@ struct splice {
 	int64_t		 max_tokens;	/* as they stand: -1 absent, null */
 	int64_t		 max_completion_tokens;
 	int64_t		 max_output_tokens;
+	int64_t		 n_predict;
 	char		 text[1024];	/* names, numbers, the model's */
 	size_t		 textlen;
 };

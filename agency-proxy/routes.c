@@ -7,7 +7,9 @@
  * models'.  What the rules do with each model route:
  *
  * - OpenAI's chat completions: content parts in messages; the cap holds
- *   max_tokens and max_completion_tokens, and sets max_tokens.
+ *   max_tokens and max_completion_tokens, and sets max_tokens.  (On every
+ *   route with a cap, the cap also holds the other names llama-server
+ *   reads for the same limit, routes_limits: n_predict above all.)
  * - OpenAI's completions: no parts; the cap holds max_tokens and sets it.
  * - Anthropic's Messages: Anthropic's blocks; the cap holds max_tokens
  *   (which Anthropic requires) and sets it.  count_tokens: the blocks,
@@ -129,6 +131,9 @@ static const struct kindrow {
 	[KIND_RERANK] = { "rerank", rerank_routes },
 	[KIND_TRANSCRIPTION] = { "transcription", transcription_routes },
 };
+
+const char *const	 routes_limits[] = { "max_tokens",
+	"max_completion_tokens", "max_output_tokens", "n_predict", NULL };
 
 static const struct route	 other = MODEL(NULL, FAMILY_OPENAI, BODY_JSON,
     PARTS_CHAT, "max_tokens", "max_completion_tokens", 1);

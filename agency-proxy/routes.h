@@ -80,6 +80,11 @@ struct route {
 					 * that are not a model's */
 };
 
+/* The names a model server reads for the length of an answer, NULL-
+ * terminated: llama-server reads every one on every route (n_predict
+ * before the others), so a route with a cap holds each of them to it. */
+extern const char *const	 routes_limits[];
+
 /* The route of a path: the first in the table that has it (whole, or
  * as its start for a prefix), or the one for other routes. */
 const struct route	*routes_find(const char *);

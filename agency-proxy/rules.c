@@ -618,28 +618,35 @@ rules_cap(const struct pmodel *m)
 	return (m->rt->max_tokens);
 }
 
+/*
+ * A limit field as the cap holds it: an integer from 1 to the cap stays;
+ * anything else there (over the cap, below 1, which llama-server reads
+ * as "until the context is full", null, a fraction, a string) becomes
+ * the cap.  1 if it changed.
+ */
 static int
-cap_field(json_object *body, const char *field, int64_t cap, int *seen)
+cap_field(json_object *body, const char *field, int64_t cap)
 {
 	json_object	*v;
+	int64_t		 x;
 
-	if (!json_object_object_get_ex(body, field, &v) ||
-	    json_object_is_type(v, json_type_null))
+	if (!json_object_object_get_ex(body, field, &v))
 		return (0);
-	*seen = 1;
-	if ((json_object_is_type(v, json_type_int) ||
-	    json_object_is_type(v, json_type_double)) &&
-	    json_object_get_double(v) <= (double)cap)
-		return (0);
+	if (json_object_is_type(v, json_type_int)) {
+		x = json_object_get_int64(v);
+		if (x >= 1 && x <= cap)
+			return (0);
+	}
 	json_object_object_add(body, field, json_object_new_int64(cap));
 	return (1);
 }
 
 /*
  * The upstream's model name ("": the client's own "model", or none, is
- * left as it is), and the cap (0: none) on the fields of the route at
- * path (routes.c), the first of them added when a body of a chat or
- * vision runtime has none.
+ * left as it is), and the cap (0: none) on a route at path (routes.c)
+ * that has one: on every limit field (routes_limits), and the route's
+ * first field added when a body of a chat or vision runtime has none
+ * of the route's.
  */
 int
 rules_rewrite(json_object *body, const char *upstream, int64_t cap, int kind,
@@ -658,11 +665,13 @@ rules_rewrite(json_object *body, const char *upstream, int64_t cap, int kind,
 		    json_object_new_string(upstream));
 		changed = 1;
 	}
-	if (cap <= 0)
+	if (cap <= 0 || r->cap[0] == NULL)
 		return (changed);
+	for (k = 0; routes_limits[k] != NULL; k++)
+		changed |= cap_field(body, routes_limits[k], cap);
 	for (k = 0; k < ROUTE_CAPS && r->cap[k] != NULL; k++)
-		changed |= cap_field(body, r->cap[k], cap, &seen);
-	if (r->add && r->cap[0] != NULL && !seen &&
+		seen |= json_object_object_get_ex(body, r->cap[k], NULL);
+	if (r->add && !seen &&
 	    (kind == KIND_CHAT || kind == KIND_VISION)) {
 		json_object_object_add(body, r->cap[0],
 		    json_object_new_int64(cap));

@@ -13,8 +13,8 @@
  * splice_rules, at the decision: the runtime's moves and refusals on the
  * top object's members, as rules_apply does them, leave the body as a
  * list of pieces of its bytes and of text, in which the values of
- * "model", "max_tokens" and "max_completion_tokens" are pieces of their
- * own.  splice_rewrite, at the grant: the model name the upstream is
+ * "model" and of the limit fields (routes_limits: max_tokens, n_predict
+ * and the others) are pieces of their own.  splice_rewrite, at the grant: the model name the upstream is
  * sent and the cap, on those pieces, as rules_rewrite does them.  What
  * cannot be done so as the json-c path does it (a dotted path, values
  * equal as JSON but not as bytes, a moved value the cap would read as
@@ -60,6 +60,8 @@ role_of(const char *name, size_t len)
 		return (SP_MAX_COMPLETION);
 	if (len == 17 && memcmp(name, "max_output_tokens", 17) == 0)
 		return (SP_MAX_OUTPUT);
+	if (len == 9 && memcmp(name, "n_predict", 9) == 0)
+		return (SP_N_PREDICT);
 	if (len == 6 && memcmp(name, "stream", 6) == 0)
 		return (SP_STREAM);
 	return (SP_NONE);
@@ -102,6 +104,8 @@ count_of(struct splice *sp, int role)
 		return (&sp->max_completion_tokens);
 	case SP_MAX_OUTPUT:
 		return (&sp->max_output_tokens);
+	case SP_N_PREDICT:
+		return (&sp->n_predict);
 	default:
 		return (NULL);
 	}
@@ -363,7 +367,7 @@ splice_rules(const struct pruntime *rt, const struct rscan *rs,
 
 	memset(sp, 0, sizeof(*sp));
 	sp->max_tokens = sp->max_completion_tokens = -1;
-	sp->max_output_tokens = -1;
+	sp->max_output_tokens = sp->n_predict = -1;
 	/* content parts of a type the runtime refuses: the tree says which */
 	for (i = 0; i < rs->ntypes; i++)
 		if (!rules_part_allowed(rt, rs->types[i]))
@@ -447,9 +451,9 @@ replace(struct splice *sp, struct spiece *p, const char *s, size_t len,
 /*
  * The model name sent upstream ("": the body's own, as it is) and the
  * cap (0: none) for a kind, on the pieces, as rules_rewrite does them
- * for route r: on its fields (those splice_rules noted: max_tokens,
- * max_completion_tokens, max_output_tokens: splice_route), the
- * first added where it says so.  1 if the body changed, 0 if not; -1,
+ * for route r: on every limit field (routes_limits, whose values
+ * splice_rules noted as counts) when r has a cap, and r's first field
+ * added where it says so.  1 if the body changed, 0 if not; -1,
  * with nothing changed, when the pieces have no room for the name (for
  * the json-c path).
  */
@@ -465,12 +469,12 @@ splice_rewrite(struct splice *sp, const char *base, const char *upstream,
 	int		 seen = 0, changed = 0, n, role;
 
 	/* room for all of it, first: the name escaped, two members added,
-	 * the pieces they take */
+	 * four limits replaced, the pieces they take */
 	for (need = 2, i = 0; upstream[i] != '\0'; i++)
 		need += upstream[i] == '"' || upstream[i] == '\\' ? 2 :
 		    (unsigned char)upstream[i] < 0x20 ? 6 : 1;
 	need += sizeof(",\"model\":") + sizeof(",\"max_output_tokens\":") +
-	    3 * 24;
+	    5 * 24;
 	if (need > sizeof(sp->text) - sp->textlen ||
 	    sp->np + 6 > SPLICE_PIECES)
 		return (-1);
@@ -497,24 +501,26 @@ splice_rewrite(struct splice *sp, const char *base, const char *upstream,
 	if (cap <= 0 || r->cap[0] == NULL)
 		return (changed);
 	n = snprintf(num, sizeof(num), "%lld", (long long)cap);
-	for (i = 0; i < ROUTE_CAPS && r->cap[i] != NULL; i++) {
-		role = role_of(r->cap[i], strlen(r->cap[i]));
-		if ((cnt = count_of(sp, role)) == NULL || *cnt < 0)
+	/* every limit field there: a count from 1 to the cap stays (a
+	 * value that is no count never came this way: splice_pieces) */
+	for (i = 0; routes_limits[i] != NULL; i++) {
+		role = role_of(routes_limits[i], strlen(routes_limits[i]));
+		if ((p = role_piece(sp, role)) == NULL)
 			continue;
-		seen = 1;
-		if (*cnt > cap) {
-			if (replace(sp, role_piece(sp, role), num, n, 0) == -1)
+		cnt = count_of(sp, role);
+		if (*cnt < 1 || *cnt > cap) {
+			if (replace(sp, p, num, n, 0) == -1)
 				return (-1);
 			changed = 1;
 		}
 	}
+	for (i = 0; i < ROUTE_CAPS && r->cap[i] != NULL; i++) {
+		role = role_of(r->cap[i], strlen(r->cap[i]));
+		if (role_piece(sp, role) != NULL)
+			seen = 1;
+	}
 	if (!seen && r->add && (kind == KIND_CHAT || kind == KIND_VISION)) {
-		/* a null one takes the cap where it is */
-		role = role_of(r->cap[0], strlen(r->cap[0]));
-		if ((p = role_piece(sp, role)) != NULL) {
-			if (replace(sp, p, num, n, 0) == -1)
-				return (-1);
-		} else if (add_member(sp, r->cap[0], num, n, 0) == -1)
+		if (add_member(sp, r->cap[0], num, n, 0) == -1)
 			return (-1);
 		changed = 1;
 	}

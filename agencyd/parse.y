@@ -54,6 +54,7 @@ static struct file {
 	FILE			*stream;
 	char			*name;
 	int			 lineno;
+	int			 mode;		/* its permission bits */
 	int			 unget[MAXUNGET];
 	int			 nunget;
 } *file;
@@ -86,7 +87,7 @@ int		 yylex(void);
 int		 yyerror(const char *, ...)
 		    __attribute__((__format__ (printf, 1, 2)));
 
-static int		 conf_open(const char *, FILE **, char *, size_t);
+static int		 conf_open(const char *, FILE **, int *, char *, size_t);
 static struct file	*pushfile(const char *, int);
 static int		 popfile(void);
 static int		 lex(void);
@@ -1409,10 +1410,10 @@ top:
  * descriptor, and only then read it.  As root, the file must also be
  * root's and written by no one else, as sshd and smtpd want theirs:
  * whoever can write it chooses the programs agencyd runs.  0 with *fp
- * set, or -1 with why in why.
+ * and *mode (the permission bits) set, or -1 with why in why.
  */
 static int
-conf_open(const char *path, FILE **fp, char *why, size_t whylen)
+conf_open(const char *path, FILE **fp, int *mode, char *why, size_t whylen)
 {
 	struct stat	 st;
 	int		 fd, flags;
@@ -1444,6 +1445,7 @@ conf_open(const char *path, FILE **fp, char *why, size_t whylen)
 		close(fd);
 		return (-1);
 	}
+	*mode = st.st_mode & 07777;
 	return (0);
 }
 
@@ -1474,7 +1476,8 @@ pushfile(const char *name, int included)
 	if ((nfile = calloc(1, sizeof(*nfile))) == NULL)
 		fatal("%s: calloc", __func__);
 	nfile->name = path;
-	if (conf_open(path, &nfile->stream, why, sizeof(why)) == -1) {
+	if (conf_open(path, &nfile->stream, &nfile->mode, why,
+	    sizeof(why)) == -1) {
 		if (included)
 			yyerror("%s: %s", path, why);
 		else if (opts & AGENCYD_OPT_NOACTION) {
@@ -2258,12 +2261,30 @@ key_secret_file(const char *path)
 		key_secret_good = 1;
 }
 
+/*
+ * A key by its SHA-256: unsalted and fast, so a file others may read
+ * gives them any key short enough to guess.  For random keys only
+ * (agency.conf(5)); in a file others may read, an error for -n and a
+ * warning for a running agencyd, which must not refuse a file it ran
+ * with before.
+ */
 static void
 key_secret_hash(const char *hex)
 {
+	struct pos	 p;
+
 	if (key_secret++) {
 		yyerror("key \"%s\" has a secret already", kb->name);
 		return;
+	}
+	if (file->mode & S_IROTH) {
+		here(&p);
+		conf_warn(&p, 1, "secret sha256 of key \"%s\" in a file "
+		    "others may read (mode %04o): an unsalted SHA-256 gives "
+		    "away a key short enough to guess; make the file 0600 "
+		    "or 0640, or use secret file", kb->name,
+		    (unsigned int)file->mode);
+		free(p.file);
 	}
 	if (sha256_unhex(hex, kb->digest) == -1)
 		yyerror("secret sha256 \"%.80s\" is not 64 hexadecimal "

@@ -193,6 +193,9 @@ usage(FILE *fp, int code)
 "the last two in pieces MS ms apart.  The headers X-Fakelm-Body-Cksum and\n"
 "X-Fakelm-Answer-Cksum name the cksum(1) digests (\"CRC LENGTH\") of the\n"
 "request body received and of the answer body sent.\n"
+"A generating route reads \"n_predict\" before its own length field, as\n"
+"llama-server does, and names the one it read in X-Fakelm-Limit, as it\n"
+"came (\"none\" if neither is there).\n"
 "A request with the header \"X-Fakelm-Echo-Headers\" is answered with\n"
 "\"X-Fakelm-Headers\", the names of its header fields in lower case.\n"
 "Environment: AGENCY_EXIT_WITH_PARENT=1 exits 0 when stdin reaches EOF.\n",

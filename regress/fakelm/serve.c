@@ -822,8 +822,11 @@ completion(struct evhttp_request *req, const char *path, enum route route)
 }
 
 /*
- * The count of tokens the field key of body asks for (*limited set), or
- * else the default; -1 after answering 400.
+ * The limit a body gives, read as llama-server reads it: "n_predict"
+ * first, then the route's field key (null is none).  X-Fakelm-Limit
+ * reports it as it came, as JSON text ("none" if there is none), on
+ * whatever the answer is; then the count of tokens it asks for (*limited
+ * set), or else the default; -1 after answering 400.
  */
 int
 max_tokens_of(struct evhttp_request *req, const char *path,
@@ -834,9 +837,18 @@ max_tokens_of(struct evhttp_request *req, const char *path,
 
 	*max = FAKELM_DEFAULT_TOKENS;
 	*limited = 0;
+	if (json_object_object_get_ex(body, "n_predict", &v) &&
+	    !json_object_is_type(v, json_type_null))
+		key = "n_predict";
 	if (!json_object_object_get_ex(body, key, &v) ||
-	    json_object_is_type(v, json_type_null))
+	    json_object_is_type(v, json_type_null)) {
+		evhttp_add_header(evhttp_request_get_output_headers(req),
+		    "X-Fakelm-Limit", "none");
 		return (0);
+	}
+	evhttp_add_header(evhttp_request_get_output_headers(req),
+	    "X-Fakelm-Limit", json_object_to_json_string_ext(v,
+	    JSON_C_TO_STRING_PLAIN));
 	if (!json_object_is_type(v, json_type_int) ||
 	    (*max = json_object_get_int64(v)) < 0 ||
 	    *max > FAKELM_MAX_TOKENS) {

@@ -211,6 +211,16 @@ write_seeds(const char *dir)
 		"--b\r\nX: 1\r\n folded\r\n\r\n\r\n--b--",
 		("multipart/form-data; boundary=a; boundary=b\n--a--"),
 		("multipart/mixed; boundary=b\n--b--"),
+		/* issue 29: what other parsers read otherwise, refused */
+		"--b\r\nContent-Disposition: form-data; name=\"model\"; "
+		    "name*=UTF-8''attacker\r\n\r\nw\r\n--b--\r\n",
+		"--b\r\nContent-Disposition: form-data; name=\"model\"; "
+		    "name*0=\"attac\"; name*1*=ker\r\n\r\nw\r\n--b--\r\n",
+		"--b\r\nContent-Disposition: form-data; name=\"f\"; "
+		    "filename*0=\"a\"; filename=\"b\"; FILENAME=\"c\"\r\n"
+		    "\r\nx\r\n--b--\r\n",
+		"--b\r\nContent-Disposition: form-data; name=\"mo\\\"del\""
+		    "\r\n\r\nw\r\n--b--\r\n",
 	};
 	char		 path[1024];
 	size_t		 i, len;

@@ -604,6 +604,37 @@ ATF_TC_BODY(find, tc)
 	ATF_CHECK(h1_find(&msg, "Content-Length") == NULL);
 }
 
+/* Issue 29, item 10: the fields a Connection field names are this hop's
+ * (RFC 9110 7.6.1), in any case and any place of its list, from any of
+ * its Connection fields; others are not. */
+ATF_TC_WITHOUT_HEAD(hop_in);
+ATF_TC_BODY(hop_in, tc)
+{
+	static const char	 s[] = "POST / HTTP/1.1\r\n"
+				    "Host: one\r\n"
+				    "Connection: keep-alive, X-Hop ,x-other\r\n"
+				    "X-Hop: 1\r\n"
+				    "X-Other: 2\r\n"
+				    "connection: X-Third\r\n"
+				    "X-Third: 3\r\n"
+				    "X-Kept: 4\r\n"
+				    "X-Ho: 5\r\n"
+				    "\r\n";
+
+	ATF_REQUIRE_EQ(req(S(s)), (int)sizeof(s) - 1);
+	ATF_CHECK(h1_hop_in(&msg, S("X-Hop")));
+	ATF_CHECK(h1_hop_in(&msg, S("x-hop")));
+	ATF_CHECK(h1_hop_in(&msg, S("X-Other")));
+	ATF_CHECK(h1_hop_in(&msg, S("X-Third")));
+	ATF_CHECK(h1_hop_in(&msg, S("Keep-Alive")));
+	ATF_CHECK(h1_hop_in(&msg, S("Connection")));
+	ATF_CHECK(h1_hop_in(&msg, S("Host")));
+	ATF_CHECK(!h1_hop_in(&msg, S("X-Kept")));
+	ATF_CHECK(!h1_hop_in(&msg, S("X-Ho")));
+	ATF_CHECK(!h1_hop_in(&msg, S("X-Hop2")));
+	ATF_CHECK(!h1_hop_in(&msg, S("Content-Type")));
+}
+
 ATF_TC_WITHOUT_HEAD(has_token);
 ATF_TC_BODY(has_token, tc)
 {
@@ -1106,6 +1137,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, req_ows);
 	ATF_TP_ADD_TC(tp, find);
 	ATF_TP_ADD_TC(tp, has_token);
+	ATF_TP_ADD_TC(tp, hop_in);
 	ATF_TP_ADD_TC(tp, resp_status);
 	ATF_TP_ADD_TC(tp, resp_bad);
 	ATF_TP_ADD_TC(tp, resp_framing);

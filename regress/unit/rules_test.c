@@ -774,6 +774,115 @@ ATF_TC_BODY(cap_by_kind, tc)
 	}
 }
 
+/*
+ * Issue 29, item 5: the cap holds every field llama-server reads for the
+ * length of an answer (routes_limits), on every route with a cap: below
+ * 1 (-1 is "until the context is full"), null, a fraction, a string all
+ * become the cap, and n_predict, which it reads first, is capped too.
+ * The tree and, where the scan takes the body, the splice alike.
+ */
+ATF_TC_WITHOUT_HEAD(cap_limits);
+ATF_TC_BODY(cap_limits, tc)
+{
+	static const struct {
+		const char	*path;
+		const char	*body;
+		const char	*want;
+	} cases[] = {
+		{ CC, "{\"max_tokens\":-1}", "{\"max_tokens\":8,"
+		    "\"model\":\"up\"}" },
+		{ CC, "{\"max_tokens\":0}", "{\"max_tokens\":8,"
+		    "\"model\":\"up\"}" },
+		{ CC, "{\"max_tokens\":null}", "{\"max_tokens\":8,"
+		    "\"model\":\"up\"}" },
+		{ CC, "{\"max_tokens\":2.5}", "{\"max_tokens\":8,"
+		    "\"model\":\"up\"}" },
+		{ CC, "{\"max_tokens\":\"4\"}", "{\"max_tokens\":8,"
+		    "\"model\":\"up\"}" },
+		{ CC, "{\"max_tokens\":true}", "{\"max_tokens\":8,"
+		    "\"model\":\"up\"}" },
+		{ CC, "{\"max_tokens\":-99999999999999999999}",
+		    "{\"max_tokens\":8,\"model\":\"up\"}" },
+		/* a count within it stays; 1 and the cap are within */
+		{ CC, "{\"max_tokens\":1}", "{\"max_tokens\":1,"
+		    "\"model\":\"up\"}" },
+		{ CC, "{\"max_tokens\":8}", "{\"max_tokens\":8,"
+		    "\"model\":\"up\"}" },
+		{ CC, "{\"max_tokens\":9}", "{\"max_tokens\":8,"
+		    "\"model\":\"up\"}" },
+		{ CC, "{\"max_completion_tokens\":-1}",
+		    "{\"max_completion_tokens\":8,\"model\":\"up\"}" },
+		{ CC, "{\"max_tokens\":5,\"max_completion_tokens\":null}",
+		    "{\"max_tokens\":5,\"max_completion_tokens\":8,"
+		    "\"model\":\"up\"}" },
+		/* n_predict, read before the others, on every route */
+		{ CC, "{\"n_predict\":200}", "{\"n_predict\":8,"
+		    "\"model\":\"up\",\"max_tokens\":8}" },
+		{ CC, "{\"n_predict\":-1,\"max_tokens\":4}", "{\"n_predict\":8,"
+		    "\"max_tokens\":4,\"model\":\"up\"}" },
+		{ CC, "{\"n_predict\":3}", "{\"n_predict\":3,"
+		    "\"model\":\"up\",\"max_tokens\":8}" },
+		{ "/v1/completions", "{\"max_completion_tokens\":-1,"
+		    "\"n_predict\":null}", "{\"max_completion_tokens\":8,"
+		    "\"n_predict\":8,\"model\":\"up\",\"max_tokens\":8}" },
+		{ "/v1/completions", "{\"max_tokens\":-1}",
+		    "{\"max_tokens\":8,\"model\":\"up\"}" },
+		{ "/v1/messages", "{\"max_tokens\":-1}",
+		    "{\"max_tokens\":8,\"model\":\"up\"}" },
+		{ "/v1/messages", "{\"max_tokens\":4,"
+		    "\"max_completion_tokens\":100,\"n_predict\":100}",
+		    "{\"max_tokens\":4,\"max_completion_tokens\":8,"
+		    "\"n_predict\":8,\"model\":\"up\"}" },
+		{ "/v1/responses", "{\"max_output_tokens\":-5}",
+		    "{\"max_output_tokens\":8,\"model\":\"up\"}" },
+		{ "/v1/responses", "{\"max_output_tokens\":0,"
+		    "\"n_predict\":100}", "{\"max_output_tokens\":8,"
+		    "\"n_predict\":8,\"model\":\"up\"}" },
+		/* llama-server's own /completion: the route of other paths */
+		{ "/completion", "{\"n_predict\":-1}", "{\"n_predict\":8,"
+		    "\"model\":\"up\",\"max_tokens\":8}" },
+		/* routes with no cap: as they came */
+		{ "/v1/messages/count_tokens", "{\"n_predict\":-1}",
+		    "{\"n_predict\":-1,\"model\":\"up\"}" },
+		{ "/v1/embeddings", "{\"max_tokens\":-1}",
+		    "{\"max_tokens\":-1,\"model\":\"up\"}" },
+	};
+	static struct splice	 sp;
+	struct pruntime		 rt;
+	struct rscan		 rs;
+	struct rerr		 e;
+	json_object		*o, *f;
+	const char		*out;
+	size_t			 i;
+	int			 fast = 0;
+
+	memset(&rt, 0, sizeof(rt));
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct route	*r = routes_find(cases[i].path);
+		const char		*b = cases[i].body;
+
+		o = parse(b);
+		ATF_CHECK_EQ_MSG(rules_rewrite(o, "up", 8, KIND_CHAT,
+		    cases[i].path), 1, "%s %s", cases[i].path, b);
+		ATF_CHECK_STREQ_MSG(str(o), cases[i].want, "%s %s",
+		    cases[i].path, b);
+		if (splice_route(r) && rules_fast(b, strlen(b), NULL,
+		    r->parts, &rs) && splice_rules(&rt, &rs, &sp, &e) == 0) {
+			fast++;
+			ATF_CHECK_EQ_MSG(splice_rewrite(&sp, b, "up", 8,
+			    KIND_CHAT, r), 1, "%s %s", cases[i].path, b);
+			out = spliced(&sp, b);
+			f = parse(out);
+			ATF_CHECK_MSG(json_object_equal(o, f), "%s %s: %s "
+			    "against %s", cases[i].path, b, out, str(o));
+			json_object_put(f);
+		}
+		json_object_put(o);
+	}
+	/* the splice was tried on the bodies the scan takes */
+	ATF_CHECK(fast >= 10);
+}
+
 /* conf() listening on 127.0.0.1:8080 and [::1]:8081. */
 static struct pconf *
 listening_conf(void)
@@ -1228,7 +1337,8 @@ ATF_TC_BODY(fast_route, tc)
 /*
  * The fast path on the routes whose cap is max_tokens alone, against the
  * tree's rules_rewrite on the same body: /v1/completions caps
- * max_tokens and leaves max_completion_tokens, which is not its field;
+ * max_tokens, and max_completion_tokens, which is not its field but a
+ * limit llama-server reads there too (issue 29), and adds only its own;
  * Messages adds max_tokens where the body has none; count_tokens has no
  * cap.  And where the scan reads "system" and a message's "content" as
  * parts.
@@ -1278,11 +1388,11 @@ ATF_TC_BODY(fast_other_routes, tc)
 	fast_same("/v1/completions", "{\"model\":\"m\",\"prompt\":\"x\","
 	    "\"max_tokens\":100,\"max_completion_tokens\":100}", 8, KIND_CHAT,
 	    "{\"model\":\"up\",\"prompt\":\"x\",\"max_tokens\":8,"
-	    "\"max_completion_tokens\":100}");
+	    "\"max_completion_tokens\":8}");
 	fast_same("/v1/completions", "{\"model\":\"m\",\"prompt\":\"x\","
 	    "\"max_completion_tokens\":100}", 8, KIND_CHAT,
 	    "{\"model\":\"up\",\"prompt\":\"x\","
-	    "\"max_completion_tokens\":100,\"max_tokens\":8}");
+	    "\"max_completion_tokens\":8,\"max_tokens\":8}");
 	fast_same("/v1/chat/completions", "{\"model\":\"m\","
 	    "\"max_completion_tokens\":100}", 8, KIND_CHAT,
 	    "{\"model\":\"up\",\"max_completion_tokens\":8}");
@@ -1297,14 +1407,15 @@ ATF_TC_BODY(fast_other_routes, tc)
 	fast_same("/v1/messages/count_tokens", "{\"model\":\"m\","
 	    "\"max_tokens\":1024}", 0, KIND_CHAT,
 	    "{\"model\":\"up\",\"max_tokens\":1024}");
-	/* the Responses' cap is max_output_tokens alone */
+	/* the Responses' own field is max_output_tokens; max_tokens is a
+	 * limit there too */
 	fast_same("/v1/responses", "{\"model\":\"m\",\"input\":\"x\","
 	    "\"max_tokens\":100,\"max_output_tokens\":100}", 8, KIND_CHAT,
-	    "{\"model\":\"up\",\"input\":\"x\",\"max_tokens\":100,"
+	    "{\"model\":\"up\",\"input\":\"x\",\"max_tokens\":8,"
 	    "\"max_output_tokens\":8}");
 	fast_same("/v1/responses", "{\"model\":\"m\",\"input\":\"x\","
 	    "\"max_tokens\":100}", 8, KIND_VISION,
-	    "{\"model\":\"up\",\"input\":\"x\",\"max_tokens\":100,"
+	    "{\"model\":\"up\",\"input\":\"x\",\"max_tokens\":8,"
 	    "\"max_output_tokens\":8}");
 	fast_same("/v1/responses", "{\"max_output_tokens\":null,"
 	    "\"model\":\"m\"}", 8, KIND_CHAT,
@@ -1350,6 +1461,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, scan);
 	ATF_TP_ADD_TC(tp, fast_route);
 	ATF_TP_ADD_TC(tp, fast_other_routes);
+	ATF_TP_ADD_TC(tp, cap_limits);
 	ATF_TP_ADD_TC(tp, fast_parts);
 	ATF_TP_ADD_TC(tp, parse_alone);
 	ATF_TP_ADD_TC(tp, fast_refuse);
