@@ -57,10 +57,10 @@
  * The fairness window by default: POOL_FAIRNESS_K times the mean
  * measured load of the model that keeps the memory (what stopping it
  * early costs its clients: a load again), within these bounds.  Ten
- * loads' time keeps a swap to a tenth of the time two models that take
- * turns are served; two seconds at least, so that fast loads do not
- * swap at every request; a minute at most, so that a slow model never
- * holds a waiting one for longer than a swap of the old default took.
+ * loads' time keeps swapping to about a tenth of the time two models
+ * that take turns are served; two seconds at least, so that fast loads
+ * do not swap at every request; a minute at most, so that a request
+ * never waits longer than that for a model that loads slowly.
  */
 #define POOL_FAIRNESS_K		10
 #define POOL_FAIRNESS_MIN	2000		/* ms */
