@@ -174,6 +174,12 @@ bench/placebench: bench/placebench.c agencyd/*.h common/*.h $(AGENCYD_LIB) \
 	$(CC) $(CFLAGS) -Iagencyd $(LDFLAGS) -o $@ $< $(AGENCYD_LIB) \
 	    $(COMMON_LIB) $(LDLIBS)
 
+# sizes reads model files with agencyd's own readers.
+regress/tools/sizes: regress/tools/sizes.c regress/tools/*.h $(AGENCYD_LIB) \
+    $(COMMON_LIB)
+	$(CC) $(CFLAGS) -Iagencyd $(LDFLAGS) -o $@ $< $(AGENCYD_LIB) \
+	    $(COMMON_LIB) $(LDLIBS)
+
 # Shims a test preloads into a program, never built with sanitizers
 # (they would have to come before the sanitizer's own runtime).
 regress/preload/%.so: regress/preload/%.c
@@ -185,7 +191,7 @@ regress/unit/%_test: regress/unit/%_test.o $(AGENCYD_LIB) $(PROXY_LIB) \
     $(CTL_LIB) $(GPU_LIB) $(COMMON_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(shell pkg-config --libs atf-c)
 regress/unit/%_test.o: regress/unit/%_test.c agencyd/*.h agency-proxy/*.h \
-    agency-ctl/*.h agency-gpu/*.h common/*.h
+    agency-ctl/*.h agency-gpu/*.h common/*.h $(wildcard regress/unit/*.h)
 	$(CC) $(CFLAGS) -Iagencyd -Iagency-proxy -Iagency-ctl -Iagency-gpu \
 	    $(shell pkg-config --cflags atf-c) -c -o $@ $<
 

@@ -6,9 +6,9 @@
  * agency-ctl: steer agencyd over its control socket.
  *
  * One request a connection.  The answer is read to its end marker
- * (IMSG_CTL_END, or IMSG_STATUS_END for status); every message in it is
- * checked for its exact size and NUL-terminated strings, and anything
- * else is reported as a broken answer rather than trusted.  "logs -f"
+ * (IMSG_CTL_END, or IMSG_CTL_STATUS_END for status); every message in
+ * it is read whole by proto.c, and anything else is reported as a
+ * broken answer rather than trusted.  "logs -f"
  * has no end: it prints each line agencyd sends until it is interrupted
  * or agencyd closes.
  *
@@ -39,6 +39,7 @@
 #include "imsg.h"
 #include "import.h"
 #include "log.h"
+#include "msg.h"
 #include "proto.h"
 #include "version.h"
 
@@ -530,6 +531,18 @@ ctl_connect_default(const char *own)
 	return (fd);
 }
 
+/* Queue a message, as proto.c writes it. */
+static void
+ctl_send(struct ctl *ctl, uint32_t type, const void *data, size_t len)
+{
+	struct msgw	 w;
+
+	if (proto_write(&w, FROM_CTL, type, data, len) == -1)
+		errx(CTL_EXIT_ERROR, "%s: message %u", __func__, type);
+	if (msg_compose(&ctl->ibuf, type, 0, -1, &w) == -1)
+		err(CTL_EXIT_ERROR, "imsg_compose");
+}
+
 static void
 ctl_request(struct ctl *ctl)
 {
@@ -537,7 +550,6 @@ ctl_request(struct ctl *ctl)
 	struct proto_ctl_model	 cm;
 	struct proto_ctl_verbose cv;
 	uint32_t		 type;
-	int			 rv;
 
 	memset(&cm, 0, sizeof(cm));
 	if (ctl->model != NULL)
@@ -546,13 +558,11 @@ ctl_request(struct ctl *ctl)
 	switch (ctl->cmd->action) {
 	case CTL_STATUS:
 		if (ctl->model != NULL) {
-			rv = imsg_compose(&ctl->ibuf, IMSG_CTL_STATUS, 0, 0,
-			    -1, &cm, sizeof(cm));
+			ctl_send(ctl, IMSG_CTL_STATUS, &cm, sizeof(cm));
 			break;
 		}
 		memset(&r, 0, sizeof(r));
-		rv = imsg_compose(&ctl->ibuf, IMSG_STATUS_REQ, 0, 0, -1, &r,
-		    sizeof(r));
+		ctl_send(ctl, IMSG_CTL_STATUS_REQ, &r, sizeof(r));
 		break;
 	case CTL_LOAD:
 	case CTL_UNLOAD:
@@ -572,82 +582,95 @@ ctl_request(struct ctl *ctl)
 			type = IMSG_CTL_FOLLOW;
 		else
 			type = IMSG_CTL_LOGS;
-		rv = imsg_compose(&ctl->ibuf, type, 0, 0, -1, &cm,
-		    sizeof(cm));
+		ctl_send(ctl, type, &cm, sizeof(cm));
 		break;
 	case CTL_RELOAD:
-		rv = imsg_compose(&ctl->ibuf, IMSG_CTL_RELOAD, 0, 0, -1,
-		    NULL, 0);
+		ctl_send(ctl, IMSG_CTL_RELOAD, NULL, 0);
 		break;
 	case CTL_LOG:
 		memset(&cv, 0, sizeof(cv));
 		cv.verbose = ctl->verbose;
-		rv = imsg_compose(&ctl->ibuf, IMSG_CTL_VERBOSE, 0, 0, -1,
-		    &cv, sizeof(cv));
+		ctl_send(ctl, IMSG_CTL_VERBOSE, &cv, sizeof(cv));
 		break;
 	default:
 		errx(CTL_EXIT_ERROR, "%s: unknown action", __func__);
 	}
-	if (rv == -1)
-		err(CTL_EXIT_ERROR, "imsg_compose");
 }
 
-/* Take one message of the answer; 1 when the answer is complete. */
+/* A status record of the answer (its models, aliases, memory, keys). */
+static void
+ctl_status_part(struct ctl *ctl, uint32_t type, const union proto_msg *u)
+{
+	int	 rv;
+
+	if (ctl->cmd->action != CTL_STATUS)
+		broken(ctl, "unexpected message from agencyd");
+	switch (type) {
+	case IMSG_CTL_STATUS_MODEL:
+		rv = status_add(&ctl->status, &u->status);
+		break;
+	case IMSG_CTL_STATUS_ALIAS:
+		rv = status_add_alias(&ctl->status, &u->alias);
+		break;
+	case IMSG_CTL_STATUS_MEMORY:
+		rv = status_set_memory(&ctl->status, &u->memory);
+		break;
+	default:
+		rv = status_add_key(&ctl->status, &u->key_status);
+		break;
+	}
+	if (rv == -1 && errno == ENOMEM)
+		err(CTL_EXIT_ERROR, "status");
+	if (rv == -1)
+		broken(ctl, "malformed status from agencyd");
+}
+
+/* The outcome (OK, ERROR, FAILED) or a line to print (INFO). */
+static void
+ctl_result(struct ctl *ctl, uint32_t type, const char *message)
+{
+	enum ctl_action	 action = ctl->cmd->action;
+
+	if (type == IMSG_CTL_INFO) {
+		if (action != CTL_RELOAD && action != CTL_PLAN)
+			broken(ctl, "unexpected message from agencyd");
+		lines_add(ctl, message);
+		return;
+	}
+	if (ctl->ok || ctl->failed)
+		broken(ctl, "agencyd answered twice");
+	(void)strlcpy(ctl->result, message, sizeof(ctl->result));
+	if (type == IMSG_CTL_OK)
+		ctl->ok = 1;
+	else if (type == IMSG_CTL_FAILED && action == CTL_LOAD)
+		ctl->failed = CTL_EXIT_FAILED;
+	else if (type == IMSG_CTL_FAILED)
+		broken(ctl, "unexpected message from agencyd");
+	else
+		ctl->failed = CTL_EXIT_REFUSED;
+	/* An error may answer status, on a socket that refuses it. */
+}
+
+/* Take one message of the answer, read whole by proto.c; 1 when the
+ * answer is complete. */
 static int
 ctl_dispatch(struct ctl *ctl, struct imsg *imsg)
 {
-	struct proto_status	 st;
-	struct proto_alias	 al;
-	struct proto_memory	 pm;
-	struct proto_key_status	 ks;
-	struct proto_reqid	 r;
-	struct proto_ctl_result	 res;
-	struct proto_log	 lg;
-	enum ctl_action		 action = ctl->cmd->action;
+	union proto_msg		 u;
+	const char		*why;
 	uint32_t		 type = imsg_get_type(imsg);
 
+	if (proto_read(imsg, FROM_AGENCYD, &u, sizeof(u), &why) == -1)
+		broken(ctl, "malformed message from agencyd");
 	switch (type) {
-	case IMSG_STATUS_MODEL:
-		if (action != CTL_STATUS)
-			broken(ctl, "unexpected message from agencyd");
-		if (imsg_get_data(imsg, &st, sizeof(st)) == -1)
-			broken(ctl, "malformed status from agencyd");
-		if (status_add(&ctl->status, &st) == -1) {
-			if (errno == ENOMEM)
-				err(CTL_EXIT_ERROR, "status");
-			broken(ctl, "malformed status from agencyd");
-		}
+	case IMSG_CTL_STATUS_MODEL:
+	case IMSG_CTL_STATUS_ALIAS:
+	case IMSG_CTL_STATUS_MEMORY:
+	case IMSG_CTL_STATUS_KEY:
+		ctl_status_part(ctl, type, &u);
 		return (0);
-	case IMSG_STATUS_ALIAS:
-		if (action != CTL_STATUS ||
-		    imsg_get_data(imsg, &al, sizeof(al)) == -1)
-			broken(ctl, "malformed status from agencyd");
-		if (status_add_alias(&ctl->status, &al) == -1) {
-			if (errno == ENOMEM)
-				err(CTL_EXIT_ERROR, "status");
-			broken(ctl, "malformed status from agencyd");
-		}
-		return (0);
-	case IMSG_STATUS_MEMORY:
-		if (action != CTL_STATUS ||
-		    imsg_get_data(imsg, &pm, sizeof(pm)) == -1 ||
-		    status_set_memory(&ctl->status, &pm) == -1)
-			broken(ctl, "malformed status from agencyd");
-		return (0);
-	case IMSG_STATUS_KEY:
-		if (action != CTL_STATUS)
-			broken(ctl, "unexpected message from agencyd");
-		if (imsg_get_data(imsg, &ks, sizeof(ks)) == -1)
-			broken(ctl, "malformed status from agencyd");
-		if (status_add_key(&ctl->status, &ks) == -1) {
-			if (errno == ENOMEM)
-				err(CTL_EXIT_ERROR, "status");
-			broken(ctl, "malformed status from agencyd");
-		}
-		return (0);
-	case IMSG_STATUS_END:
-		if (action != CTL_STATUS ||
-		    imsg_get_data(imsg, &r, sizeof(r)) == -1)
+	case IMSG_CTL_STATUS_END:
+		if (ctl->cmd->action != CTL_STATUS)
 			broken(ctl, "unexpected message from agencyd");
 		ctl->ok = 1;
 		return (1);
@@ -655,43 +678,19 @@ ctl_dispatch(struct ctl *ctl, struct imsg *imsg)
 	case IMSG_CTL_ERROR:
 	case IMSG_CTL_FAILED:
 	case IMSG_CTL_INFO:
-		if (imsg_get_data(imsg, &res, sizeof(res)) == -1 ||
-		    !PROTO_STROK(res.message))
-			broken(ctl, "malformed answer from agencyd");
-		if (type == IMSG_CTL_INFO) {
-			if (action != CTL_RELOAD && action != CTL_PLAN)
-				broken(ctl, "unexpected message from agencyd");
-			lines_add(ctl, res.message);
-			return (0);
-		}
-		if (ctl->ok || ctl->failed)
-			broken(ctl, "agencyd answered twice");
-		(void)strlcpy(ctl->result, res.message, sizeof(ctl->result));
-		if (type == IMSG_CTL_OK)
-			ctl->ok = 1;
-		else if (type == IMSG_CTL_FAILED && action == CTL_LOAD)
-			ctl->failed = CTL_EXIT_FAILED;
-		else if (type == IMSG_CTL_FAILED)
-			broken(ctl, "unexpected message from agencyd");
-		else
-			ctl->failed = CTL_EXIT_REFUSED;
-		/* An error may answer status, on a socket that refuses it. */
+		ctl_result(ctl, type, u.ctl_result.message);
 		return (0);
 	case IMSG_CTL_LOGLINE:
-		if (action != CTL_LOGS ||
-		    imsg_get_data(imsg, &lg, sizeof(lg)) == -1 ||
-		    !PROTO_STROK(lg.line))
+		if (ctl->cmd->action != CTL_LOGS)
 			broken(ctl, "malformed log line from agencyd");
 		if (ctl->follow)
-			ctl_follow_line(ctl, lg.line);
+			ctl_follow_line(ctl, u.log.line);
 		else if (ctl->json)
-			lines_add(ctl, lg.line);
+			lines_add(ctl, u.log.line);
 		else
-			show_text(stdout, lg.line);
+			show_text(stdout, u.log.line);
 		return (0);
 	case IMSG_CTL_END:
-		if (imsg_get_len(imsg) != 0)
-			broken(ctl, "malformed answer from agencyd");
 		return (1);
 	default:
 		broken(ctl, "unexpected message from agencyd");

@@ -45,8 +45,7 @@ static const char	*col_names[COL_NCOLS] = {
 int
 status_valid(const struct proto_status *st)
 {
-	if (!PROTO_STROK(st->model) || st->model[0] == '\0' ||
-	    !PROTO_STROK(st->runtime) || !PROTO_STROK(st->error))
+	if (st->model[0] == '\0')
 		return (0);
 	if (proto_state_name(st->state) == NULL ||
 	    proto_wait_name(st->waiting) == NULL)
@@ -95,8 +94,7 @@ status_add_alias(struct ctl_status *s, const struct proto_alias *al)
 	struct proto_alias	*p;
 	size_t			 size;
 
-	if (!PROTO_STROK(al->model) || !PROTO_STROK(al->alias) ||
-	    al->alias[0] == '\0' || s->n == 0 ||
+	if (al->alias[0] == '\0' || s->n == 0 ||
 	    strcmp(al->model, s->models[s->n - 1].model) != 0) {
 		errno = EBADMSG;
 		return (-1);
@@ -137,7 +135,7 @@ status_add_key(struct ctl_status *s, const struct proto_key_status *k)
 	struct proto_key_status	*p;
 	size_t			 size;
 
-	if (!PROTO_STROK(k->name) || k->name[0] == '\0') {
+	if (k->name[0] == '\0') {
 		errno = EBADMSG;
 		return (-1);
 	}

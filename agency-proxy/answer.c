@@ -7,8 +7,8 @@
  * to a client connection, JSON answers, errors in the shape of the
  * route's family (OpenAI's, or Anthropic's on its routes), redirects,
  * the answers to requests that could not be read, the status line's
- * reason phrases, and the access-log line.  http.c (routes) and forward.c
- * (model requests) both answer through it.  The one table of statuses
+ * reason phrases, and the access-log line.  http.c, status.c, events.c
+ * and relay.c answer through it.  The one table of statuses
  * holds each status's reason phrase and, for the statuses conn.c refuses
  * a request with, the error's code and message.
  *
@@ -109,36 +109,31 @@ answer_error_type(int status)
 }
 
 /*
- * Anthropic's error type for a status: its own list, and api_error for
- * any other failure of ours.
+ * Anthropic's error type for a status: its own list, invalid_request_error
+ * for the other statuses of a request refused (400, 405, 408, 414, 415,
+ * 431 ...), and api_error for any other failure of ours.
  */
 static const char *
 anthropic_type(int status)
 {
-	switch (status) {
-	case 400:
-	case 405:
-	case 408:
-	case 414:
-	case 415:
-	case 431:
-		return ("invalid_request_error");
-	case 401:
-		return ("authentication_error");
-	case 403:
-		return ("permission_error");
-	case 404:
-		return ("not_found_error");
-	case 413:
-		return ("request_too_large");
-	case 429:
-		return ("rate_limit_error");
-	case 503:
-		return ("overloaded_error");
-	default:
-		return (status >= 400 && status < 500 && status != 499 ?
-		    "invalid_request_error" : "api_error");
-	}
+	static const struct {
+		int		 status;
+		const char	*type;
+	} types[] = {
+		{ 401, "authentication_error" },
+		{ 403, "permission_error" },
+		{ 404, "not_found_error" },
+		{ 413, "request_too_large" },
+		{ 429, "rate_limit_error" },
+		{ 503, "overloaded_error" },
+	};
+	size_t	 i;
+
+	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+		if (types[i].status == status)
+			return (types[i].type);
+	return (status >= 400 && status < 500 && status != 499 ?
+	    "invalid_request_error" : "api_error");
 }
 
 /* The answer's bytes are put together here, then written at once. */

@@ -4,8 +4,9 @@
  */
 /*
  * A growable buffer of bytes, for what conn.c reads and writes,
- * answer.c's answers and forward.c's output: its size doubles from the
- * size its user starts it at, up to a limit.  Calls no other file of
+ * answer.c's answers, what relay.c writes to clients and upstream.c to
+ * model servers: its size doubles from the size its user starts it at,
+ * up to a limit.  Calls no other file of
  * agency-proxy.
  */
 #include <sys/types.h>
@@ -54,6 +55,20 @@ buf_add(struct buf *b, const void *p, size_t n, size_t first)
 	memcpy(b->b + b->len, p, n);
 	b->len += n;
 	return (0);
+}
+
+/* Add a number, in decimal or (base 16) hex, without printf; room as
+ * buf_add makes it. */
+int
+buf_num(struct buf *b, uint64_t v, int base, size_t first)
+{
+	char	 d[24], *e = d + sizeof(d), *p = e;
+
+	do {
+		*--p = "0123456789abcdef"[v % base];
+		v /= base;
+	} while (v != 0);
+	return (buf_add(b, p, e - p, first));
 }
 
 /* Let the memory go, when the buffer is bigger than keep bytes (0: in

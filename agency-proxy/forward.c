@@ -3,70 +3,35 @@
  * SPDX-License-Identifier: ISC (see the file LICENSE)
  */
 /*
- * Model requests: ask the parent for a hold, forward to the model's port
- * over a pooled keep-alive connection, stream the answer back as it comes,
- * and release the hold exactly once, whichever way the request ends.
- * Also the requests that wait on the parent's status (admin status,
- * metrics).  Started by http.c; the parent's answers come through
- * dispatch.c (forward_grant, forward_refuse, forward_status_*).
+ * Model requests (struct preq), from http.c's decision to their end: a
+ * slot of its key for a key with "max requests" (keyq.c), the hold the
+ * parent grants or refuses, the body as the grant makes it (the model's
+ * upstream name and the cap: spliced on the fast path's pieces, in the
+ * tree, or in a form), then the request to the model's server
+ * (upstream.c), whose answer goes straight to the client's side
+ * (relay.c); and the end, whichever way it comes: the hold released
+ * exactly once, the log line and the counts.
  *
- * The upstream side is HTTP/1.1 of our own (h1.c parses the answers): a
- * request goes out in one write, its header and its body's bytes from
- * where they are (the client's as read, the pieces of a splice, or
- * json-c's text), never copied into one buffer; an upstream connection keeps its read
- * event added for its whole life, idle or not, so a closed idle
- * connection is seen and dropped, and a request costs no epoll_ctl.  The
- * answer is passed on piece by piece as it is read: header and body of
- * one read go to the client in one write.  An answer of known length
- * keeps its Content-Length; any other is sent chunked to an HTTP/1.1
- * client, and to an HTTP/1.0 client up to the close of its connection.
+ * The client's connection (conn.c) tells the request when the client
+ * goes (client_gone): a request not yet held is withdrawn; one held is
+ * ended, or drained to its end when its runtime does not stop on close,
+ * so that its model is not counted idle while it still generates.  With
+ * keys in the configuration, the client's credentials (Authorization,
+ * x-api-key) never go on to the model.
  *
- * A form (multipart.c) goes as its bytes with its model's value spliced
- * to the grant's name; a passed-through request (/upstream/MODEL/...)
- * goes with its own method, target and body, and the answer's Location
- * is put back under the prefix.
- *
- * A request lives in a struct preq.  Its client connection (conn.c)
- * tells it when the client goes (client_gone); from then on p->r is NULL
- * and the connection is never touched again.
- *
- * A request of a key with "max requests" waits for a slot of its key
- * (keyq.c) before it asks for a hold (ST_KEYWAIT), within the queue
- * timeout; at its end its slot goes to the next.  With keys in the
- * configuration, the client's credentials (Authorization, x-api-key)
- * never go on to the model; answers to a listed CORS origin carry its
- * fields, and those the model sent are dropped.
- *
- * Loading progress: a streamed request of a runtime with "loading
- * progress" asks the parent to be told what it waits for.  At the first
- * telling (forward_wait) it is answered with a header of our own (200,
- * text/event-stream) and a comment line, and another every second until
- * the model's first byte of body; from then on the model's stream is
- * passed on under that header.  Whatever fails after it (a refusal, an
- * upstream error or an answer that is no stream, a timeout, a cancel)
- * is the stream's last event, an error in the OpenAI shape.
- *
- * Calls: answer.c, metrics.c, conn.c, parent.c, access.c, keyq.c,
- * splice.c, rules.c, routes.c, multipart.c, h1.c, buf.c, state.c.
+ * Calls: relay.c, upstream.c, answer.c, metrics.c, conn.c, parent.c,
+ * keyq.c, splice.c, rules.c, multipart.c, h1.c, state.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>
-#include <sys/socket.h>
 #include <sys/tree.h>
 #include <sys/uio.h>
 
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <arpa/inet.h>
-
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <unistd.h>
 
-#include <event2/buffer.h>
 #include <event2/event.h>
 #include <event2/event_struct.h>
 
@@ -82,20 +47,7 @@
 #define __unused	__attribute__((__unused__))
 #endif
 
-#define UP_READ			(64 * 1024)	/* the shared read buffer */
-#define UP_HEADER_MAX		(64 * 1024)	/* an answer's header */
-#define CLIENT_QUEUE_MAX	(1024 * 1024)	/* then stop reading upstream */
-#define PREQ_HDRS		512		/* inline pass-through headers */
-#define PROGRESS_TICK		1000		/* ms between comment lines */
-#define WAITED_BODY_MAX		4096		/* kept of an answer that is
-						 * no stream, after ours */
-
-enum preq_kind {
-	PREQ_MODEL,
-	PREQ_STATUS,
-	PREQ_METRICS,
-	PREQ_CANCEL,		/* POST /v1/agency/cancel, sent by agencyd */
-};
+#define PREQ_HDRS		512	/* inline pass-through headers */
 
 enum preq_state {
 	ST_HOLD,		/* waiting for the parent's answer */
@@ -104,44 +56,12 @@ enum preq_state {
 	ST_KEYWAIT,		/* waiting for a slot of its key */
 };
 
-struct upconn {
-	TAILQ_ENTRY(upconn)	 entry;		/* idle */
-	int			 fd;
-	uint16_t		 port;
-	struct event		 rev;
-	struct event		 wev;
-	struct preq		*p;		/* NULL: idle */
-	int			 connecting;
-	int			 reused;	/* served an answer before */
-	int			 paused;	/* rev deleted: client is slow */
-	int			 inidle;	/* on the idle list */
-	/* the request's unwritten part: the header's copied, the body's
-	 * where it is (the request's, which outlives the writing) */
-	struct iovec		 iov[SPLICE_PIECES + 1];
-	int			 iovn;		/* 0: none */
-	int			 iovi;		/* the next one */
-	char			*out;		/* the header's */
-	char			*in;		/* an answer's partial header */
-	size_t			 inlen;
-	/* the answer being read */
-	int			 got;		/* any byte of it */
-	int			 hdone;
-	int64_t			 left;		/* of a known length */
-	int			 chunked;
-	struct h1_chunked	 ch;
-	int			 toclose;	/* ends at EOF */
-	int			 keepalive;
-};
-TAILQ_HEAD(upconns, upconn);
-
 struct preq {
 	RB_ENTRY(preq)		 node;
 	TAILQ_ENTRY(preq)	 entry;
 	uint64_t		 reqid;
-	enum preq_kind		 kind;
 	enum preq_state		 state;
-	struct hreq		*r;		/* client's; NULL: gone */
-	int			 minor;		/* the client's HTTP/1.x */
+	struct relay		 rl;		/* the client's side */
 	char			 method[16];
 	char			 path[256];
 	char			 uri[AGENCY_PATH_MAX];
@@ -153,6 +73,7 @@ struct preq {
 	int64_t			 t0;
 	int			 stops;
 	int			 kindof;	/* enum model_kind */
+	const struct route	*route;
 	int64_t			 cap;
 	json_object		*json;		/* the tree, if not fast */
 	char			*raw;		/* the body's bytes, if kept */
@@ -160,8 +81,7 @@ struct preq {
 	char			*rawmem;	/* what raw is in, to free */
 	struct splice		*sp;		/* fast: the pieces of raw */
 	int			 spliced;	/* send sp's pieces, not raw */
-	int			 family;	/* enum route_family: errors */
-	int			 form;		/* a multipart form, read into: */
+	int			 form;		/* a form, read into: */
 	struct mform		 mf;
 	char			 boundary[MULTIPART_BOUNDARY_MAX + 1];
 	char			 upstream[AGENCY_PATH_MAX];	/* granted */
@@ -169,45 +89,23 @@ struct preq {
 	char			 formhead[MULTIPART_BOUNDARY_MAX +
 				    AGENCY_PATH_MAX + 80];
 	int			 pass;		/* /upstream/MODEL/... */
-	int			 headreq;	/* HEAD: the answer has no body */
-	char			 prefix[AGENCY_PATH_MAX];	/* "/upstream/MODEL" */
+	char			 prefix[AGENCY_PATH_MAX]; /* /upstream/MODEL */
 	int			 held;
 	uint64_t		 holdid;
 	uint16_t		 port;
 	char			 label[AGENCY_PATH_MAX];
-	char			 hbuf[PREQ_HDRS];	/* pass-through headers */
+	char			 hbuf[PREQ_HDRS];	/* kept headers */
 	char			*hdrs;		/* hbuf, or allocated */
 	size_t			 hdrslen;
 	int			 has_ctype;
 	struct upconn		*uc;
 	int			 retried;
-	int			 replied;	/* header sent to the client */
-	int			 chunked_out;	/* to the client */
-	int			 close_out;	/* the client's end marks it */
-	int			 sse;		/* text/event-stream */
-	int			 status;
 	int			 end;		/* enum req_end: the first */
-	int64_t			 ptok;
-	int64_t			 ctok;
-	char			 carry[128];
-	size_t			 carrylen;
-	struct event		 timer;
-	json_object		*models;	/* status */
-	struct proto_status	*sts;		/* metrics */
-	size_t			 nsts;
-	/* the wait for the hold, and loading progress */
-	int64_t			 wait_ms;	/* until answered; -1: none */
+	struct event		 timer;		/* a key's queue timeout */
+	int64_t			 wait_ms;	/* for the hold; -1: none */
 	int			 progress;	/* asked to be told its waits */
-	int			 waited;	/* our own header went out */
-	int			 wait;		/* enum proto_wait, as told */
-	uint32_t		 ahead;
-	int64_t			 load_ms;	/* as told, at told_at */
-	int64_t			 told_at;
-	int64_t			 granted_at;
-	int			 ticking;	/* tick is added */
-	struct event		 tick;		/* the next comment line */
-	int			 nostream;	/* the answer under ours is none */
-	struct buf		 kept;		/* of it, for the error event */
+	int64_t			 keywait;	/* ms a slot of its key is
+						 * waited for */
 };
 RB_HEAD(preqtree, preq);
 TAILQ_HEAD(preqs, preq);
@@ -218,45 +116,26 @@ RB_GENERATE_STATIC(preqtree, preq, node, preq_cmp);
 
 static struct preqtree	 tree = RB_INITIALIZER(&tree);
 static struct preqs	 preqs = TAILQ_HEAD_INITIALIZER(preqs);
-static struct upconns	 idle = TAILQ_HEAD_INITIALIZER(idle);
-static char		 ubuf[UP_READ];
-static struct buf	 ob;		/* output being put together */
 
-/* Not passed on, either way (RFC 9110 7.6.1), or set by us. */
-#define HOP(s)	{ s, sizeof(s) - 1 }
-static const struct {
-	const char	*name;
-	size_t		 len;
-} hop_headers[] = {
-	HOP("Connection"), HOP("Keep-Alive"), HOP("Proxy-Authenticate"),
-	HOP("Proxy-Authorization"), HOP("Proxy-Connection"), HOP("TE"),
-	HOP("Trailer"), HOP("Trailers"), HOP("Transfer-Encoding"),
-	HOP("Upgrade"), HOP("Host"), HOP("Content-Length"), HOP("Expect"),
-};
-#undef HOP
-
-static struct preq	*preq_new(struct hreq *, enum preq_kind,
-			    const char *);
 static void		 preq_end(struct preq *);
 static void		 release(struct preq *);
-static void		 client_gone(void *);
 static void		 ended(struct preq *, int);
-static void		 client_drained(void *);
-static void		 upstream_forward(struct preq *);
-static void		 upstream_fail(struct preq *, const char *);
-static void		 upstream_readcb(evutil_socket_t, short, void *);
-static void		 upstream_writecb(evutil_socket_t, short, void *);
-static void		 uc_free(struct upconn *);
 static void		 body_drop(struct preq *);
-static void		 timer_arm(struct preq *);
-static void		 timer_cb(evutil_socket_t, short, void *);
-static void		 usage_scan(struct preq *, const char *, size_t);
+static void		 client_gone(void *);
+static void		 client_drained(void *);
+static void		 forward_send(struct preq *);
+static void		 key_timeout(evutil_socket_t, short, void *);
 static void		 hold_ask(struct preq *);
-static int		 waited_data(struct preq *, const char *, size_t);
-static void		 waited_fail(struct preq *, int, const char *,
-			    const char *);
-static void		 tick_cb(evutil_socket_t, short, void *);
-static void		 tick_stop(struct preq *);
+static void		 up_began(void *);
+static void		 up_done(void *);
+static void		 up_fail(void *, const char *, int);
+
+/* What upstream.c tells a request's owner. */
+static const struct upstream_owner	 owner = {
+	.began = up_began,
+	.done = up_done,
+	.fail = up_fail,
+};
 
 static int
 preq_cmp(struct preq *a, struct preq *b)
@@ -264,87 +143,37 @@ preq_cmp(struct preq *a, struct preq *b)
 	return (a->reqid < b->reqid ? -1 : a->reqid > b->reqid);
 }
 
-/* The output buffer: start, add, and make room. */
-static void
-o_reset(void)
-{
-	ob.len = 0;
-}
-
-static void
-o_add(const void *p, size_t n)
-{
-	if (buf_add(&ob, p, n, 16384) == -1)
-		fatal("%s", __func__);
-}
-
-static void
-o_str(const char *s)
-{
-	o_add(s, strlen(s));
-}
-
-/* A number, in decimal or (base 16) hex, without printf. */
-static void
-o_num(uint64_t v, int base)
-{
-	char	 d[24], *e = d + sizeof(d), *p = e;
-
-	do {
-		*--p = "0123456789abcdef"[v % base];
-		v /= base;
-	} while (v != 0);
-	o_add(p, e - p);
-}
-
-/* Whether an answer is a stream of server-sent events. */
-static int
-is_sse(const struct h1_msg *m)
-{
-	const struct h1_header	*h = h1_find(m, "Content-Type");
-
-	return (h != NULL && h->valuelen >= 17 &&
-	    strncasecmp(h->value, "text/event-stream", 17) == 0);
-}
-
-static int
-is_hop(const char *key, size_t len)
-{
-	size_t	 i;
-
-	for (i = 0; i < sizeof(hop_headers) / sizeof(hop_headers[0]); i++)
-		if (hop_headers[i].len == len &&
-		    strncasecmp(key, hop_headers[i].name, len) == 0)
-			return (1);
-	return (0);
-}
-
+/* A model request of the client's r, as dc decided it: its model, and
+ * who it comes from. */
 static struct preq *
-preq_new(struct hreq *r, enum preq_kind kind, const char *path)
+preq_new(struct hreq *r, const struct http_decision *dc)
 {
 	struct preq	*p;
 
 	if ((p = calloc(1, sizeof(*p))) == NULL)
 		return (NULL);
 	p->reqid = ++px->seq;
-	p->kind = kind;
-	p->r = r;
-	p->minor = r->minor;
+	relay_init(&p->rl, r, p->reqid, dc->family);
+	p->rl.model = p->model;
+	p->rl.label = p->label;
 	p->t0 = now_ms();
-	p->ptok = p->ctok = -1;
 	p->wait_ms = -1;
 	p->hdrs = p->hbuf;
-	(void)strlcpy(p->method, kind == PREQ_MODEL ? "POST" : "GET",
-	    sizeof(p->method));
-	(void)strlcpy(p->path, path, sizeof(p->path));
-	(void)strlcpy(p->model, "-", sizeof(p->model));
-	if (evtimer_assign(&p->timer, px->base, timer_cb, p) == -1) {
+	(void)strlcpy(p->method, "POST", sizeof(p->method));
+	(void)strlcpy(p->path, dc->path, sizeof(p->path));
+	(void)strlcpy(p->model, dc->model->name, sizeof(p->model));
+	if (dc->acc.key != NULL)
+		(void)strlcpy(p->key, dc->acc.key->name, sizeof(p->key));
+	(void)strlcpy(p->user, dc->acc.user, sizeof(p->user));
+	(void)strlcpy(p->who, dc->who, sizeof(p->who));
+	p->kindof = dc->model->rt->kind;
+	p->route = dc->route;
+	if (evtimer_assign(&p->timer, px->base, key_timeout, p) == -1) {
 		free(p);
 		return (NULL);
 	}
 	RB_INSERT(preqtree, &tree, p);
 	TAILQ_INSERT_TAIL(&preqs, p, entry);
-	conn_set_owner(r->conn, client_gone, client_drained, p);
 	return (p);
 }
 
@@ -375,40 +204,31 @@ preq_end(struct preq *p)
 
 	if (p->keyslot)
 		next = keyq_leave(p->key, p, 1);
-	else if (p->state == ST_KEYWAIT && p->kind == PREQ_MODEL)
+	else if (p->state == ST_KEYWAIT)
 		(void)keyq_leave(p->key, p, 0);
 	release(p);
 	if (p->uc != NULL) {
-		uc_free(p->uc);
+		upstream_close(p->uc);
 		p->uc = NULL;
 	}
-	if (p->r != NULL) {
-		/* never left without an answer: the connection goes */
-		conn_abort(p->r->conn);
-		p->r = NULL;
-	}
-	tick_stop(p);
+	/* a client never left without an answer: its connection goes */
+	relay_free(&p->rl);
 	/* However far the answer went, its client never had it whole. */
 	if (p->end == END_CLIENT_LEFT || p->end == END_CANCELLED)
-		p->status = 499;
-	if (p->kind == PREQ_MODEL || p->status != 0)
-		answer_log_end(p->method, p->path, p->model, p->status,
-		    now_ms() - p->t0, p->wait_ms, p->ptok, p->ctok, p->end,
-		    p->who);
-	if (p->kind == PREQ_MODEL)
-		metrics_request_end(p->model, p->key, p->user, p->status,
-		    p->end, p->ptok, p->ctok);
+		p->rl.status = 499;
+	answer_log_end(p->method, p->path, p->model, p->rl.status,
+	    now_ms() - p->t0, p->wait_ms, p->rl.ptok, p->rl.ctok, p->end,
+	    p->who);
+	metrics_request_end(p->model, p->key, p->user, p->rl.status, p->end,
+	    p->rl.ptok, p->rl.ctok);
 	RB_REMOVE(preqtree, &tree, p);
 	TAILQ_REMOVE(&preqs, p, entry);
 	evtimer_del(&p->timer);
 	json_object_put(p->json);
 	free(p->rawmem);
 	free(p->sp);
-	json_object_put(p->models);
 	if (p->hdrs != p->hbuf)
 		free(p->hdrs);
-	free(p->sts);
-	free(p->kept.b);
 	free(p);
 	if (next != NULL) {
 		next->keyslot = 1;
@@ -438,7 +258,7 @@ release(struct preq *p)
 static void
 body_drop(struct preq *p)
 {
-	if (p->uc != NULL && p->uc->iovn > 0)
+	if (p->uc != NULL && upstream_sending(p->uc))
 		return;
 	json_object_put(p->json);
 	p->json = NULL;
@@ -446,114 +266,6 @@ body_drop(struct preq *p)
 	p->rawmem = p->raw = NULL;
 	free(p->sp);
 	p->sp = NULL;
-}
-
-/* Answer the client with a Retry-After of seconds (0: none), unless it
- * is gone; the request is over for it.  After our own header, the
- * error is the stream's last event (no Retry-After then). */
-static void
-reply_error_retry(struct preq *p, int status, const char *code,
-    const char *msg, int retry_after)
-{
-	struct hreq	*r = p->r;
-
-	p->status = status;
-	if (r == NULL)
-		return;
-	if (p->waited) {
-		waited_fail(p, status, code, msg);
-		return;
-	}
-	p->r = NULL;
-	answer_error_as(r, p->family, status, code, msg, retry_after);
-}
-
-static void
-reply_error(struct preq *p, int status, const char *code, const char *msg)
-{
-	reply_error_retry(p, status, code, msg, 0);
-}
-
-/* End the client's connection mid-answer. */
-static void
-client_close(struct preq *p)
-{
-	struct hreq	*r = p->r;
-
-	if (r == NULL)
-		return;
-	p->r = NULL;
-	conn_abort(r->conn);
-}
-
-/* Whether s (n bytes) ends with t. */
-static int
-ends_with(const char *s, size_t n, const char *t)
-{
-	size_t	 k = strlen(t);
-
-	return (n >= k && memcmp(s + n - k, t, k) == 0);
-}
-
-/*
- * A stream begun ends with an error event, obj (in the shape of its
- * family: on Anthropic's routes an event named "error", as Anthropic
- * sends one), and, when chunked, the last chunk, so that the client can
- * tell it from a broken connection.
- */
-static void
-client_event_error(struct preq *p, json_object *obj)
-{
-	struct hreq	*r = p->r;
-	const char	*js, *lead = "", *ev;
-	size_t		 n, len;
-
-	ev = p->family == FAMILY_ANTHROPIC ? "event: error\n" : "";
-	js = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN |
-	    JSON_C_TO_STRING_NOSLASHESCAPE);
-	/* after an event cut in its middle, end that one first */
-	n = p->carrylen;
-	if (n > 0 && p->carry[n - 1] != '\n')
-		lead = "\n\n";
-	else if (n > 0 && !ends_with(p->carry, n, "\n\n") &&
-	    !ends_with(p->carry, n, "\n\r\n"))
-		lead = "\n";
-	len = strlen(lead) + strlen(ev) + 6 + strlen(js) + 2;
-	o_reset();
-	if (p->chunked_out) {
-		o_num(len, 16);
-		o_add("\r\n", 2);
-	}
-	o_str(lead);
-	o_str(ev);
-	o_str("data: ");
-	o_str(js);
-	o_add("\n\n", 2);
-	if (p->chunked_out)
-		o_add("\r\n0\r\n\r\n", 7);
-	p->r = NULL;
-	(void)conn_write(r->conn, ob.b, ob.len);
-	o_reset();
-	conn_done(r->conn, !p->close_out);
-}
-
-/* A cancelled stream ends with an error event; any other answer begun
- * can only be cut. */
-static void
-client_cancelled(struct preq *p)
-{
-	json_object	*obj;
-
-	if (p->r == NULL)
-		return;
-	if (!p->sse || (!p->chunked_out && !p->close_out)) {
-		client_close(p);
-		return;
-	}
-	obj = answer_error_object_as(p->family, 499, "cancelled",
-	    "The request was cancelled.");
-	client_event_error(p, obj);
-	json_object_put(obj);
 }
 
 /* The wait for its hold is over: for the access log and the metrics. */
@@ -573,23 +285,21 @@ client_gone(void *arg)
 	struct preq		*p = arg;
 	struct proto_reqid	 pr;
 
-	p->r = NULL;
-	p->status = 499;
+	p->rl.r = NULL;
+	p->rl.status = 499;
 	ended(p, END_CLIENT_LEFT);
 
-	switch (p->kind != PREQ_MODEL ? ST_HOLD : p->state) {
+	switch (p->state) {
 	case ST_KEYWAIT:
 		preq_end(p);
 		break;
 	case ST_HOLD:
-		if (p->kind == PREQ_MODEL) {
-			memset(&pr, 0, sizeof(pr));
-			pr.reqid = p->reqid;
-			parent_send(IMSG_HOLD_WITHDRAW, &pr, sizeof(pr));
-			hold_waited(p, MW_WITHDRAWN, 0);
-			log_debug("request %llu: client left before its hold",
-			    (unsigned long long)p->reqid);
-		}
+		memset(&pr, 0, sizeof(pr));
+		pr.reqid = p->reqid;
+		parent_send(IMSG_HOLD_WITHDRAW, &pr, sizeof(pr));
+		hold_waited(p, MW_WITHDRAWN, 0);
+		log_debug("request %llu: client left before its hold",
+		    (unsigned long long)p->reqid);
 		preq_end(p);
 		break;
 	case ST_FORWARD:
@@ -602,10 +312,8 @@ client_gone(void *arg)
 		p->state = ST_DRAIN;
 		/* nothing is sent again now: the body is not kept */
 		body_drop(p);
-		if (p->uc != NULL && p->uc->paused) {
-			p->uc->paused = 0;
-			event_add(&p->uc->rev, NULL);
-		}
+		if (p->uc != NULL)
+			upstream_resume(p->uc);
 		break;
 	case ST_DRAIN:
 	default:
@@ -619,10 +327,8 @@ client_drained(void *arg)
 {
 	struct preq	*p = arg;
 
-	if (p->uc != NULL && p->uc->paused) {
-		p->uc->paused = 0;
-		event_add(&p->uc->rev, NULL);
-	}
+	if (p->uc != NULL)
+		upstream_resume(p->uc);
 }
 
 /* A client's credential for the front door, never passed on when the
@@ -639,7 +345,7 @@ is_credential(const char *key, size_t len)
 static int
 kept(const struct h1_header *h, int strip)
 {
-	return (!is_hop(h->name, h->namelen) &&
+	return (!h1_hop(h->name, h->namelen) &&
 	    !(strip && is_credential(h->name, h->namelen)));
 }
 
@@ -703,7 +409,7 @@ static int
 key_slot(struct preq *p, int64_t max)
 {
 	struct timeval	 tv;
-	int64_t		 ms = px->conf->queue_timeout;
+	int64_t		 ms = p->keywait = px->conf->queue_timeout;
 
 	switch (keyq_enter(p->key, max, p)) {
 	case 1:
@@ -716,7 +422,8 @@ key_slot(struct preq *p, int64_t max)
 		evtimer_add(&p->timer, &tv);
 		return (0);
 	default:
-		reply_error(p, 500, "internal_error", "Out of memory.");
+		relay_error(&p->rl, 500, "internal_error", "Out of memory.",
+		    0);
 		preq_end(p);
 		return (-1);
 	}
@@ -724,94 +431,85 @@ key_slot(struct preq *p, int64_t max)
 
 /*
  * Set up the hold of a request and ask for it; 0, or -1 when it ended.
- * Its bytes (raw), when they may go on as they are or as pieces (sp, the
- * splice of a fast-path body), are taken from the connection where they
- * can be, else copied.  A request of a key with max requests asks only
- * once it has a slot of its key (key_slot).
+ * The request owns its client's connection from now on, and its bytes
+ * (raw), when they may go on as they are or as pieces (sp, the splice
+ * of a fast-path body), are taken from the connection where they can
+ * be, else copied.  A request of a key with max requests asks only once
+ * it has a slot of its key (key_slot).
  */
 static int
-hold_setup(struct preq *p, char *raw, size_t rawlen, const struct splice *sp,
-    const struct h1_msg *hm, const struct paccess *a)
+hold_setup(struct preq *p, const struct http_decision *dc, char *raw,
+    size_t rawlen, const struct splice *sp)
 {
+	const struct pkey	*key = dc->acc.key;
+	struct hconn		*conn = p->rl.r->conn;
+
 	p->state = ST_HOLD;
+	if ((sp != NULL && (p->sp = malloc(sizeof(*sp))) == NULL) ||
+	    keep_headers(p, dc->hm, !TAILQ_EMPTY(&px->conf->keys)) == -1)
+		goto nomem;
+	if (sp != NULL)
+		memcpy(p->sp, sp, sizeof(*sp));
+	conn_set_owner(conn, client_gone, client_drained, p);
 	if (raw != NULL) {
-		if ((p->rawmem = conn_take_input(p->r->conn)) != NULL)
+		if ((p->rawmem = conn_take_input(conn)) != NULL)
 			p->raw = raw;
 		else if ((p->rawmem = p->raw = malloc(rawlen > 0 ? rawlen :
-		    1)) != NULL)
+		    1)) == NULL)
+			goto nomem;
+		else
 			memcpy(p->raw, raw, rawlen);
 		p->rawlen = rawlen;
 	}
-	if (sp != NULL && (p->sp = malloc(sizeof(*sp))) != NULL)
-		memcpy(p->sp, sp, sizeof(*sp));
-	if ((raw != NULL && p->raw == NULL) || (sp != NULL && p->sp == NULL) ||
-	    keep_headers(p, hm, !TAILQ_EMPTY(&px->conf->keys)) == -1) {
-		reply_error(p, 500, "internal_error", "Out of memory.");
-		preq_end(p);
-		return (-1);
-	}
-	if (a->key != NULL && a->key->max_requests > 0) {
-		if (key_slot(p, a->key->max_requests) == -1)
+	if (key != NULL && key->max_requests > 0) {
+		if (key_slot(p, key->max_requests) == -1)
 			return (-1);
 		if (p->state == ST_KEYWAIT)
 			return (0);
 	}
 	hold_ask(p);
 	return (0);
-}
 
-/* Who a request comes from: its key, its user, for the log. */
-static void
-preq_who(struct preq *p, const struct paccess *a)
-{
-	if (a->key != NULL)
-		(void)strlcpy(p->key, a->key->name, sizeof(p->key));
-	(void)strlcpy(p->user, a->user, sizeof(p->user));
-	access_who(a, p->who, sizeof(p->who));
+ nomem:
+	relay_error(&p->rl, 500, "internal_error", "Out of memory.", 0);
+	preq_end(p);
+	return (-1);
 }
 
 /*
- * A model request that the rules took: its tree (body), or for the fast
- * path the splice of its bytes (sp, and whether it is a stream), or a
- * form (mf, read with boundary); and its bytes (raw), when they may go
- * on as they are or as pieces.  Takes body.  a: who it comes from (its
- * key, for max requests and the log).
+ * A model request that the rules took (dc): its tree (dc->body, which it
+ * takes), or for the fast path the splice of its bytes, or a form; and
+ * its bytes, when they may go on as they are or as pieces.
  */
 void
-forward_start(struct hreq *r, const struct pmodel *m, json_object *body,
-    const struct splice *sp, int stream, const struct mform *mf,
-    const char *boundary, char *raw, size_t rawlen, const char *path,
-    const char *target, const struct h1_msg *hm, const struct paccess *a)
+forward_start(struct hreq *r, struct http_decision *dc)
 {
+	const struct pruntime	*rt = dc->model->rt;
 	struct preq		*p;
 
-	if ((p = preq_new(r, PREQ_MODEL, path)) == NULL) {
-		json_object_put(body);
-		answer_error_as(r, routes_find(path)->family, 500,
-		    "internal_error", "Out of memory.", 0);
+	if ((p = preq_new(r, dc)) == NULL) {
+		json_object_put(dc->body);
+		dc->body = NULL;
+		answer_error_as(r, dc->family, 500, "internal_error",
+		    "Out of memory.", 0);
 		return;
 	}
-	(void)strlcpy(p->uri, target, sizeof(p->uri));	/* http.c sized it */
-	(void)strlcpy(p->model, m->name, sizeof(p->model));
-	preq_who(p, a);
-	p->family = routes_find(path)->family;
-	p->json = body;
-	if (mf != NULL) {
+	(void)strlcpy(p->uri, dc->target, sizeof(p->uri)); /* http.c sized it */
+	p->json = dc->body;
+	dc->body = NULL;
+	if (dc->form) {
 		p->form = 1;
-		p->mf = *mf;
-		(void)strlcpy(p->boundary, boundary, sizeof(p->boundary));
-		stream = mf->stream;
-	} else if (sp == NULL)		/* else the scan's, stream */
-		stream = rules_stream(body);
-	p->stops = rules_stops_stream(m->rt, stream);
+		p->mf = dc->mf;
+		(void)strlcpy(p->boundary, dc->boundary, sizeof(p->boundary));
+	}
+	p->stops = rules_stops_stream(rt, dc->stream);
 	/* its comment lines: only where a stream is awaited */
-	if (m->rt->progress && stream && evtimer_assign(&p->tick, px->base,
-	    tick_cb, p) == 0)
+	if (rt->progress && dc->stream && relay_progress(&p->rl) == 0)
 		p->progress = 1;
-	p->kindof = m->rt->kind;
 	/* none on a route without the fields, which the splice would add */
-	p->cap = routes_find(path)->cap[0] != NULL ? rules_cap(m) : 0;
-	(void)hold_setup(p, raw, rawlen, sp, hm, a);
+	p->cap = dc->route->cap[0] != NULL ? rules_cap(dc->model) : 0;
+	(void)hold_setup(p, dc, dc->plain || dc->fast ? dc->raw : NULL,
+	    dc->rawlen, dc->fast ? &dc->splice : NULL);
 }
 
 /* Whether a passed-through body asks for a stream, if it is JSON. */
@@ -835,33 +533,29 @@ pass_stream(const char *body, size_t len)
 }
 
 /*
- * /upstream/MODEL/...: the method, the rest of the target and the body
- * go to the model's server as they came, with a hold for the request's
- * length.  prefixlen: of "/upstream/MODEL", at the start of path.
+ * /upstream/MODEL/... (dc->prefix long): the method, the rest of the
+ * target and the body go to the model's server as they came, with a
+ * hold for the request's length.
  */
 void
-forward_pass(struct hreq *r, const struct pmodel *m, const char *method,
-    const char *rest, size_t prefixlen, const char *path, char *body,
-    size_t len, const struct h1_msg *hm, const struct paccess *a)
+forward_pass(struct hreq *r, struct http_decision *dc)
 {
 	struct preq	*p;
 
-	if ((p = preq_new(r, PREQ_MODEL, path)) == NULL) {
+	if ((p = preq_new(r, dc)) == NULL) {
 		answer_error(r, 500, "internal_error", "Out of memory.");
 		return;
 	}
 	p->pass = 1;
-	(void)strlcpy(p->method, method, sizeof(p->method));
-	p->headreq = strcmp(method, "HEAD") == 0;
-	(void)strlcpy(p->uri, rest, sizeof(p->uri));
-	(void)snprintf(p->prefix, sizeof(p->prefix), "%.*s", (int)prefixlen,
-	    path);
-	(void)strlcpy(p->model, m->name, sizeof(p->model));
-	preq_who(p, a);
-	p->family = FAMILY_OPENAI;
-	p->stops = rules_stops_stream(m->rt, pass_stream(body, len));
-	p->kindof = m->rt->kind;
-	(void)hold_setup(p, body, len, NULL, hm, a);
+	(void)strlcpy(p->method, dc->method, sizeof(p->method));
+	p->rl.head = strcmp(dc->method, "HEAD") == 0;
+	(void)strlcpy(p->uri, dc->target + dc->prefix, sizeof(p->uri));
+	(void)snprintf(p->prefix, sizeof(p->prefix), "%.*s", (int)dc->prefix,
+	    dc->path);
+	p->rl.prefix = p->prefix;
+	p->stops = rules_stops_stream(dc->model->rt, pass_stream(dc->raw,
+	    dc->rawlen));
+	(void)hold_setup(p, dc, dc->raw, dc->rawlen, NULL);
 }
 
 /*
@@ -881,13 +575,14 @@ fast_rewrite(struct preq *p, const char *upstream)
 	int		 c;
 
 	if ((c = splice_rewrite(p->sp, p->raw, upstream, p->cap,
-	    p->kindof, routes_find(p->path))) != -1) {
+	    p->kindof, p->route)) != -1) {
 		p->spliced = c == 1 || p->sp->changed;
 		return (1);
 	}
 	n = splice_iov(p->sp, p->raw, iov, SPLICE_PIECES, &len);
 	if ((b = malloc(len)) == NULL) {
-		reply_error(p, 500, "internal_error", "Out of memory.");
+		relay_error(&p->rl, 500, "internal_error", "Out of memory.",
+		    0);
 		preq_end(p);
 		return (0);
 	}
@@ -899,7 +594,7 @@ fast_rewrite(struct preq *p, const char *upstream)
 		/* the scan took what json-c refuses: never, by the fuzzer */
 		log_warnx("request %llu: %s", (unsigned long long)p->reqid,
 		    e.message);
-		reply_error(p, 500, "internal_error", e.message);
+		relay_error(&p->rl, 500, "internal_error", e.message, 0);
 		preq_end(p);
 		return (0);
 	}
@@ -918,8 +613,7 @@ forward_grant(const struct proto_hold_grant *g)
 	struct preq		*p;
 
 	p = preq_find(g->reqid);
-	if (p == NULL || p->kind != PREQ_MODEL || p->state != ST_HOLD ||
-	    p->r == NULL) {
+	if (p == NULL || p->state != ST_HOLD || p->rl.r == NULL) {
 		/* withdrawn, or never ours: give it straight back */
 		memset(&ph, 0, sizeof(ph));
 		ph.holdid = g->holdid;
@@ -929,7 +623,7 @@ forward_grant(const struct proto_hold_grant *g)
 	p->held = 1;
 	p->holdid = g->holdid;
 	p->port = g->port;
-	p->granted_at = now_ms();
+	relay_granted(&p->rl, g->port);
 	hold_waited(p, MW_GRANTED, 0);
 	(void)strlcpy(p->label, g->label, sizeof(p->label));
 	(void)strlcpy(p->upstream, g->upstream, sizeof(p->upstream));
@@ -942,7 +636,7 @@ forward_grant(const struct proto_hold_grant *g)
 		p->rawmem = p->raw = NULL;
 	}
 	p->state = ST_FORWARD;
-	upstream_forward(p);
+	forward_send(p);
 }
 
 void
@@ -952,8 +646,7 @@ forward_refuse(const struct proto_hold_refuse *r)
 	int		 status;
 	const char	*code;
 
-	if ((p = preq_find(r->reqid)) == NULL || p->kind != PREQ_MODEL ||
-	    p->state != ST_HOLD)
+	if ((p = preq_find(r->reqid)) == NULL || p->state != ST_HOLD)
 		return;
 	switch (r->reason) {
 	case REFUSE_NOT_LOADED:
@@ -991,137 +684,8 @@ forward_refuse(const struct proto_hold_refuse *r)
 		break;
 	}
 	hold_waited(p, MW_REFUSED, r->reason);
-	reply_error_retry(p, status, code, r->message, r->retry_after);
+	relay_error(&p->rl, status, code, r->message, r->retry_after);
 	preq_end(p);
-}
-
-/*
- * Loading progress.
- */
-
-/* A piece of our own stream, as a chunk when chunked. */
-static void
-o_own(struct preq *p, const char *d, size_t len)
-{
-	if (p->chunked_out) {
-		o_num(len, 16);
-		o_add("\r\n", 2);
-	}
-	o_add(d, len);
-	if (p->chunked_out)
-		o_add("\r\n", 2);
-}
-
-/* The comment line of what the request waits for (its model's name
- * kept to one line), or, once granted, of how long the model has had
- * it. */
-static void
-waiting_comment(struct preq *p)
-{
-	char		 line[AGENCY_NAME_MAX + 64], name[AGENCY_NAME_MAX];
-	unsigned char	 c;
-	int64_t		 ms;
-	size_t		 i;
-	int		 n;
-
-	for (i = 0; i < sizeof(name) - 1 && p->model[i] != '\0'; i++) {
-		c = (unsigned char)p->model[i];
-		name[i] = c < 0x20 || c == 0x7f ? '?' : (char)c;
-	}
-	name[i] = '\0';
-	if (p->state == ST_HOLD && p->wait != WAIT_LOAD)
-		n = snprintf(line, sizeof(line), ": queued %u ahead\n\n",
-		    p->ahead);
-	else {
-		if (p->state == ST_HOLD)
-			ms = p->load_ms + (now_ms() - p->told_at);
-		else
-			ms = now_ms() - p->granted_at;
-		if (ms < 0)
-			ms = 0;
-		n = snprintf(line, sizeof(line), ": %s %s %lld.%llds\n\n",
-		    p->state == ST_HOLD ? "loading" : "processing", name,
-		    (long long)(ms / 1000), (long long)(ms % 1000 / 100));
-	}
-	if (n > 0 && (size_t)n < sizeof(line))
-		o_own(p, line, n);
-}
-
-static void
-tick_arm(struct preq *p)
-{
-	struct timeval	 tv;
-
-	tv.tv_sec = PROGRESS_TICK / 1000;
-	tv.tv_usec = (PROGRESS_TICK % 1000) * 1000;
-	evtimer_add(&p->tick, &tv);
-	p->ticking = 1;
-}
-
-static void
-tick_stop(struct preq *p)
-{
-	if (p->ticking) {
-		evtimer_del(&p->tick);
-		p->ticking = 0;
-	}
-}
-
-/* A comment line a second, until the model's first byte of body. */
-static void
-tick_cb(evutil_socket_t fd, short ev, void *arg)
-{
-	struct preq	*p = arg;
-
-	(void)fd;
-	(void)ev;
-	p->ticking = 0;
-	if (p->r == NULL)
-		return;
-	o_reset();
-	waiting_comment(p);
-	(void)conn_write(p->r->conn, ob.b, ob.len);
-	o_reset();
-	tick_arm(p);
-}
-
-/* The CORS fields the front door grants the client's origin, if any. */
-static void
-o_cors(const struct preq *p)
-{
-	char	 cors[AGENCY_ORIGIN_MAX + 64];
-
-	o_add(cors, answer_cors(p->r, cors, sizeof(cors)));
-}
-
-/* It waits: our own header at once, then a comment line a second. */
-static void
-waiting_begin(struct preq *p)
-{
-	struct hreq	*r = p->r;
-
-	p->waited = p->replied = p->sse = 1;
-	if (p->minor >= 1)
-		p->chunked_out = 1;
-	else
-		p->close_out = 1;
-	o_reset();
-	o_str(p->minor >= 1 ? "HTTP/1.1 200 OK\r\n" : "HTTP/1.0 200 OK\r\n");
-	/* and no buffering by a proxy in between (nginx) */
-	o_str("Content-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
-	    "X-Accel-Buffering: no\r\n");
-	o_cors(p);
-	if (p->chunked_out)
-		o_str("Transfer-Encoding: chunked\r\n");
-	if (p->close_out || !r->keepalive)
-		o_str("Connection: close\r\n");
-	o_add("\r\n", 2);
-	waiting_comment(p);
-	(void)conn_write(r->conn, ob.b, ob.len);
-	o_reset();
-	tick_arm(p);
-	log_debug("request %llu: waits, its stream begun", (unsigned long long)
-	    p->reqid);
 }
 
 /* The parent tells what a request that asked waits for. */
@@ -1130,300 +694,28 @@ forward_wait(const struct proto_hold_wait *w)
 {
 	struct preq	*p;
 
-	if ((p = preq_find(w->reqid)) == NULL || p->kind != PREQ_MODEL ||
-	    p->state != ST_HOLD || !p->progress || p->r == NULL)
+	if ((p = preq_find(w->reqid)) == NULL || p->state != ST_HOLD ||
+	    !p->progress || p->rl.r == NULL)
 		return;
-	p->wait = w->wait;
-	p->ahead = w->ahead;
-	p->load_ms = w->load_ms;
-	p->told_at = now_ms();
-	if (!p->waited)
-		waiting_begin(p);
-}
-
-/* After our header, a failure is the stream's last event. */
-static void
-waited_fail(struct preq *p, int status, const char *code, const char *msg)
-{
-	json_object	*obj;
-
-	tick_stop(p);
-	obj = answer_error_object_as(p->family, status, code, msg);
-	client_event_error(p, obj);
-	json_object_put(obj);
-}
-
-/* The model's header, under ours: a 2xx stream is passed on as it
- * comes, anything else is kept for an error event (waited_end). */
-static void
-waited_header(struct preq *p, const struct h1_msg *m)
-{
-	if (m->status >= 200 && m->status < 300 && is_sse(m))
-		return;
-	p->nostream = 1;
-	tick_stop(p);
+	relay_told(&p->rl, w);
 }
 
 /*
- * Bytes of the model's body, under our header: the first ends the
- * comment lines; those of an answer that is no stream are kept (the
- * first WAITED_BODY_MAX) rather than passed on.  1: kept.
+ * The body as it goes to the model, into iov: the splice's pieces, the
+ * bytes as they came, or json-c's text of the tree; a form with its
+ * model's value made the grant's, by the rule of a JSON body's.  The
+ * number of pieces, or -1 when the request ended.
  */
 static int
-waited_data(struct preq *p, const char *d, size_t len)
+body_pieces(struct preq *p, struct iovec *iov)
 {
-	size_t	 n;
-
-	tick_stop(p);
-	if (!p->nostream)
-		return (0);
-	n = WAITED_BODY_MAX - p->kept.len;
-	if (n > len)
-		n = len;
-	(void)buf_add(&p->kept, d, n, 1024);	/* less is kept, or none */
-	return (1);
-}
-
-/*
- * The end of an answer that was no stream, under our header: an error
- * event with the model's own error, if its body is one, else with its
- * status and the start of its body, printable.
- */
-static void
-waited_end(struct preq *p)
-{
-	json_object	*obj = NULL, *e;
-	struct rerr	 re;
-	char		 msg[PROTO_MSG_MAX], start[201];
-	size_t		 i;
-	int		 status = p->status;
-
-	if (p->status < 400)
-		p->status = 502;	/* a 2xx or 3xx that is no stream */
-	if (p->kept.len > 0 &&
-	    (obj = rules_parse(p->kept.b, p->kept.len, &re)) != NULL &&
-	    (!json_object_is_type(obj, json_type_object) ||
-	    !json_object_object_get_ex(obj, "error", &e) ||
-	    !json_object_is_type(e, json_type_object))) {
-		json_object_put(obj);
-		obj = NULL;
-	}
-	if (obj == NULL) {
-		for (i = 0; i < p->kept.len && i < sizeof(start) - 1; i++)
-			start[i] = p->kept.b[i] < 0x20 || p->kept.b[i] > 0x7e ?
-			    ' ' : p->kept.b[i];
-		start[i] = '\0';
-		(void)snprintf(msg, sizeof(msg), "%.200s answered %d, not a "
-		    "stream: %s", p->label, status, start);
-		obj = answer_error_object_as(p->family, 502, "upstream_error",
-		    msg);
-	}
-	tick_stop(p);
-	p->carrylen = 0;	/* none of it went to the client */
-	client_event_error(p, obj);
-	json_object_put(obj);
-}
-
-
-/* An idle connection to port, or a new one (connecting). */
-static struct upconn *
-pool_get(uint16_t port, const char **err)
-{
-	struct upconn		*uc;
-	struct sockaddr_in	 sin;
-	int			 fd, one = 1;
-
-	TAILQ_FOREACH(uc, &idle, entry)
-		if (uc->port == port) {
-			TAILQ_REMOVE(&idle, uc, entry);
-			uc->inidle = 0;
-			return (uc);
-		}
-	if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-	    IPPROTO_TCP)) == -1) {
-		*err = errno == EMFILE || errno == ENFILE ?
-		    "out of file descriptors" : "cannot make a socket";
-		return (NULL);
-	}
-	/* one write a request; nothing to wait for */
-	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	memset(&sin, 0, sizeof(sin));
-	sin.sin_family = AF_INET;
-	sin.sin_port = htons(port);
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == -1 &&
-	    errno != EINPROGRESS) {
-		*err = errno == ECONNREFUSED ? "connection refused" :
-		    "connection failed";
-		close(fd);
-		return (NULL);
-	}
-	if ((uc = calloc(1, sizeof(*uc))) == NULL) {
-		*err = "out of memory";
-		close(fd);
-		return (NULL);
-	}
-	uc->fd = fd;
-	uc->port = port;
-	uc->connecting = 1;
-	if (event_assign(&uc->rev, px->base, fd, EV_READ | EV_PERSIST,
-	    upstream_readcb, uc) == -1 ||
-	    event_assign(&uc->wev, px->base, fd, EV_WRITE | EV_PERSIST,
-	    upstream_writecb, uc) == -1 ||
-	    event_add(&uc->rev, NULL) == -1 ||
-	    event_add(&uc->wev, NULL) == -1) {
-		*err = "cannot watch the connection";
-		close(fd);
-		free(uc);
-		return (NULL);
-	}
-	return (uc);
-}
-
-/* Close the idle connections to port. */
-static void
-pool_drop(uint16_t port)
-{
-	struct upconn	*uc, *next;
-
-	for (uc = TAILQ_FIRST(&idle); uc != NULL; uc = next) {
-		next = TAILQ_NEXT(uc, entry);
-		if (uc->port == port)
-			uc_free(uc);
-	}
-}
-
-static void
-pool_put(struct upconn *uc)
-{
-	struct upconn	*u;
-	size_t		 n = 0;
-
-	uc->p = NULL;
-	uc->reused = 1;
-	TAILQ_FOREACH(u, &idle, entry)
-		if (u->port == uc->port && ++n >= PROXY_POOL_MAX) {
-			uc_free(uc);
-			return;
-		}
-	TAILQ_INSERT_HEAD(&idle, uc, entry);
-	uc->inidle = 1;
-}
-
-static void
-uc_free(struct upconn *uc)
-{
-	if (uc->inidle)
-		TAILQ_REMOVE(&idle, uc, entry);
-	if (uc->p != NULL)
-		uc->p->uc = NULL;
-	event_del(&uc->rev);
-	event_del(&uc->wev);
-	close(uc->fd);
-	free(uc->out);
-	free(uc->in);
-	free(uc);
-}
-
-/* Past n bytes of uc's unwritten pieces. */
-static void
-uc_advance(struct upconn *uc, size_t n)
-{
-	struct iovec	*v;
-
-	while (uc->iovi < uc->iovn) {
-		v = &uc->iov[uc->iovi];
-		if (n < v->iov_len) {
-			v->iov_base = (char *)v->iov_base + n;
-			v->iov_len -= n;
-			return;
-		}
-		n -= v->iov_len;
-		uc->iovi++;
-	}
-	free(uc->out);
-	uc->out = NULL;
-	uc->iovn = uc->iovi = 0;
-}
-
-/*
- * Write what the socket takes of the request, its pieces in one
- * writev; keep the rest for upstream_writecb: the header (the first
- * piece, in the output buffer that the next request takes) as a copy,
- * the body's pieces where they are.
- */
-static int
-uc_send(struct upconn *uc, const struct iovec *iov, int n)
-{
-	ssize_t	 w = 0;
-	int	 i;
-
-	for (i = 0; i < n; i++)
-		uc->iov[i] = iov[i];
-	uc->iovn = n;
-	uc->iovi = 0;
-	if (!uc->connecting) {
-		if ((w = writev(uc->fd, uc->iov, n)) == -1) {
-			if (errno != EAGAIN && errno != EINTR)
-				return (-1);
-			w = 0;
-		}
-		uc_advance(uc, (size_t)w);
-		if (uc->iovn == 0)
-			return (0);
-	}
-	if (uc->iovi == 0) {
-		free(uc->out);
-		if ((uc->out = malloc(uc->iov[0].iov_len)) == NULL)
-			return (-1);
-		memcpy(uc->out, uc->iov[0].iov_base, uc->iov[0].iov_len);
-		uc->iov[0].iov_base = uc->out;
-	}
-	if (!uc->connecting)
-		event_add(&uc->wev, NULL);
-	return (0);
-}
-
-static void
-upstream_forward(struct preq *p)
-{
-	struct upconn	*uc;
-	struct iovec	 iov[SPLICE_PIECES + 1];
 	struct mpiece	 v[MULTIPART_PIECES];
-	const char	*s, *err = NULL;
-	size_t		 len, i, n;
-	char		 msg[PROTO_MSG_MAX];
+	const char	*s;
+	size_t		 i, n, len;
 
-	if ((uc = pool_get(p->port, &err)) == NULL) {
-		(void)snprintf(msg, sizeof(msg), "%.300s: %s (127.0.0.1:%u)",
-		    p->label, err, p->port);
-		log_warnx("request %llu: %s", (unsigned long long)p->reqid,
-		    msg);
-		reply_error(p, 502, "upstream_error", msg);
-		preq_end(p);
-		return;
-	}
-	uc->p = p;
-	p->uc = uc;
-	uc->got = uc->hdone = uc->chunked = uc->toclose = 0;
-	uc->keepalive = 0;
-	uc->left = -1;
-
-	/* the body: its pieces, its bytes, or json-c's text of the tree */
-	n = 2;
 	if (p->spliced)
-		n = 1 + splice_iov(p->sp, p->raw, iov + 1, SPLICE_PIECES,
-		    &len);
-	else if (p->raw != NULL || p->json == NULL) {
-		iov[1].iov_base = p->raw;
-		iov[1].iov_len = len = p->rawlen;
-	} else {
-		s = json_object_to_json_string_ext(p->json,
-		    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-		iov[1].iov_base = (void *)(uintptr_t)s;
-		iov[1].iov_len = len = strlen(s);
-	}
-	/* a form's model, by the rule of a JSON body's: the grant's */
+		return ((int)splice_iov(p->sp, p->raw, iov, UPSTREAM_PIECES,
+		    &len));
 	if (p->form && p->upstream[0] != '\0' && (!p->mf.has_model ||
 	    p->mf.model_len != strlen(p->upstream) ||
 	    memcmp(p->raw + p->mf.model_off, p->upstream,
@@ -1431,699 +723,160 @@ upstream_forward(struct preq *p)
 		if ((n = multipart_splice(p->raw, p->rawlen, &p->mf,
 		    p->boundary, p->upstream, p->formhead, sizeof(p->formhead),
 		    v)) == 0) {
-			reply_error(p, 500, "internal_error", "The model's "
-			    "upstream name cannot be a form's value.");
+			relay_error(&p->rl, 500, "internal_error",
+			    "The model's upstream name cannot be a form's "
+			    "value.", 0);
 			preq_end(p);
-			return;
+			return (-1);
 		}
-		for (len = 0, i = 0; i < n; i++) {
-			iov[i + 1].iov_base = (void *)(uintptr_t)v[i].p;
-			iov[i + 1].iov_len = v[i].len;
-			len += v[i].len;
+		for (i = 0; i < n; i++) {
+			iov[i].iov_base = (void *)(uintptr_t)v[i].p;
+			iov[i].iov_len = v[i].len;
 		}
-		n++;
+		return ((int)n);
 	}
-	o_reset();
-	o_str(p->method);
-	o_add(" ", 1);
-	o_str(p->uri);
-	o_str(" HTTP/1.1\r\nHost: 127.0.0.1:");
-	o_num(p->port, 10);
-	o_str("\r\n");
-	o_add(p->hdrs, p->hdrslen);
-	if (!p->has_ctype && !p->pass)
-		o_str("Content-Type: application/json\r\n");
-	/* passed through: a length where there is a body, or may be one */
-	if (!p->pass || len > 0 || strcmp(p->method, "POST") == 0 ||
-	    strcmp(p->method, "PUT") == 0 || strcmp(p->method, "PATCH") == 0) {
-		o_str("Content-Length: ");
-		o_num(len, 10);
-		o_str("\r\n");
+	if (p->raw != NULL || p->json == NULL) {
+		iov[0].iov_base = p->raw;
+		iov[0].iov_len = p->rawlen;
+	} else {
+		s = json_object_to_json_string_ext(p->json,
+		    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+		iov[0].iov_base = (void *)(uintptr_t)s;
+		iov[0].iov_len = strlen(s);
 	}
-	o_str("\r\n");
-	/* the header, then the body from where it is: one writev */
-	iov[0].iov_base = ob.b;
-	iov[0].iov_len = ob.len;
-	timer_arm(p);
-	if (uc_send(uc, iov, (int)n) == -1) {
-		o_reset();
-		upstream_fail(p, "connection failed");
-		return;
-	}
-	o_reset();
-	log_debug("request %llu: %s %s to %s on port %u",
-	    (unsigned long long)p->reqid, p->method, p->uri, p->label,
-	    p->port);
+	return (1);
 }
 
+/* The upstream failed the request before its end (UPSTREAM_* says how,
+ * what says why): once more on a new connection, or a 502 (504 for a
+ * timeout), or a cut when its answer had begun. */
 static void
-upstream_writecb(evutil_socket_t fd, short ev, void *arg)
+upstream_lost(struct preq *p, const char *what, int how)
 {
-	struct upconn	*uc = arg;
-	struct preq	*p = uc->p;
-	ssize_t		 n;
-	int		 err = 0;
-	socklen_t	 len = sizeof(err);
+	char	 msg[PROTO_MSG_MAX];
 
-	(void)ev;
-	if (uc->connecting) {
-		uc->connecting = 0;
-		if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == -1)
-			err = errno;
-		if (err != 0) {
-			if (p != NULL)
-				upstream_fail(p, err == ECONNREFUSED ?
-				    "connection refused" :
-				    "connection failed");
-			else
-				uc_free(uc);
-			return;
-		}
-	}
-	if (uc->iovn > 0) {
-		n = writev(fd, uc->iov + uc->iovi, uc->iovn - uc->iovi);
-		if (n == -1) {
-			if (errno == EAGAIN || errno == EINTR)
-				return;
-			if (p != NULL)
-				upstream_fail(p, "connection failed");
-			else
-				uc_free(uc);
-			return;
-		}
-		uc_advance(uc, (size_t)n);
-		if (uc->iovn > 0)
-			return;
-		/* all out; if the answer began, the body is done with */
-		if (p != NULL && uc->got)
-			body_drop(p);
-	}
-	event_del(&uc->wev);
-}
-
-/* The upstream failed this request before its end. */
-static void
-upstream_fail(struct preq *p, const char *what)
-{
-	struct upconn	*uc = p->uc;
-	char		 msg[PROTO_MSG_MAX];
-
+	p->uc = NULL;
 	/*
 	 * A kept connection the model server closed as we sent: it never
 	 * read the request.  Once more, on a new connection; the other
 	 * kept ones to that port are as old, so they go too.
 	 */
-	if (uc != NULL && uc->reused && !uc->got && !p->retried &&
-	    p->r != NULL && p->state == ST_FORWARD) {
+	if (how == UPSTREAM_STALE && !p->retried && p->rl.r != NULL &&
+	    p->state == ST_FORWARD) {
 		p->retried = 1;
-		uc_free(uc);
-		pool_drop(p->port);
+		upstream_drop(p->port);
 		log_debug("request %llu: kept connection to port %u was "
 		    "closed; once more", (unsigned long long)p->reqid,
 		    p->port);
-		upstream_forward(p);
+		forward_send(p);
 		return;
 	}
+	if (how == UPSTREAM_TIMEOUT)
+		log_warnx("request %llu: %s did not answer in time",
+		    (unsigned long long)p->reqid, p->label);
 	(void)snprintf(msg, sizeof(msg), "%.300s: %s (127.0.0.1:%u)",
-	    p->label, p->replied ? "connection closed mid-answer" : what,
-	    p->port);
-	log_warnx("request %llu: %s", (unsigned long long)p->reqid, msg);
-	if (p->replied && !p->waited) {
+	    p->label, what, p->port);
+	if (how != UPSTREAM_TIMEOUT)
+		log_warnx("request %llu: %s", (unsigned long long)p->reqid,
+		    msg);
+	if (p->rl.replied && !p->rl.waited) {
 		ended(p, END_CUT);
-		client_close(p);
-	} else {
-		reply_error(p, 502, "upstream_error", msg);
-		p->status = 502;
-	}
-	preq_end(p);	/* frees the connection */
-}
-
-/*
- * A passed-through answer's Location, under /upstream/MODEL: a path of
- * the server's own (not "//host"), or an absolute URL of its address.
- */
-static void
-pass_location(struct preq *p, const char *v, size_t len)
-{
-	char	 self[64];
-	int	 n;
-
-	n = snprintf(self, sizeof(self), "http://127.0.0.1:%u/", p->port);
-	if (n > 0 && (size_t)n <= len && strncasecmp(v, self, n) == 0) {
-		v += n - 1;
-		len -= n - 1;
-	}
-	if (len > 0 && v[0] == '/' && (len == 1 || v[1] != '/'))
-		o_str(p->prefix);
-	o_add(v, len);
-}
-
-/* The answer's header, for the client. */
-static void
-client_header(struct preq *p, const struct h1_msg *m, int nobody)
-{
-	const struct h1_header	*h;
-	size_t			 i;
-	int			 keep = p->r->keepalive;
-
-	p->chunked_out = 0;
-	p->close_out = 0;
-	p->sse = is_sse(m);
-	if (!nobody && m->content_length < 0) {
-		if (p->minor >= 1)
-			p->chunked_out = 1;
-		else
-			p->close_out = 1;
-	}
-	if (p->close_out)
-		keep = 0;
-	o_str(p->minor >= 1 ? "HTTP/1.1 " : "HTTP/1.0 ");
-	o_num(m->status, 10);
-	o_add(" ", 1);
-	o_add(m->reason, m->reasonlen > 64 ? 64 : m->reasonlen);
-	o_add("\r\n", 2);
-	for (i = 0; i < m->nheaders; i++) {
-		h = &m->headers[i];
-		/* CORS is the front door's to grant, not the model's */
-		if (is_hop(h->name, h->namelen) || (h->namelen > 15 &&
-		    strncasecmp(h->name, "Access-Control-", 15) == 0))
-			continue;
-		o_add(h->name, h->namelen);
-		o_add(": ", 2);
-		if (p->pass && h->namelen == 8 &&
-		    strncasecmp(h->name, "Location", 8) == 0)
-			pass_location(p, h->value, h->valuelen);
-		else
-			o_add(h->value, h->valuelen);
-		o_add("\r\n", 2);
-	}
-	o_cors(p);
-	/* none for an answer that has no body (204, 304), but a HEAD's */
-	if (p->chunked_out)
-		o_str("Transfer-Encoding: chunked\r\n");
-	else if ((!nobody || p->headreq) && m->content_length >= 0) {
-		o_str("Content-Length: ");
-		o_num(m->content_length, 10);
-		o_add("\r\n", 2);
-	}
-	if (!keep)
-		o_str("Connection: close\r\n");
-	else if (p->minor == 0)
-		o_str("Connection: keep-alive\r\n");
-	o_add("\r\n", 2);
-	p->replied = 1;
-}
-
-/* A piece of the answer's body: scanned, and queued for the client. */
-static void
-client_data(struct preq *p, const char *d, size_t len)
-{
-	if (len == 0)
-		return;
-	usage_scan(p, d, len);
-	if (p->r == NULL)
-		return;
-	if (p->waited && waited_data(p, d, len))
-		return;
-	if (p->chunked_out) {
-		o_num(len, 16);
-		o_add("\r\n", 2);
-		o_add(d, len);
-		o_add("\r\n", 2);
+		relay_cut(&p->rl);
+	} else if (how == UPSTREAM_TIMEOUT) {
+		(void)snprintf(msg, sizeof(msg), "%.300s: no answer in time",
+		    p->label);
+		relay_error(&p->rl, 504, "timeout", msg, 0);
 	} else
-		o_add(d, len);
-}
-
-/* The answer is complete: the client's end, the connection back. */
-static void
-upstream_done(struct preq *p, int reusable)
-{
-	struct upconn	*uc = p->uc;
-	struct hreq	*r = p->r;
-
-	if (r != NULL && p->nostream) {
-		waited_end(p);		/* the client's side is over */
-		r = NULL;
-	}
-	if (r != NULL) {
-		if (p->chunked_out)
-			o_add("0\r\n\r\n", 5);
-		p->r = NULL;
-		if (ob.len > 0)
-			(void)conn_write(r->conn, ob.b, ob.len);
-		o_reset();
-		conn_done(r->conn, !p->close_out);
-	}
-	p->uc = NULL;
-	/* not one whose request is still going out, or whose answer came
-	 * before all of it: what is left would start the next request */
-	if (reusable && uc->keepalive && !uc->paused && !uc->connecting &&
-	    uc->iovn == 0) {
-		free(uc->in);
-		uc->in = NULL;
-		uc->inlen = 0;
-		pool_put(uc);
-	} else {
-		uc->p = NULL;
-		uc_free(uc);
-	}
+		relay_error(&p->rl, 502, "upstream_error", msg, 0);
 	preq_end(p);
 }
 
-/* Flush what this read put together for the client. */
-static void
-client_flush(struct preq *p)
-{
-	if (p->r != NULL && ob.len > 0) {
-		(void)conn_write(p->r->conn, ob.b, ob.len);
-		if (conn_queued(p->r->conn) > CLIENT_QUEUE_MAX &&
-		    p->uc != NULL) {
-			event_del(&p->uc->rev);
-			p->uc->paused = 1;
-		}
-	}
-	o_reset();
-}
-
 /*
- * Bytes of the answer: header (1xx skipped), then body by its framing.
- * Returns 1 when the answer ended (p is freed), -1 on an error (p is
- * freed), 0 to read on.
+ * The held request to its model's server, on a kept connection or a
+ * new one: the method and target, the client's end-to-end fields, the
+ * body (a JSON Content-Type unless it came with one; passed through, a
+ * length where there is a body, or may be one).  Its answer goes to
+ * the client's side (relay.c), its end here.
  */
-static int
-upstream_bytes(struct preq *p, char *d, size_t len)
+static void
+forward_send(struct preq *p)
 {
-	struct upconn	*uc = p->uc;
-	struct h1_msg	 m;
-	size_t		 n, datalen;
-	ssize_t		 k;
-	int		 r, done, nobody;
+	struct iovec		 iov[UPSTREAM_PIECES];
+	struct upstream_req	 rq;
+	struct upconn		*uc;
+	const char		*err = NULL;
+	int			 n;
 
-	while (len > 0) {
-		if (!uc->hdone) {
-			r = h1_parse_response(d, len, UP_HEADER_MAX, &m);
-			if (r == 0) {
-				/* keep the start of a header */
-				if (d != uc->in) {
-					char	*t = malloc(len);
-
-					if (t == NULL) {
-						upstream_fail(p, "out of "
-						    "memory");
-						return (-1);
-					}
-					memcpy(t, d, len);
-					free(uc->in);
-					uc->in = t;
-				}
-				uc->inlen = len;
-				return (0);
-			}
-			if (r < 0 || m.status == 101) {
-				upstream_fail(p, "invalid answer");
-				return (-1);
-			}
-			if (m.status < 200) {	/* interim: skip */
-				d += r;
-				len -= r;
-				continue;
-			}
-			uc->hdone = 1;
-			if (p->r != NULL)	/* a client that left: 499 */
-				p->status = m.status;
-			nobody = m.status == 204 || m.status == 304 ||
-			    p->headreq;
-			uc->keepalive = m.keepalive;
-			if (nobody)
-				uc->left = 0;
-			else if (m.chunked) {
-				uc->chunked = 1;
-				h1_chunked_init(&uc->ch);
-			} else if (m.content_length >= 0)
-				uc->left = m.content_length;
-			else {
-				uc->toclose = 1;
-				uc->keepalive = 0;
-			}
-			if (p->r != NULL && p->waited)
-				waited_header(p, &m);
-			else if (p->r != NULL)
-				client_header(p, &m, nobody);
-			d += r;
-			len -= r;
-			if (uc->left == 0) {
-				upstream_done(p, len == 0);
-				return (1);
-			}
-			continue;
-		}
-		if (uc->chunked) {
-			k = h1_chunked_decode(&uc->ch, d, len, &datalen, &done);
-			if (k < 0) {
-				upstream_fail(p, "invalid chunked answer");
-				return (-1);
-			}
-			client_data(p, d, datalen);
-			if (done) {
-				upstream_done(p, (size_t)k == len);
-				return (1);
-			}
-			return (0);
-		}
-		if (uc->left >= 0) {
-			n = (uint64_t)uc->left < len ? (size_t)uc->left : len;
-			client_data(p, d, n);
-			uc->left -= n;
-			if (uc->left == 0) {
-				upstream_done(p, n == len);
-				return (1);
-			}
-			return (0);
-		}
-		client_data(p, d, len);	/* to the close */
-		return (0);
+	if ((n = body_pieces(p, iov)) == -1)
+		return;
+	memset(&rq, 0, sizeof(rq));
+	rq.method = p->method;
+	rq.target = p->uri;
+	rq.headers = p->hdrs;
+	rq.headerslen = p->hdrslen;
+	rq.json = !p->has_ctype && !p->pass;
+	rq.length = !p->pass || strcmp(p->method, "POST") == 0 ||
+	    strcmp(p->method, "PUT") == 0 || strcmp(p->method, "PATCH") == 0;
+	rq.head = p->rl.head;
+	rq.body = iov;
+	rq.nbody = n;
+	rq.sink = relay_answer;
+	rq.sinkarg = &p->rl;
+	rq.owner = &owner;
+	rq.ownerarg = p;
+	if ((uc = upstream_open(p->port, &err)) == NULL) {
+		upstream_lost(p, err, UPSTREAM_FAILED);
+		return;
 	}
-	return (0);
+	p->uc = uc;
+	if (upstream_send(uc, &rq) == -1)
+		return;		/* up_fail had it */
+	log_debug("request %llu: %s %s to %s on port %u",
+	    (unsigned long long)p->reqid, p->method, p->uri, p->label,
+	    p->port);
 }
 
+/* From upstream.c: the request is out and its answer began. */
 static void
-upstream_readcb(evutil_socket_t fd, short ev, void *arg)
+up_began(void *arg)
 {
-	struct upconn	*uc = arg;
-	struct preq	*p = uc->p;
-	ssize_t		 n;
-	size_t		 room;
-	char		*d;
-
-	(void)ev;
-	if (p == NULL) {
-		/* idle: closed by the model server, or talking out of turn */
-		uc_free(uc);
-		return;
-	}
-	if (uc->inlen > 0) {
-		/* the rest of a header */
-		room = UP_HEADER_MAX + 1 - uc->inlen;
-		if (room > sizeof(ubuf))
-			room = sizeof(ubuf);
-		n = read(fd, ubuf, room);
-	} else
-		n = read(fd, ubuf, sizeof(ubuf));
-	if (n == -1) {
-		if (errno == EAGAIN || errno == EINTR)
-			return;
-		upstream_fail(p, errno == ECONNREFUSED ?
-		    "connection refused" : "connection failed");
-		return;
-	}
-	if (n == 0) {
-		if (uc->hdone && uc->toclose) {
-			timer_arm(p);
-			upstream_done(p, 0);
-			return;
-		}
-		upstream_fail(p, uc->got ? "connection closed mid-answer" :
-		    "connection closed");
-		return;
-	}
-	if (!uc->got) {
-		/* no retry once the answer began: the body is done with */
-		uc->got = 1;
-		body_drop(p);
-	}
-	timer_arm(p);
-	o_reset();
-	if (uc->inlen > 0) {
-		if ((d = realloc(uc->in, uc->inlen + n)) == NULL) {
-			upstream_fail(p, "out of memory");
-			return;
-		}
-		memcpy(d + uc->inlen, ubuf, n);
-		uc->in = d;
-		n += uc->inlen;
-		uc->inlen = 0;
-	} else
-		d = ubuf;
-	if (upstream_bytes(p, d, (size_t)n) != 0) {
-		o_reset();
-		return;
-	}
-	if (uc->inlen == 0 && uc->in != NULL) {
-		free(uc->in);
-		uc->in = NULL;
-	}
-	client_flush(p);
+	body_drop(arg);
 }
 
+/* From upstream.c: the answer is whole, and the client has its end. */
 static void
-timer_arm(struct preq *p)
+up_done(void *arg)
 {
-	struct timeval	 tv;
-	int64_t		 ms = px->conf->request_timeout;
+	struct preq	*p = arg;
 
-	tv.tv_sec = ms / 1000;
-	tv.tv_usec = (ms % 1000) * 1000;
-	evtimer_add(&p->timer, &tv);
+	p->uc = NULL;
+	preq_end(p);
 }
 
+/* From upstream.c: the connection failed the request, and is gone. */
 static void
-timer_cb(evutil_socket_t fd, short ev, void *arg)
+up_fail(void *arg, const char *what, int how)
+{
+	struct preq	*p = arg;
+
+	upstream_lost(p, p->rl.replied ? "connection closed mid-answer" :
+	    what, how);
+}
+
+/* A request that waited its key's queue timeout for a slot: 429. */
+static void
+key_timeout(evutil_socket_t fd, short ev, void *arg)
 {
 	struct preq	*p = arg;
 	char		 msg[PROTO_MSG_MAX];
 
 	(void)fd;
 	(void)ev;
-	if (p->state == ST_KEYWAIT) {
-		(void)snprintf(msg, sizeof(msg), "The key '%s' has as many "
-		    "requests in progress as it may (max requests); this one "
-		    "waited %lld ms for one of them to end.", p->key,
-		    (long long)px->conf->queue_timeout);
-		reply_error_retry(p, 429, "key_busy", msg, 1);
-		p->wait_ms = now_ms() - p->t0;	/* for its key's slot */
-		preq_end(p);
-		return;
-	}
-	log_warnx("request %llu: %s did not answer in time",
-	    (unsigned long long)p->reqid, p->label);
-	if (p->replied && !p->waited) {
-		ended(p, END_CUT);
-		client_close(p);
-	} else {
-		(void)snprintf(msg, sizeof(msg), "%.300s: no answer in time",
-		    p->label);
-		reply_error(p, 504, "timeout", msg);
-	}
-	preq_end(p);
-}
-
-/*
- * Token counts for the access log, from the answer's "usage" (the last
- * SSE chunk when streamed).  Cheap: only pieces that mention it are
- * looked at, with a little of the previous piece for a split name.
- */
-static int64_t
-find_count(const char *s, size_t len, const char *name)
-{
-	const char	*p, *end = s + len, *last = NULL;
-	size_t		 n = strlen(name);
-	int64_t		 v = 0;
-
-	for (p = s; (p = memmem(p, end - p, name, n)) != NULL; p += n)
-		last = p;
-	if (last == NULL)
-		return (-1);
-	for (p = last + n; p < end && (*p == '"' || *p == ':' || *p == ' ');
-	    p++)
-		;
-	if (p == end || *p < '0' || *p > '9')
-		return (-1);
-	for (; p < end && *p >= '0' && *p <= '9' && v < INT64_MAX / 10; p++)
-		v = v * 10 + (*p - '0');
-	return (v);
-}
-
-static void
-usage_scan(struct preq *p, const char *d, size_t len)
-{
-	const char	*s = d;
-	char		*tmp = NULL;
-	int64_t		 v;
-	size_t		 n = len;
-
-	if (memmem(d, len, "tokens", 6) != NULL ||
-	    memmem(p->carry, p->carrylen, "usage", 5) != NULL) {
-		/* with the end of the previous piece, if there was one */
-		if (p->carrylen > 0 &&
-		    (tmp = malloc(p->carrylen + len)) != NULL) {
-			memcpy(tmp, p->carry, p->carrylen);
-			memcpy(tmp + p->carrylen, d, len);
-			s = tmp;
-			n = p->carrylen + len;
-		}
-		if ((v = find_count(s, n, "\"prompt_tokens\"")) >= 0)
-			p->ptok = v;
-		if ((v = find_count(s, n, "\"completion_tokens\"")) >= 0)
-			p->ctok = v;
-		free(tmp);
-	}
-	n = len < sizeof(p->carry) ? len : sizeof(p->carry);
-	memcpy(p->carry, d + len - n, n);
-	p->carrylen = n;
-}
-
-void
-forward_status(struct hreq *r)
-{
-	struct proto_reqid	 pr;
-	struct preq		*p;
-
-	if ((p = preq_new(r, PREQ_STATUS, "/v1/agency/status")) == NULL) {
-		answer_error(r, 500, "internal_error", "Out of memory.");
-		return;
-	}
-	p->models = json_object_new_array();
-	memset(&pr, 0, sizeof(pr));
-	pr.reqid = p->reqid;
-	parent_send(IMSG_STATUS_REQ, &pr, sizeof(pr));
-}
-
-void
-forward_metrics(struct hreq *r)
-{
-	struct proto_reqid	 pr;
-	struct preq		*p;
-
-	if ((p = preq_new(r, PREQ_METRICS, "/metrics")) == NULL) {
-		answer_error(r, 500, "internal_error", "Out of memory.");
-		return;
-	}
-	memset(&pr, 0, sizeof(pr));
-	pr.reqid = p->reqid;
-	parent_send(IMSG_STATUS_REQ, &pr, sizeof(pr));
-}
-
-static void
-metrics_model(struct preq *p, const struct proto_status *st)
-{
-	struct proto_status	*n;
-
-	if ((n = reallocarray(p->sts, p->nsts + 1, sizeof(*n))) == NULL)
-		return;
-	p->sts = n;
-	p->sts[p->nsts++] = *st;
-}
-
-static void
-metrics_end(struct preq *p)
-{
-	struct evbuffer		*buf;
-	struct hreq		*r = p->r;
-	struct conn_stats	 cs;
-	struct events_stats	 es;
-
-	p->status = 200;
-	if (r != NULL) {
-		p->r = NULL;
-		if ((buf = evbuffer_new()) == NULL)
-			fatal("%s: evbuffer_new", __func__);
-		conn_get_stats(&cs);
-		events_get_stats(&es);
-		metrics_render(buf, p->sts, p->nsts, &cs, &es);
-		answer_reply(r, 200, "text/plain; version=0.0.4; charset=utf-8",
-		    (const char *)evbuffer_pullup(buf, -1),
-		    evbuffer_get_length(buf));
-		evbuffer_free(buf);
-	}
-	preq_end(p);
-}
-
-void
-forward_status_model(const struct proto_status *st)
-{
-	struct preq	*p;
-	json_object	*o;
-
-	if ((p = preq_find(st->reqid)) == NULL || p->kind == PREQ_MODEL)
-		return;
-	if (p->kind == PREQ_METRICS) {
-		metrics_model(p, st);
-		return;
-	}
-	/* the record the events stream shows too */
-	o = events_record(st, px->conf != NULL ?
-	    pconf_find_model(px->conf, st->model) : NULL);
-	json_object_array_add(p->models, o);
-}
-
-void
-forward_status_end(uint64_t reqid)
-{
-	struct preq	*p;
-	struct hreq	*r;
-	json_object	*obj;
-
-	if ((p = preq_find(reqid)) == NULL || p->kind == PREQ_MODEL)
-		return;
-	if (p->kind == PREQ_METRICS) {
-		metrics_end(p);
-		return;
-	}
-	p->status = 200;
-	if ((r = p->r) != NULL) {
-		p->r = NULL;
-		obj = json_object_new_object();
-		json_object_object_add(obj, "models",
-		    json_object_get(p->models));
-		answer_json(r, 200, obj);
-		json_object_put(obj);
-	}
-	preq_end(p);
-}
-
-/*
- * POST /v1/agency/cancel: agencyd sends the cancel (it restarts a model
- * that goes on generating after a close, and does so only for a cancel
- * it sent), and the answer waits for it: forward_cancel_answer.
- */
-void
-forward_cancel_ask(struct hreq *r, const char *model)
-{
-	struct proto_cancel	 pc;
-	struct preq		*p;
-
-	if ((p = preq_new(r, PREQ_CANCEL, "/v1/agency/cancel")) == NULL) {
-		answer_error(r, 500, "internal_error", "Out of memory.");
-		return;
-	}
-	(void)strlcpy(p->method, "POST", sizeof(p->method));
-	(void)strlcpy(p->model, model, sizeof(p->model));
-	memset(&pc, 0, sizeof(pc));
-	pc.reqid = p->reqid;
-	(void)strlcpy(pc.model, model, sizeof(pc.model));
-	parent_send(IMSG_CANCEL, &pc, sizeof(pc));
-}
-
-/* The cancel agencyd sent for reqid ended n requests. */
-void
-forward_cancel_answer(uint64_t reqid, const char *model, uint32_t n)
-{
-	struct preq	*p;
-	struct hreq	*r;
-	json_object	*obj;
-
-	if ((p = preq_find(reqid)) == NULL || p->kind != PREQ_CANCEL ||
-	    strcmp(p->model, model) != 0)
-		return;
-	p->status = 200;
-	if ((r = p->r) != NULL) {
-		p->r = NULL;
-		obj = json_object_new_object();
-		json_object_object_add(obj, "cancelled",
-		    json_object_new_int64(n));
-		answer_json(r, 200, obj);
-		json_object_put(obj);
-	}
+	(void)snprintf(msg, sizeof(msg), "The key '%s' has as many requests "
+	    "in progress as it may (max requests); this one waited %lld ms "
+	    "for one of them to end.", p->key, (long long)p->keywait);
+	relay_error(&p->rl, 429, "key_busy", msg, 1);
+	p->wait_ms = now_ms() - p->t0;	/* for its key's slot */
 	preq_end(p);
 }
 
@@ -2137,7 +890,7 @@ forward_cancel(const char *model)
 
 	for (p = TAILQ_FIRST(&preqs); p != NULL; p = next) {
 		next = TAILQ_NEXT(p, entry);
-		if (p->kind != PREQ_MODEL || strcmp(p->model, model) != 0)
+		if (strcmp(p->model, model) != 0)
 			continue;
 		if (p->state == ST_HOLD) {
 			memset(&pr, 0, sizeof(pr));
@@ -2146,12 +899,12 @@ forward_cancel(const char *model)
 			hold_waited(p, MW_WITHDRAWN, 0);
 		}
 		ended(p, END_CANCELLED);
-		if (p->replied)
-			client_cancelled(p);
+		if (p->rl.replied)
+			relay_cancelled(&p->rl);
 		else
-			reply_error(p, 499, "cancelled",
-			    "The request was cancelled.");
-		p->status = 499;
+			relay_error(&p->rl, 499, "cancelled",
+			    "The request was cancelled.", 0);
+		p->rl.status = 499;
 		preq_end(p);
 		n++;
 	}

@@ -116,6 +116,9 @@ static int	 content_length(struct h1_msg *, const char *, size_t);
 static int	 transfer_encoding(struct h1_msg *, const char *, size_t);
 static int	 parse(const char *, size_t, size_t, struct h1_msg *, int);
 static void	 size_line_end(struct h1_chunked *);
+static int	 eol(struct h1_chunked *, unsigned int, int);
+static int	 size_byte(struct h1_chunked *, unsigned int);
+static int	 tail_byte(struct h1_chunked *, unsigned int);
 
 static int
 lower(int c)
@@ -464,6 +467,31 @@ h1_has_token(const char *v, size_t n, const char *token)
 	return (0);
 }
 
+/* Not passed on, either way (RFC 9110 7.6.1), or set by a proxy. */
+#define HOP(s)	{ s, sizeof(s) - 1 }
+static const struct {
+	const char	*name;
+	size_t		 len;
+} hop_fields[] = {
+	HOP("Connection"), HOP("Keep-Alive"), HOP("Proxy-Authenticate"),
+	HOP("Proxy-Authorization"), HOP("Proxy-Connection"), HOP("TE"),
+	HOP("Trailer"), HOP("Trailers"), HOP("Transfer-Encoding"),
+	HOP("Upgrade"), HOP("Host"), HOP("Content-Length"), HOP("Expect"),
+};
+#undef HOP
+
+int
+h1_hop(const char *name, size_t len)
+{
+	size_t	 i;
+
+	for (i = 0; i < sizeof(hop_fields) / sizeof(hop_fields[0]); i++)
+		if (hop_fields[i].len == len &&
+		    icase(name, hop_fields[i].name, len))
+			return (1);
+	return (0);
+}
+
 /*
  * The chunked coding (RFC 9112 7.1), a byte at a time but for the data:
  *
@@ -506,13 +534,131 @@ size_line_end(struct h1_chunked *c)
 	c->state = c->left == 0 ? CH_TRAILER : CH_DATA;
 }
 
+/* A line's end at ch: a CR, after which its LF is awaited in state lf
+ * (0), a bare LF (1), or neither (-1). */
+static int
+eol(struct h1_chunked *c, unsigned int ch, int lf)
+{
+	if (ch == '\n')
+		return (1);
+	if (ch != '\r')
+		return (-1);
+	c->state = lf;
+	return (0);
+}
+
+/* A byte of a size line: 0, or -1 if it breaks the grammar. */
+static int
+size_byte(struct h1_chunked *c, unsigned int ch)
+{
+	unsigned int	 h;
+	int		 r;
+
+	switch (c->state) {
+	case CH_SIZE:
+		if (ch >= '0' && ch <= '9')
+			h = ch - '0';
+		else if ((ch | 0x20) >= 'a' && (ch | 0x20) <= 'f')
+			h = (ch | 0x20) - 'a' + 10;
+		else
+			h = 16;
+		if (h < 16) {
+			/* Refuse a size of 2^62 or more. */
+			if (c->left >= (uint64_t)1 << 58)
+				return (-1);
+			c->left = c->left * 16 + h;
+			c->digits = 1;
+		} else if (!c->digits)
+			return (-1);
+		else if (ch == ';')
+			c->state = CH_EXT;
+		else if (ch == ' ' || ch == '\t')
+			c->state = CH_SIZE_WS;
+		else if (ch == '\r') {
+			c->state = CH_SIZE_LF;
+			return (0);
+		} else if (ch == '\n') {
+			size_line_end(c);
+			return (0);
+		} else
+			return (-1);
+		break;
+	case CH_SIZE_WS:
+		if (ch == ';')
+			c->state = CH_EXT;
+		else if (ch != ' ' && ch != '\t')
+			return (-1);
+		break;
+	case CH_EXT:
+		if ((r = eol(c, ch, CH_SIZE_LF)) == 1)
+			size_line_end(c);
+		if (r >= 0)
+			return (0);
+		break;
+	case CH_SIZE_LF:
+		if (ch != '\n')
+			return (-1);
+		size_line_end(c);
+		return (0);
+	default:
+		return (-1);
+	}
+	return (++c->linelen > MAX_LINE ? -1 : 0);
+}
+
+/* A byte of the CRLF after a chunk's data or of the trailer section: 0,
+ * 1 when it ends the message, or -1 if it breaks the grammar. */
+static int
+tail_byte(struct h1_chunked *c, unsigned int ch)
+{
+	int	 r;
+
+	switch (c->state) {
+	case CH_DATA_CR:
+		if ((r = eol(c, ch, CH_DATA_LF)) == 1)
+			h1_chunked_init(c);
+		return (r == -1 ? -1 : 0);
+	case CH_DATA_LF:
+		if (ch != '\n')
+			return (-1);
+		h1_chunked_init(c);
+		return (0);
+	case CH_TRAILER:
+		if ((r = eol(c, ch, CH_END_LF)) == 1)
+			return (1);
+		if (r == -1) {
+			c->state = CH_TRAILER_LINE;
+			c->linelen = 1;
+		}
+		return (0);
+	case CH_TRAILER_LINE:
+		if ((r = eol(c, ch, CH_TRAILER_LF)) == 1) {
+			c->state = CH_TRAILER;
+			c->linelen = 0;
+		} else if (r == -1 && ++c->linelen > MAX_LINE)
+			return (-1);
+		return (0);
+	case CH_TRAILER_LF:
+		if (ch != '\n')
+			return (-1);
+		c->state = CH_TRAILER;
+		c->linelen = 0;
+		return (0);
+	case CH_END_LF:
+		return (ch == '\n' ? 1 : -1);
+	default:
+		return (-1);
+	}
+}
+
 ssize_t
 h1_chunked_decode(struct h1_chunked *c, char *buf, size_t len,
     size_t *datalen, int *done)
 {
 	char		*w = buf;
 	size_t		 i = 0, n;
-	unsigned int	 ch, h;
+	unsigned int	 ch;
+	int		 r = 0;
 
 	*datalen = 0;
 	*done = 0;
@@ -526,129 +672,29 @@ h1_chunked_decode(struct h1_chunked *c, char *buf, size_t len,
 	if (len > SSIZE_MAX)
 		len = SSIZE_MAX;
 
-	while (i < len) {
-		if (c->state == CH_DATA) {
-			n = len - i;
-			if (n > c->left)
-				n = c->left;
-			if (w != buf + i)
-				memmove(w, buf + i, n);
-			w += n;
-			i += n;
-			if ((c->left -= n) == 0)
-				c->state = CH_DATA_CR;
+	while (i < len && r == 0) {
+		if (c->state != CH_DATA) {
+			ch = (unsigned char)buf[i++];
+			r = c->state < CH_DATA ? size_byte(c, ch) :
+			    tail_byte(c, ch);
 			continue;
 		}
-		ch = (unsigned char)buf[i++];
-		switch (c->state) {
-		case CH_SIZE:
-			if (ch >= '0' && ch <= '9')
-				h = ch - '0';
-			else if ((ch | 0x20) >= 'a' && (ch | 0x20) <= 'f')
-				h = (ch | 0x20) - 'a' + 10;
-			else
-				h = 16;
-			if (h < 16) {
-				/* Refuse a size of 2^62 or more. */
-				if (c->left >= (uint64_t)1 << 58)
-					goto bad;
-				c->left = c->left * 16 + h;
-				c->digits = 1;
-			} else if (!c->digits)
-				goto bad;
-			else if (ch == ';')
-				c->state = CH_EXT;
-			else if (ch == ' ' || ch == '\t')
-				c->state = CH_SIZE_WS;
-			else if (ch == '\r') {
-				c->state = CH_SIZE_LF;
-				break;
-			} else if (ch == '\n') {
-				size_line_end(c);
-				break;
-			} else
-				goto bad;
-			if (++c->linelen > MAX_LINE)
-				goto bad;
-			break;
-		case CH_SIZE_WS:
-			if (ch == ';')
-				c->state = CH_EXT;
-			else if (ch != ' ' && ch != '\t')
-				goto bad;
-			if (++c->linelen > MAX_LINE)
-				goto bad;
-			break;
-		case CH_EXT:
-			if (ch == '\r')
-				c->state = CH_SIZE_LF;
-			else if (ch == '\n')
-				size_line_end(c);
-			else if (++c->linelen > MAX_LINE)
-				goto bad;
-			break;
-		case CH_SIZE_LF:
-			if (ch != '\n')
-				goto bad;
-			size_line_end(c);
-			break;
-		case CH_DATA_CR:
-			if (ch == '\r')
-				c->state = CH_DATA_LF;
-			else if (ch == '\n')
-				h1_chunked_init(c);
-			else
-				goto bad;
-			break;
-		case CH_DATA_LF:
-			if (ch != '\n')
-				goto bad;
-			h1_chunked_init(c);
-			break;
-		case CH_TRAILER:
-			if (ch == '\r')
-				c->state = CH_END_LF;
-			else if (ch == '\n')
-				goto end;
-			else {
-				c->state = CH_TRAILER_LINE;
-				c->linelen = 1;
-			}
-			break;
-		case CH_TRAILER_LINE:
-			if (ch == '\r')
-				c->state = CH_TRAILER_LF;
-			else if (ch == '\n') {
-				c->state = CH_TRAILER;
-				c->linelen = 0;
-			} else if (++c->linelen > MAX_LINE)
-				goto bad;
-			break;
-		case CH_TRAILER_LF:
-			if (ch != '\n')
-				goto bad;
-			c->state = CH_TRAILER;
-			c->linelen = 0;
-			break;
-		case CH_END_LF:
-			if (ch != '\n')
-				goto bad;
-			goto end;
-		default:
-			goto bad;
-		}
+		n = len - i;
+		if (n > c->left)
+			n = c->left;
+		if (w != buf + i)
+			memmove(w, buf + i, n);
+		w += n;
+		i += n;
+		if ((c->left -= n) == 0)
+			c->state = CH_DATA_CR;
 	}
 	*datalen = w - buf;
-	return ((ssize_t)i);
-
- end:
-	c->state = CH_DONE;
-	*datalen = w - buf;
-	*done = 1;
-	return ((ssize_t)i);
-
- bad:
-	c->state = CH_ERROR;
-	*datalen = w - buf;
-	return (-1);
+	if (r == -1)
+		c->state = CH_ERROR;
+	else if (r == 1) {
+		c->state = CH_DONE;
+		*done = 1;
+	}
+	return (r == -1 ? -1 : (ssize_t)i);
 }

@@ -7,7 +7,7 @@
  * fields, and the framing they imply, parsed from bytes that came off a
  * socket; and the chunked transfer coding, decoded in place.  Pure
  * functions on memory: no allocation, no I/O.  The front door (conn.c)
- * parses its clients' requests with them, forward.c its upstreams'
+ * parses its clients' requests with them, upstream.c the model servers'
  * answers.
  */
 #ifndef AGENCY_H1_H
@@ -70,6 +70,11 @@ const struct h1_header *h1_find(const struct h1_msg *, const char *);
 
 /* Whether a comma-separated field value lists token (case-insensitive). */
 int		 h1_has_token(const char *, size_t, const char *);
+
+/* Whether a field (its name, of len bytes) is one a proxy never passes
+ * on, either way (RFC 9110 7.6.1), or one it sets itself (Host, the
+ * framing, Expect). */
+int		 h1_hop(const char *, size_t);
 
 /* The chunked transfer coding, decoded in place. */
 struct h1_chunked {

@@ -3,16 +3,17 @@
  * SPDX-License-Identifier: ISC (see the file LICENSE)
  */
 /*
- * The HTTP front door: what to do with each request conn.c hands up (the
- * handler http_init registers): the request target and method, the Host
- * and Origin checks, routes, admin guards, the body's model and rules,
- * decided before any effect (http_decide, pure, fuzzed); then health,
- * the models list and cancel are answered here, status and metrics and
- * model requests go on to forward.c.  The listeners of a configuration.
+ * The front door's requests, as conn.c hands them up (http_init): what
+ * to do with each, decided before any effect from routes.c's table of
+ * routes (http_decide: pure, fuzzed), then a lookup of what serves it
+ * and a call.  The front door's own answers are here; model requests go
+ * to forward.c, the parent's status and cancels to status.c, the events
+ * and logs to events.c.  Also the Host and Origin checks, and the
+ * listeners of a configuration.
  *
- * Calls: forward.c, events.c, answer.c, metrics.c, conn.c, parent.c,
- * rules.c, scan.c, multipart.c, routes.c, utf8.c, h1.c, console_assets.c,
- * state.c, conn_tls.c.
+ * Calls: forward.c, status.c, events.c, answer.c, metrics.c, conn.c,
+ * access.c, rules.c, scan.c, splice.c, multipart.c, routes.c, utf8.c,
+ * h1.c, console_assets.c, state.c, conn_tls.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>
@@ -40,25 +41,28 @@
 static void	 http_request(struct hreq *, const struct h1_msg *, char *,
 		    size_t);
 static void	 http_refused(struct hreq *, int);
-static void	 http_models(struct hreq *, const struct paccess *);
 static int	 host_guard(const struct pconf *, const struct http_hdrs *,
 		    struct rerr *);
 static int	 admin_guard(const struct pconf *, const struct http_hdrs *,
 		    int, struct rerr *);
-static void	 decide_form(const struct pconf *, const char *,
-		    const struct http_hdrs *, const char *, size_t,
-		    struct http_decision *);
-static void	 decide_pass(const struct pconf *, int, const char *,
-		    const struct http_hdrs *, struct http_decision *);
 static int	 json_ctype(const char *);
-static void	 http_cancel(struct hreq *, struct pmodel *);
-static void	 decide_error(struct http_decision *, int, const char *,
-		    const char *);
-static void	 decide_admin(const struct pconf *, int, const char *,
-		    const struct http_hdrs *, const char *, size_t,
-		    struct http_decision *);
-static void	 http_console(struct hreq *, const struct console_asset *,
-		    const char *, const char *, const char *, int64_t);
+static int	 pct_decode(const char *, char *, size_t);
+static int	 query_has(const char *, const char *, const char *);
+static struct pmodel *pass_model(const struct pconf *, const char *,
+		    size_t *);
+static const char *field(const struct h1_msg *, const char *, char *,
+		    size_t);
+static int	 delay_error(struct hreq *, const struct http_decision *);
+static void	 serve_error(struct hreq *, struct http_decision *);
+static void	 serve_health(struct hreq *, struct http_decision *);
+static void	 serve_preflight(struct hreq *, struct http_decision *);
+static void	 serve_models(struct hreq *, struct http_decision *);
+static void	 serve_cancel(struct hreq *, struct http_decision *);
+static void	 serve_console(struct hreq *, struct http_decision *);
+static void	 serve_events(struct hreq *, struct http_decision *);
+static void	 serve_logs(struct hreq *, struct http_decision *);
+static void	 serve_admin(struct hreq *, struct http_decision *);
+static void	 serve_redirect(struct hreq *, struct http_decision *);
 
 int		 http_fastpath = 1;
 
@@ -140,30 +144,74 @@ http_swap_listeners(struct pconf *old, struct pconf *new)
 	}
 }
 
-/* The admin routes, and /metrics: guarded, never granted by CORS. */
-static int
-admin_route(const char *path)
+/* What a decision is made from. */
+struct decide_in {
+	const struct pconf	*conf;
+	int			 cmd;
+	const char		*path;
+	const struct route	*route;
+	const struct http_hdrs	*hh;
+	const char		*body;
+	size_t			 len;
+	const struct prescan	*pre;
+};
+
+static void	 decide_get(const struct decide_in *, struct http_decision *);
+static void	 decide_console(const struct decide_in *,
+		    struct http_decision *);
+static void	 decide_admin(const struct decide_in *,
+		    struct http_decision *);
+static void	 decide_logs(const struct decide_in *, struct http_decision *);
+static void	 decide_named(const struct decide_in *,
+		    struct http_decision *);
+static void	 decide_pass(const struct decide_in *, struct http_decision *);
+static void	 decide_model(const struct decide_in *,
+		    struct http_decision *);
+
+/* Each kind of route (routes.h): its decision, and what it does. */
+static const struct {
+	void	(*decide)(const struct decide_in *, struct http_decision *);
+	int	  action;		/* enum http_action */
+} kinds[ROUTE_KINDS] = {
+	[ROUTE_MODEL] = { decide_model, HTTP_HOLD },
+	[ROUTE_HEALTH] = { decide_get, HTTP_HEALTH },
+	[ROUTE_CONSOLE] = { decide_console, HTTP_CONSOLE },
+	[ROUTE_MODELS] = { decide_get, HTTP_MODELS },
+	[ROUTE_METRICS] = { decide_get, HTTP_METRICS },
+	[ROUTE_STATUS] = { decide_admin, HTTP_STATUS },
+	[ROUTE_EVENTS] = { decide_admin, HTTP_EVENTS },
+	[ROUTE_LOGS] = { decide_logs, HTTP_LOGS },
+	[ROUTE_CANCEL] = { decide_named, HTTP_CANCEL },
+	[ROUTE_LOAD] = { decide_named, HTTP_LOAD },
+	[ROUTE_UNLOAD] = { decide_named, HTTP_UNLOAD },
+	[ROUTE_ADMIN_OTHER] = { decide_admin, HTTP_ERROR },
+	[ROUTE_PASS] = { decide_pass, HTTP_PASS },
+};
+
+static void
+decide_error(struct http_decision *dc, int status, const char *code,
+    const char *message)
 {
-	return (strcmp(path, "/metrics") == 0 ||
-	    strncmp(path, "/v1/agency/", 11) == 0);
+	dc->action = HTTP_ERROR;
+	rerr_set(&dc->e, status, code, "%s", message);
 }
 
 /*
  * A CORS preflight of a listed origin (dc->cors): the method of its
  * route (GET for the models list, POST for the model routes), asked for,
- * and headers that access.c allows.  Admin routes never get here.
+ * and headers that access.c allows.  No other route gets here.
  */
 static void
-decide_preflight(const char *path, const struct http_hdrs *hh,
-    struct http_decision *dc)
+decide_preflight(const struct decide_in *in, struct http_decision *dc)
 {
-	const char	*method;
+	const struct http_hdrs	*hh = in->hh;
+	const char		*method;
 
 	/* a refused preflight grants nothing */
 	dc->cors[0] = '\0';
-	if (strcmp(path, "/v1/models") == 0)
+	if (in->route->kind == ROUTE_MODELS)
 		method = "GET";
-	else if (strncmp(path, "/v1/", 4) == 0)
+	else if (strncmp(in->path, "/v1/", 4) == 0)
 		method = "POST";
 	else {
 		decide_error(dc, 403, "cors_refused", "No such route for "
@@ -172,7 +220,7 @@ decide_preflight(const char *path, const struct http_hdrs *hh,
 	}
 	if (strcmp(hh->acrm, method) != 0) {
 		rerr_set(&dc->e, 403, "cors_refused", "Other origins may use "
-		    "%s on %.100s, not %.20s.", method, path, hh->acrm);
+		    "%s on %.100s, not %.20s.", method, in->path, hh->acrm);
 		dc->action = HTTP_ERROR;
 		return;
 	}
@@ -189,206 +237,151 @@ decide_preflight(const char *path, const struct http_hdrs *hh,
 }
 
 /*
+ * Against DNS rebinding and cross-origin pages, before anything: the
+ * Host, then the Origin; a listed origin's preflight ends here.  A Unix
+ * socket is out of a browser's reach: its Host is not checked (curl
+ * sends "localhost", without a port).  0 to go on.
+ */
+static int
+guard_front(const struct decide_in *in, struct http_decision *dc)
+{
+	const struct http_hdrs	*hh = in->hh;
+
+	if ((hh->peer == NULL || !hh->peer->unixsock) &&
+	    !http_host_ok(in->conf, hh->host)) {
+		rerr_set(&dc->e, 403, "forbidden_host", "The Host '%.100s' is "
+		    "not a name of this front door (see server name in "
+		    "agency.conf(5)).", hh->host != NULL ? hh->host : "");
+		dc->action = HTTP_ERROR;
+		return (-1);
+	}
+	if (hh->origin == NULL || http_origin_ok(in->conf, hh->origin,
+	    hh->host, hh->tls))
+		return (0);
+	if ((in->route->guard & ROUTE_OWN) ||
+	    !access_cors_listed(in->conf, hh->origin)) {
+		rerr_set(&dc->e, 403, "forbidden_origin", "Requests from the "
+		    "origin '%.100s' are not allowed.", hh->origin);
+		dc->action = HTTP_ERROR;
+		return (-1);
+	}
+	/* a listed origin: its answers, errors too, say so */
+	(void)strlcpy(dc->cors, hh->origin, sizeof(dc->cors));
+	/* a preflight carries no credentials */
+	if (in->cmd == EVHTTP_REQ_OPTIONS && hh->acrm != NULL) {
+		decide_preflight(in, dc);
+		return (-1);
+	}
+	return (0);
+}
+
+/* Who it comes from (access.c: keys, allow rules), and for the admin
+ * routes their Host and an admin key.  0 to go on. */
+static int
+guard_access(const struct decide_in *in, struct http_decision *dc)
+{
+	if (access_decide(in->conf, in->hh, &dc->acc, &dc->e) == -1) {
+		dc->action = HTTP_ERROR;
+		dc->delay = dc->acc.wrong ? AUTH_DELAY_MS : 0;
+		return (-1);
+	}
+	if (!(in->route->guard & ROUTE_ADMIN))
+		return (0);
+	if (admin_guard(in->conf, in->hh, in->cmd, &dc->e) != 0) {
+		dc->action = HTTP_ERROR;
+		return (-1);
+	}
+	if (!dc->acc.admin) {
+		decide_error(dc, 403, "admin_key_required", dc->acc.key !=
+		    NULL ? "Admin routes need a key marked admin." :
+		    "Admin routes need a key marked admin, or an allow rule "
+		    "with admin.");
+		return (-1);
+	}
+	return (0);
+}
+
+/*
  * What the front door does with a request, decided without touching the
  * request or the network, so that the fuzzer runs the very code that
- * serves (the checks in the order the design gives them: Host and
- * Origin, CORS preflights, the console's files, access (keys and allow
- * rules), routes, admin guards, Content-Type, body, model, rules).  cmd is an EVHTTP_REQ_*
- * value; hh holds the header fields that bear on it (NULL when absent)
- * and what the connection is; body is only read for POSTs.
+ * serves: its route (routes.c), the guards the route has, in the order
+ * the design gives them (Host and Origin, CORS preflights, access: keys
+ * and allow rules, the admin routes' guards), then the route's own
+ * decision (methods, Content-Type, body, model, rules).  cmd is an
+ * EVHTTP_REQ_* value; hh holds the header fields that bear on it (NULL
+ * when absent) and what the connection is; body is only read for POSTs.
  */
 void
 http_decide(const struct pconf *conf, int cmd, const char *path,
     const struct http_hdrs *hh, const char *body, size_t len,
     const struct prescan *pre, struct http_decision *dc)
 {
-	const struct route	*route = routes_find(path);
-	json_object		*obj;
-	struct pmodel		*m;
-	struct pscope		 sc;
-	int			 changed, scanned = 0, unixsock, admin, console;
+	const struct decide_in	 in = { conf, cmd, path, routes_find(path),
+				    hh, body, len, pre };
+	int			 guard = in.route->guard;
 
 	memset(dc, 0, sizeof(*dc));
-	dc->family = route->family;
+	dc->route = in.route;
+	dc->family = in.route->family;
+	dc->path = path;
 	if (conf == NULL) {
 		decide_error(dc, 503, "starting", "The proxy is starting.");
 		return;
 	}
-	/* For load balancers, which may not send the name clients use. */
-	if (strcmp(path, "/health") == 0) {
-		if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD)
-			decide_error(dc, 405, "method_not_allowed",
-			    "Use GET.");
-		else
-			dc->action = HTTP_HEALTH;
-		return;
-	}
-	admin = admin_route(path);
-	console = strcmp(path, "/") == 0 || strncmp(path, "/console/", 9) == 0;
-	/*
-	 * Against DNS rebinding and cross-origin pages, before anything.
-	 * A Unix socket is out of a browser's reach: its Host is not
-	 * checked (curl sends "localhost", without a port).
-	 */
-	unixsock = hh->peer != NULL && hh->peer->unixsock;
-	if (!unixsock && !http_host_ok(conf, hh->host)) {
-		rerr_set(&dc->e, 403, "forbidden_host", "The Host '%.100s' is "
-		    "not a name of this front door (see server name in "
-		    "agency.conf(5)).", hh->host != NULL ? hh->host : "");
+	if ((guard & ROUTE_ANYHOST) || (guard_front(&in, dc) == 0 &&
+	    ((guard & ROUTE_KEYLESS) || guard_access(&in, dc) == 0)))
+		kinds[in.route->kind].decide(&in, dc);
+}
+
+/* /health (no guard: a load balancer may not send the name clients
+ * use), the models list and /metrics. */
+static void
+decide_get(const struct decide_in *in, struct http_decision *dc)
+{
+	if (in->cmd & in->route->methods)
+		dc->action = kinds[in->route->kind].action;
+	else
+		decide_error(dc, 405, "method_not_allowed", "Use GET.");
+}
+
+/*
+ * The console's files: the admin routes' guard, and only when it is on,
+ * but no key: a browser sends none when it opens a page, and they are
+ * the same for everyone.  What the page shows comes from the admin
+ * routes, with the admin key it is given.
+ */
+static void
+decide_console(const struct decide_in *in, struct http_decision *dc)
+{
+	if (!in->conf->console || !(in->cmd & in->route->methods) ||
+	    (dc->asset = console_asset(in->path)) == NULL) {
+		dc->asset = NULL;
+		decide_error(dc, 404, "not_found", "No such route.");
+	} else if (admin_guard(in->conf, in->hh, in->cmd, &dc->e) != 0) {
+		dc->asset = NULL;
 		dc->action = HTTP_ERROR;
-		return;
-	}
-	if (hh->origin != NULL && !http_origin_ok(conf, hh->origin,
-	    hh->host, hh->tls)) {
-		if (admin || console || strncmp(path, "/upstream/", 10) == 0 ||
-		    !access_cors_listed(conf, hh->origin)) {
-			rerr_set(&dc->e, 403, "forbidden_origin", "Requests "
-			    "from the origin '%.100s' are not allowed.",
-			    hh->origin);
-			dc->action = HTTP_ERROR;
-			return;
-		}
-		/* a listed origin: its answers, errors too, say so */
-		(void)strlcpy(dc->cors, hh->origin, sizeof(dc->cors));
-		/* a preflight carries no credentials */
-		if (cmd == EVHTTP_REQ_OPTIONS && hh->acrm != NULL) {
-			decide_preflight(path, hh, dc);
-			return;
-		}
-	}
-	/*
-	 * The console's files: the admin routes' guard, and only when it is
-	 * on, but no key: a browser sends none when it opens a page, and
-	 * they are the same for everyone.  What the page shows comes from
-	 * the admin routes, with the admin key it is given.
-	 */
-	if (console) {
-		if (!conf->console || (cmd != EVHTTP_REQ_GET &&
-		    cmd != EVHTTP_REQ_HEAD) ||
-		    (dc->asset = console_asset(path)) == NULL) {
-			dc->asset = NULL;
-			decide_error(dc, 404, "not_found", "No such route.");
-		} else if (admin_guard(conf, hh, cmd, &dc->e) != 0) {
-			dc->asset = NULL;
-			dc->action = HTTP_ERROR;
-		} else
-			dc->action = HTTP_CONSOLE;
-		return;
-	}
-	if (access_decide(conf, hh, &dc->acc, &dc->e) == -1) {
-		dc->action = HTTP_ERROR;
-		dc->delay = dc->acc.wrong ? AUTH_DELAY_MS : 0;
-		return;
-	}
-	access_scope(&dc->acc, &sc);
-	if (strcmp(path, "/v1/models") == 0) {
-		if (cmd != EVHTTP_REQ_GET)
-			decide_error(dc, 405, "method_not_allowed",
-			    "Use GET.");
-		else
-			dc->action = HTTP_MODELS;
-		return;
-	}
-	if (admin && admin_guard(conf, hh, cmd, &dc->e) != 0) {
-		dc->action = HTTP_ERROR;
-		return;
-	}
-	if (admin && !dc->acc.admin) {
-		decide_error(dc, 403, "admin_key_required", dc->acc.key !=
-		    NULL ? "Admin routes need a key marked admin." :
-		    "Admin routes need a key marked admin, or an allow rule "
-		    "with admin.");
-		return;
-	}
-	if (strcmp(path, "/metrics") == 0) {
-		if (cmd != EVHTTP_REQ_GET)
-			decide_error(dc, 405, "method_not_allowed",
-			    "Use GET.");
-		else
-			dc->action = HTTP_METRICS;
-		return;
-	}
-	if (strncmp(path, "/v1/agency/", 11) == 0) {
-		decide_admin(conf, cmd, path + 11, hh, body, len, dc);
-		return;
-	}
-	if (strncmp(path, "/upstream/", 10) == 0) {
-		decide_pass(conf, cmd, path, hh, dc);
-		return;
-	}
-	if (cmd != EVHTTP_REQ_POST) {
-		if (strncmp(path, "/v1/", 4) == 0)
-			decide_error(dc, 405, "method_not_allowed",
-			    "Model routes take POST.");
-		else
-			decide_error(dc, 404, "not_found", "No such route.");
-		return;
-	}
-	if (route->body == BODY_FORM) {
-		decide_form(conf, path, hh, body, len, dc);
-		return;
-	}
-	/* Only what a browser cannot send across origins unasked. */
-	if (!json_ctype(hh->ctype)) {
-		decide_error(dc, 415, "unsupported_media_type",
-		    "Model routes need Content-Type: application/json.");
-		return;
-	}
-	/*
-	 * The fast path (scan.c, splice.c): a body that needs no tree for
-	 * the rules to be applied is only scanned, and what they change is
-	 * spliced.  What it cannot settle, it leaves to json-c below.
-	 */
-	if (http_fastpath && splice_route(route) &&
-	    rules_fast(body, len, pre, route->parts, &dc->scan)) {
-		if (rules_pick_name(conf, dc->scan.has_model ?
-		    dc->scan.model : NULL, &sc, &m, &dc->e) == -1) {
-			dc->action = HTTP_ERROR;
-			return;
-		}
-		if (rules_check_route(m, path, &dc->e) == -1) {
-			dc->action = HTTP_ERROR;
-			dc->model = m;
-			return;
-		}
-		scanned = 1;
-		switch (splice_rules(m->rt, &dc->scan, &dc->splice, &dc->e)) {
-		case -1:
-			dc->action = HTTP_ERROR;
-			dc->model = m;		/* refused for this model */
-			return;
-		case 0:
-			dc->action = HTTP_HOLD;
-			dc->model = m;
-			dc->plain = !dc->splice.changed;
-			dc->fast = 1;
-			return;
-		default:
-			break;
-		}
-		memset(&dc->scan, 0, sizeof(dc->scan));
-	}
-	if ((obj = rules_parse(body, len, &dc->e)) == NULL) {
-		dc->action = HTTP_ERROR;
-		return;
-	}
-	if (rules_pick_model(conf, obj, &sc, &m, &dc->e) == -1) {
-		json_object_put(obj);
-		dc->action = HTTP_ERROR;
-		return;
-	}
-	if (rules_check_route(m, path, &dc->e) == -1 ||
-	    rules_apply(m->rt, path, obj, &dc->e, &changed) == -1) {
-		json_object_put(obj);
-		dc->action = HTTP_ERROR;
-		dc->model = m;		/* refused for this model */
-		return;
-	}
-	dc->action = HTTP_HOLD;
-	dc->model = m;
-	dc->body = obj;
-	/* what took the fast scan is plain: not scanned a second time */
-	dc->plain = !changed && (scanned || rules_plain(body, len));
+	} else
+		dc->action = HTTP_CONSOLE;
+}
+
+/* An admin route (past its guards) with a method it takes; 0, or -1
+ * when there is no such one. */
+static int
+admin_method(const struct decide_in *in, struct http_decision *dc)
+{
+	if (in->cmd & in->route->methods)
+		return (0);
+	decide_error(dc, 404, "not_found", "No such admin route.");
+	return (-1);
+}
+
+/* The admin status and events; any other path under /v1/agency/ has no
+ * method. */
+static void
+decide_admin(const struct decide_in *in, struct http_decision *dc)
+{
+	if (admin_method(in, dc) == 0)
+		dc->action = kinds[in->route->kind].action;
 }
 
 /*
@@ -436,55 +429,47 @@ query_has(const char *q, const char *name, const char *value)
 	return (0);
 }
 
-/*
- * The admin routes under /v1/agency/ (route is what follows it), past
- * the guard: status, events, logs/MODEL, and the POSTs of cancel, load
- * and unload with a body naming a served model.
- */
+/* GET /v1/agency/logs/MODEL, of a model the request may use. */
 static void
-decide_admin(const struct pconf *conf, int cmd, const char *route,
-    const struct http_hdrs *hh, const char *body, size_t len,
-    struct http_decision *dc)
+decide_logs(const struct decide_in *in, struct http_decision *dc)
+{
+	const char	*name = in->path + strlen(in->route->path);
+	char		 buf[AGENCY_NAME_MAX];
+	struct pmodel	*m;
+	int		 r;
+
+	if (admin_method(in, dc) == -1)
+		return;
+	if ((r = pct_decode(name, buf, sizeof(buf))) == -1) {
+		decide_error(dc, 400, "invalid_request", "The model name in "
+		    "the path has a %-escape that is not two hex digits, or "
+		    "is %00.");
+		return;
+	}
+	/* too long to be a name: none of them */
+	if (r == -2 || (m = pconf_find_model(in->conf, buf)) == NULL ||
+	    !access_model_ok(&dc->acc, m)) {
+		rerr_set(&dc->e, 404, "model_not_found",
+		    "The model '%.100s' does not exist.", name);
+		dc->action = HTTP_ERROR;
+		return;
+	}
+	dc->action = HTTP_LOGS;
+	dc->model = m;
+	dc->follow = query_has(in->hh->query, "follow", "1");
+}
+
+/* The admin POSTs of cancel, load and unload: a body naming a served
+ * model, and for load whether to wait. */
+static void
+decide_named(const struct decide_in *in, struct http_decision *dc)
 {
 	json_object	*obj, *jm, *jw;
 	struct pmodel	*m;
-	char		 name[AGENCY_NAME_MAX];
-	int		 r;
 
-	if (strcmp(route, "status") == 0 && cmd == EVHTTP_REQ_GET) {
-		dc->action = HTTP_STATUS;
+	if (admin_method(in, dc) == -1)
 		return;
-	}
-	if (strcmp(route, "events") == 0 && cmd == EVHTTP_REQ_GET) {
-		dc->action = HTTP_EVENTS;
-		return;
-	}
-	if (strncmp(route, "logs/", 5) == 0 && cmd == EVHTTP_REQ_GET) {
-		if ((r = pct_decode(route + 5, name, sizeof(name))) == -1) {
-			decide_error(dc, 400, "invalid_request", "The model "
-			    "name in the path has a %-escape that is not two "
-			    "hex digits, or is %00.");
-			return;
-		}
-		/* too long to be a name: none of them */
-		if (r == -2 || (m = pconf_find_model(conf, name)) == NULL ||
-		    !access_model_ok(&dc->acc, m)) {
-			rerr_set(&dc->e, 404, "model_not_found",
-			    "The model '%.100s' does not exist.", route + 5);
-			dc->action = HTTP_ERROR;
-			return;
-		}
-		dc->action = HTTP_LOGS;
-		dc->model = m;
-		dc->follow = query_has(hh->query, "follow", "1");
-		return;
-	}
-	if (cmd != EVHTTP_REQ_POST || (strcmp(route, "cancel") != 0 &&
-	    strcmp(route, "load") != 0 && strcmp(route, "unload") != 0)) {
-		decide_error(dc, 404, "not_found", "No such admin route.");
-		return;
-	}
-	if ((obj = rules_parse(body, len, &dc->e)) == NULL) {
+	if ((obj = rules_parse(in->body, in->len, &dc->e)) == NULL) {
 		dc->action = HTTP_ERROR;
 		return;
 	}
@@ -496,7 +481,7 @@ decide_admin(const struct pconf *conf, int cmd, const char *route,
 		return;
 	}
 	dc->wait = 1;
-	if (strcmp(route, "load") == 0 &&
+	if (in->route->kind == ROUTE_LOAD &&
 	    json_object_object_get_ex(obj, "wait", &jw)) {
 		if (!json_object_is_type(jw, json_type_boolean)) {
 			json_object_put(obj);
@@ -506,7 +491,7 @@ decide_admin(const struct pconf *conf, int cmd, const char *route,
 		}
 		dc->wait = json_object_get_boolean(jw);
 	}
-	if ((m = pconf_find_model(conf, json_object_get_string(jm))) ==
+	if ((m = pconf_find_model(in->conf, json_object_get_string(jm))) ==
 	    NULL || !access_model_ok(&dc->acc, m)) {
 		rerr_set(&dc->e, 404, "model_not_found",
 		    "The model '%.100s' does not exist.",
@@ -516,17 +501,30 @@ decide_admin(const struct pconf *conf, int cmd, const char *route,
 		return;
 	}
 	json_object_put(obj);
-	dc->action = strcmp(route, "cancel") == 0 ? HTTP_CANCEL :
-	    strcmp(route, "load") == 0 ? HTTP_LOAD : HTTP_UNLOAD;
+	dc->action = kinds[in->route->kind].action;
 	dc->model = m;
 }
 
-static void
-decide_error(struct http_decision *dc, int status, const char *code,
-    const char *message)
+/* The model a request names (NULL: it names none), if the request may
+ * use it and it serves the route; NULL when refused, as dc says. */
+static struct pmodel *
+decide_pick(const struct decide_in *in, struct http_decision *dc,
+    const char *name)
 {
-	dc->action = HTTP_ERROR;
-	rerr_set(&dc->e, status, code, "%s", message);
+	struct pmodel	*m;
+	struct pscope	 sc;
+
+	access_scope(&dc->acc, &sc);
+	if (rules_pick_name(in->conf, name, &sc, &m, &dc->e) == -1) {
+		dc->action = HTTP_ERROR;
+		return (NULL);
+	}
+	if (rules_check_route(m, in->path, &dc->e) == -1) {
+		dc->action = HTTP_ERROR;
+		dc->model = m;		/* refused for this model */
+		return (NULL);
+	}
+	return (m);
 }
 
 /*
@@ -537,17 +535,14 @@ decide_error(struct http_decision *dc, int status, const char *code,
  * keeps other sites out.
  */
 static void
-decide_form(const struct pconf *conf, const char *path,
-    const struct http_hdrs *hh, const char *body, size_t len,
-    struct http_decision *dc)
+decide_form(const struct decide_in *in, struct http_decision *dc)
 {
-	char		 name[MULTIPART_MODEL_MAX + 1];
-	const char	*err;
-	struct pmodel	*m;
-	struct pscope	 sc;
-	int		 r;
+	const struct http_hdrs	*hh = in->hh;
+	char			 name[MULTIPART_MODEL_MAX + 1];
+	const char		*err;
+	struct pmodel		*m;
+	int			 r;
 
-	access_scope(&dc->acc, &sc);
 	if (!multipart_is_form(hh->ctype)) {
 		decide_error(dc, 415, "unsupported_media_type",
 		    "This route needs Content-Type: multipart/form-data.");
@@ -558,14 +553,14 @@ decide_form(const struct pconf *conf, const char *path,
 		decide_error(dc, 400, "invalid_form", err);
 		return;
 	}
-	if ((r = multipart_scan(body, len, dc->boundary, (size_t)conf->max_body,
-	    hh->marks, &dc->mf, &err)) != 0) {
+	if ((r = multipart_scan(in->body, in->len, dc->boundary,
+	    (size_t)in->conf->max_body, hh->marks, &dc->mf, &err)) != 0) {
 		decide_error(dc, -r, r == -413 ? "body_too_large" :
 		    "invalid_form", err);
 		return;
 	}
 	if (dc->mf.has_model) {
-		memcpy(name, body + dc->mf.model_off, dc->mf.model_len);
+		memcpy(name, in->body + dc->mf.model_off, dc->mf.model_len);
 		name[dc->mf.model_len] = '\0';
 		if (!utf8_valid((const unsigned char *)name,
 		    dc->mf.model_len)) {
@@ -574,20 +569,119 @@ decide_form(const struct pconf *conf, const char *path,
 			return;
 		}
 	}
-	if (rules_pick_name(conf, dc->mf.has_model ? name : NULL, &sc, &m,
-	    &dc->e) == -1) {
-		dc->action = HTTP_ERROR;
+	if ((m = decide_pick(in, dc, dc->mf.has_model ? name : NULL)) == NULL)
 		return;
-	}
-	if (rules_check_route(m, path, &dc->e) == -1) {
-		dc->action = HTTP_ERROR;
-		dc->model = m;
-		return;
-	}
 	dc->action = HTTP_HOLD;
 	dc->model = m;
 	dc->form = 1;
 	dc->plain = 1;
+	dc->stream = dc->mf.stream;
+}
+
+/*
+ * The fast path (scan.c, splice.c): a body that needs no tree for the
+ * rules to be applied is only scanned, and what they change is spliced.
+ * 1 when it decided, 0 to leave the body to json-c (decide_tree), with
+ * *scanned set if the scan took it.
+ */
+static int
+decide_fast(const struct decide_in *in, struct http_decision *dc,
+    int *scanned)
+{
+	struct pmodel	*m;
+
+	if (!http_fastpath || !splice_route(in->route) ||
+	    !rules_fast(in->body, in->len, in->pre, in->route->parts,
+	    &dc->scan))
+		return (0);
+	if ((m = decide_pick(in, dc, dc->scan.has_model ? dc->scan.model :
+	    NULL)) == NULL)
+		return (1);
+	*scanned = 1;
+	switch (splice_rules(m->rt, &dc->scan, &dc->splice, &dc->e)) {
+	case -1:
+		dc->action = HTTP_ERROR;
+		dc->model = m;		/* refused for this model */
+		return (1);
+	case 0:
+		dc->action = HTTP_HOLD;
+		dc->model = m;
+		dc->plain = !dc->splice.changed;
+		dc->fast = 1;
+		dc->stream = dc->scan.stream;
+		return (1);
+	default:
+		memset(&dc->scan, 0, sizeof(dc->scan));
+		return (0);
+	}
+}
+
+/* A JSON body as json-c reads it: the model it names, the rules of its
+ * runtime applied to the tree.  scanned: the fast path's scan took it. */
+static void
+decide_tree(const struct decide_in *in, struct http_decision *dc,
+    int scanned)
+{
+	json_object	*obj;
+	struct pmodel	*m;
+	struct pscope	 sc;
+	int		 changed;
+
+	access_scope(&dc->acc, &sc);
+	if ((obj = rules_parse(in->body, in->len, &dc->e)) == NULL) {
+		dc->action = HTTP_ERROR;
+		return;
+	}
+	if (rules_pick_model(in->conf, obj, &sc, &m, &dc->e) == -1) {
+		json_object_put(obj);
+		dc->action = HTTP_ERROR;
+		return;
+	}
+	if (rules_check_route(m, in->path, &dc->e) == -1 ||
+	    rules_apply(m->rt, in->path, obj, &dc->e, &changed) == -1) {
+		json_object_put(obj);
+		dc->action = HTTP_ERROR;
+		dc->model = m;		/* refused for this model */
+		return;
+	}
+	dc->action = HTTP_HOLD;
+	dc->model = m;
+	dc->body = obj;
+	dc->stream = rules_stream(obj);
+	/* what took the fast scan is plain: not scanned a second time */
+	dc->plain = !changed && (scanned || rules_plain(in->body, in->len));
+}
+
+/*
+ * A model route: a POST whose body names the model (a form's field or
+ * JSON's "model"), of a Content-Type a page cannot send across origins
+ * unasked, on a route its runtime serves, refused or changed by the
+ * runtime's rules.
+ */
+static void
+decide_model(const struct decide_in *in, struct http_decision *dc)
+{
+	int	 scanned = 0;
+
+	if (in->cmd != EVHTTP_REQ_POST) {
+		if (strncmp(in->path, "/v1/", 4) == 0)
+			decide_error(dc, 405, "method_not_allowed",
+			    "Model routes take POST.");
+		else
+			decide_error(dc, 404, "not_found", "No such route.");
+		return;
+	}
+	if (in->route->body == BODY_FORM) {
+		decide_form(in, dc);
+		return;
+	}
+	if (!json_ctype(in->hh->ctype)) {
+		decide_error(dc, 415, "unsupported_media_type",
+		    "Model routes need Content-Type: application/json.");
+		return;
+	}
+	if (!decide_fast(in, dc, &scanned))
+		decide_tree(in, dc, scanned);
 }
 
 /*
@@ -623,26 +717,24 @@ pass_model(const struct pconf *conf, const char *rest, size_t *n)
  * request rule reads it, so it is kept to the admin routes' Host.
  */
 static void
-decide_pass(const struct pconf *conf, int cmd, const char *path,
-    const struct http_hdrs *hh, struct http_decision *dc)
+decide_pass(const struct decide_in *in, struct http_decision *dc)
 {
+	size_t	 prefix = strlen(in->route->path), n;
 	struct pmodel	*m;
-	size_t		 n;
 
-	if (host_guard(conf, hh, &dc->e) != 0) {
+	if (host_guard(in->conf, in->hh, &dc->e) != 0) {
 		dc->action = HTTP_ERROR;
 		return;
 	}
-	if (cmd == HTTP_REQ_UNKNOWN || cmd == EVHTTP_REQ_TRACE ||
-	    cmd == EVHTTP_REQ_CONNECT) {
+	if (!(in->cmd & in->route->methods)) {
 		decide_error(dc, 405, "method_not_allowed",
 		    "That method is not passed through.");
 		return;
 	}
-	if ((m = pass_model(conf, path + 10, &n)) == NULL ||
+	if ((m = pass_model(in->conf, in->path + prefix, &n)) == NULL ||
 	    !access_model_ok(&dc->acc, m)) {
 		rerr_set(&dc->e, 404, "model_not_found", "No model served "
-		    "here is named after /upstream/ in %.200s.", path);
+		    "here is named after /upstream/ in %.200s.", in->path);
 		dc->action = HTTP_ERROR;
 		return;
 	}
@@ -655,9 +747,9 @@ decide_pass(const struct pconf *conf, int cmd, const char *path,
 		return;
 	}
 	dc->model = m;
-	dc->prefix = 10 + n;
+	dc->prefix = prefix + n;
 	/* its own page's relative links need the slash */
-	dc->action = path[dc->prefix] == '\0' ? HTTP_REDIRECT : HTTP_PASS;
+	dc->action = in->path[dc->prefix] == '\0' ? HTTP_REDIRECT : HTTP_PASS;
 }
 
 static const struct {
@@ -787,11 +879,10 @@ delayed_answer(evutil_socket_t fd, short ev, void *arg)
 	delayed_free(d);
 }
 
-/* Answer e after ms, unless the client goes first; 0, or -1 if it
- * cannot be held back (then it is answered at once by the caller). */
+/* Answer dc's refusal after its delay, unless the client goes first; 0,
+ * or -1 if it cannot be held back (then it is answered at once). */
 static int
-delay_error(struct hreq *r, const struct http_decision *dc, int ms,
-    const char *method, const char *path, int64_t t0)
+delay_error(struct hreq *r, const struct http_decision *dc)
 {
 	struct delayed	*d;
 	struct timeval	 tv;
@@ -805,178 +896,240 @@ delay_error(struct hreq *r, const struct http_decision *dc, int ms,
 	d->r = r;
 	d->e = dc->e;
 	d->family = dc->family;
-	(void)strlcpy(d->method, method, sizeof(d->method));
-	(void)strlcpy(d->path, path, sizeof(d->path));
-	d->t0 = t0;
-	tv.tv_sec = ms / 1000;
-	tv.tv_usec = (ms % 1000) * 1000;
+	(void)strlcpy(d->method, dc->method, sizeof(d->method));
+	(void)strlcpy(d->path, dc->path, sizeof(d->path));
+	d->t0 = dc->t0;
+	tv.tv_sec = dc->delay / 1000;
+	tv.tv_usec = (dc->delay % 1000) * 1000;
 	conn_set_owner(r->conn, delayed_gone, NULL, d);
 	evtimer_add(d->ev, &tv);
 	return (0);
 }
 
-/* A complete request from conn.c: buf holds its body (len bytes),
- * which the request's handling may change. */
+/* What http_request copies out of a request for its decision. */
+struct hin {
+	int			 cmd;		/* EVHTTP_REQ_*, or unknown */
+	const char		*method;	/* its name, or "OTHER" */
+	char			 path[AGENCY_PATH_MAX];
+	char			 target[AGENCY_PATH_MAX];
+	char			 authority[256];
+	struct http_hdrs	 hh;
+	char			 host[256];
+	char			 ctype[256];
+	char			 origin[256];
+	char			 acrm[32];
+	char			 acrh[1024];
+	/* a credential too long to be a key's is a wrong one ("") */
+	char			 authz[AGENCY_SECRET_MAX + 64];
+	char			 apikey[AGENCY_SECRET_MAX + 64];
+};
+
+/*
+ * The request line, as every route needs it: the method, the path and
+ * the target (for the model), and at most one Content-Length (two mean
+ * two parties could read two different requests here, RFC 9112 6.3:
+ * refused, even when they agree).  0, or -1 when it was answered.
+ */
+static int
+request_line(struct hreq *r, const struct h1_msg *m, struct hin *in,
+    int64_t t0)
+{
+	const char	*msg, *logged = "-";
+	size_t		 i;
+	int		 status = 400;
+
+	in->method = "OTHER";
+	in->cmd = HTTP_REQ_UNKNOWN;
+	for (i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
+		if (strlen(methods[i].name) == m->methodlen &&
+		    memcmp(methods[i].name, m->method, m->methodlen) == 0) {
+			in->method = methods[i].name;
+			in->cmd = methods[i].cmd;
+			break;
+		}
+	if (m->targetlen >= sizeof(in->target)) {
+		status = 414;
+		msg = "The request target is too long.";
+	} else if (target_path(m->target, m->targetlen, in->path,
+	    sizeof(in->path), in->target, sizeof(in->target), in->authority,
+	    sizeof(in->authority)) == -1)
+		msg = "The request target is not a path.";
+	else if (m->ncontent_length > 1) {
+		r->keepalive = 0;
+		msg = "More than one Content-Length.";
+		logged = in->path;
+	} else
+		return (0);
+	answer_error(r, status, "invalid_request", msg);
+	answer_log(in->method, logged, "-", status, now_ms() - t0, -1, -1,
+	    NULL);
+	metrics_unrouted(status);
+	return (-1);
+}
+
+/* The header fields a decision reads, and what the connection is; a
+ * form's marks only for a route that takes a form. */
+static void
+request_fields(struct hreq *r, const struct h1_msg *m, struct hin *in)
+{
+	struct http_hdrs	*hh = &in->hh;
+	const char		*q;
+
+	memset(hh, 0, sizeof(*hh));
+	hh->host = in->authority[0] != '\0' ? in->authority :
+	    field(m, "Host", in->host, sizeof(in->host));
+	hh->origin = field(m, "Origin", in->origin, sizeof(in->origin));
+	hh->ctype = field(m, "Content-Type", in->ctype, sizeof(in->ctype));
+	if (routes_find(in->path)->body == BODY_FORM)
+		hh->marks = conn_body_marks(r->conn);
+	hh->query = (q = strchr(in->target, '?')) != NULL ? q + 1 : NULL;
+	hh->authorization = field(m, "Authorization", in->authz,
+	    sizeof(in->authz));
+	hh->apikey = field(m, "X-Api-Key", in->apikey, sizeof(in->apikey));
+	hh->acrm = field(m, "Access-Control-Request-Method", in->acrm,
+	    sizeof(in->acrm));
+	hh->acrh = field(m, "Access-Control-Request-Headers", in->acrh,
+	    sizeof(in->acrh));
+	hh->tls = r->tls;
+	hh->peer = &r->peer;
+}
+
+/* What serves each action (enum http_action). */
+static void	(*const serve[])(struct hreq *, struct http_decision *) = {
+	[HTTP_ERROR] = serve_error,
+	[HTTP_HEALTH] = serve_health,
+	[HTTP_MODELS] = serve_models,
+	[HTTP_STATUS] = status_get,
+	[HTTP_CANCEL] = serve_cancel,
+	[HTTP_HOLD] = forward_start,
+	[HTTP_METRICS] = status_metrics,
+	[HTTP_PREFLIGHT] = serve_preflight,
+	[HTTP_PASS] = forward_pass,
+	[HTTP_REDIRECT] = serve_redirect,
+	[HTTP_CONSOLE] = serve_console,
+	[HTTP_EVENTS] = serve_events,
+	[HTTP_LOGS] = serve_logs,
+	[HTTP_LOAD] = serve_admin,
+	[HTTP_UNLOAD] = serve_admin,
+};
+
+/* A complete request from conn.c: body holds its len bytes, which the
+ * request's handling may change.  Decided, then served. */
 static void
 http_request(struct hreq *r, const struct h1_msg *m, char *body,
     size_t len)
 {
 	struct http_decision	 dc;
-	char			 path[AGENCY_PATH_MAX], target[AGENCY_PATH_MAX];
-	char			 location[AGENCY_PATH_MAX + 1];
-	char			 host[256], ctype[256], origin[256];
-	char			 authority[256], acrm[32], acrh[1024];
-	char			 lastid[64], inm[64];
-	char			 who[2 * AGENCY_NAME_MAX + 16];
-	char			 authz[AGENCY_SECRET_MAX + 64];
-	char			 apikey[AGENCY_SECRET_MAX + 64];
-	struct http_hdrs	 hh;
-	const char		*method = "OTHER", *last, *q;
-	int			 cmd = HTTP_REQ_UNKNOWN;
-	json_object		*obj;
+	struct hin		 in;
 	int64_t			 t0 = now_ms();
-	size_t			 i, blen = len;
+	int			 post;
 
 	r->cors[0] = '\0';
-	for (i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
-		if (strlen(methods[i].name) == m->methodlen &&
-		    memcmp(methods[i].name, m->method, m->methodlen) == 0) {
-			method = methods[i].name;
-			cmd = methods[i].cmd;
-			break;
-		}
-	if (m->targetlen >= sizeof(target) ||
-	    target_path(m->target, m->targetlen, path, sizeof(path), target,
-	    sizeof(target), authority, sizeof(authority)) == -1) {
-		answer_error(r, m->targetlen >= sizeof(target) ? 414 : 400,
-		    "invalid_request", m->targetlen >= sizeof(target) ?
-		    "The request target is too long." :
-		    "The request target is not a path.");
-		answer_log(method, "-", "-", m->targetlen >= sizeof(target) ?
-		    414 : 400, now_ms() - t0, -1, -1, NULL);
-		metrics_unrouted(m->targetlen >= sizeof(target) ? 414 : 400);
+	if (request_line(r, m, &in, t0) == -1)
 		return;
-	}
-	/*
-	 * Two lengths mean two parties could read two different requests
-	 * here (RFC 9112, 6.3): refuse it, even when they agree.
-	 */
-	if (m->ncontent_length > 1) {
-		r->keepalive = 0;
-		answer_error(r, 400, "invalid_request",
-		    "More than one Content-Length.");
-		answer_log(method, path, "-", 400, now_ms() - t0, -1, -1, NULL);
-		metrics_unrouted(400);
-		return;
-	}
-	if (cmd != EVHTTP_REQ_POST)
-		len = 0;
-
-	memset(&hh, 0, sizeof(hh));
-	hh.host = authority[0] != '\0' ? authority :
-	    field(m, "Host", host, sizeof(host));
-	hh.origin = field(m, "Origin", origin, sizeof(origin));
-	hh.ctype = field(m, "Content-Type", ctype, sizeof(ctype));
-	hh.marks = conn_body_marks(r->conn);
-	hh.query = (q = strchr(target, '?')) != NULL ? q + 1 : NULL;
-	/* a credential too long to be a key's is a wrong one ("") */
-	hh.authorization = field(m, "Authorization", authz, sizeof(authz));
-	hh.apikey = field(m, "X-Api-Key", apikey, sizeof(apikey));
-	hh.acrm = field(m, "Access-Control-Request-Method", acrm,
-	    sizeof(acrm));
-	hh.acrh = field(m, "Access-Control-Request-Headers", acrh,
-	    sizeof(acrh));
-	hh.tls = r->tls;
-	hh.peer = &r->peer;
-	http_decide(px->conf, cmd, path, &hh, len > 0 ? body : NULL, len,
-	    r->pre, &dc);
-	explicit_bzero(authz, sizeof(authz));
-	explicit_bzero(apikey, sizeof(apikey));
+	request_fields(r, m, &in);
+	post = in.cmd == EVHTTP_REQ_POST;
+	http_decide(px->conf, in.cmd, in.path, &in.hh, post && len > 0 ?
+	    body : NULL, post ? len : 0, r->pre, &dc);
+	explicit_bzero(in.authz, sizeof(in.authz));
+	explicit_bzero(in.apikey, sizeof(in.apikey));
 	(void)strlcpy(r->cors, dc.cors, sizeof(r->cors));
-	access_who(&dc.acc, who, sizeof(who));
-	last = field(m, "Last-Event-ID", lastid, sizeof(lastid));
-	switch (dc.action) {
-	case HTTP_HEALTH:
-		obj = json_object_new_object();
-		json_object_object_add(obj, "status",
-		    json_object_new_string("ok"));
-		answer_json(r, 200, obj);
-		json_object_put(obj);
-		answer_log(method, path, "-", 200, now_ms() - t0, -1, -1, NULL);
-		break;
-	case HTTP_PREFLIGHT:
-		answer_preflight(r, dc.pf_method, dc.pf_headers);
-		answer_log(method, path, "-", 204, now_ms() - t0, -1, -1, NULL);
-		break;
-	case HTTP_MODELS:
-		http_models(r, &dc.acc);
-		answer_log(method, path, "-", 200, now_ms() - t0, -1, -1, who);
-		break;
-	case HTTP_STATUS:
-		forward_status(r);
-		break;
-	case HTTP_METRICS:
-		forward_metrics(r);
-		break;
-	case HTTP_CANCEL:
-		http_cancel(r, dc.model);
-		answer_log(method, path, dc.model->name, 200, now_ms() - t0,
-		    -1, -1, who);
-		break;
-	case HTTP_CONSOLE:
-		http_console(r, dc.asset, field(m, "If-None-Match", inm,
-		    sizeof(inm)), method, path, t0);
-		break;
-	case HTTP_EVENTS:
-		/* logged with its answer */
-		events_stream(r, last, path, who);
-		break;
-	case HTTP_LOGS:
-		/* logged with its answer */
-		events_logs(r, dc.model, dc.follow, last, path, who);
-		break;
-	case HTTP_LOAD:
-	case HTTP_UNLOAD:
-		/* logged with its answer */
-		events_admin(r, dc.model, dc.action == HTTP_UNLOAD, dc.wait,
-		    who);
-		break;
-	case HTTP_HOLD:
-		/* takes body */
-		forward_start(r, dc.model, dc.body, dc.fast ? &dc.splice :
-		    NULL, dc.scan.stream, dc.form ? &dc.mf : NULL, dc.boundary,
-		    dc.plain || dc.fast ? body : NULL, len, path, target, m,
-		    &dc.acc);
-		break;
-	case HTTP_PASS:
-		/* the body of any method that has one */
-		forward_pass(r, dc.model, method, target + dc.prefix,
-		    dc.prefix, path, body, blen, m, &dc.acc);
-		break;
-	case HTTP_REDIRECT:
-		(void)snprintf(location, sizeof(location), "%.*s/%s",
-		    (int)dc.prefix, target, target + dc.prefix);
-		answer_redirect(r, 308, location);
-		answer_log(method, path, dc.model->name, 308, now_ms() - t0,
-		    -1, -1, who);
-		break;
-	case HTTP_ERROR:
-	default:
-		if (dc.delay > 0 && delay_error(r, &dc, dc.delay, method,
-		    path, t0) == 0)
-			break;
-		answer_error_as(r, dc.family, dc.e.status, dc.e.code,
-		    dc.e.message, 0);
-		answer_log(method, path, "-", dc.e.status, now_ms() - t0,
-		    -1, -1, who);
-		if (dc.model != NULL)
-			metrics_request(dc.model->name, dc.acc.key != NULL ?
-			    dc.acc.key->name : NULL, dc.acc.user, dc.e.status,
-			    -1, -1);
-		else
-			metrics_unrouted(dc.e.status);
-		break;
-	}
+	dc.method = in.method;
+	dc.target = in.target;
+	dc.hm = m;
+	dc.raw = body;
+	dc.rawlen = len;
+	dc.t0 = t0;
+	access_who(&dc.acc, dc.who, sizeof(dc.who));
+	serve[dc.action](r, &dc);
+}
+
+/* A refusal: at once, or after a wrong key's delay. */
+static void
+serve_error(struct hreq *r, struct http_decision *dc)
+{
+	if (dc->delay > 0 && delay_error(r, dc) == 0)
+		return;
+	answer_error_as(r, dc->family, dc->e.status, dc->e.code,
+	    dc->e.message, 0);
+	answer_log(dc->method, dc->path, "-", dc->e.status,
+	    now_ms() - dc->t0, -1, -1, dc->who);
+	if (dc->model != NULL)
+		metrics_request(dc->model->name, dc->acc.key != NULL ?
+		    dc->acc.key->name : NULL, dc->acc.user, dc->e.status, -1,
+		    -1);
+	else
+		metrics_unrouted(dc->e.status);
+}
+
+static void
+serve_health(struct hreq *r, struct http_decision *dc)
+{
+	json_object	*obj;
+
+	obj = json_object_new_object();
+	json_object_object_add(obj, "status", json_object_new_string("ok"));
+	answer_json(r, 200, obj);
+	json_object_put(obj);
+	answer_log(dc->method, dc->path, "-", 200, now_ms() - dc->t0, -1, -1,
+	    NULL);
+}
+
+static void
+serve_preflight(struct hreq *r, struct http_decision *dc)
+{
+	answer_preflight(r, dc->pf_method, dc->pf_headers);
+	answer_log(dc->method, dc->path, "-", 204, now_ms() - dc->t0, -1, -1,
+	    NULL);
+}
+
+/* The cancel of a model: agencyd sends it (status.c). */
+static void
+serve_cancel(struct hreq *r, struct http_decision *dc)
+{
+	status_cancel(r, dc);
+	answer_log(dc->method, dc->path, dc->model->name, 200,
+	    now_ms() - dc->t0, -1, -1, dc->who);
+}
+
+/* The events stream, a model's log, a load or an unload (events.c):
+ * each is logged with its answer. */
+static void
+serve_events(struct hreq *r, struct http_decision *dc)
+{
+	char	 last[64];
+
+	events_stream(r, field(dc->hm, "Last-Event-ID", last, sizeof(last)),
+	    dc->path, dc->who);
+}
+
+static void
+serve_logs(struct hreq *r, struct http_decision *dc)
+{
+	char	 last[64];
+
+	events_logs(r, dc->model, dc->follow, field(dc->hm, "Last-Event-ID",
+	    last, sizeof(last)), dc->path, dc->who);
+}
+
+static void
+serve_admin(struct hreq *r, struct http_decision *dc)
+{
+	events_admin(r, dc->model, dc->action == HTTP_UNLOAD, dc->wait,
+	    dc->who);
+}
+
+/* /upstream/MODEL: to /upstream/MODEL/, its query kept. */
+static void
+serve_redirect(struct hreq *r, struct http_decision *dc)
+{
+	char	 location[AGENCY_PATH_MAX + 1];
+
+	(void)snprintf(location, sizeof(location), "%.*s/%s",
+	    (int)dc->prefix, dc->target, dc->target + dc->prefix);
+	answer_redirect(r, 308, location);
+	answer_log(dc->method, dc->path, dc->model->name, 308,
+	    now_ms() - dc->t0, -1, -1, dc->who);
 }
 
 /* A model's aliases, as a JSON array. */
@@ -1020,12 +1173,14 @@ model_status_json(const char *name)
  * sniffing, no referrer, and a tag that a revalidation matches (304).
  */
 static void
-http_console(struct hreq *r, const struct console_asset *a, const char *inm,
-    const char *method, const char *path, int64_t t0)
+serve_console(struct hreq *r, struct http_decision *dc)
 {
-	char	 xhdr[1024];
-	int	 same, n;
+	const struct console_asset	*a = dc->asset;
+	const char			*inm;
+	char				 xhdr[1024], tag[64];
+	int				 same, n;
 
+	inm = field(dc->hm, "If-None-Match", tag, sizeof(tag));
 	same = inm != NULL && strcmp(inm, a->etag) == 0;
 	n = snprintf(xhdr, sizeof(xhdr), "Content-Security-Policy: %s\r\n"
 	    "X-Content-Type-Options: nosniff\r\n"
@@ -1036,14 +1191,15 @@ http_console(struct hreq *r, const struct console_asset *a, const char *inm,
 		fatalx("%s: header too long", __func__);
 	answer_headers(r, same ? 304 : 200, a->type, xhdr, a->data,
 	    same ? 0 : a->len);
-	answer_log(method, path, "-", same ? 304 : 200, now_ms() - t0, -1,
-	    -1, NULL);
+	answer_log(dc->method, dc->path, "-", same ? 304 : 200,
+	    now_ms() - dc->t0, -1, -1, NULL);
 }
 
 /* The models, and their aliases, that the request may use. */
 static void
-http_models(struct hreq *r, const struct paccess *a)
+serve_models(struct hreq *r, struct http_decision *dc)
 {
+	const struct paccess	*a = &dc->acc;
 	struct pmodel		*m;
 	json_object		*obj, *data, *e, *routes, *st;
 	const char *const	*kr;
@@ -1101,6 +1257,8 @@ http_models(struct hreq *r, const struct paccess *a)
 	json_object_object_add(obj, "data", data);
 	answer_json(r, 200, obj);
 	json_object_put(obj);
+	answer_log(dc->method, dc->path, "-", 200, now_ms() - dc->t0, -1, -1,
+	    dc->who);
 }
 
 /*
@@ -1292,11 +1450,4 @@ admin_guard(const struct pconf *conf, const struct http_hdrs *hh, int cmd,
 		return (415);
 	}
 	return (0);
-}
-
-/* The cancel of a model http_decide found: agencyd sends it. */
-static void
-http_cancel(struct hreq *r, struct pmodel *m)
-{
-	forward_cancel_ask(r, m->name);
 }

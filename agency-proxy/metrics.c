@@ -3,23 +3,12 @@
  * SPDX-License-Identifier: ISC (see the file LICENSE)
  */
 /*
- * GET /metrics in the Prometheus text exposition format (version 0.0.4).
- *
- * What the proxy sees it counts itself: requests by how they ended (the
- * status class the client got; or 499, cancelled, cut: enum req_end),
- * tokens from the answers' usage (metrics_request and metrics_unrouted,
- * from http.c and forward.c).  What the pool knows
- * (state, holds, loads, failures, evictions, restarts, load durations)
- * comes from the status round trip to agencyd that forward.c makes for
- * each scrape, and the client connections' counts from conn.c, both
- * handed to metrics_render.  The proxy's counters start at zero when the
- * proxy starts; agencyd's survive a proxy restart.
- *
- * The queue: its depth per model comes with the status; how long each
- * model request waited for its model, and how that ended (granted,
- * withdrawn, refused and why), the proxy measures itself, from its hold
- * request to the parent's answer or the client's leaving
- * (metrics_wait, from forward.c).
+ * GET /metrics in the Prometheus text exposition format (0.0.4): the
+ * counts the proxy keeps itself (requests by how they ended, tokens,
+ * how long model requests waited for their hold and how that ended),
+ * rendered with what the parent's status says of each model and the
+ * client connections' figures (status.c hands them over).  The proxy's
+ * counts start at zero with it; agencyd's survive a proxy restart.
  *
  * Calls no other file of agency-proxy.
  */
@@ -126,26 +115,18 @@ classify(int status, int end)
 	return (MC_5XX);	/* 5xx, and no answer at all */
 }
 
+/* A model's counts, made when create and there are none yet; NULL when
+ * there are none. */
 static struct mcount *
-mcount_find(const char *model)
+mcount_get(const char *model, int create)
 {
 	struct mcount	*m;
 
 	TAILQ_FOREACH(m, &mcounts, entry)
 		if (strcmp(m->model, model) == 0)
-			return (m);
-	return (NULL);
-}
-
-static struct mcount *
-mcount_get(const char *model)
-{
-	struct mcount	*m;
-
-	if ((m = mcount_find(model)) != NULL)
+			break;
+	if (m != NULL || !create || (m = calloc(1, sizeof(*m))) == NULL)
 		return (m);
-	if ((m = calloc(1, sizeof(*m))) == NULL)
-		return (NULL);
 	(void)strlcpy(m->model, model, sizeof(m->model));
 	TAILQ_INSERT_TAIL(&mcounts, m, entry);
 	return (m);
@@ -194,7 +175,7 @@ metrics_request_end(const char *model, const char *key, const char *user,
 		wcount_add(0, key, model, classify(status, end));
 	if (user != NULL && user[0] != '\0')
 		wcount_add(1, user, model, classify(status, end));
-	if ((m = mcount_get(model)) == NULL)
+	if ((m = mcount_get(model, 1)) == NULL)
 		return;
 	m->codes[classify(status, end)]++;
 	if (ptok > 0)
@@ -265,7 +246,7 @@ metrics_totals(const char *model, uint64_t *req, uint64_t *ptok,
 	size_t		 i;
 
 	*req = *ptok = *ctok = 0;
-	if ((m = mcount_find(model)) == NULL)
+	if ((m = mcount_get(model, 0)) == NULL)
 		return;
 	for (i = 0; i < MC_N; i++)
 		*req += m->codes[i];
@@ -488,6 +469,50 @@ render_queue(struct evbuffer *b, const struct proto_status *st, size_t n)
 	}
 }
 
+/* The front door's own figures, each a family of one sample: as
+ * metrics_render puts their values in order. */
+static const struct {
+	const char	*name;
+	const char	*type;
+	const char	*help;
+} singles[] = {
+	{ "agency_events_subscribers", "gauge",
+	    "Clients of the events stream (GET /v1/agency/events)." },
+	{ "agency_events_log_followers", "gauge", "Clients following a "
+	    "model's log (GET /v1/agency/logs/MODEL?follow=1)." },
+	{ "agency_events_dropped_total", "counter", "Subscribers "
+	    "disconnected because their unsent events passed the bound." },
+	{ "agency_client_connections", "gauge",
+	    "Client connections open on the front door." },
+	{ "agency_client_connections_max", "gauge", "The cap on client "
+	    "connections; a new one closes the one that waited longest, or "
+	    "waits in the backlog." },
+	{ "agency_client_connections_accepted_total", "counter",
+	    "Client connections accepted." },
+	{ "agency_client_connections_refused_total", "counter",
+	    "Client connections closed at once for being over the cap." },
+	{ "agency_client_connections_cap_pauses_total", "counter",
+	    "Times the front door stopped accepting at the cap, new "
+	    "connections waiting in the backlog until one could give way." },
+	{ "agency_client_connections_evicted_total", "counter",
+	    "Client connections closed at the cap to make room for a new "
+	    "one, having waited longest for a request." },
+	{ "agency_client_connections_timed_out_total", "counter",
+	    "Client connections closed for not sending a request's header "
+	    "in time." },
+	{ "agency_request_body_timeouts_total", "counter",
+	    "Requests refused (408) for not sending the whole body in time." },
+	{ "agency_request_body_bytes", "gauge", "Bytes of the body buffer "
+	    "taken by the requests being read or served." },
+	{ "agency_request_body_bytes_max", "gauge", "The body buffer: past "
+	    "it, requests with a body are refused (503)." },
+	{ "agency_request_body_refused_total", "counter",
+	    "Requests refused (503) for want of room in the body buffer." },
+	{ "agency_accept_pauses_total", "counter", "Times the front door "
+	    "stopped accepting for a while, out of file descriptors." },
+};
+#define NSINGLES	(sizeof(singles) / sizeof(singles[0]))
+
 /* The whole exposition, from our counters, the pool's status and the
  * client connections' counts. */
 void
@@ -513,11 +538,12 @@ metrics_render(struct evbuffer *b, const struct proto_status *st, size_t n,
 		    "process (after a death, or by a cancel).",
 		    offsetof(struct proto_status, restarts) },
 	};
+	uint64_t		 v[NSINGLES];
 	size_t			 i, j, k;
 
 	/* Every served model shows, requested yet or not. */
 	for (i = 0; i < n; i++)
-		(void)mcount_get(st[i].model);
+		(void)mcount_get(st[i].model, 1);
 	render_requests(b);
 
 	family(b, "agency_requests_in_progress", "gauge", "Requests holding "
@@ -548,47 +574,22 @@ metrics_render(struct evbuffer *b, const struct proto_status *st, size_t n,
 		render_histogram(b, &st[i]);
 	render_queue(b, st, n);
 
-	single(b, "agency_events_subscribers", "gauge", "Clients of the "
-	    "events stream (GET /v1/agency/events).", es->subscribers);
-	single(b, "agency_events_log_followers", "gauge", "Clients following "
-	    "a model's log (GET /v1/agency/logs/MODEL?follow=1).",
-	    es->log_followers);
-	single(b, "agency_events_dropped_total", "counter", "Subscribers "
-	    "disconnected because their unsent events passed the bound.",
-	    es->dropped);
-	single(b, "agency_client_connections", "gauge", "Client connections "
-	    "open on the front door.", cs->open);
-	single(b, "agency_client_connections_max", "gauge", "The cap on "
-	    "client connections; a new one closes the one that waited "
-	    "longest, or waits in the backlog.", cs->max);
-	single(b, "agency_client_connections_accepted_total", "counter",
-	    "Client connections accepted.", cs->accepted);
-	single(b, "agency_client_connections_refused_total", "counter",
-	    "Client connections closed at once for being over the cap.",
-	    cs->refused);
-	single(b, "agency_client_connections_cap_pauses_total", "counter",
-	    "Times the front door stopped accepting at the cap, new "
-	    "connections waiting in the backlog until one could give way.",
-	    cs->cap_pauses);
-	single(b, "agency_client_connections_evicted_total", "counter",
-	    "Client connections closed at the cap to make room for a new "
-	    "one, having waited longest for a request.", cs->evicted);
-	single(b, "agency_client_connections_timed_out_total", "counter",
-	    "Client connections closed for not sending a request's header "
-	    "in time.", cs->timed_out);
-	single(b, "agency_request_body_timeouts_total", "counter",
-	    "Requests refused (408) for not sending the whole body in time.",
-	    cs->body_timed_out);
-	single(b, "agency_request_body_bytes", "gauge", "Bytes of the body "
-	    "buffer taken by the requests being read or served.",
-	    cs->body_bytes);
-	single(b, "agency_request_body_bytes_max", "gauge", "The body "
-	    "buffer: past it, requests with a body are refused (503).",
-	    cs->body_max);
-	single(b, "agency_request_body_refused_total", "counter",
-	    "Requests refused (503) for want of room in the body buffer.",
-	    cs->body_refused);
-	single(b, "agency_accept_pauses_total", "counter", "Times the front "
-	    "door stopped accepting for a while, out of file descriptors.",
-	    cs->accept_pauses);
+	v[0] = es->subscribers;
+	v[1] = es->log_followers;
+	v[2] = es->dropped;
+	v[3] = cs->open;
+	v[4] = cs->max;
+	v[5] = cs->accepted;
+	v[6] = cs->refused;
+	v[7] = cs->cap_pauses;
+	v[8] = cs->evicted;
+	v[9] = cs->timed_out;
+	v[10] = cs->body_timed_out;
+	v[11] = cs->body_bytes;
+	v[12] = cs->body_max;
+	v[13] = cs->body_refused;
+	v[14] = cs->accept_pauses;
+	for (i = 0; i < NSINGLES; i++)
+		single(b, singles[i].name, singles[i].type, singles[i].help,
+		    v[i]);
 }

@@ -10,6 +10,8 @@
  * When the parent is gone, the registered lost callback runs and the
  * process exits.
  *
+ * Messages go out as proto.c writes them.
+ *
  * Calls: state.c.  Called by everything that tells the parent
  * something; calls nothing above it.
  */
@@ -27,6 +29,7 @@
 
 #include "imsg.h"
 #include "log.h"
+#include "msg.h"
 #include "proxy.h"
 
 #define PARENT_LAZY_MS		1		/* see parent_send */
@@ -78,9 +81,14 @@ parent_lazy(int fd, short ev, void *arg)
 void
 parent_send(uint32_t type, const void *data, size_t len)
 {
+	struct msgw	 w;
+
 	if (!parent_up)
 		return;
-	if (imsg_compose(&parent_iev.ibuf, type, 0, 0, -1, data, len) == -1)
+	if (proto_write(&w, FROM_PROXY, type, data, len) == -1)
+		fatalx("%s: a message of type %u that cannot be written",
+		    __func__, type);
+	if (msg_compose(&parent_iev.ibuf, type, 0, -1, &w) == -1)
 		fatal("%s: imsg_compose", __func__);
 	if (type != IMSG_HOLD_RELEASE)
 		parent_urgent = 1;
@@ -124,22 +132,19 @@ void
 parent_loghook(int pri, const char *line)
 {
 	static int	 busy;
-	size_t		 len;
-	char		 cut[PROTO_LOGLINE_MAX];
+	struct msgw	 w;
+	struct proto_log lg;
 
 	if (busy || !parent_up) {
 		fprintf(stderr, "agency-proxy: %s\n", line);
 		return;
 	}
 	busy = 1;
-	/* the line with its NUL, no longer than the parent takes */
-	if ((len = strlen(line)) >= PROTO_LOGLINE_MAX) {
-		(void)strlcpy(cut, line, sizeof(cut));
-		line = cut;
-		len = sizeof(cut) - 1;
-	}
-	if (imsg_compose(&parent_iev.ibuf, IMSG_LOG, pri < 0 ? LOG_INFO : pri,
-	    0, -1, line, len + 1) == -1)
+	/* no longer than the parent takes */
+	lg.pri = pri < 0 ? LOG_INFO : pri;
+	(void)strlcpy(lg.line, line, sizeof(lg.line));
+	if (proto_write(&w, FROM_PROXY, IMSG_LOG, &lg, sizeof(lg)) == -1 ||
+	    msg_compose(&parent_iev.ibuf, IMSG_LOG, 0, -1, &w) == -1)
 		fprintf(stderr, "agency-proxy: %s\n", line);
 	else if (pri <= LOG_CRIT)
 		(void)imsg_flush(&parent_iev.ibuf);	/* we are exiting */

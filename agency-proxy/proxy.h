@@ -108,109 +108,6 @@ struct hreq {
 	char		 cors[AGENCY_ORIGIN_MAX];
 };
 
-struct pstrs {
-	char		**v;
-	size_t		  n;
-};
-
-struct pmove {
-	char		 from[AGENCY_FIELD_MAX];
-	char		 to[AGENCY_FIELD_MAX];
-};
-
-struct pruntime {
-	TAILQ_ENTRY(pruntime)	 entry;
-	char			 name[AGENCY_NAME_MAX];
-	int			 kind;		/* enum model_kind */
-	int			 stops;		/* enum stops_on_close */
-	int64_t			 max_tokens;	/* 0: no cap */
-	int			 passthrough;	/* /upstream/MODEL/... */
-	int			 progress;	/* loading progress */
-	struct pstrs		 routes;
-	struct pstrs		 parts;
-	struct pstrs		 refuse;
-	struct pmove		*moves;
-	size_t			 nmoves;
-};
-
-struct pmodel {
-	TAILQ_ENTRY(pmodel)	 entry;
-	char			 name[AGENCY_NAME_MAX];
-	char			 upstream[AGENCY_PATH_MAX];
-	char			 label[AGENCY_PATH_MAX];
-	int64_t			 max_tokens;	/* 0: the runtime's */
-	int64_t			 created;	/* s since the epoch: when the
-						 * proxy first served it */
-	struct pruntime		*rt;
-	struct pstrs		 aliases;
-};
-
-struct plisten {
-	TAILQ_ENTRY(plisten)		 entry;
-	int				 fd;
-	char				 host[AGENCY_NAME_MAX];
-	uint16_t			 port;
-	char				 path[AGENCY_PATH_MAX]; /* Unix */
-	int				 tls;
-	uint8_t				*cert;	/* PEM, as the parent sent it */
-	size_t				 certlen;
-	uint8_t				*key;	/* wiped once used */
-	size_t				 keylen;
-	void				*lsn;	/* conn_listen's */
-};
-
-/* An API key: its name and digest, never the secret. */
-struct pkey {
-	TAILQ_ENTRY(pkey)		 entry;
-	char				 name[AGENCY_NAME_MAX];
-	uint8_t				 digest[AGENCY_DIGEST_LEN];
-	int				 admin;
-	int64_t				 max_requests;	/* 0: no bound */
-	struct pstrs			 models;	/* model names (not
-							 * aliases); none:
-							 * every model */
-};
-
-/* An allow rule of the Unix-socket listeners. */
-struct pallow {
-	TAILQ_ENTRY(pallow)		 entry;
-	int				 kind;		/* enum allow_kind */
-	uint32_t			 id;		/* uid or gid */
-	char				 name[AGENCY_NAME_MAX];
-	int				 admin;
-	struct pstrs			 models;	/* as for keys */
-};
-
-/* A user's name, for the log: the proxy cannot read the user database. */
-struct puser {
-	uint32_t			 uid;
-	char				 name[AGENCY_NAME_MAX];
-};
-
-struct pconf {
-	int64_t				 max_body;
-	int64_t				 request_timeout;	/* ms */
-	int64_t				 header_timeout;	/* ms */
-	int64_t				 body_timeout;		/* ms */
-	int64_t				 body_buffer;	/* all bodies */
-	int64_t				 max_connections;	/* 0: auto */
-	int				 host_any;	/* no Host check */
-	int				 console;	/* GET / serves it */
-	struct pstrs			 names;		/* server names */
-	uint16_t			 port_lo;
-	uint16_t			 port_hi;
-	char				 default_model[AGENCY_NAME_MAX];
-	int64_t				 queue_timeout;	/* ms, a key's wait */
-	TAILQ_HEAD(, pruntime)		 runtimes;
-	TAILQ_HEAD(, pmodel)		 models;
-	TAILQ_HEAD(, plisten)		 listens;
-	struct pstrs			 cors;		/* CORS origins */
-	TAILQ_HEAD(, pkey)		 keys;
-	TAILQ_HEAD(, pallow)		 allows;
-	struct puser			*users;
-	size_t				 nusers;
-};
-
 /* An error for the client, in the OpenAI shape. */
 struct rerr {
 	int		 status;
@@ -222,12 +119,6 @@ struct proxy {
 	struct event_base	*base;
 	struct imsgev		*iev;
 	struct pconf		*conf;		/* NULL until the first END */
-	struct pconf		*nconf;		/* being received */
-	struct pruntime		*nrt;		/* last runtime received */
-	struct pmodel		*nmodel;	/* last model received */
-	struct plisten		*nlisten;	/* last listener received */
-	struct pkey		*nkey;		/* last key received */
-	struct pallow		*nallow;	/* last allow rule received */
 	int			 ready;		/* PROXY_READY was sent */
 	uint64_t		 seq;		/* last request id */
 };
@@ -246,6 +137,7 @@ struct buf {
 
 int		 buf_reserve(struct buf *, size_t, size_t, size_t);
 int		 buf_add(struct buf *, const void *, size_t, size_t);
+int		 buf_num(struct buf *, uint64_t, int, size_t);
 void		 buf_release(struct buf *, size_t);
 
 /* privsep.c */
@@ -321,26 +213,6 @@ int		 rules_plain(const char *, size_t);
 int		 scan_count(const char *, size_t, int64_t *);
 
 /* rules.c: pure functions, unit-tested */
-struct pconf	*pconf_new(void);
-void		 pconf_free(struct pconf *);
-struct pruntime	*pconf_add_runtime(struct pconf *, const char *, int, int,
-		    int64_t);
-struct pmodel	*pconf_add_model(struct pconf *, const char *, const char *,
-		    const char *, const char *, int64_t);
-struct pmodel	*pconf_find_model(const struct pconf *, const char *);
-size_t		 pconf_nmodels(const struct pconf *);
-struct pkey	*pconf_add_key(struct pconf *, const char *,
-		    const uint8_t [AGENCY_DIGEST_LEN], int, int64_t);
-struct pallow	*pconf_add_allow(struct pconf *, int, uint32_t,
-		    const char *, int);
-int		 pconf_add_user(struct pconf *, uint32_t, const char *);
-const char	*pconf_user_name(const struct pconf *, uint32_t);
-void		 pconf_created(struct pconf *, const struct pconf *, int64_t);
-int		 pstrs_add(struct pstrs *, const char *);
-int		 pstrs_has(const struct pstrs *, const char *);
-void		 pstrs_clear(struct pstrs *);
-int		 pruntime_add_move(struct pruntime *, const char *,
-		    const char *);
 /* Which models a request may use (access.c decides): ok(arg, m) says
  * whether m is one; a NULL scope, or a NULL ok, lets it use every one. */
 struct pscope {
@@ -476,6 +348,62 @@ int		 conn_budget_take(int64_t *, int64_t);
 void		 conn_budget_give(int64_t *);
 void		 conn_budget_stats(struct conn_stats *);
 
+/* upstream.c: the model servers' side of a model request */
+#define UPSTREAM_PIECES	SPLICE_PIECES	/* of a request's body, at most */
+/* How a request failed there (upstream_owner's fail). */
+#define UPSTREAM_FAILED		0
+#define UPSTREAM_STALE		1	/* a kept connection closed before
+					 * any byte of the answer: the
+					 * request was never read */
+#define UPSTREAM_TIMEOUT	2	/* no answer, or no more of it, in
+					 * the request timeout */
+
+/* Whose request it is: told of its end, after the sink's, and of its
+ * failure; the connection is no longer the owner's then. */
+struct upstream_owner {
+	void	(*began)(void *);	/* it is out, and its answer began:
+					 * it cannot go again */
+	void	(*done)(void *);
+	void	(*fail)(void *, const char *, int);	/* why, UPSTREAM_* */
+};
+
+/*
+ * A request for a model server.  Its sink has its answer a read at a
+ * time: the header if it came in that read (else NULL; with 1 when no
+ * body follows it), len bytes of the body, and 1 when the answer is
+ * whole; it returns 1 when its client is slow: no more is read then
+ * until upstream_resume.
+ */
+struct upstream_req {
+	const char			*method;
+	const char			*target;
+	const char			*headers;	/* end-to-end lines */
+	size_t				 headerslen;
+	int				 json;		/* add a JSON
+							 * Content-Type */
+	int				 length;	/* a Content-Length
+							 * for no body too */
+	int				 head;		/* its answer has no
+							 * body */
+	const struct iovec		*body;		/* where its bytes
+							 * are */
+	int				 nbody;
+	int				(*sink)(void *,
+					    const struct h1_msg *, int,
+					    const char *, size_t, int);
+	void				*sinkarg;
+	const struct upstream_owner	*owner;
+	void				*ownerarg;
+};
+
+struct upconn;
+struct upconn	*upstream_open(uint16_t, const char **);
+int		 upstream_send(struct upconn *, const struct upstream_req *);
+void		 upstream_close(struct upconn *);
+void		 upstream_resume(struct upconn *);
+int		 upstream_sending(const struct upconn *);
+void		 upstream_drop(uint16_t);
+
 /*
  * How a model request ended, when not as its answer ended: what the
  * access log says after the status, and what /metrics counts it as.
@@ -539,6 +467,54 @@ void		 answer_log_end(const char *, const char *, const char *, int,
 size_t		 answer_cors(const struct hreq *, char *, size_t);
 void		 answer_preflight(struct hreq *, const char *, const char *);
 
+/* relay.c: the client's side of a model request */
+struct event;
+struct relay {
+	struct hreq	*r;		/* the client's; NULL: gone, or done */
+	uint64_t	 id;		/* the request's, for the log */
+	int		 minor;		/* the client's HTTP/1.x */
+	int		 family;	/* enum route_family: of its errors */
+	int		 head;		/* HEAD passed through: no body */
+	const char	*prefix;	/* passed through: "/upstream/MODEL",
+					 * for Location; else NULL */
+	uint16_t	 port;		/* the model server's, once held */
+	const char	*model;		/* its name, for the comment lines */
+	const char	*label;		/* the model's, for errors */
+	int		 status;	/* the answer's, or ours */
+	int		 replied;	/* a header went to the client */
+	int		 chunked;	/* to the client */
+	int		 closing;	/* its close ends the answer */
+	int		 sse;		/* text/event-stream */
+	int64_t		 ptok;		/* tokens, from the answer's usage */
+	int64_t		 ctok;
+	char		 carry[128];	/* the end of the last piece */
+	size_t		 carrylen;
+	/* loading progress */
+	struct event	*tick;		/* NULL: not asked for */
+	int		 ticking;
+	int		 waited;	/* our own header went out */
+	int		 granted;	/* held: the model has it */
+	int		 wait;		/* enum proto_wait, as told */
+	uint32_t	 ahead;
+	int64_t		 load_ms;	/* as told, at told_at */
+	int64_t		 told_at;
+	int64_t		 granted_at;
+	int		 nostream;	/* the answer under ours is none */
+	struct buf	 kept;		/* of it, for the error event */
+};
+
+int		 relay_answer(void *, const struct h1_msg *, int,
+		    const char *, size_t, int);
+void		 relay_init(struct relay *, struct hreq *, uint64_t, int);
+int		 relay_progress(struct relay *);
+void		 relay_told(struct relay *, const struct proto_hold_wait *);
+void		 relay_granted(struct relay *, uint16_t);
+void		 relay_error(struct relay *, int, const char *, const char *,
+		    int);
+void		 relay_cut(struct relay *);
+void		 relay_cancelled(struct relay *);
+void		 relay_free(struct relay *);
+
 /* probe.c */
 void		 probe_start(const struct proto_probe *);
 void		 probe_cancel(uint64_t);
@@ -571,26 +547,23 @@ void		 events_cancel(const char *, uint32_t);
 int		 events_model_state(const char *);
 void		 events_get_stats(struct events_stats *);
 
-/* forward.c */
-void		 forward_start(struct hreq *, const struct pmodel *,
-		    json_object *, const struct splice *, int,
-		    const struct mform *, const char *, char *, size_t,
-		    const char *, const char *, const struct h1_msg *,
-		    const struct paccess *);
-void		 forward_pass(struct hreq *, const struct pmodel *,
-		    const char *, const char *, size_t, const char *, char *,
-		    size_t, const struct h1_msg *, const struct paccess *);
-void		 forward_status(struct hreq *);
-void		 forward_metrics(struct hreq *);
+/* forward.c: model requests (http.c's HTTP_HOLD and HTTP_PASS) */
+struct http_decision;
+void		 forward_start(struct hreq *, struct http_decision *);
+void		 forward_pass(struct hreq *, struct http_decision *);
 void		 forward_grant(const struct proto_hold_grant *);
 void		 forward_refuse(const struct proto_hold_refuse *);
 void		 forward_wait(const struct proto_hold_wait *);
-void		 forward_status_model(const struct proto_status *);
-void		 forward_status_end(uint64_t);
 uint32_t	 forward_cancel(const char *);
-void		 forward_cancel_ask(struct hreq *, const char *);
-void		 forward_cancel_answer(uint64_t, const char *, uint32_t);
 void		 forward_shutdown(void);
+
+/* status.c: the answers that wait on the parent */
+void		 status_get(struct hreq *, struct http_decision *);
+void		 status_metrics(struct hreq *, struct http_decision *);
+void		 status_cancel(struct hreq *, struct http_decision *);
+void		 status_record(const struct proto_status *);
+void		 status_end(uint64_t);
+void		 status_cancelled(uint64_t, const char *, uint32_t);
 
 /* The header fields a decision reads; NULL when absent.  And what the
  * connection is: TLS or not, and a Unix socket's client. */
@@ -654,7 +627,13 @@ enum http_action {
 #define CORS_HEADERS_MAX	512
 
 struct console_asset;
+struct route;
 
+/*
+ * What to do with a request (http_decide), and what its handler needs of
+ * the request (set by http_request; what points into the request holds
+ * while the handler runs).
+ */
 struct http_decision {
 	int		 action;	/* enum http_action */
 	struct rerr	 e;		/* HTTP_ERROR */
@@ -662,12 +641,14 @@ struct http_decision {
 					 * HTTP_ERROR, the model the rules
 					 * refused it for (or NULL) */
 	json_object	*body;		/* HTTP_HOLD: the rules applied; the
-					 * caller's to put */
+					 * caller's to put (forward_start
+					 * takes it) */
 	int		 plain;		/* HTTP_HOLD: no rule changed it and
 					 * its bytes may go on as they are */
 	int		 fast;		/* HTTP_HOLD: body is NULL, scan is
 					 * what the rules needed of it and
 					 * splice what they made of it */
+	int		 stream;	/* HTTP_HOLD: it asks for a stream */
 	struct rscan	 scan;
 	struct paccess	 acc;		/* who, once let in */
 	int		 delay;		/* ms before the answer (a wrong
@@ -677,6 +658,7 @@ struct http_decision {
 	const char	*pf_method;	/* HTTP_PREFLIGHT: the method */
 	char		 pf_headers[CORS_HEADERS_MAX];	/* and headers */
 	struct splice	 splice;
+	const struct route *route;	/* routes.c's, of its path */
 	int		 family;	/* enum route_family: the shape of
 					 * the errors */
 	int		 form;		/* HTTP_HOLD: body is NULL, a form
@@ -689,6 +671,15 @@ struct http_decision {
 	int		 follow;	/* HTTP_LOGS: ?follow=1 */
 	int		 wait;		/* HTTP_LOAD: "wait", true unless
 					 * false */
+	/* the request's */
+	const char	*method;
+	const char	*path;
+	const char	*target;	/* for the model: path and query */
+	const struct h1_msg *hm;
+	char		*raw;		/* its body's bytes, as they came */
+	size_t		 rawlen;
+	int64_t		 t0;		/* when it was read */
+	char		 who[2 * AGENCY_NAME_MAX + 16];	/* for the log */
 };
 
 extern int	 http_fastpath;		/* 0: json-c for every body */

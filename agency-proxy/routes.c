@@ -3,7 +3,8 @@
  * SPDX-License-Identifier: ISC (see the file LICENSE)
  */
 /*
- * The table of model routes (routes.h).  What the rules do with each:
+ * The table of routes (routes.h): the front door's own first, then the
+ * models'.  What the rules do with each model route:
  *
  * - OpenAI's chat completions: content parts in messages; the cap holds
  *   max_tokens and max_completion_tokens, and sets max_tokens.
@@ -33,42 +34,67 @@
 
 #include <string.h>
 
+#include <event2/http.h>	/* EVHTTP_REQ_* */
+
 #include "config.h"
 #include "routes.h"
 
+#define GET		EVHTTP_REQ_GET
+#define GETHEAD		(EVHTTP_REQ_GET | EVHTTP_REQ_HEAD)
+#define POST		EVHTTP_REQ_POST
+/* passed through: all but TRACE and CONNECT */
+#define PASSED		(GETHEAD | POST | EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE | \
+			    EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH)
+#define ADMIN		(ROUTE_OWN | ROUTE_ADMIN)
+/* A route of the front door's own: its errors are OpenAI's. */
+#define OWN(path, prefix, kind, guard, methods)				\
+	{ path, FAMILY_OPENAI, BODY_JSON, PARTS_NONE, { NULL, NULL }, 0, \
+	    kind, guard, prefix, methods }
+
+/* A model's route: its body names the model; it takes POST. */
+#define MODEL(path, family, body, parts, cap0, cap1, add)		\
+	{ path, family, body, parts, { cap0, cap1 }, add,		\
+	    ROUTE_MODEL, 0, 0, POST }
+/* One of OpenAI's, without content parts or a cap. */
+#define PLAIN(path, body)						\
+	MODEL(path, FAMILY_OPENAI, body, PARTS_NONE, NULL, NULL, 0)
+
 static const struct route	 table[] = {
-	{ "/v1/chat/completions", FAMILY_OPENAI, BODY_JSON, PARTS_CHAT,
-	    { "max_tokens", "max_completion_tokens" }, 1 },
-	{ "/v1/completions", FAMILY_OPENAI, BODY_JSON, PARTS_NONE,
-	    { "max_tokens", NULL }, 1 },
-	{ "/v1/messages", FAMILY_ANTHROPIC, BODY_JSON, PARTS_MESSAGES,
-	    { "max_tokens", NULL }, 1 },
-	{ "/v1/messages/count_tokens", FAMILY_ANTHROPIC, BODY_JSON,
-	    PARTS_MESSAGES, { NULL, NULL }, 0 },
-	{ "/v1/responses", FAMILY_OPENAI, BODY_JSON, PARTS_RESPONSES,
-	    { "max_output_tokens", NULL }, 1 },
-	{ "/v1/responses/input_tokens", FAMILY_OPENAI, BODY_JSON,
-	    PARTS_RESPONSES, { NULL, NULL }, 0 },
-	{ "/v1/embeddings", FAMILY_OPENAI, BODY_JSON, PARTS_NONE,
-	    { NULL, NULL }, 0 },
-	{ "/v1/rerank", FAMILY_OPENAI, BODY_JSON, PARTS_NONE,
-	    { NULL, NULL }, 0 },
-	{ "/v1/reranking", FAMILY_OPENAI, BODY_JSON, PARTS_NONE,
-	    { NULL, NULL }, 0 },
-	{ "/rerank", FAMILY_OPENAI, BODY_JSON, PARTS_NONE,
-	    { NULL, NULL }, 0 },
-	{ "/v1/audio/speech", FAMILY_OPENAI, BODY_JSON, PARTS_NONE,
-	    { NULL, NULL }, 0 },
-	{ "/v1/audio/transcriptions", FAMILY_OPENAI, BODY_FORM, PARTS_NONE,
-	    { NULL, NULL }, 0 },
-	{ "/v1/audio/translations", FAMILY_OPENAI, BODY_FORM, PARTS_NONE,
-	    { NULL, NULL }, 0 },
-	{ "/inference", FAMILY_OPENAI, BODY_FORM, PARTS_NONE,
-	    { NULL, NULL }, 0 },
-	{ "/v1/images/generations", FAMILY_OPENAI, BODY_JSON, PARTS_NONE,
-	    { NULL, NULL }, 0 },
-	{ "/v1/images/edits", FAMILY_OPENAI, BODY_FORM, PARTS_NONE,
-	    { NULL, NULL }, 0 },
+	OWN("/health", 0, ROUTE_HEALTH, ROUTE_ANYHOST, GETHEAD),
+	OWN("/", 0, ROUTE_CONSOLE, ROUTE_OWN | ROUTE_KEYLESS, GETHEAD),
+	OWN("/console/", 1, ROUTE_CONSOLE, ROUTE_OWN | ROUTE_KEYLESS, GETHEAD),
+	OWN("/v1/models", 0, ROUTE_MODELS, 0, GET),
+	OWN("/metrics", 0, ROUTE_METRICS, ADMIN, GET),
+	OWN("/v1/agency/status", 0, ROUTE_STATUS, ADMIN, GET),
+	OWN("/v1/agency/events", 0, ROUTE_EVENTS, ADMIN, GET),
+	OWN("/v1/agency/logs/", 1, ROUTE_LOGS, ADMIN, GET),
+	OWN("/v1/agency/cancel", 0, ROUTE_CANCEL, ADMIN, POST),
+	OWN("/v1/agency/load", 0, ROUTE_LOAD, ADMIN, POST),
+	OWN("/v1/agency/unload", 0, ROUTE_UNLOAD, ADMIN, POST),
+	OWN("/v1/agency/", 1, ROUTE_ADMIN_OTHER, ADMIN, 0),
+	OWN("/upstream/", 1, ROUTE_PASS, ROUTE_OWN, PASSED),
+	MODEL("/v1/chat/completions", FAMILY_OPENAI, BODY_JSON, PARTS_CHAT,
+	    "max_tokens", "max_completion_tokens", 1),
+	MODEL("/v1/completions", FAMILY_OPENAI, BODY_JSON, PARTS_NONE,
+	    "max_tokens", NULL, 1),
+	MODEL("/v1/messages", FAMILY_ANTHROPIC, BODY_JSON, PARTS_MESSAGES,
+	    "max_tokens", NULL, 1),
+	MODEL("/v1/messages/count_tokens", FAMILY_ANTHROPIC, BODY_JSON,
+	    PARTS_MESSAGES, NULL, NULL, 0),
+	MODEL("/v1/responses", FAMILY_OPENAI, BODY_JSON, PARTS_RESPONSES,
+	    "max_output_tokens", NULL, 1),
+	MODEL("/v1/responses/input_tokens", FAMILY_OPENAI, BODY_JSON,
+	    PARTS_RESPONSES, NULL, NULL, 0),
+	PLAIN("/v1/embeddings", BODY_JSON),
+	PLAIN("/v1/rerank", BODY_JSON),
+	PLAIN("/v1/reranking", BODY_JSON),
+	PLAIN("/rerank", BODY_JSON),
+	PLAIN("/v1/audio/speech", BODY_JSON),
+	PLAIN("/v1/audio/transcriptions", BODY_FORM),
+	PLAIN("/v1/audio/translations", BODY_FORM),
+	PLAIN("/inference", BODY_FORM),
+	PLAIN("/v1/images/generations", BODY_JSON),
+	PLAIN("/v1/images/edits", BODY_FORM),
 };
 
 static const char *const	 chat_routes[] = { "/v1/chat/completions",
@@ -89,24 +115,23 @@ static const char *const	 transcription_routes[] = {
 static const char *const	 image_routes[] = { "/v1/images/generations",
 	"/v1/images/edits", NULL };
 
-static const struct {
-	int			 kind;
+/* Each kind of runtime (enum model_kind, its index): its name and its
+ * routes. */
+static const struct kindrow {
 	const char		*name;
 	const char *const	*routes;
 } kinds[] = {
-	{ KIND_CHAT, "chat", chat_routes },
-	{ KIND_EMBEDDING, "embedding", embedding_routes },
-	{ KIND_SPEECH, "speech", speech_routes },
-	{ KIND_IMAGE, "image", image_routes },
-	{ KIND_VISION, "vision", vision_routes },
-	{ KIND_RERANK, "rerank", rerank_routes },
-	{ KIND_TRANSCRIPTION, "transcription", transcription_routes },
+	[KIND_CHAT] = { "chat", chat_routes },
+	[KIND_EMBEDDING] = { "embedding", embedding_routes },
+	[KIND_SPEECH] = { "speech", speech_routes },
+	[KIND_IMAGE] = { "image", image_routes },
+	[KIND_VISION] = { "vision", vision_routes },
+	[KIND_RERANK] = { "rerank", rerank_routes },
+	[KIND_TRANSCRIPTION] = { "transcription", transcription_routes },
 };
 
-static const struct route	 other = {
-	NULL, FAMILY_OPENAI, BODY_JSON, PARTS_CHAT,
-	{ "max_tokens", "max_completion_tokens" }, 1
-};
+static const struct route	 other = MODEL(NULL, FAMILY_OPENAI, BODY_JSON,
+    PARTS_CHAT, "max_tokens", "max_completion_tokens", 1);
 
 const struct route *
 routes_find(const char *path)
@@ -114,20 +139,29 @@ routes_find(const char *path)
 	size_t	 i;
 
 	for (i = 0; i < sizeof(table) / sizeof(table[0]); i++)
-		if (strcmp(table[i].path, path) == 0)
+		if (table[i].prefix ? strncmp(table[i].path, path,
+		    strlen(table[i].path)) == 0 : strcmp(table[i].path,
+		    path) == 0)
 			return (&table[i]);
 	return (&other);
+}
+
+/* The row of a kind of runtime, or NULL. */
+static const struct kindrow *
+kind_find(int kind)
+{
+	if (kind < 0 || (size_t)kind >= sizeof(kinds) / sizeof(kinds[0]) ||
+	    kinds[kind].name == NULL)
+		return (NULL);
+	return (&kinds[kind]);
 }
 
 const char *const *
 routes_of_kind(int kind)
 {
-	size_t	 i;
+	const struct kindrow	*k = kind_find(kind);
 
-	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
-		if (kinds[i].kind == kind)
-			return (kinds[i].routes);
-	return (NULL);
+	return (k != NULL ? k->routes : NULL);
 }
 
 /*
@@ -163,10 +197,7 @@ routes_part_name(int parts, const char *type)
 const char *
 routes_kind_name(int kind)
 {
-	size_t	 i;
+	const struct kindrow	*k = kind_find(kind);
 
-	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
-		if (kinds[i].kind == kind)
-			return (kinds[i].name);
-	return (NULL);
+	return (k != NULL ? k->name : NULL);
 }

@@ -3,12 +3,14 @@
  * SPDX-License-Identifier: ISC (see the file LICENSE)
  */
 /*
- * The model routes the front door knows: for each, the family whose
- * shapes its bodies and errors have, how its body is read, where its
- * content parts are, and which fields the max tokens cap holds.  A pure
- * table, looked up by path.  A route the table does not have (one an
- * operator lists with "routes") is read as chat completions are.  And
- * the routes each kind of runtime serves by default.
+ * Every route the front door serves, in one table looked up by path:
+ * what serves it (kind), the guards in front of it and the methods it
+ * takes; for a model route also the family whose shapes its bodies and
+ * errors have, how its body is read, where its content parts are, and
+ * which fields the max tokens cap holds.  A path the table does not
+ * have (one an operator lists with "routes") is a model route read as
+ * chat completions are.  And the routes each kind of runtime serves by
+ * default.  Pure: no file of agency-proxy is called.
  */
 #ifndef AGENCY_ROUTES_H
 #define AGENCY_ROUTES_H
@@ -34,6 +36,30 @@ enum route_parts {
 	PARTS_RESPONSES,	/* input[].content[], OpenAI's Responses */
 };
 
+/* What serves a route. */
+enum route_kind {
+	ROUTE_MODEL,		/* a model's: the body names the model */
+	ROUTE_HEALTH,		/* for load balancers */
+	ROUTE_CONSOLE,		/* the console's files */
+	ROUTE_MODELS,		/* the models list */
+	ROUTE_METRICS,
+	ROUTE_STATUS,		/* the admin routes, under /v1/agency/ */
+	ROUTE_EVENTS,
+	ROUTE_LOGS,		/* a model's log: the rest of the path */
+	ROUTE_CANCEL,		/* the POSTs: the body names the model */
+	ROUTE_LOAD,
+	ROUTE_UNLOAD,
+	ROUTE_ADMIN_OTHER,	/* any other under /v1/agency/: none */
+	ROUTE_PASS,		/* /upstream/MODEL/...: as it came */
+	ROUTE_KINDS
+};
+
+/* The guards in front of a route, beyond the Host check of every one. */
+#define ROUTE_ANYHOST	0x01	/* none at all, not even the Host's */
+#define ROUTE_OWN	0x02	/* no CORS: other origins are refused */
+#define ROUTE_KEYLESS	0x04	/* no key nor allow rule asked for */
+#define ROUTE_ADMIN	0x08	/* a loopback Host, and an admin key */
+
 #define ROUTE_CAPS	2
 
 struct route {
@@ -46,9 +72,16 @@ struct route {
 	 * is of kind chat or vision */
 	const char	*cap[ROUTE_CAPS];
 	int		 add;
+	/* the front door's: zero for a model route */
+	int		 kind;		/* enum route_kind */
+	int		 guard;		/* ROUTE_ANYHOST ... */
+	int		 prefix;	/* path is the start of the paths */
+	int		 methods;	/* EVHTTP_REQ_* it takes, of routes
+					 * that are not a model's */
 };
 
-/* The route of a path: from the table, or the one for other routes. */
+/* The route of a path: the first in the table that has it (whole, or
+ * as its start for a prefix), or the one for other routes. */
 const struct route	*routes_find(const char *);
 
 /* The routes a runtime of a kind (enum model_kind) serves when it lists

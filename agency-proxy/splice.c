@@ -217,39 +217,21 @@ added(struct splice *sp, const char *name, size_t len)
 }
 
 /*
- * The runtime's moves and refusals on a body the scan took (rs), as
- * rules_apply does them, after the types of its content parts, which
- * the runtime must allow (else the tree gives the error).  0: sp holds
- * the body as the rules leave it; -1: refused, with e as rules_apply
- * sets it; 1: for the json-c path.
+ * The runtime's moves on the members t (n of them, room for max), as
+ * rules_apply does them: a member moved is gone, its value where it
+ * goes.  0: done; -1: refused, with e as rules_apply sets it; 1: for the
+ * json-c path.
  */
-int
-splice_rules(const struct pruntime *rt, const struct rscan *rs,
-    struct splice *sp, struct rerr *e)
+static int
+splice_moves(const struct pruntime *rt, const char *b, struct smember *t,
+    size_t *np, size_t max, struct splice *sp, struct rerr *e)
 {
-	struct smember		 t[RSCAN_TOP + SPLICE_MOVES];
-	struct smember		*from, *to, *m, *prev = NULL;
+	struct smember		*from, *to;
 	const struct pmove	*mv;
-	const char		*b = rs->base;
-	size_t			 n = 0, i, start;
-	int64_t			 x, y, *cnt;
+	size_t			 i, n = *np;
+	int64_t			 x, y;
 	int			 role;
 
-	memset(sp, 0, sizeof(*sp));
-	sp->max_tokens = sp->max_completion_tokens = -1;
-	sp->max_output_tokens = -1;
-	/* content parts of a type the runtime refuses: the tree says which */
-	for (i = 0; i < rs->ntypes; i++)
-		if (!rules_part_allowed(rt, rs->types[i]))
-			return (1);
-	for (i = 0; i < rs->ntop; i++) {
-		t[n].name = b + rs->top[i].name;
-		t[n].namelen = rs->top[i].namelen;
-		t[n].value = rs->top[i].value;
-		t[n].valuelen = rs->top[i].valuelen;
-		t[n].top = (int)i;
-		t[n++].gone = 0;
-	}
 	for (i = 0; i < rt->nmoves; i++) {
 		mv = &rt->moves[i];
 		if (strchr(mv->from, '.') != NULL) {
@@ -286,7 +268,7 @@ splice_rules(const struct pruntime *rt, const struct rscan *rs,
 			    "Conflicting fields %s and %s.", mv->from, mv->to);
 			return (-1);
 		} else if (to == NULL) {
-			if (n == sizeof(t) / sizeof(t[0]))
+			if (n == max)
 				return (1);
 			t[n].name = mv->to;
 			t[n].namelen = strlen(mv->to);
@@ -298,19 +280,22 @@ splice_rules(const struct pruntime *rt, const struct rscan *rs,
 		from->gone = 1;
 		sp->changed = 1;
 	}
-	for (i = 0; i < rt->refuse.n; i++) {
-		if ((m = find(t, n, rt->refuse.v[i],
-		    strcspn(rt->refuse.v[i], "."))) == NULL || null(b, m))
-			continue;
-		if (strchr(rt->refuse.v[i], '.') != NULL)
-			return (1);
-		rerr_set(e, 400, "field_not_allowed",
-		    "The field '%s' is not allowed for this model.",
-		    rt->refuse.v[i]);
-		return (-1);
-	}
+	*np = n;
+	return (0);
+}
 
-	/* The pieces: the members kept, the values of note apart. */
+/* The pieces of the members kept (t, n of them), the values of note
+ * apart: 0, or 1 when they do not fit (for the json-c path). */
+static int
+splice_pieces(struct splice *sp, const struct rscan *rs,
+    const struct smember *t, size_t n)
+{
+	const struct smember	*m, *prev = NULL;
+	const char		*b = rs->base;
+	size_t			 i, start;
+	int64_t			*cnt;
+	int			 role;
+
 	if (piece(sp, 0, rs->open + 1, 0, SP_NONE) == -1)
 		return (1);
 	for (i = 0; i < n; i++) {
@@ -357,6 +342,55 @@ splice_rules(const struct pruntime *rt, const struct rscan *rs,
 	if (piece(sp, sp->tail, rs->close + 1 - sp->tail, 0, SP_NONE) == -1)
 		return (1);
 	return (0);
+}
+
+/*
+ * The runtime's moves and refusals on a body the scan took (rs), as
+ * rules_apply does them, after the types of its content parts, which
+ * the runtime must allow (else the tree gives the error).  0: sp holds
+ * the body as the rules leave it; -1: refused, with e as rules_apply
+ * sets it; 1: for the json-c path.
+ */
+int
+splice_rules(const struct pruntime *rt, const struct rscan *rs,
+    struct splice *sp, struct rerr *e)
+{
+	struct smember		 t[RSCAN_TOP + SPLICE_MOVES];
+	struct smember		*m;
+	const char		*b = rs->base;
+	size_t			 n = 0, i;
+	int			 r;
+
+	memset(sp, 0, sizeof(*sp));
+	sp->max_tokens = sp->max_completion_tokens = -1;
+	sp->max_output_tokens = -1;
+	/* content parts of a type the runtime refuses: the tree says which */
+	for (i = 0; i < rs->ntypes; i++)
+		if (!rules_part_allowed(rt, rs->types[i]))
+			return (1);
+	for (i = 0; i < rs->ntop; i++) {
+		t[n].name = b + rs->top[i].name;
+		t[n].namelen = rs->top[i].namelen;
+		t[n].value = rs->top[i].value;
+		t[n].valuelen = rs->top[i].valuelen;
+		t[n].top = (int)i;
+		t[n++].gone = 0;
+	}
+	if ((r = splice_moves(rt, b, t, &n, sizeof(t) / sizeof(t[0]), sp,
+	    e)) != 0)
+		return (r);
+	for (i = 0; i < rt->refuse.n; i++) {
+		if ((m = find(t, n, rt->refuse.v[i],
+		    strcspn(rt->refuse.v[i], "."))) == NULL || null(b, m))
+			continue;
+		if (strchr(rt->refuse.v[i], '.') != NULL)
+			return (1);
+		rerr_set(e, 400, "field_not_allowed",
+		    "The field '%s' is not allowed for this model.",
+		    rt->refuse.v[i]);
+		return (-1);
+	}
+	return (splice_pieces(sp, rs, t, n));
 }
 
 /* The piece of a role, or NULL. */

@@ -261,6 +261,7 @@ agencyd_start(struct agencyd *d)
 		fatal("pool");
 	if (models_setup(d) == -1)
 		fatal("models");
+	proxysvc_init(d);
 	if (proxy_start(d) == -1)
 		fatalx("cannot start agency-proxy");
 	emit_init(d);

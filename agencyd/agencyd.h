@@ -115,7 +115,8 @@ struct agencyd {
  *   reload.c	a new configuration
  *   poolops.c	the pool's ops done for real (model_pool_ops)
  *   emit.c	the events for the proxy's events stream
- *   proxylink.c	the socketpair to agency-proxy
+ *   proxysvc.c	the proxy's messages to their owners; its services
+ *   proxylink.c	the socketpair to agency-proxy: its life, its link
  *   model.c	the records of the served models (struct model)
  *   notify.c, printconf.c, privdrop.c, ports.c, spawn.c, memory.c,
  *   parse.y, and the pool (pool.h; its own files in pool_priv.h): below
@@ -208,26 +209,43 @@ int		 unix_stale_remove(const struct sockaddr_un *, const char *);
 typedef void	(*proxy_cancel_cb)(void *, int, uint32_t);
 /* A new proxy is ready (arg, agencyd). */
 typedef void	(*proxy_ready_cb)(void *, struct agencyd *);
+/* A message from the proxy, read whole (type, its payload): -1 when the
+ * proxy was killed.  And the end of a proxy, or the start of a new one. */
+typedef int	(*proxy_message_cb)(struct agencyd *, uint32_t,
+		    union proto_msg *);
+typedef void	(*proxy_drop_cb)(struct agencyd *);
 void		 proxy_on_ready(proxy_ready_cb, void *);
+void		 proxy_on_message(proxy_message_cb, proxy_drop_cb);
 int		 proxy_start(struct agencyd *);
 int		 proxy_link_open(struct agencyd *, int);
-void		 proxy_cancel(struct agencyd *, const char *, proxy_cancel_cb,
-		    void *);
+uint64_t	 proxy_bound(void);
 const char	*proxy_clean(char *, size_t, const char *);
 int		 proxy_log_priority(uint32_t);
 void		 proxy_died(struct agencyd *, int);
 void		 proxy_stop(struct agencyd *);
-void		 proxy_cleanup(void);
-void		 proxy_model_line(struct agencyd *, const char *, uint64_t,
-		    const char *);
+int		 proxy_hostile(struct agencyd *, const char *, uint32_t);
 int		 proxy_send_config(struct agencyd *);
 void		 proxy_send_probe(struct agencyd *, const struct proto_probe *);
 void		 proxy_compose(struct agencyd *, uint32_t, const void *,
 		    size_t);
-void		 proxy_composev(struct agencyd *, uint32_t,
-		    const struct iovec *, int);
 #define PORTS_NARROWED	1
 #define PORTS_RESTART	2
 int		 proxy_ports_check(struct agencyd *, char *, size_t);
+/* the messages of the link itself, each -1 when the proxy was killed */
+int		 proxy_hold(struct agencyd *, const struct proto_hold_req *);
+int		 proxy_withdraw(struct agencyd *, const struct proto_reqid *);
+int		 proxy_release(struct agencyd *, const struct proto_holdid *);
+int		 proxy_probe_result(struct agencyd *,
+		    const struct proto_probe_result *);
+int		 proxy_logline(struct agencyd *, const struct proto_log *);
+int		 proxy_ready(struct agencyd *);
+
+/* proxysvc.c: the proxy's messages to their owners, and its services */
+void		 proxysvc_init(struct agencyd *);
+void		 proxy_cancel(struct agencyd *, const char *, proxy_cancel_cb,
+		    void *);
+void		 proxy_cleanup(void);
+void		 proxy_model_line(struct agencyd *, const char *, uint64_t,
+		    const char *);
 
 #endif /* AGENCYD_H */

@@ -44,6 +44,7 @@
 #include "agencyd.h"
 #include "control.h"
 #include "log.h"
+#include "msg.h"
 
 struct ctl_sock {
 	char		 path[sizeof(((struct sockaddr_un *)0)->sun_path)];
@@ -377,15 +378,22 @@ control_compose(struct ctl_conn *c, uint32_t type, const void *data,
     size_t len)
 {
 	struct msgbuf	*w = &c->iev.ibuf.w;
+	struct msgw	 m;
 
 	if (c->doomed)
 		return;
+	if (proto_write(&m, FROM_AGENCYD, type, data, len) == -1) {
+		log_warnx("%s: a message of type %u that cannot be written",
+		    __func__, type);
+		control_doom(c, "cannot be answered");
+		return;
+	}
 	if (w->queued >= CONTROL_QUEUE_MSGS ||
-	    w->qbytes + IMSG_HEADER_SIZE + len > CONTROL_QUEUE_BYTES) {
+	    w->qbytes + IMSG_HEADER_SIZE + m.len > CONTROL_QUEUE_BYTES) {
 		control_doom(c, "has an answer over the bound");
 		return;
 	}
-	if (imsg_compose(&c->iev.ibuf, type, 0, 0, -1, data, len) == -1) {
+	if (msg_compose(&c->iev.ibuf, type, 0, -1, &m) == -1) {
 		log_warn("%s: client %u", __func__, c->id);
 		control_doom(c, "cannot be answered");
 		return;
@@ -614,26 +622,29 @@ control_status(struct agencyd *d, struct ctl_conn *c, struct model *only)
 			continue;
 		st.reqid = 0;
 		models_fill_status(d, &st);
-		control_compose(c, IMSG_STATUS_MODEL, &st, sizeof(st));
+		control_compose(c, IMSG_CTL_STATUS_MODEL, &st,
+		    sizeof(st));
 		if ((m = model_find(d, st.model)) == NULL || m->mc == NULL)
 			continue;
 		TAILQ_FOREACH(se, &m->mc->aliases, entry) {
 			memset(&al, 0, sizeof(al));
 			(void)strlcpy(al.model, st.model, sizeof(al.model));
 			(void)strlcpy(al.alias, se->s, sizeof(al.alias));
-			control_compose(c, IMSG_STATUS_ALIAS, &al, sizeof(al));
+			control_compose(c, IMSG_CTL_STATUS_ALIAS, &al,
+			    sizeof(al));
 		}
 	}
 	models_memory(d, &pm);
-	control_compose(c, IMSG_STATUS_MEMORY, &pm, sizeof(pm));
+	control_compose(c, IMSG_CTL_STATUS_MEMORY, &pm, sizeof(pm));
 	/* the requests by key, in a whole status */
 	if (only == NULL)
 		TAILQ_FOREACH(ks, &d->keystats, entry) {
 			keystats_fill(ks, &pk);
-			control_compose(c, IMSG_STATUS_KEY, &pk, sizeof(pk));
+			control_compose(c, IMSG_CTL_STATUS_KEY, &pk,
+			    sizeof(pk));
 		}
 	memset(&r, 0, sizeof(r));
-	control_compose(c, IMSG_STATUS_END, &r, sizeof(r));
+	control_compose(c, IMSG_CTL_STATUS_END, &r, sizeof(r));
 }
 
 static void
@@ -680,117 +691,120 @@ control_model_line(const char *model, const char *line)
 	}
 }
 
+static void
+control_load(struct agencyd *d, struct ctl_conn *c, struct model *m, int wait)
+{
+	if (d->stopping) {
+		control_result(c, IMSG_CTL_ERROR, "agencyd is shutting down");
+		control_end(c);
+		return;
+	}
+	if (!wait) {
+		(void)pool_load(d->pool, m->plan.name, NULL, NULL);
+		control_result(c, IMSG_CTL_OK, "loading");
+		control_end(c);
+		return;
+	}
+	c->pending = 1;
+	(void)pool_load(d->pool, m->plan.name, control_load_done,
+	    (void *)(uintptr_t)c->id);
+}
+
+static void
+control_cancel(struct agencyd *d, struct ctl_conn *c, struct model *m)
+{
+	if (!d->proxy_up) {
+		control_result(c, IMSG_CTL_ERROR,
+		    "agency-proxy is not running");
+		control_end(c);
+		return;
+	}
+	c->pending = 1;
+	proxy_cancel(d, m->plan.name, control_cancel_done,
+	    (void *)(uintptr_t)c->id);
+}
+
+static void
+control_reload(struct agencyd *d, struct ctl_conn *c)
+{
+	if (agencyd_reload(d, control_say, c) == 0)
+		control_result(c, IMSG_CTL_OK, "configuration reloaded");
+	else
+		control_result(c, IMSG_CTL_ERROR, "configuration not changed");
+	control_end(c);
+}
+
+static void
+control_verbose(struct ctl_conn *c, int verbose)
+{
+	log_setverbose(verbose);
+	log_info("log level set to %s", verbose > 1 ? "verbose" : "brief");
+	control_result(c, IMSG_CTL_OK, "log %s",
+	    verbose > 1 ? "verbose" : "brief");
+	control_end(c);
+}
+
 /*
- * One request; -1 when it was malformed (the caller drops the client).
- * An answer is either queued here or owed (c->pending) until a callback
- * gives it.
+ * One request, read whole by proto.c; -1 when it was malformed (the
+ * caller drops the client).  An answer is either queued here or owed
+ * (c->pending) until a callback gives it.
  */
 static int
 control_request(struct agencyd *d, struct ctl_conn *c, struct imsg *imsg)
 {
-	struct proto_ctl_model	 cm;
-	struct proto_ctl_verbose cv;
+	union proto_msg		 u;
 	struct model		*m = NULL;
+	const char		*why;
 	uint32_t		 type = imsg_get_type(imsg);
-	void			*cbarg = (void *)(uintptr_t)c->id;
 
-	if (c->restricted && type != IMSG_STATUS_REQ &&
+	if (c->restricted && type != IMSG_CTL_STATUS_REQ &&
 	    type != IMSG_CTL_STATUS) {
 		control_result(c, IMSG_CTL_ERROR, "permission denied: "
 		    "this socket allows status only");
 		control_end(c);
 		return (0);
 	}
-
+	if (proto_read(imsg, FROM_CTL, &u, sizeof(u), &why) == -1) {
+		log_warnx("control: client %u: %s", c->id, why);
+		return (-1);
+	}
 	switch (type) {
-	case IMSG_CTL_LOAD:
-	case IMSG_CTL_UNLOAD:
-	case IMSG_CTL_CANCEL:
-	case IMSG_CTL_LOGS:
-	case IMSG_CTL_PLAN:
-	case IMSG_CTL_STATUS:
-	case IMSG_CTL_FOLLOW:
-		if (imsg_get_data(imsg, &cm, sizeof(cm)) == -1 ||
-		    !PROTO_STROK(cm.model))
-			return (-1);
-		/* Its name, or an alias, as the front door takes them. */
-		if ((m = model_resolve(d, cm.model)) == NULL) {
-			control_unknown(d, c, cm.model);
-			return (0);
-		}
-		break;
+	case IMSG_CTL_STATUS_REQ:
+		control_status(d, c, NULL);
+		return (0);
+	case IMSG_CTL_RELOAD:
+		control_reload(d, c);
+		return (0);
+	case IMSG_CTL_VERBOSE:
+		control_verbose(c, u.ctl_verbose.verbose);
+		return (0);
 	default:
 		break;
 	}
-
+	/* The others name a model, or an alias, as the front door takes
+	 * them. */
+	if ((m = model_resolve(d, u.ctl_model.model)) == NULL) {
+		control_unknown(d, c, u.ctl_model.model);
+		return (0);
+	}
 	switch (type) {
-	case IMSG_STATUS_REQ:
-		if (imsg_get_len(imsg) != sizeof(struct proto_reqid))
-			return (-1);
-		control_status(d, c, NULL);
-		break;
 	case IMSG_CTL_STATUS:
 		control_status(d, c, m);
 		break;
 	case IMSG_CTL_LOAD:
-		if (d->stopping) {
-			control_result(c, IMSG_CTL_ERROR,
-			    "agencyd is shutting down");
-			control_end(c);
-			break;
-		}
-		if (!cm.wait) {
-			(void)pool_load(d->pool, m->plan.name, NULL, NULL);
-			control_result(c, IMSG_CTL_OK, "loading");
-			control_end(c);
-			break;
-		}
-		c->pending = 1;
-		(void)pool_load(d->pool, m->plan.name, control_load_done,
-		    cbarg);
+		control_load(d, c, m, u.ctl_model.wait);
 		break;
 	case IMSG_CTL_UNLOAD:
 		c->pending = 1;
 		(void)pool_unload(d->pool, m->plan.name, control_unload_done,
-		    cbarg);
+		    (void *)(uintptr_t)c->id);
 		break;
 	case IMSG_CTL_CANCEL:
-		if (!d->proxy_up) {
-			control_result(c, IMSG_CTL_ERROR,
-			    "agency-proxy is not running");
-			control_end(c);
-			break;
-		}
-		c->pending = 1;
-		proxy_cancel(d, m->plan.name, control_cancel_done, cbarg);
-		break;
-	case IMSG_CTL_RELOAD:
-		if (imsg_get_len(imsg) != 0)
-			return (-1);
-		if (agencyd_reload(d, control_say, c) == 0)
-			control_result(c, IMSG_CTL_OK,
-			    "configuration reloaded");
-		else
-			control_result(c, IMSG_CTL_ERROR,
-			    "configuration not changed");
-		control_end(c);
-		break;
-	case IMSG_CTL_VERBOSE:
-		if (imsg_get_data(imsg, &cv, sizeof(cv)) == -1 ||
-		    cv.verbose < 0 || cv.verbose > 3)
-			return (-1);
-		log_setverbose(cv.verbose);
-		log_info("log level set to %s", cv.verbose > 1 ?
-		    "verbose" : "brief");
-		control_result(c, IMSG_CTL_OK, "log %s",
-		    cv.verbose > 1 ? "verbose" : "brief");
-		control_end(c);
+		control_cancel(d, c, m);
 		break;
 	case IMSG_CTL_LOGS:
-		control_logs(c, m, 0);
-		break;
 	case IMSG_CTL_FOLLOW:
-		control_logs(c, m, 1);
+		control_logs(c, m, type == IMSG_CTL_FOLLOW);
 		break;
 	case IMSG_CTL_PLAN:
 		control_plan(d, c, m);

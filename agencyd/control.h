@@ -14,7 +14,7 @@ struct agencyd;
 #define CONTROL_MAIN_CONNS		64
 #define CONTROL_RESTRICTED_CONNS	64
 #define CONTROL_BACKLOG			16
-/* What one client may have queued: a status of some 800 models fits,
+/* What one client may have queued: a status of some 3000 models fits,
  * or as many lines of a model its follower has yet to read. */
 #define CONTROL_QUEUE_BYTES		(1024 * 1024)
 #define CONTROL_QUEUE_MSGS		4096

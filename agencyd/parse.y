@@ -476,7 +476,7 @@ main		: LISTEN ON STRING PORT NUMBER listentls {
 			free($3);
 		}
 		| SERVER NAME ANY		{
-			conf->server_name_any = 1;
+			conf->host_any = 1;
 		}
 		| MAX CONNECTIONS NUMBER	{
 			if ($3 < 1 || $3 > MAX_CONNECTIONS)
@@ -2337,13 +2337,8 @@ allow_add(enum allow_kind kind, const char *name)
 static void
 runtime_start(char *name)
 {
-	if ((rt = calloc(1, sizeof(*rt))) == NULL)
+	if ((rt = config_runtime_new()) == NULL)
 		fatal("%s: calloc", __func__);
-	TAILQ_INIT(&rt->env);
-	TAILQ_INIT(&rt->routes);
-	TAILQ_INIT(&rt->parts);
-	TAILQ_INIT(&rt->refuse);
-	TAILQ_INIT(&rt->moves);
 	rt->ready_method = READY_GET;
 	(void)strlcpy(rt->ready_path, "/health", sizeof(rt->ready_path));
 	rt->kind = KIND_CHAT;
@@ -2396,10 +2391,8 @@ model_start(char *name)
 {
 	struct model_conf	*m;
 
-	if ((model = calloc(1, sizeof(*model))) == NULL)
+	if ((model = config_model_new()) == NULL)
 		fatal("%s: calloc", __func__);
-	TAILQ_INIT(&model->aliases);
-	TAILQ_INIT(&model->env);
 	model->load_timeout = -1;	/* the global one, after parsing */
 	model->queue_timeout = -1;	/* the same */
 	model->line = yylval.lineno;

@@ -345,28 +345,19 @@ op_log(void *ctx, int pri, const char *line)
 	logit(pri, "%s", line);
 }
 
-/* The grant without its arrays' zeroes: IMSG_HOLD_GRANTV. */
 static void
 op_granted(void *ctx, uint64_t reqid, uint64_t holdid,
     const struct pool_plan *plan, uint16_t port)
 {
 	struct agencyd		*d = ctx;
-	struct proto_grant_head	 h;
-	struct iovec		 iov[3];
+	struct proto_hold_grant	 g;
 
-	memset(&h, 0, sizeof(h));
-	h.reqid = reqid;
-	h.holdid = holdid;
-	h.port = port;
-	iov[0].iov_base = &h;
-	iov[0].iov_len = sizeof(h);
-	/* Both NUL-terminated inside their arrays, as pool_add made them. */
-	iov[1].iov_base = (void *)(uintptr_t)plan->upstream;
-	iov[1].iov_len = strnlen(plan->upstream,
-	    sizeof(plan->upstream) - 1) + 1;
-	iov[2].iov_base = (void *)(uintptr_t)plan->label;
-	iov[2].iov_len = strnlen(plan->label, sizeof(plan->label) - 1) + 1;
-	proxy_composev(d, IMSG_HOLD_GRANTV, iov, 3);
+	g.reqid = reqid;
+	g.holdid = holdid;
+	g.port = port;
+	(void)strlcpy(g.upstream, plan->upstream, sizeof(g.upstream));
+	(void)strlcpy(g.label, plan->label, sizeof(g.label));
+	proxy_compose(d, IMSG_HOLD_GRANT, &g, sizeof(g));
 }
 
 static void

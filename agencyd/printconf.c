@@ -5,11 +5,14 @@
 /*
  * The normalized configuration, as "agencyd -nv" prints it: a fixed order,
  * one statement a line, canonical units.  Parsing the output gives the
- * same configuration, and printing that gives the same text.  It calls
- * no other file of agencyd.
+ * same configuration, and printing that gives the same text.  The
+ * global settings go by common/config.c's table.  It calls no other
+ * file of agencyd.
  */
 #include <sys/types.h>
 #include <sys/queue.h>
+
+#include <netinet/in.h>
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -30,6 +33,8 @@ static void	print_listen(FILE *, const struct listen_conf *);
 static void	print_names(FILE *, const struct strlist *);
 static void	print_key(FILE *, const struct key_conf *);
 static void	print_allow(FILE *, const struct allow_conf *);
+static void	print_global(FILE *, const struct agency_conf *,
+		    const struct conf_global *);
 
 static void
 print_string(FILE *fp, const char *s)
@@ -282,11 +287,65 @@ print_allow(FILE *fp, const struct allow_conf *a)
 	fputc('\n', fp);
 }
 
+/* A global setting as conf_globals[] describes it. */
+static void
+print_global(FILE *fp, const struct agency_conf *conf,
+    const struct conf_global *g)
+{
+	const char		*f = (const char *)conf + g->off;
+	const int64_t		*v = (const int64_t *)(const void *)f;
+	const int		*b = (const int *)(const void *)f;
+	const in_port_t		*lo = (const in_port_t *)(const void *)f;
+	const in_port_t		*hi = (const in_port_t *)(const void *)
+				    ((const char *)conf + g->off2);
+	const struct strent	*se;
+
+	fprintf(fp, "%s", g->keyword);
+	switch (g->kind) {
+	case CK_SIZE:
+		fputc(' ', fp);
+		print_size(fp, *v);
+		break;
+	case CK_DURATION:
+		fputc(' ', fp);
+		print_duration(fp, *v);
+		break;
+	case CK_NUMBER:
+		fprintf(fp, " %" PRId64, *v);
+		break;
+	case CK_BOOL:
+		fprintf(fp, " %s", *b ? "yes" : "no");
+		break;
+	case CK_STRING:
+		fputc(' ', fp);
+		print_string(fp, f);
+		break;
+	case CK_NAMES:
+		/* a line each, the keyword on each */
+		TAILQ_FOREACH(se, (const struct strlist *)(const void *)f,
+		    entry) {
+			if (se != TAILQ_FIRST((const struct strlist *)
+			    (const void *)f))
+				fprintf(fp, "\n%s", g->keyword);
+			fputc(' ', fp);
+			print_string(fp, se->s);
+		}
+		break;
+	case CK_PORTS:
+		fprintf(fp, " %u to %u", *lo, *hi);
+		break;
+	case CK_FLAG:
+	default:
+		break;
+	}
+	fputc('\n', fp);
+}
+
 /*
  * Everything is printed, defaults included, except what has no written
  * form (an automatic reserve, no budget, no idle timeout, no default
  * model) and the control socket when it is the default: that one depends
- * on who runs agencyd.
+ * on who runs agencyd.  The global settings follow conf_globals[].
  */
 void
 print_config(FILE *fp, const struct agency_conf *conf)
@@ -296,7 +355,7 @@ print_config(FILE *fp, const struct agency_conf *conf)
 	const struct model_conf		*m;
 	const struct key_conf		*k;
 	const struct allow_conf		*a;
-	const struct strent		*se;
+	const struct conf_global	*g;
 	char				 defsock[sizeof(conf->socket)];
 
 	TAILQ_FOREACH(lc, &conf->listens, entry)
@@ -319,81 +378,9 @@ print_config(FILE *fp, const struct agency_conf *conf)
 		print_string(fp, conf->rsocket);
 		fprintf(fp, " restricted\n");
 	}
-	fprintf(fp, "user ");
-	print_string(fp, conf->user);
-	fprintf(fp, "\nmodel user ");
-	print_string(fp, conf->model_user);
-	fprintf(fp, "\nports %u to %u\n", conf->port_lo, conf->port_hi);
-	if (conf->reserve != -1) {
-		fprintf(fp, "memory reserve ");
-		print_size(fp, conf->reserve);
-		fputc('\n', fp);
-	}
-	if (conf->budget != 0) {
-		fprintf(fp, "memory budget ");
-		print_size(fp, conf->budget);
-		fputc('\n', fp);
-	}
-	fprintf(fp, "overcommit %s\n", conf->overcommit ? "yes" : "no");
-	if (!conf->console)
-		fprintf(fp, "console no\n");
-	fprintf(fp, "max body ");
-	print_size(fp, conf->max_body);
-	fprintf(fp, "\nrequest timeout ");
-	print_duration(fp, conf->request_timeout);
-	fprintf(fp, "\nload timeout ");
-	print_duration(fp, conf->load_timeout);
-	fputc('\n', fp);
-	if (conf->header_timeout != DEFAULT_HEADER_TIMEOUT) {
-		fprintf(fp, "header timeout ");
-		print_duration(fp, conf->header_timeout);
-		fputc('\n', fp);
-	}
-	if (conf->max_connections != 0)
-		fprintf(fp, "max connections %lld\n",
-		    (long long)conf->max_connections);
-	if (conf->body_timeout != DEFAULT_BODY_TIMEOUT) {
-		fprintf(fp, "body timeout ");
-		print_duration(fp, conf->body_timeout);
-		fputc('\n', fp);
-	}
-	if (conf->body_buffer != DEFAULT_BODY_BUFFER) {
-		fprintf(fp, "body buffer ");
-		print_size(fp, conf->body_buffer);
-		fputc('\n', fp);
-	}
-	/* names are lower case, without quotes or backslashes */
-	TAILQ_FOREACH(se, &conf->server_names, entry)
-		fprintf(fp, "server name \"%s\"\n", se->s);
-	if (conf->server_name_any)
-		fprintf(fp, "server name any\n");
-	/* origins are lower case, without quotes or backslashes */
-	TAILQ_FOREACH(se, &conf->cors_origins, entry)
-		fprintf(fp, "cors origin \"%s\"\n", se->s);
-	if (conf->idle_timeout != 0) {
-		fprintf(fp, "idle timeout ");
-		print_duration(fp, conf->idle_timeout);
-		fputc('\n', fp);
-	}
-	if (conf->queue_timeout != DEFAULT_QUEUE_TIMEOUT) {
-		fprintf(fp, "queue timeout ");
-		print_duration(fp, conf->queue_timeout);
-		fputc('\n', fp);
-	}
-	if (conf->max_queue != DEFAULT_MAX_QUEUE)
-		fprintf(fp, "max queue %" PRId64 "\n", conf->max_queue);
-	if (conf->fairness != DEFAULT_FAIRNESS) {
-		fprintf(fp, "fairness window ");
-		print_duration(fp, conf->fairness);
-		fputc('\n', fp);
-	}
-	if (conf->progress)
-		fprintf(fp, "loading progress yes\n");
-	if (conf->default_model[0] != '\0') {
-		fprintf(fp, "default model ");
-		print_string(fp, conf->default_model);
-		fputc('\n', fp);
-	}
+	for (g = conf_globals; g->keyword != NULL; g++)
+		if (g->print == CP_ALWAYS || !config_global_default(g, conf))
+			print_global(fp, conf, g);
 
 	TAILQ_FOREACH(rt, &conf->runtimes, entry) {
 		fputc('\n', fp);

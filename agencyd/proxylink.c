@@ -3,30 +3,26 @@
  * SPDX-License-Identifier: ISC (see the file LICENSE)
  */
 /*
- * agencyd's side of the socketpair to agency-proxy.  Everything that
- * comes from the proxy is hostile until proven otherwise: exact sizes,
- * strings that end inside their arrays, holds the proxy really holds.
- * A message that fails any of these kills the proxy, which is started
- * again; its holds are released, the model processes keep running.
+ * agencyd's side of the socketpair to agency-proxy: the proxy's life
+ * (start, death, a new one) and its link (reading, writing, bounds).
+ * Everything that comes from the proxy is hostile until proven
+ * otherwise: proto.c reads each message whole or refuses it, and a
+ * refusal, or a message that breaks a bound, kills the proxy, which is
+ * started again; its holds are released, the model processes keep
+ * running.  Each message read goes to the handler proxysvc.c registers
+ * (proxy_on_message): holds, probe results, log lines and the proxy's
+ * readiness come back here, the services go there.
  *
  * Nor can a proxy make agencyd grow: it sends no fds, holds no more
  * requests than it has fds for connections, is answered a few status
- * requests at a time (the next wait until those answers are out), may
- * report only cancels agencyd sent it, and is killed when it stops
- * reading what agencyd sends it (PROXY_STALL_MS, PROXY_QUEUE_MAX).  A
- * hold request may ask to be told what it waits for (IMSG_HOLD_WAIT):
- * that is no message of the proxy's, only a flag of one it may send
- * anyway, and the pool tells at most once every POOL_PROGRESS ms a
- * waiting request, from one pass over the waiters.  Its
- * log lines, and the answers to probes it relays, reach the log escaped
- * (vis(3)), at the priorities the proxy uses.
+ * requests at a time (the next wait until those answers are out), and
+ * is killed when it stops reading what agencyd sends it
+ * (PROXY_STALL_MS, PROXY_QUEUE_MAX).  Its log lines, and the answers to
+ * probes it relays, reach the log escaped (vis(3)), at the priorities
+ * the proxy uses.
  *
- * What the proxy asks goes to the pool, whose answers come back through
- * poolops.c's ops and proxy_compose; its loads and unloads (the admin
- * routes) and the log lines it asks for are answered here.  A new proxy
- * is told of by the hook set with proxy_on_ready (emit.c's sync).  It
- * calls below it: model.c (the records), notify.c (the proxy is
- * ready), ports.c, spawn.c and the pool; nothing it calls calls it.
+ * Calls: model.c (the records), notify.c, ports.c, spawn.c, keystats.c
+ * and the pool; nothing it calls calls it.
  */
 #include <sys/types.h>
 #include <sys/resource.h>
@@ -41,6 +37,7 @@
 #include <grp.h>
 #include <pwd.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
@@ -51,6 +48,7 @@
 
 #include "agencyd.h"
 #include "log.h"
+#include "msg.h"
 #include "proto.h"
 
 #define PROXY_QUICK_DEATH	1000	/* ms: a proxy that dies this young */
@@ -58,42 +56,13 @@
 #define PROXY_READS_MAX		4	/* reads of a full buffer a turn */
 #define PROXY_ENV_MAX		8	/* variables of the proxy's environment */
 #define PROXY_USERS_MAX		4096	/* user names sent for the log */
-/* The top bit tells agencyd's cancel ids from those the proxy chose. */
-#define PROXY_CANCEL_OURS	(1ULL << 63)
 
-/* One cancel sent to the proxy, until it reports it done. */
-struct pcancel {
-	TAILQ_ENTRY(pcancel)	 entry;
-	uint64_t		 id;
-	char			 model[AGENCY_NAME_MAX];
-	proxy_cancel_cb		 cb;	/* NULL: the proxy asked for it */
-	void			*arg;
-};
-TAILQ_HEAD(pcancels, pcancel);
-
-/* A load or unload the proxy asked for (its admin route), until done. */
-struct padmin {
-	TAILQ_ENTRY(padmin)	 entry;
-	struct agencyd		*d;
-	uint64_t		 reqid;
-	uint32_t		 gen;		/* the proxy that asked */
-	int			 wait;
-	int			 answered;	/* load without waiting */
-	int			 inside;	/* in pool_load's call */
-};
-/* Every padmin whose pool callback has not come (of any proxy). */
-static TAILQ_HEAD(, padmin)	 padmins = TAILQ_HEAD_INITIALIZER(padmins);
-
-static void
-padmin_free(struct padmin *a)
-{
-	TAILQ_REMOVE(&padmins, a, entry);
-	free(a);
-}
-
-/* Who hears of each new proxy once it is ready (emit.c). */
+/* Who hears of each new proxy once it is ready (emit.c), and who takes
+ * its messages and hears of its end (proxysvc.c). */
 static proxy_ready_cb	 ready_cb;
 static void		*ready_arg;
+static proxy_message_cb	 message_cb;
+static proxy_drop_cb	 drop_cb;
 
 void
 proxy_on_ready(proxy_ready_cb fn, void *arg)
@@ -102,24 +71,17 @@ proxy_on_ready(proxy_ready_cb fn, void *arg)
 	ready_arg = arg;
 }
 
-/* After pool_free, no callback comes: what waited for one goes. */
 void
-proxy_cleanup(void)
+proxy_on_message(proxy_message_cb fn, proxy_drop_cb drop)
 {
-	struct padmin	*a;
-
-	while ((a = TAILQ_FIRST(&padmins)) != NULL)
-		padmin_free(a);
+	message_cb = fn;
+	drop_cb = drop;
 }
 
 /* What the current proxy has outstanding, and how the link is doing. */
 static struct {
 	int			 init;
-	uint64_t		 admins;	/* loads and unloads it waits on */
-	struct pcancels		 cancels;
-	uint64_t		 cancel_next;
 	uint64_t		 holds;		/* asked, or granted */
-	uint64_t		 asked;		/* cancels it asked for */
 	uint64_t		 fdmax;		/* its fds: bounds both */
 	unsigned int		 status;	/* answers since it last read */
 	int			 rpaused;	/* status waits for the queue */
@@ -131,16 +93,13 @@ static struct {
 
 static int64_t	mono_ms(void);
 static void	proxy_dispatch(int, short, void *);
-static void	proxy_hostile(struct agencyd *, const char *, uint32_t);
 static void	proxy_kill(struct agencyd *);
 static void	proxy_drop(struct agencyd *);
 static void	proxy_doom(struct agencyd *, const char *);
 static void	proxy_restart_cb(int, short, void *);
 static void	proxy_restart_later(struct agencyd *);
-static void	proxy_status(struct agencyd *, struct imsg *);
 static void	proxy_stall_cb(int, short, void *);
 static void	proxy_doom_cb(int, short, void *);
-static void	proxy_cancels_end(void);
 static int	proxy_write(struct agencyd *);
 
 static int64_t
@@ -212,15 +171,14 @@ int
 proxy_link_open(struct agencyd *d, int fd)
 {
 	if (!plink.init) {
-		TAILQ_INIT(&plink.cancels);
 		evtimer_set(&plink.stall, proxy_stall_cb, d);
 		evtimer_set(&plink.doom, proxy_doom_cb, d);
-		plink.cancel_next = 1;
 		plink.init = 1;
 	}
-	proxy_cancels_end();
-	plink.holds = plink.asked = 0;
-	plink.admins = 0;
+	/* What the services kept of a proxy before ends with it. */
+	if (drop_cb != NULL)
+		drop_cb(d);
+	plink.holds = 0;
 	plink.status = 0;
 	plink.rpaused = 0;
 	plink.doomed = 0;
@@ -244,6 +202,15 @@ proxy_link_open(struct agencyd *d, int fd)
 	imsgev_add(&d->proxy_iev);
 	return (0);
 }
+
+/* How many holds, cancels, loads and unloads the proxy may have out at
+ * once: one a connection it may have. */
+uint64_t
+proxy_bound(void)
+{
+	return (plink.fdmax);
+}
+
 
 /*
  * Everything that can fail is done before the fork: once there is a
@@ -324,100 +291,22 @@ proxy_start(struct agencyd *d)
 	return (0);
 }
 
-static int
-compose_str(struct agencyd *d, uint32_t type, const char *s)
-{
-	struct proto_str	ps;
-
-	memset(&ps, 0, sizeof(ps));
-	if (strlcpy(ps.s, s, sizeof(ps.s)) >= sizeof(ps.s))
-		return (-1);
-	return (imsg_compose(&d->proxy_iev.ibuf, type, 0, 0, -1, &ps,
-	    sizeof(ps)) == -1 ? -1 : 0);
-}
-
-static int
-compose_list(struct agencyd *d, uint32_t type, const struct strlist *l)
-{
-	struct strent	*se;
-
-	TAILQ_FOREACH(se, l, entry)
-		if (compose_str(d, type, se->s) == -1)
-			return (-1);
-	return (0);
-}
-
-/* Bytes in pieces the proxy puts back together (IMSG_CONF_TLS_*). */
-static int
-compose_pieces(struct agencyd *d, uint32_t type, const uint8_t *p, size_t len)
-{
-	size_t	n;
-
-	for (; len > 0; p += n, len -= n) {
-		n = len < PROTO_TLS_PIECE ? len : PROTO_TLS_PIECE;
-		if (imsg_compose(&d->proxy_iev.ibuf, type, 0, 0, -1, p,
-		    n) == -1)
-			return (-1);
-	}
-	return (0);
-}
-
-/* A listener's socket (a copy, for the proxy), and for TLS its files'
- * bytes: the proxy opens no file. */
-static int
-compose_listen(struct agencyd *d, const struct listen_conf *l)
-{
-	const struct tls_files	*tf;
-	struct proto_listen	 pl;
-	int			 fd;
-
-	if ((fd = fcntl(l->fd, F_DUPFD_CLOEXEC, 0)) == -1) {
-		log_warn("%s: dup", __func__);
-		return (-1);
-	}
-	memset(&pl, 0, sizeof(pl));
-	(void)strlcpy(pl.host, l->host, sizeof(pl.host));
-	(void)strlcpy(pl.path, l->path, sizeof(pl.path));
-	pl.port = l->port;
-	pl.tls = l->tls;
-	if (imsg_compose(&d->proxy_iev.ibuf, IMSG_CONF_LISTEN, 0, 0, fd, &pl,
-	    sizeof(pl)) == -1) {
-		close(fd);
-		return (-1);
-	}
-	if (!l->tls)
-		return (0);
-	tf = config_listen_tls(d->conf, l);
-	if (tf->cert_pem == NULL || tf->key_pem == NULL) {
-		log_warnx("%s: listen on %s port %u: its certificate was "
-		    "not read", __func__, l->host, l->port);
-		return (-1);
-	}
-	return (compose_pieces(d, IMSG_CONF_TLS_CERT, tf->cert_pem,
-	    tf->cert_len) == -1 || compose_pieces(d, IMSG_CONF_TLS_KEY,
-	    tf->key_pem, tf->key_len) == -1 ? -1 : 0);
-}
-
 /* A user's name for the proxy's log, once; 0 if the uid is known or
  * sent, -1 if it cannot be queued. */
 static int
-compose_user(struct agencyd *d, uid_t uid, const char *name, uid_t *sent,
+proxy_send_user(struct agencyd *d, uid_t uid, const char *name, uid_t *sent,
     size_t *nsent)
 {
-	struct proto_user	pu;
-	size_t			i;
+	size_t	 i;
 
 	for (i = 0; i < *nsent; i++)
 		if (sent[i] == uid)
 			return (0);
 	if (*nsent < PROXY_USERS_MAX)
 		sent[(*nsent)++] = uid;
-	memset(&pu, 0, sizeof(pu));
-	pu.uid = uid;
-	if (strlcpy(pu.name, name, sizeof(pu.name)) >= sizeof(pu.name))
+	if (strlen(name) >= AGENCY_NAME_MAX)
 		return (0);
-	return (imsg_compose(&d->proxy_iev.ibuf, IMSG_CONF_USER, 0, 0, -1, &pu,
-	    sizeof(pu)) == -1 ? -1 : 0);
+	return (config_set_user(&d->proxy_iev.ibuf, uid, name));
 }
 
 /*
@@ -426,7 +315,7 @@ compose_user(struct agencyd *d, uid_t uid, const char *name, uid_t *sent,
  * (whose names the group lists).  Others are logged as their uid.
  */
 static int
-compose_users(struct agencyd *d)
+proxy_send_users(struct agencyd *d)
 {
 	struct allow_conf	*a;
 	struct passwd		*pw;
@@ -438,7 +327,8 @@ compose_users(struct agencyd *d)
 
 	TAILQ_FOREACH(a, &d->conf->allows, entry) {
 		if (a->kind == ALLOW_USER) {
-			if (compose_user(d, a->id, a->name, sent, &nsent) == -1)
+			if (proxy_send_user(d, a->id, a->name, sent,
+			    &nsent) == -1)
 				return (-1);
 			continue;
 		}
@@ -454,7 +344,7 @@ compose_users(struct agencyd *d)
 				break;
 		for (i = 0; rv == 0 && mem[i] != NULL; i++)
 			if ((pw = getpwnam(mem[i])) != NULL)
-				rv = compose_user(d, pw->pw_uid, mem[i], sent,
+				rv = proxy_send_user(d, pw->pw_uid, mem[i], sent,
 				    &nsent);
 		for (i = 0; mem[i] != NULL; i++)
 			free(mem[i]);
@@ -465,122 +355,61 @@ compose_users(struct agencyd *d)
 	return (0);
 }
 
-/* The keys, as names and digests, and the allow rules, with their
- * models: after the models, which they name. */
+/* A listener's socket (a copy, for the proxy) and its TLS files' bytes. */
 static int
-compose_access(struct agencyd *d)
+proxy_send_listen(struct agencyd *d, const struct listen_conf *l)
 {
-	struct imsgbuf		*ibuf = &d->proxy_iev.ibuf;
-	struct proto_key	 pk;
-	struct proto_allow	 pa;
-	struct key_conf		*k;
-	struct allow_conf	*a;
+	const struct tls_files	*tf = config_listen_tls(d->conf, l);
+	int			 fd;
 
-	TAILQ_FOREACH(k, &d->conf->keys, entry) {
-		memset(&pk, 0, sizeof(pk));
-		(void)strlcpy(pk.name, k->name, sizeof(pk.name));
-		memcpy(pk.digest, k->digest, sizeof(pk.digest));
-		pk.admin = k->admin;
-		pk.max_requests = k->max_requests;
-		if (imsg_compose(ibuf, IMSG_CONF_KEY, 0, 0, -1, &pk,
-		    sizeof(pk)) == -1 ||
-		    compose_list(d, IMSG_CONF_KEY_MODEL, &k->models) == -1)
-			return (-1);
+	if (l->tls && (tf->cert_pem == NULL || tf->key_pem == NULL)) {
+		log_warnx("%s: listen on %s port %u: its certificate was "
+		    "not read", __func__, l->host, l->port);
+		return (-1);
 	}
-	TAILQ_FOREACH(a, &d->conf->allows, entry) {
-		memset(&pa, 0, sizeof(pa));
-		pa.kind = a->kind;
-		pa.id = a->id;
-		(void)strlcpy(pa.name, a->name, sizeof(pa.name));
-		pa.admin = a->admin;
-		if (imsg_compose(ibuf, IMSG_CONF_ALLOW, 0, 0, -1, &pa,
-		    sizeof(pa)) == -1 ||
-		    compose_list(d, IMSG_CONF_ALLOW_MODEL, &a->models) == -1)
-			return (-1);
+	if ((fd = fcntl(l->fd, F_DUPFD_CLOEXEC, 0)) == -1) {
+		log_warn("%s: dup", __func__);
+		return (-1);
 	}
-	return (compose_users(d));
+	return (config_set_listen(&d->proxy_iev.ibuf, l, tf, fd));
 }
 
+/*
+ * The configuration, in the order confimsg.c has it: the models as
+ * served (d->models, with the labels they are logged by), and the
+ * names of the users the allow rules let in.
+ */
 int
 proxy_send_config(struct agencyd *d)
 {
-	struct agency_conf		*conf = d->conf;
-	struct imsgbuf			*ibuf = &d->proxy_iev.ibuf;
-	struct proto_conf_global	 g;
-	struct proto_runtime		 pr;
-	struct proto_move		 pm;
-	struct proto_model		 pmod;
-	struct listen_conf		*l;
-	struct runtime_conf		*rt;
-	struct rule_move		*mv;
-	struct model			*m;
+	struct agency_conf	*conf = d->conf;
+	struct imsgbuf		*ibuf = &d->proxy_iev.ibuf;
+	struct listen_conf	*l;
+	struct runtime_conf	*rt;
+	struct model		*m;
+	struct key_conf		*k;
+	struct allow_conf	*a;
 
 	if (!d->proxy_up)
 		return (0);
-
-	memset(&g, 0, sizeof(g));
-	g.max_body = conf->max_body;
-	g.request_timeout = conf->request_timeout;
-	g.header_timeout = conf->header_timeout;
-	g.max_connections = conf->max_connections;
-	g.body_timeout = conf->body_timeout;
-	g.body_buffer = conf->body_buffer;
-	g.host_any = conf->server_name_any;
-	g.console = conf->console;
-	g.port_lo = conf->port_lo;
-	g.port_hi = conf->port_hi;
-	g.queue_timeout = conf->queue_timeout;
-	(void)strlcpy(g.default_model, conf->default_model,
-	    sizeof(g.default_model));
-	if (imsg_compose(ibuf, IMSG_CONF_START, 0, 0, -1, &g, sizeof(g)) == -1 ||
-	    compose_list(d, IMSG_CONF_NAME, &conf->server_names) == -1 ||
-	    compose_list(d, IMSG_CONF_CORS, &conf->cors_origins) == -1)
+	if (config_set_globals(ibuf, conf) == -1)
 		goto fail;
-
 	TAILQ_FOREACH(l, &conf->listens, entry)
-		if (l->fd != -1 && compose_listen(d, l) == -1)
+		if (l->fd != -1 && proxy_send_listen(d, l) == -1)
 			goto fail;
-
-	TAILQ_FOREACH(rt, &conf->runtimes, entry) {
-		memset(&pr, 0, sizeof(pr));
-		(void)strlcpy(pr.name, rt->name, sizeof(pr.name));
-		pr.kind = rt->kind;
-		pr.stops = rt->stops;
-		pr.max_tokens = rt->max_tokens;
-		pr.passthrough = rt->passthrough;
-		pr.progress = rt->progress;
-		if (imsg_compose(ibuf, IMSG_CONF_RUNTIME, 0, 0, -1, &pr,
-		    sizeof(pr)) == -1 ||
-		    compose_list(d, IMSG_CONF_ROUTE, &rt->routes) == -1 ||
-		    compose_list(d, IMSG_CONF_PART, &rt->parts) == -1 ||
-		    compose_list(d, IMSG_CONF_REFUSE, &rt->refuse) == -1)
+	TAILQ_FOREACH(rt, &conf->runtimes, entry)
+		if (config_set_runtime(ibuf, rt) == -1)
 			goto fail;
-		TAILQ_FOREACH(mv, &rt->moves, entry) {
-			memset(&pm, 0, sizeof(pm));
-			(void)strlcpy(pm.from, mv->from, sizeof(pm.from));
-			(void)strlcpy(pm.to, mv->to, sizeof(pm.to));
-			if (imsg_compose(ibuf, IMSG_CONF_MOVE, 0, 0, -1, &pm,
-			    sizeof(pm)) == -1)
-				goto fail;
-		}
-	}
-
-	TAILQ_FOREACH(m, &d->models, entry) {
-		memset(&pmod, 0, sizeof(pmod));
-		(void)strlcpy(pmod.name, m->mc->name, sizeof(pmod.name));
-		(void)strlcpy(pmod.runtime, m->mc->rt->name,
-		    sizeof(pmod.runtime));
-		(void)strlcpy(pmod.upstream, m->mc->upstream,
-		    sizeof(pmod.upstream));
-		(void)strlcpy(pmod.label, m->plan.label, sizeof(pmod.label));
-		pmod.max_tokens = m->mc->max_tokens;
-		if (imsg_compose(ibuf, IMSG_CONF_MODEL, 0, 0, -1, &pmod,
-		    sizeof(pmod)) == -1 ||
-		    compose_list(d, IMSG_CONF_ALIAS, &m->mc->aliases) == -1)
+	TAILQ_FOREACH(m, &d->models, entry)
+		if (config_set_model(ibuf, m->mc, m->plan.label) == -1)
 			goto fail;
-	}
-	if (compose_access(d) == -1 ||
-	    imsg_compose(ibuf, IMSG_CONF_END, 0, 0, -1, NULL, 0) == -1)
+	TAILQ_FOREACH(k, &conf->keys, entry)
+		if (config_set_key(ibuf, k) == -1)
+			goto fail;
+	TAILQ_FOREACH(a, &conf->allows, entry)
+		if (config_set_allow(ibuf, a) == -1)
+			goto fail;
+	if (proxy_send_users(d) == -1 || config_set_end(ibuf) == -1)
 		goto fail;
 	imsgev_add(&d->proxy_iev);
 	return (0);
@@ -588,6 +417,7 @@ proxy_send_config(struct agencyd *d)
 	log_warn("%s: cannot queue the configuration", __func__);
 	return (-1);
 }
+
 
 /*
  * agency-proxy's sandbox follows the ports it must reach.  Fewer: it is
@@ -683,21 +513,15 @@ proxy_doom_cb(int fd, short ev, void *arg)
 		proxy_hostile(d, plink.why, 0);
 }
 
+/*
+ * A message to the proxy, as proto.c writes it.  Within a pool callback
+ * the proxy may be over its bound: it is then killed at the next turn.
+ */
 void
 proxy_compose(struct agencyd *d, uint32_t type, const void *data, size_t len)
 {
-	struct iovec	 iov;
-
-	iov.iov_base = (void *)(uintptr_t)data;
-	iov.iov_len = len;
-	proxy_composev(d, type, &iov, 1);
-}
-
-void
-proxy_composev(struct agencyd *d, uint32_t type, const struct iovec *iov,
-    int iovcnt)
-{
 	struct imsgbuf	*ibuf = &d->proxy_iev.ibuf;
+	struct msgw	 w;
 
 	if (!d->proxy_up || plink.doomed)
 		return;
@@ -705,11 +529,15 @@ proxy_composev(struct agencyd *d, uint32_t type, const struct iovec *iov,
 	if (type == IMSG_HOLD_REFUSE && plink.holds > 0)
 		plink.holds--;
 	if (ibuf->w.qbytes > PROXY_QUEUE_MAX) {
-		/* Maybe within a pool callback: killed at the next turn. */
 		proxy_doom(d, "left too much of what it was sent unread");
 		return;
 	}
-	if (imsg_composev(ibuf, type, 0, 0, -1, iov, iovcnt) == -1) {
+	if (proto_write(&w, FROM_PARENT, type, data, len) == -1) {
+		log_warnx("%s: a message of type %u that cannot be written",
+		    __func__, type);
+		return;
+	}
+	if (msg_compose(ibuf, type, 0, -1, &w) == -1) {
 		log_warn("%s: type %u", __func__, type);
 		return;
 	}
@@ -717,47 +545,6 @@ proxy_composev(struct agencyd *d, uint32_t type, const struct iovec *iov,
 		proxy_stall_arm();
 	if (!d->proxy_batch)
 		imsgev_add(&d->proxy_iev);
-}
-
-/* Send the proxy a cancel of model's requests; cb hears how many ended,
- * or that the proxy went away first (ok 0). */
-void
-proxy_cancel(struct agencyd *d, const char *model, proxy_cancel_cb cb,
-    void *arg)
-{
-	struct proto_cancel	 c;
-	struct pcancel		*pc;
-
-	if (!d->proxy_up || (pc = calloc(1, sizeof(*pc))) == NULL) {
-		cb(arg, 0, 0);
-		return;
-	}
-	pc->id = PROXY_CANCEL_OURS | plink.cancel_next++;
-	(void)strlcpy(pc->model, model, sizeof(pc->model));
-	pc->cb = cb;
-	pc->arg = arg;
-	TAILQ_INSERT_TAIL(&plink.cancels, pc, entry);
-	memset(&c, 0, sizeof(c));
-	c.reqid = pc->id;
-	(void)strlcpy(c.model, model, sizeof(c.model));
-	proxy_compose(d, IMSG_CANCEL, &c, sizeof(c));
-}
-
-/* The cancels in flight end with their proxy. */
-static void
-proxy_cancels_end(void)
-{
-	struct pcancels	 gone;
-	struct pcancel	*pc;
-
-	TAILQ_INIT(&gone);
-	TAILQ_CONCAT(&gone, &plink.cancels, entry);
-	while ((pc = TAILQ_FIRST(&gone)) != NULL) {
-		TAILQ_REMOVE(&gone, pc, entry);
-		if (pc->cb != NULL)
-			pc->cb(pc->arg, 0, 0);
-		free(pc);
-	}
 }
 
 void
@@ -770,8 +557,6 @@ proxy_send_probe(struct agencyd *d, const struct proto_probe *p)
 static void
 proxy_drop(struct agencyd *d)
 {
-	struct model	*m;
-
 	if (!d->proxy_up)
 		return;
 	imsgev_clear(&d->proxy_iev);
@@ -781,18 +566,17 @@ proxy_drop(struct agencyd *d)
 	evtimer_del(&plink.stall);
 	evtimer_del(&plink.doom);
 	plink.doomed = 0;
-	plink.holds = plink.asked = 0;
-	plink.admins = 0;
-	/* Nobody will answer the cancels it was sent. */
-	proxy_cancels_end();
-	/* A new proxy asks again for the logs it follows. */
-	TAILQ_FOREACH(m, &d->models, entry)
-		m->log_follow = 0;
+	plink.holds = 0;
+	/* Nobody will answer what it was asked (proxysvc.c). */
+	if (drop_cb != NULL)
+		drop_cb(d);
 	/* Its holds end with it; waiting requests go with their clients. */
 	pool_release_owner(d->pool, d->proxy_gen);
 }
 
-static void
+/* The proxy did what no proxy may: it is killed.  Returns -1, for the
+ * handlers' "the proxy is gone". */
+int
 proxy_hostile(struct agencyd *d, const char *why, uint32_t type)
 {
 	if (type != 0)
@@ -800,6 +584,7 @@ proxy_hostile(struct agencyd *d, const char *why, uint32_t type)
 	else
 		log_warnx("agency-proxy %s: killing it", why);
 	proxy_kill(d);
+	return (-1);
 }
 
 /* SIGKILL: SIGCHLD then starts a new one. */
@@ -883,292 +668,82 @@ proxy_stop(struct agencyd *d)
 	proxy_drop(d);
 }
 
-static void
-proxy_status(struct agencyd *d, struct imsg *imsg)
-{
-	struct proto_reqid	r;
-	struct proto_status	st;
-	size_t			i, n;
-
-	if (imsg_get_data(imsg, &r, sizeof(r)) == -1) {
-		proxy_hostile(d, "sent a bad status request", IMSG_STATUS_REQ);
-		return;
-	}
-	plink.status++;
-	n = pool_count(d->pool);
-	for (i = 0; i < n; i++) {
-		if (pool_status(d->pool, i, &st) == -1)
-			continue;
-		st.reqid = r.reqid;
-		models_fill_status(d, &st);
-		proxy_compose(d, IMSG_STATUS_MODEL, &st, sizeof(st));
-	}
-	proxy_compose(d, IMSG_STATUS_END, &r, sizeof(r));
-}
 
 /*
- * The admin route's cancel: the proxy asks, agencyd sends it the cancel
- * (with the proxy's own id), and the proxy reports it done as any other.
- * -1 when the proxy was killed.
- */
-static int
-proxy_cancel_asked(struct agencyd *d, struct imsg *imsg)
-{
-	struct proto_cancel	 c;
-	struct pcancel		*pc;
-
-	if (imsg_get_data(imsg, &c, sizeof(c)) == -1 ||
-	    !PROTO_STROK(c.model) || c.reqid == 0 ||
-	    (c.reqid & PROXY_CANCEL_OURS)) {
-		proxy_hostile(d, "sent a bad cancel request", IMSG_CANCEL);
-		return (-1);
-	}
-	TAILQ_FOREACH(pc, &plink.cancels, entry)
-		if (pc->id == c.reqid)
-			break;
-	if (pc != NULL || plink.asked >= plink.fdmax) {
-		proxy_hostile(d, pc != NULL ? "sent a cancel request it already "
-		    "made" : "asked for more cancels than it has connections",
-		    IMSG_CANCEL);
-		return (-1);
-	}
-	if ((pc = calloc(1, sizeof(*pc))) == NULL) {
-		log_warn("%s", __func__);
-		return (0);	/* its client waits for its timeout */
-	}
-	pc->id = c.reqid;
-	(void)strlcpy(pc->model, c.model, sizeof(pc->model));
-	TAILQ_INSERT_TAIL(&plink.cancels, pc, entry);
-	plink.asked++;
-	c.cancelled = 0;
-	proxy_compose(d, IMSG_CANCEL, &c, sizeof(c));
-	return (0);
-}
-
-/*
- * The proxy ended requests of a model, as it was sent to: a runtime that
- * generates on after a close is restarted, or it would go on working for
- * nobody.  A report of a cancel never sent is hostile: it would restart
- * models at the proxy's word.  -1 when the proxy was killed.
- */
-static int
-proxy_cancelled(struct agencyd *d, struct imsg *imsg)
-{
-	struct proto_cancel	 c;
-	struct pcancel		*pc;
-	struct model		*m;
-
-	if (imsg_get_data(imsg, &c, sizeof(c)) == -1 ||
-	    !PROTO_STROK(c.model)) {
-		proxy_hostile(d, "sent a bad cancel report", IMSG_CANCEL_DONE);
-		return (-1);
-	}
-	TAILQ_FOREACH(pc, &plink.cancels, entry)
-		if (pc->id == c.reqid && strcmp(pc->model, c.model) == 0)
-			break;
-	if (pc == NULL) {
-		proxy_hostile(d, "reported a cancel it was not sent",
-		    IMSG_CANCEL_DONE);
-		return (-1);
-	}
-	TAILQ_REMOVE(&plink.cancels, pc, entry);
-	if (pc->cb == NULL && plink.asked > 0)
-		plink.asked--;
-	if (c.cancelled > 0 && (m = model_find(d, c.model)) != NULL &&
-	    m->mc != NULL && m->mc->rt->stops != STOPS_ALWAYS) {
-		log_info("%s: restarting: its cancelled requests would go on",
-		    m->plan.label);
-		(void)pool_restart(d->pool, m->plan.name, NULL, NULL);
-	}
-	if (pc->cb != NULL)
-		pc->cb(pc->arg, 1, c.cancelled);
-	free(pc);
-	return (0);
-}
-
-static void
-admin_answer(struct agencyd *d, struct padmin *a, int status,
-    const char *code, const char *message)
-{
-	struct proto_admin_done	 ad;
-
-	if (a->answered || a->gen != d->proxy_gen || !d->proxy_up)
-		return;
-	a->answered = 1;
-	memset(&ad, 0, sizeof(ad));
-	ad.reqid = a->reqid;
-	ad.status = status;
-	(void)strlcpy(ad.code, code, sizeof(ad.code));
-	(void)strlcpy(ad.message, message, sizeof(ad.message));
-	proxy_compose(d, IMSG_ADMIN_DONE, &ad, sizeof(ad));
-	if (plink.admins > 0)
-		plink.admins--;
-}
-
-/* The end of a load or unload the proxy asked for. */
-static void
-admin_load_done(void *arg, int ok, const char *err)
-{
-	struct padmin	*a = arg;
-	struct agencyd	*d = a->d;
-
-	if (ok)
-		admin_answer(d, a, 200, "", "ready");
-	else if (d->stopping)
-		admin_answer(d, a, 503, "stopping", "agency is stopping");
-	else
-		admin_answer(d, a, 502, "load_failed", err != NULL ? err :
-		    "load failed");
-	if (!a->inside)
-		padmin_free(a);
-	else
-		a->inside = 2;	/* freed by its caller */
-}
-
-static void
-admin_unload_done(void *arg)
-{
-	struct padmin	*a = arg;
-
-	admin_answer(a->d, a, 200, "", "unloaded");
-	padmin_free(a);
-}
-
-/*
- * POST /v1/agency/load or unload, as agency-ctl's: a load waits for the
- * model unless asked not to; an unload for its processes' exits.  The
- * proxy may have as many waiting as it has connections.  -1 when the
+ * What the proxy asks of the pool, each within its bound; -1 when the
  * proxy was killed.
  */
-static int
-proxy_admin(struct agencyd *d, struct imsg *imsg)
+int
+proxy_hold(struct agencyd *d, const struct proto_hold_req *hr)
 {
-	struct proto_admin	 pa;
-	struct padmin		*a;
-	struct model		*m;
-
-	if (imsg_get_data(imsg, &pa, sizeof(pa)) == -1 ||
-	    !PROTO_STROK(pa.model) || pa.reqid == 0 ||
-	    (pa.op != ADMIN_LOAD && pa.op != ADMIN_UNLOAD) ||
-	    (pa.wait != 0 && pa.wait != 1)) {
-		proxy_hostile(d, "sent a bad load or unload", IMSG_ADMIN);
-		return (-1);
-	}
-	if (plink.admins >= plink.fdmax) {
-		proxy_hostile(d, "asked for more loads and unloads than it "
-		    "has connections", IMSG_ADMIN);
-		return (-1);
-	}
-	if ((a = calloc(1, sizeof(*a))) == NULL) {
-		log_warn("%s", __func__);
-		return (0);	/* its client waits for its timeout */
-	}
-	TAILQ_INSERT_TAIL(&padmins, a, entry);
-	a->d = d;
-	a->reqid = pa.reqid;
-	a->gen = d->proxy_gen;
-	a->wait = pa.wait;
-	plink.admins++;
-	/* A name the proxy knew, which a reload may just have removed. */
-	if ((m = model_find(d, pa.model)) == NULL || d->stopping) {
-		if (m == NULL)
-			admin_answer(d, a, 404, "model_not_found",
-			    "No such model.");
-		else
-			admin_answer(d, a, 503, "stopping",
-			    "agency is stopping");
-		padmin_free(a);
-		return (0);
-	}
-	if (pa.op == ADMIN_UNLOAD) {
-		log_info("%s: unload asked over HTTP", m->plan.label);
-		if (pool_unload(d->pool, m->plan.name, admin_unload_done,
-		    a) == -1) {
-			admin_answer(d, a, 404, "model_not_found",
-			    "No such model.");
-			padmin_free(a);
-		}
-		return (0);
-	}
-	log_info("%s: load asked over HTTP", m->plan.label);
-	a->inside = 1;
-	(void)pool_load(d->pool, m->plan.name, admin_load_done, a);
-	if (a->inside == 2) {
-		/* answered from within: it was ready (or could not be) */
-		padmin_free(a);
-		return (0);
-	}
-	a->inside = 0;
-	if (!a->wait)
-		admin_answer(d, a, 202, "", "loading");
+	if (plink.holds >= plink.fdmax)
+		return (proxy_hostile(d, "asked for more holds than it has "
+		    "connections", IMSG_HOLD_REQ));
+	plink.holds++;	/* before: a refusal may come at once */
+	keystats_count(d, hr->key);
+	if (hr->flags & PROTO_HOLD_PROGRESS)
+		pool_acquire_progress(d->pool, hr->model, hr->reqid,
+		    d->proxy_gen);
+	else
+		pool_acquire(d->pool, hr->model, hr->reqid, d->proxy_gen);
 	return (0);
 }
 
-/*
- * A model's log ring to the proxy, each line with its number; with
- * follow, its new lines too from now on.  -1 when the proxy was killed.
- */
-static int
-proxy_logs(struct agencyd *d, struct imsg *imsg, uint32_t type)
+int
+proxy_withdraw(struct agencyd *d, const struct proto_reqid *rq)
 {
-	struct proto_logs_req	 lr;
-	struct proto_logline	 ll;
-	struct proto_logs_end	 le;
-	struct model		*m;
-	size_t			 i, n;
-
-	if (imsg_get_data(imsg, &lr, sizeof(lr)) == -1 ||
-	    !PROTO_STROK(lr.model) || (lr.follow != 0 && lr.follow != 1) ||
-	    (type == IMSG_LOGS_REQ && lr.reqid == 0)) {
-		proxy_hostile(d, "sent a bad log request", type);
-		return (-1);
-	}
-	m = model_find(d, lr.model);
-	if (type == IMSG_LOGS_UNFOLLOW) {
-		if (m != NULL)
-			m->log_follow = 0;
-		return (0);
-	}
-	memset(&le, 0, sizeof(le));
-	le.reqid = lr.reqid;
-	(void)strlcpy(le.model, lr.model, sizeof(le.model));
-	if (m != NULL) {
-		n = ring_count(&m->ring);
-		for (i = 0; i < n; i++) {
-			memset(&ll, 0, sizeof(ll));
-			ll.reqid = lr.reqid;
-			ll.seq = ring_seq(&m->ring, i);
-			(void)strlcpy(ll.model, m->plan.name, sizeof(ll.model));
-			(void)strlcpy(ll.line, ring_get(&m->ring, i),
-			    sizeof(ll.line));
-			proxy_compose(d, IMSG_LOGS_LINE, &ll, sizeof(ll));
-		}
-		le.found = 1;
-		if (lr.follow)
-			m->log_follow = 1;
-	}
-	proxy_compose(d, IMSG_LOGS_END, &le, sizeof(le));
+	if (pool_withdraw(d->pool, rq->reqid, d->proxy_gen) == 1 &&
+	    plink.holds > 0)
+		plink.holds--;
 	return (0);
 }
 
-/* A new line of a model (models_on_line, through agencyd.c): to the
- * proxy when it follows that model's log. */
-void
-proxy_model_line(struct agencyd *d, const char *model, uint64_t seq,
-    const char *line)
+int
+proxy_release(struct agencyd *d, const struct proto_holdid *hid)
 {
-	struct proto_logline	 ll;
-	struct model		*m;
-
-	if (!d->proxy_ready || (m = model_find(d, model)) == NULL ||
-	    !m->log_follow)
-		return;
-	memset(&ll, 0, sizeof(ll));
-	ll.seq = seq;
-	(void)strlcpy(ll.model, m->plan.name, sizeof(ll.model));
-	(void)strlcpy(ll.line, line, sizeof(ll.line));
-	proxy_compose(d, IMSG_LOGS_LINE, &ll, sizeof(ll));
+	if (pool_release(d->pool, hid->holdid, d->proxy_gen) == -1)
+		return (proxy_hostile(d, "sent a release of a hold it does "
+		    "not have", IMSG_HOLD_RELEASE));
+	if (plink.holds > 0)
+		plink.holds--;
+	return (0);
 }
+
+/* What a model answered a probe: into the log and status, escaped.  A
+ * probe cancelled meanwhile is let be. */
+int
+proxy_probe_result(struct agencyd *d, const struct proto_probe_result *res)
+{
+	struct probe	*pr;
+	char		 body[4 * sizeof(res->body)];
+
+	TAILQ_FOREACH(pr, &d->probes, entry)
+		if (pr->p.loadid == res->loadid)
+			break;
+	if (pr == NULL)
+		return (0);
+	TAILQ_REMOVE(&d->probes, pr, entry);
+	free(pr);
+	pool_probe_result(d->pool, res->loadid, res->ok, res->status,
+	    proxy_clean(body, sizeof(body), res->body));
+	return (0);
+}
+
+/* The proxy serves: the service manager hears of it (the first), and
+ * the hook (emit.c's sync). */
+int
+proxy_ready(struct agencyd *d)
+{
+	d->proxy_ready = 1;
+	d->proxy_quick_deaths = 0;
+	log_info("agency-proxy ready, pid %d", (int)d->proxy_pid);
+	notify_ready();
+	notify_status(d);
+	if (ready_cb != NULL)
+		ready_cb(ready_arg, d);
+	return (0);
+}
+
 
 /*
  * A line for the log from the proxy, or from a model through it: every
@@ -1219,23 +794,19 @@ proxy_log_priority(uint32_t pri)
 /*
  * The access-log line of a request, or another line the proxy logs.
  */
-static int
-proxy_log(struct imsg *imsg)
+int
+proxy_logline(struct agencyd *d, const struct proto_log *lg)
 {
-	const char	*line;
-	char		 buf[4 * PROTO_LOGLINE_MAX + 1];
-	int		 pri = proxy_log_priority(imsg_get_id(imsg));
+	char	 buf[4 * PROTO_LOGLINE_MAX + 1];
+	int	 pri = proxy_log_priority((uint32_t)lg->pri);
 
-	if ((line = proto_logline(imsg->data, imsg_get_len(imsg))) == NULL)
-		return (-1);
+	(void)d;
 	if (pri != LOG_DEBUG || log_getverbose() > 1)
-		log_str(pri, "proxy: ", proxy_clean(buf, sizeof(buf), line));
+		log_str(pri, "proxy: ", proxy_clean(buf, sizeof(buf),
+		    lg->line));
 	return (0);
 }
 
-/*
- * Every whole message read so far; -1 when the proxy was dropped.
- */
 /*
  * Whether the next message is a status request to leave unread: a few
  * answers are still on their way out.  Written now if they can be.
@@ -1260,18 +831,20 @@ proxy_status_wait(struct agencyd *d)
 	return (1);
 }
 
+/*
+ * Every whole message read so far, each read whole by proto.c and handed
+ * to proxysvc.c's handler; -1 when the proxy was dropped.
+ */
 static int
 proxy_messages(struct agencyd *d)
 {
-	struct imsg			 imsg;
-	struct proto_hold_req		 hr;
-	struct proto_reqid		 rq;
-	struct proto_holdid		 hid;
-	struct proto_probe_result	 res;
-	struct probe			*pr;
-	char				 body[4 * sizeof(res.body)];
-	ssize_t				 n;
-	uint32_t			 type;
+	union proto_msg	 u;
+	struct imsg	 imsg;
+	const char	*why;
+	char		 line[128];
+	ssize_t		 n;
+	uint32_t	 type;
+	int		 rv;
 
 	for (;;) {
 		if (proxy_status_wait(d)) {
@@ -1282,127 +855,22 @@ proxy_messages(struct agencyd *d)
 			}
 			return (d->proxy_up ? 0 : -1);
 		}
-		if ((n = imsg_get(&d->proxy_iev.ibuf, &imsg)) == -1) {
-			proxy_hostile(d, "sent a malformed message", 0);
-			return (-1);
-		}
+		if ((n = imsg_get(&d->proxy_iev.ibuf, &imsg)) == -1)
+			return (proxy_hostile(d, "sent a malformed message", 0));
 		if (n == 0)
 			break;
 		type = imsg_get_type(&imsg);
-		switch (type) {
-		case IMSG_HOLD_REQ:
-			if (imsg_get_data(&imsg, &hr, sizeof(hr)) == -1 ||
-			    !PROTO_STROK(hr.model) || !PROTO_STROK(hr.key) ||
-			    hr.reqid == 0 ||
-			    (hr.flags & ~PROTO_HOLD_FLAGS) != 0)
-				goto bad;
-			if (plink.holds >= plink.fdmax) {
-				imsg_free(&imsg);
-				proxy_hostile(d, "asked for more holds than "
-				    "it has connections", type);
-				return (-1);
-			}
-			plink.holds++;	/* before: a refusal may come at once */
-			keystats_count(d, hr.key);
-			if (hr.flags & PROTO_HOLD_PROGRESS)
-				pool_acquire_progress(d->pool, hr.model,
-				    hr.reqid, d->proxy_gen);
-			else
-				pool_acquire(d->pool, hr.model, hr.reqid,
-				    d->proxy_gen);
-			break;
-		case IMSG_HOLD_WITHDRAW:
-			if (imsg_get_data(&imsg, &rq, sizeof(rq)) == -1)
-				goto bad;
-			if (pool_withdraw(d->pool, rq.reqid,
-			    d->proxy_gen) == 1 && plink.holds > 0)
-				plink.holds--;
-			break;
-		case IMSG_HOLD_RELEASE:
-			if (imsg_get_data(&imsg, &hid, sizeof(hid)) == -1)
-				goto bad;
-			if (pool_release(d->pool, hid.holdid,
-			    d->proxy_gen) == -1) {
-				imsg_free(&imsg);
-				proxy_hostile(d, "sent a release of a hold it "
-				    "does not have", type);
-				return (-1);
-			}
-			if (plink.holds > 0)
-				plink.holds--;
-			break;
-		case IMSG_PROBE_RESULT:
-			if (imsg_get_data(&imsg, &res, sizeof(res)) == -1 ||
-			    !PROTO_STROK(res.body))
-				goto bad;
-			TAILQ_FOREACH(pr, &d->probes, entry)
-				if (pr->p.loadid == res.loadid)
-					break;
-			if (pr == NULL)
-				break;	/* cancelled meanwhile */
-			TAILQ_REMOVE(&d->probes, pr, entry);
-			free(pr);
-			/* what a model answered: into the log and status */
-			pool_probe_result(d->pool, res.loadid, res.ok,
-			    res.status, proxy_clean(body, sizeof(body),
-			    res.body));
-			break;
-		case IMSG_STATUS_REQ:
-			proxy_status(d, &imsg);
-			break;
-		case IMSG_CANCEL:
-			if (proxy_cancel_asked(d, &imsg) == -1) {
-				imsg_free(&imsg);
-				return (-1);
-			}
-			break;
-		case IMSG_CANCEL_DONE:
-			if (proxy_cancelled(d, &imsg) == -1) {
-				imsg_free(&imsg);
-				return (-1);
-			}
-			break;
-		case IMSG_LOG:
-			if (proxy_log(&imsg) == -1)
-				goto bad;
-			break;
-		case IMSG_ADMIN:
-			if (proxy_admin(d, &imsg) == -1) {
-				imsg_free(&imsg);
-				return (-1);
-			}
-			break;
-		case IMSG_LOGS_REQ:
-		case IMSG_LOGS_UNFOLLOW:
-			if (proxy_logs(d, &imsg, type) == -1) {
-				imsg_free(&imsg);
-				return (-1);
-			}
-			break;
-		case IMSG_PROXY_READY:
-			if (imsg_get_len(&imsg) != 0)
-				goto bad;
-			d->proxy_ready = 1;
-			d->proxy_quick_deaths = 0;
-			log_info("agency-proxy ready, pid %d",
-			    (int)d->proxy_pid);
-			/* The service manager hears of it (the first). */
-			notify_ready();
-			notify_status(d);
-			if (ready_cb != NULL)
-				ready_cb(ready_arg, d);
-			break;
-		default:
-			goto bad;
+		rv = proto_read(&imsg, FROM_PROXY, &u, sizeof(u), &why);
+		imsg_free(&imsg);
+		if (rv == -1) {
+			(void)snprintf(line, sizeof(line), "sent an invalid "
+			    "message: %s", why);
+			return (proxy_hostile(d, line, type));
 		}
-		imsg_free(&imsg);
-		if (!d->proxy_up)
+		if (type == IMSG_STATUS_REQ)
+			plink.status++;
+		if (message_cb(d, type, &u) == -1 || !d->proxy_up)
 			return (-1);
-		continue;
- bad:
-		imsg_free(&imsg);
-		proxy_hostile(d, "sent an invalid message", type);
-		return (-1);
 	}
 	return (0);
 }
@@ -1504,3 +972,4 @@ proxy_dispatch(int fd, short event, void *arg)
 		event_active(&d->proxy_iev.ev, EV_READ, 1);
 	}
 }
+

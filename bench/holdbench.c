@@ -41,6 +41,7 @@
 
 #include "imsg.h"
 #include "log.h"
+#include "msg.h"
 #include "proto.h"
 
 static struct imsgbuf	 ib;
@@ -70,6 +71,17 @@ now_s(void)
 	return (ts.tv_sec + ts.tv_nsec / 1e9);
 }
 
+/* A message as the proxy writes it (proto.c). */
+static void
+put_msg(uint32_t type, const void *data, size_t len)
+{
+	struct msgw	 w;
+
+	if (proto_write(&w, FROM_PROXY, type, data, len) == -1 ||
+	    msg_compose(&ib, type, 0, -1, &w) == -1)
+		fatal("compose");
+}
+
 static void
 ask(void)
 {
@@ -78,24 +90,23 @@ ask(void)
 	memset(&hr, 0, sizeof(hr));
 	hr.reqid = ++next_reqid;
 	(void)strlcpy(hr.model, model, sizeof(hr.model));
-	if (imsg_compose(&ib, IMSG_HOLD_REQ, 0, 0, -1, &hr, sizeof(hr)) == -1)
-		fatal("compose");
+	put_msg(IMSG_HOLD_REQ, &hr, sizeof(hr));
 }
 
 /* The proxy's access-log line of a request, as http_log makes it. */
 static void
 logline(void)
 {
-	char	 line[PROTO_LOGLINE_MAX];
-	int	 n;
+	struct proto_log	 lg;
+	int			 n;
 
-	n = snprintf(line, sizeof(line),
+	lg.pri = LOG_INFO;
+	n = snprintf(lg.line, sizeof(lg.line),
 	    "POST /v1/chat/completions %s 200 %llums 9->2 tokens", model,
 	    (unsigned long long)(next_reqid % 7));
-	if (n < 0 || (size_t)n >= sizeof(line))
+	if (n < 0 || (size_t)n >= sizeof(lg.line))
 		fatalx("log line");
-	if (imsg_compose(&ib, IMSG_LOG, LOG_INFO, 0, -1, line, n + 1) == -1)
-		fatal("compose");
+	put_msg(IMSG_LOG, &lg, sizeof(lg));
 }
 
 static void
@@ -105,9 +116,7 @@ release(uint64_t holdid)
 
 	memset(&ph, 0, sizeof(ph));
 	ph.holdid = holdid;
-	if (imsg_compose(&ib, IMSG_HOLD_RELEASE, 0, 0, -1, &ph,
-	    sizeof(ph)) == -1)
-		fatal("compose");
+	put_msg(IMSG_HOLD_RELEASE, &ph, sizeof(ph));
 	if (loglines)
 		logline();
 }
@@ -140,28 +149,25 @@ handle(struct imsg *imsg)
 	struct proto_hold_grant		 g;
 	struct proto_probe		 pr;
 	struct proto_probe_result	 res;
+	const char			*why;
 
 	switch (imsg_get_type(imsg)) {
 	case IMSG_CONF_END:
-		if (imsg_compose(&ib, IMSG_PROXY_READY, 0, 0, -1, NULL,
-		    0) == -1)
-			fatal("compose");
+		put_msg(IMSG_PROXY_READY, NULL, 0);
 		break;
 	case IMSG_PROBE:
-		if (imsg_get_data(imsg, &pr, sizeof(pr)) == -1)
-			fatalx("probe size");
+		if (proto_read(imsg, FROM_PARENT, &pr, sizeof(pr), &why) == -1)
+			fatalx("probe: %s", why);
 		memset(&res, 0, sizeof(res));
 		res.loadid = pr.loadid;
 		res.ok = 1;
 		res.status = 200;
-		if (imsg_compose(&ib, IMSG_PROBE_RESULT, 0, 0, -1, &res,
-		    sizeof(res)) == -1)
-			fatal("compose");
+		put_msg(IMSG_PROBE_RESULT, &res, sizeof(res));
 		break;
-	case IMSG_HOLD_GRANTV:
-		/* parsed as the proxy parses it */
-		if (proto_grantv(imsg->data, imsg_get_len(imsg), &g) == -1)
-			fatalx("a grant that does not parse");
+	case IMSG_HOLD_GRANT:
+		/* read as the proxy reads it */
+		if (proto_read(imsg, FROM_PARENT, &g, sizeof(g), &why) == -1)
+			fatalx("a grant that does not read: %s", why);
 		return (g.holdid);
 	case IMSG_HOLD_REFUSE:
 		fatalx("a hold was refused");

@@ -3,25 +3,59 @@
  * SPDX-License-Identifier: ISC (see the file LICENSE)
  */
 /*
- * The messages between agencyd and agency-proxy over their socketpair,
- * and between agencyd and agency-ctl over the control socket.
+ * The messages between agencyd and agency-proxy over their socketpair
+ * (enum imsg_type), and between agency-ctl and agencyd over the control
+ * socket (enum ctl_type), with the structures their payloads are read
+ * into.  proto.c writes and reads each one field by field (msg.c), in
+ * one table: a payload that is short, long, has a string without its NUL
+ * or a value out of its range is refused there, and the caller treats
+ * that as an attack (agencyd, of the proxy), a broken parent (the proxy)
+ * or a broken client.  The configuration's messages are confimsg.c's.
  *
- * Every payload is a fixed-size struct: the receiver takes it only when
- * the length is exact (imsg_get_data) and every string in it is
- * NUL-terminated inside its array (proto_strok).  agencyd treats anything
- * else from the proxy as an attack and restarts the proxy.
+ * The proxy's numbers are internal, free to change with both programs.
+ * The control protocol's are not: an agency-ctl may be older or newer
+ * than its agencyd, so each message keeps its number for good
+ * (regress/unit/proto_test pins them).  It is, request first:
  *
- * One exception, for the message of every request: IMSG_HOLD_GRANTV is
- * a struct proto_grant_head followed by two strings, each with its NUL
- * (proto_grantv takes it apart), rather than 2 KB mostly of zeroes.
+ *   19  CTL_STATUS_REQ     ctl -> d  reqid: every model; answered with
+ *                                    STATUS_MODEL, its STATUS_ALIASes,
+ *                                    each model, STATUS_MEMORY, a
+ *                                    STATUS_KEY a key, STATUS_END
+ *   42  CTL_STATUS         ctl -> d  ctl_model: one model (name or
+ *                                    alias), answered as 19 without keys
+ *   20  CTL_STATUS_MODEL   d -> ctl  status
+ *   43  CTL_STATUS_ALIAS   d -> ctl  alias
+ *   44  CTL_STATUS_MEMORY  d -> ctl  memory
+ *   55  CTL_STATUS_KEY     d -> ctl  key_status
+ *   21  CTL_STATUS_END     d -> ctl  reqid
+ *   26  CTL_LOAD           ctl -> d  ctl_model (wait: when ready)
+ *   27  CTL_UNLOAD         ctl -> d  ctl_model
+ *   28  CTL_CANCEL         ctl -> d  ctl_model
+ *   29  CTL_RELOAD         ctl -> d  nothing; INFO lines, then OK/ERROR
+ *   30  CTL_VERBOSE        ctl -> d  ctl_verbose (0 to 3)
+ *   31  CTL_LOGS           ctl -> d  ctl_model: the ring's LOGLINEs
+ *   45  CTL_FOLLOW         ctl -> d  ctl_model: LOGLINEs until a close
+ *   39  CTL_PLAN           ctl -> d  ctl_model; INFO lines, OK verdict
+ *   32  CTL_LOGLINE        d -> ctl  log
+ *   33  CTL_OK             d -> ctl  ctl_result: done
+ *   34  CTL_ERROR          d -> ctl  ctl_result: refused
+ *   46  CTL_FAILED         d -> ctl  ctl_result: done, the load failed
+ *   35  CTL_INFO           d -> ctl  ctl_result: a line to print
+ *   36  CTL_END            d -> ctl  nothing: the answer is complete
+ *
+ * Each answer but a status ends with CTL_END.  A new message takes a
+ * number never used (56 and up); the others below 56 are retired.
  */
 #ifndef AGENCY_PROTO_H
 #define AGENCY_PROTO_H
 
+#include <stddef.h>
 #include <stdint.h>
-#include <string.h>
 
 #include "config.h"
+
+struct imsg;
+struct msgw;
 
 #define PROTO_MSG_MAX		512	/* a refusal or error message */
 #define PROTO_PROBE_BODY	500	/* bytes of a probe answer kept */
@@ -38,124 +72,80 @@
 #define PROTO_LOAD_NBOUNDS	12
 #define PROTO_LOAD_HISTORY	10	/* load durations a status keeps */
 
+/* agencyd <-> agency-proxy; the payload of each is said beside it. */
 enum imsg_type {
 	IMSG_NONE,
 
-	/* parent -> proxy: the configuration, in this order */
-	IMSG_CONF_START,	/* struct proto_conf_global */
-	IMSG_CONF_LISTEN,	/* struct proto_listen, with the socket fd */
-	IMSG_CONF_RUNTIME,	/* struct proto_runtime */
-	IMSG_CONF_ROUTE,	/* struct proto_str, of the last runtime */
-	IMSG_CONF_PART,		/* struct proto_str, of the last runtime */
-	IMSG_CONF_REFUSE,	/* struct proto_str, of the last runtime */
-	IMSG_CONF_MOVE,		/* struct proto_move, of the last runtime */
-	IMSG_CONF_MODEL,	/* struct proto_model */
-	IMSG_CONF_ALIAS,	/* struct proto_str, of the last model */
-	IMSG_CONF_END,		/* no payload: swap in the new config */
-	/* IMSG_CONF_NAME, a server name, is after IMSG_HOLD_GRANTV */
+	/*
+	 * parent -> proxy: the configuration, in this order (confimsg.c):
+	 * START and its global lists, each listener (its socket with it)
+	 * and a TLS one's certificate and key in pieces, each runtime and
+	 * its rules, each model and its aliases, the keys and the allow
+	 * rules each with its models, the users' names, END.
+	 */
+	IMSG_CONF_START,
+	IMSG_CONF_LIST,
+	IMSG_CONF_LISTEN,
+	IMSG_CONF_TLS_CERT,
+	IMSG_CONF_TLS_KEY,
+	IMSG_CONF_RUNTIME,
+	IMSG_CONF_ROUTE,
+	IMSG_CONF_PART,
+	IMSG_CONF_REFUSE,
+	IMSG_CONF_MOVE,
+	IMSG_CONF_MODEL,
+	IMSG_CONF_ALIAS,
+	IMSG_CONF_KEY,
+	IMSG_CONF_KEY_MODEL,
+	IMSG_CONF_ALLOW,
+	IMSG_CONF_ALLOW_MODEL,
+	IMSG_CONF_USER,
+	IMSG_CONF_END,
 
-	/* holds */
-	IMSG_HOLD_REQ,		/* proxy -> parent: struct proto_hold_req */
-	IMSG_HOLD_WITHDRAW,	/* proxy -> parent: struct proto_reqid */
-	IMSG_HOLD_GRANT_OLD,	/* no longer sent nor taken: the slot keeps
-				 * the numbers of the messages after it */
-	IMSG_HOLD_REFUSE,	/* parent -> proxy: struct proto_hold_refuse */
-	IMSG_HOLD_RELEASE,	/* proxy -> parent: struct proto_holdid */
+	/* holds: the proxy asks, the parent grants or refuses (and, when
+	 * asked to, tells a waiting request what it waits for) */
+	IMSG_HOLD_REQ,		/* proxy -> parent: hold_req */
+	IMSG_HOLD_WITHDRAW,	/* proxy -> parent: reqid */
+	IMSG_HOLD_GRANT,	/* parent -> proxy: hold_grant */
+	IMSG_HOLD_REFUSE,	/* parent -> proxy: hold_refuse */
+	IMSG_HOLD_WAIT,		/* parent -> proxy: hold_wait */
+	IMSG_HOLD_RELEASE,	/* proxy -> parent: holdid */
 
 	/* readiness probes, run by the proxy for the parent */
-	IMSG_PROBE,		/* parent -> proxy: struct proto_probe */
-	IMSG_PROBE_CANCEL,	/* parent -> proxy: struct proto_loadid */
-	IMSG_PROBE_RESULT,	/* proxy -> parent: struct proto_probe_result */
+	IMSG_PROBE,		/* parent -> proxy: probe */
+	IMSG_PROBE_CANCEL,	/* parent -> proxy: loadid */
+	IMSG_PROBE_RESULT,	/* proxy -> parent: probe_result */
 
-	/* status for GET /v1/agency/status and agency-ctl status */
-	IMSG_STATUS_REQ,	/* struct proto_reqid */
-	IMSG_STATUS_MODEL,	/* struct proto_status, one a model */
-	IMSG_STATUS_END,	/* struct proto_reqid */
-
-	/*
-	 * ending the requests in progress of one model: agencyd sends the
-	 * proxy IMSG_CANCEL, the proxy answers IMSG_CANCEL_DONE with the
-	 * same reqid and model and the count.  The proxy asks for one (its
-	 * admin route) with IMSG_CANCEL and its own reqid, which agencyd
-	 * sends back as the cancel; agencyd's own reqids have the top bit
-	 * set.  A report of a cancel agencyd did not send is hostile.
-	 */
-	IMSG_CANCEL,		/* either way: struct proto_cancel */
-	IMSG_CANCEL_DONE,	/* proxy -> parent: struct proto_cancel */
-
-	IMSG_LOG,		/* proxy -> parent: the line, its NUL the
-				 * last byte and its only one, at most
-				 * PROTO_LOGLINE_MAX bytes; the priority in
-				 * the header's peerid (proto_logline) */
-	IMSG_PROXY_READY,	/* proxy -> parent: serving, no payload */
-
-	/* agency-ctl <-> agencyd */
-	IMSG_CTL_LOAD,		/* struct proto_ctl_model */
-	IMSG_CTL_UNLOAD,	/* struct proto_ctl_model */
-	IMSG_CTL_CANCEL,	/* struct proto_ctl_model */
-	IMSG_CTL_RELOAD,	/* no payload */
-	IMSG_CTL_VERBOSE,	/* struct proto_ctl_verbose */
-	IMSG_CTL_LOGS,		/* struct proto_ctl_model */
-	IMSG_CTL_LOGLINE,	/* struct proto_log */
-	IMSG_CTL_OK,		/* struct proto_ctl_result */
-	IMSG_CTL_ERROR,		/* struct proto_ctl_result */
-	IMSG_CTL_INFO,		/* struct proto_ctl_result: a line to print */
-	IMSG_CTL_END,		/* no payload: the answer is complete */
-
-	/* parent -> proxy, a hold granted: struct proto_grant_head, then
-	 * upstream, then label, each with its NUL (proto_grantv) */
-	IMSG_HOLD_GRANTV,
-
-	/* parent -> proxy, between IMSG_CONF_START and the first
-	 * IMSG_CONF_RUNTIME: a "server name", struct proto_str */
-	IMSG_CONF_NAME,
-	/* agency-ctl -> agencyd: struct proto_ctl_model; the answer is
-	 * IMSG_CTL_INFO lines, IMSG_CTL_OK with the verdict, IMSG_CTL_END */
-	IMSG_CTL_PLAN,
-	/* parent -> proxy: struct proto_ports, the model ports it may
-	 * connect to from now on, fewer than before (see proto_ports) */
-	IMSG_PORTS,
-	/* parent -> proxy: struct proto_hold_wait, what a waiting request
-	 * that asked for it (PROTO_HOLD_PROGRESS) waits for: once it has
-	 * waited a turn of agencyd's loop, then when that changes */
-	IMSG_HOLD_WAIT,
+	/* GET /v1/agency/status and /metrics */
+	IMSG_STATUS_REQ,	/* proxy -> parent: reqid */
+	IMSG_STATUS_MODEL,	/* parent -> proxy: status, one a model */
+	IMSG_STATUS_END,	/* parent -> proxy: reqid */
 
 	/*
-	 * agency-ctl <-> agencyd, added for operators.  A status, whole or
-	 * of one model, is answered on the control socket with each
-	 * model's IMSG_STATUS_MODEL followed by its IMSG_STATUS_ALIAS
-	 * messages, then one IMSG_STATUS_MEMORY, then IMSG_STATUS_END.
+	 * Ending the requests in progress of one model: agencyd sends the
+	 * proxy CANCEL, the proxy answers CANCEL_DONE with the same reqid
+	 * and model and the count.  The proxy asks for one (its admin
+	 * route) with CANCEL and its own reqid, which agencyd sends back
+	 * as the cancel; agencyd's own reqids have the top bit set.  A
+	 * report of a cancel agencyd did not send is hostile.
 	 */
-	IMSG_CTL_STATUS,	/* struct proto_ctl_model: one model (its name
-				 * or an alias); or IMSG_CTL_ERROR, END */
-	IMSG_STATUS_ALIAS,	/* agencyd -> ctl: struct proto_alias */
-	IMSG_STATUS_MEMORY,	/* agencyd -> ctl: struct proto_memory */
-	/* struct proto_ctl_model: the model's lines (IMSG_CTL_LOGLINE),
-	 * then each new one as it comes, until either side closes */
-	IMSG_CTL_FOLLOW,
-	/* agencyd -> ctl: struct proto_ctl_result: what was asked was
-	 * done, and the model failed (its load) */
-	IMSG_CTL_FAILED,
+	IMSG_CANCEL,		/* either way: cancel */
+	IMSG_CANCEL_DONE,	/* proxy -> parent: cancel */
+
+	/* POST /v1/agency/load and unload, answered once */
+	IMSG_ADMIN,		/* proxy -> parent: admin */
+	IMSG_ADMIN_DONE,	/* parent -> proxy: admin_done */
 
 	/*
-	 * Access (keys, TLS, Unix sockets, CORS), parent -> proxy, within
-	 * the configuration: after IMSG_CONF_START, the CORS origins;
-	 * after a TLS listener's IMSG_CONF_LISTEN, its certificate and
-	 * key in pieces; after the last IMSG_CONF_MODEL, the keys and the
-	 * allow rules, each followed by its models.
+	 * A model's log: the parent answers LOGS_REQ with a LOGS_LINE for
+	 * each line of the ring (with the reqid) and LOGS_END.  With
+	 * follow, every new line of that model comes as a LOGS_LINE with
+	 * reqid 0 until the proxy sends LOGS_UNFOLLOW for it.
 	 */
-	IMSG_CONF_CORS,		/* struct proto_str, an origin */
-	IMSG_CONF_TLS_CERT,	/* bytes: the next piece of the last
-				 * listener's certificate chain (PEM) */
-	IMSG_CONF_TLS_KEY,	/* bytes: the next piece of its key (PEM) */
-	IMSG_CONF_KEY,		/* struct proto_key */
-	IMSG_CONF_KEY_MODEL,	/* struct proto_str, of the last key */
-	IMSG_CONF_ALLOW,	/* struct proto_allow */
-	IMSG_CONF_ALLOW_MODEL,	/* struct proto_str, of the last rule */
-	IMSG_CONF_USER,		/* struct proto_user: a name for the log */
-	/* agencyd -> agency-ctl, a whole status: after IMSG_STATUS_MEMORY
-	 * and before IMSG_STATUS_END, struct proto_key_status, one a key */
-	IMSG_STATUS_KEY,
+	IMSG_LOGS_REQ,		/* proxy -> parent: logs_req */
+	IMSG_LOGS_LINE,		/* parent -> proxy: logline */
+	IMSG_LOGS_END,		/* parent -> proxy: logs_end */
+	IMSG_LOGS_UNFOLLOW,	/* proxy -> parent: logs_req */
 
 	/*
 	 * The events stream (console/EVENTS.md), parent -> proxy, each
@@ -164,34 +154,50 @@ enum imsg_type {
 	 * STATE for each change of state; a QUEUE when a model's requests
 	 * in flight or waiting changed; the MEMORY now and then.
 	 */
-	IMSG_EV_SYNC_START,	/* struct proto_ev_sync */
-	IMSG_EV_RECORD,		/* struct proto_ev_record */
-	IMSG_EV_SYNC_END,	/* struct proto_ev_sync */
-	IMSG_EV_STATE,		/* struct proto_ev_state */
-	IMSG_EV_QUEUE,		/* struct proto_ev_queue */
-	IMSG_EV_MEMORY,		/* struct proto_ev_memory */
+	IMSG_EV_SYNC_START,	/* ev_sync */
+	IMSG_EV_RECORD,		/* ev_record */
+	IMSG_EV_SYNC_END,	/* ev_sync */
+	IMSG_EV_STATE,		/* ev_state */
+	IMSG_EV_QUEUE,		/* ev_queue */
+	IMSG_EV_MEMORY,		/* ev_memory */
 
-	/*
-	 * POST /v1/agency/load and unload: proxy -> parent IMSG_ADMIN,
-	 * answered IMSG_ADMIN_DONE with its reqid, once, as agency-ctl's
-	 * load and unload are answered.
-	 */
-	IMSG_ADMIN,		/* proxy -> parent: struct proto_admin */
-	IMSG_ADMIN_DONE,	/* parent -> proxy: struct proto_admin_done */
-
-	/*
-	 * A model's log: proxy -> parent IMSG_LOGS_REQ; the parent answers
-	 * with an IMSG_LOGS_LINE for each line of the ring (with the
-	 * reqid) and IMSG_LOGS_END.  With follow, every new line of that
-	 * model comes as an IMSG_LOGS_LINE with reqid 0 until the proxy
-	 * sends IMSG_LOGS_UNFOLLOW for it.
-	 */
-	IMSG_LOGS_REQ,		/* proxy -> parent: struct proto_logs_req */
-	IMSG_LOGS_LINE,		/* parent -> proxy: struct proto_logline */
-	IMSG_LOGS_END,		/* parent -> proxy: struct proto_logs_end */
-	IMSG_LOGS_UNFOLLOW,	/* proxy -> parent: struct proto_logs_req */
+	IMSG_LOG,		/* proxy -> parent: log, a line for the log
+				 * at the proxy's priority */
+	IMSG_PROXY_READY,	/* proxy -> parent: serving, no payload */
+	/* parent -> proxy: ports, the model ports it may connect to from
+	 * now on, fewer than before (see struct proto_ports) */
+	IMSG_PORTS,
 
 	IMSG_MAXTYPE
+};
+
+#define IMSG_CONF_FIRST		IMSG_CONF_START
+#define IMSG_CONF_LAST		IMSG_CONF_END
+
+/* agency-ctl <-> agencyd: the control protocol, as the table above. */
+enum ctl_type {
+	IMSG_CTL_STATUS_REQ = 19,
+	IMSG_CTL_STATUS_MODEL = 20,
+	IMSG_CTL_STATUS_END = 21,
+	IMSG_CTL_LOAD = 26,
+	IMSG_CTL_UNLOAD = 27,
+	IMSG_CTL_CANCEL = 28,
+	IMSG_CTL_RELOAD = 29,
+	IMSG_CTL_VERBOSE = 30,
+	IMSG_CTL_LOGS = 31,
+	IMSG_CTL_LOGLINE = 32,
+	IMSG_CTL_OK = 33,
+	IMSG_CTL_ERROR = 34,
+	IMSG_CTL_INFO = 35,
+	IMSG_CTL_END = 36,
+	IMSG_CTL_PLAN = 39,
+	IMSG_CTL_STATUS = 42,
+	IMSG_CTL_STATUS_ALIAS = 43,
+	IMSG_CTL_STATUS_MEMORY = 44,
+	IMSG_CTL_FOLLOW = 45,
+	IMSG_CTL_FAILED = 46,
+	IMSG_CTL_STATUS_KEY = 55,
+	IMSG_CTL_MAXTYPE
 };
 
 /* The most bytes of a certificate chain and of a key (agencyd's
@@ -260,10 +266,6 @@ enum proto_change {
 };
 #define CHANGE_LAST	CHANGE_STOPPED
 
-struct proto_str {
-	char		s[AGENCY_PATH_MAX];
-};
-
 struct proto_reqid {
 	uint64_t	reqid;
 };
@@ -276,81 +278,10 @@ struct proto_loadid {
 	uint64_t	loadid;
 };
 
-struct proto_conf_global {
-	int64_t		max_body;
-	int64_t		request_timeout;	/* ms */
-	uint16_t	port_lo;
-	uint16_t	port_hi;
-	char		default_model[AGENCY_NAME_MAX];
-	/* added for connection hardening */
-	int64_t		header_timeout;		/* ms */
-	int64_t		max_connections;	/* 0: from the fd limit */
-	/* added for the front door's hardening */
-	int64_t		body_timeout;		/* ms */
-	int64_t		body_buffer;		/* bytes, all bodies */
-	int32_t		host_any;		/* 1: no Host check */
-	/* added for access */
-	int64_t		queue_timeout;		/* ms, a key's wait */
-	/* added for the console */
-	int32_t		console;		/* 1: GET / serves it */
-};
-
-struct proto_listen {
-	char		host[AGENCY_NAME_MAX];
-	uint16_t	port;
-	/* added for access */
-	int32_t		tls;		/* its certificate and key follow */
-	char		path[AGENCY_PATH_MAX];	/* a Unix socket; host "" */
-};
-
-/* A key: its name and the SHA-256 of its secret, never the secret. */
-struct proto_key {
-	char		name[AGENCY_NAME_MAX];
-	uint8_t		digest[AGENCY_DIGEST_LEN];
-	int32_t		admin;
-	int64_t		max_requests;	/* 0: no bound */
-};
-
-/* A rule of the Unix-socket listeners: a uid or a gid, and its name. */
-struct proto_allow {
-	int32_t		kind;		/* enum allow_kind */
-	uint32_t	id;
-	char		name[AGENCY_NAME_MAX];
-	int32_t		admin;
-};
-
-/* A user's name, which the proxy cannot look up itself. */
-struct proto_user {
-	uint32_t	uid;
-	char		name[AGENCY_NAME_MAX];
-};
-
 struct proto_key_status {
 	uint64_t	reqid;
 	char		name[AGENCY_NAME_MAX];
 	uint64_t	requests;	/* since it was defined */
-};
-
-struct proto_runtime {
-	char		name[AGENCY_NAME_MAX];
-	int32_t		kind;		/* enum model_kind */
-	int32_t		stops;		/* enum stops_on_close */
-	int64_t		max_tokens;
-	int32_t		passthrough;	/* 1: /upstream/MODEL/... */
-	int32_t		progress;	/* loading progress: 0 or 1 */
-};
-
-struct proto_move {
-	char		from[AGENCY_FIELD_MAX];
-	char		to[AGENCY_FIELD_MAX];
-};
-
-struct proto_model {
-	char		name[AGENCY_NAME_MAX];
-	char		runtime[AGENCY_NAME_MAX];
-	char		upstream[AGENCY_PATH_MAX];
-	char		label[AGENCY_PATH_MAX];
-	int64_t		max_tokens;	/* 0: the runtime's */
 };
 
 struct proto_hold_req {
@@ -365,22 +296,14 @@ struct proto_hold_req {
 #define PROTO_HOLD_PROGRESS	0x1
 #define PROTO_HOLD_FLAGS	PROTO_HOLD_PROGRESS
 
+/* IMSG_HOLD_GRANT.  upstream: what the model server is sent as the
+ * body's "model" (the runtime's send model); "" leaves the client's. */
 struct proto_hold_grant {
 	uint64_t	reqid;
 	uint64_t	holdid;
 	uint16_t	port;
 	char		upstream[AGENCY_PATH_MAX];
 	char		label[AGENCY_PATH_MAX];
-};
-
-/* IMSG_HOLD_GRANTV: this, then upstream and label, each with its NUL,
- * each shorter than AGENCY_PATH_MAX.  The upstream is what the model
- * server is sent as the body's "model" (the runtime's send model); ""
- * leaves the client's. */
-struct proto_grant_head {
-	uint64_t	reqid;
-	uint64_t	holdid;
-	uint16_t	port;
 };
 
 /*
@@ -457,14 +380,14 @@ struct proto_status {
 	int64_t		load_ms[PROTO_LOAD_HISTORY];	/* oldest first */
 };
 
-/* IMSG_STATUS_ALIAS: one alias of the model of the status before it. */
+/* IMSG_CTL_STATUS_ALIAS: an alias of the model of the status before it. */
 struct proto_alias {
 	char		model[AGENCY_NAME_MAX];
 	char		alias[AGENCY_NAME_MAX];
 };
 
 /*
- * IMSG_STATUS_MEMORY: what the models' memory is measured against.  In
+ * IMSG_CTL_STATUS_MEMORY: what the models' memory is measured against.  In
  * use is the need of every model loaded or loading; available is what
  * the fit test reads (MemAvailable, or the cgroup's room), of which
  * reserve is kept free.  Bytes; -1 where unknown; budget 0: none.
@@ -483,6 +406,7 @@ struct proto_cancel {
 	uint32_t	cancelled;
 };
 
+/* IMSG_LOG (pri: as the proxy logs it) and IMSG_CTL_LOGLINE. */
 struct proto_log {
 	int32_t		pri;
 	char		line[PROTO_LOGLINE_MAX];
@@ -578,166 +502,12 @@ struct proto_ctl_result {
 	char		message[PROTO_MSG_MAX];
 };
 
-/* Whether every string array in a payload ends inside itself. */
-static inline int
-proto_strok(const char *s, size_t size)
-{
-	return (memchr(s, '\0', size) != NULL);
-}
-
-#define PROTO_STROK(a)	proto_strok((a), sizeof(a))
-
-/*
- * An IMSG_LOG payload of len bytes: the line, or NULL when it is not
- * 1 to PROTO_LOGLINE_MAX bytes ending in its only NUL.
- */
-static inline const char *
-proto_logline(const void *data, size_t len)
-{
-	if (data == NULL || len == 0 || len > PROTO_LOGLINE_MAX ||
-	    memchr(data, '\0', len) != (const char *)data + len - 1)
-		return (NULL);
-	return ((const char *)data);
-}
-
-/*
- * An IMSG_HOLD_GRANTV payload of len bytes into a whole grant: 0, or -1
- * when it is not a head and exactly two strings that fit, each ended by
- * its NUL, and nothing after them.
- */
-static inline int
-proto_grantv(const void *data, size_t len, struct proto_hold_grant *g)
-{
-	struct proto_grant_head	 h;
-	const char		*p, *nul;
-	size_t			 n;
-
-	if (data == NULL || len < sizeof(h) + 2)
-		return (-1);
-	memcpy(&h, data, sizeof(h));
-	p = (const char *)data + sizeof(h);
-	len -= sizeof(h);
-	/* upstream: its NUL inside the array, with a label after it */
-	if ((nul = (const char *)memchr(p, '\0', len)) == NULL ||
-	    (n = nul - p + 1) > sizeof(g->upstream) || n == len)
-		return (-1);
-	memcpy(g->upstream, p, n);
-	p += n;
-	len -= n;
-	/* label: its only NUL is the last byte */
-	if (len > sizeof(g->label) ||
-	    (const char *)memchr(p, '\0', len) != p + len - 1)
-		return (-1);
-	memcpy(g->label, p, len);
-	g->reqid = h.reqid;
-	g->holdid = h.holdid;
-	g->port = h.port;
-	return (0);
-}
-
-/* "stopped", "loading", "ready", "failed", "unloaded"; NULL for
- * anything else. */
-static inline const char *
-proto_state_name(int32_t state)
-{
-	switch (state) {
-	case STATE_STOPPED:
-		return ("stopped");
-	case STATE_LOADING:
-		return ("loading");
-	case STATE_READY:
-		return ("ready");
-	case STATE_FAILED:
-		return ("failed");
-	case STATE_UNLOADED:
-		return ("unloaded");
-	default:
-		return (NULL);
-	}
-}
-
-/* "turn", "memory", "slot", "load"; "" for WAIT_NONE, NULL for anything
- * else. */
-static inline const char *
-proto_wait_name(int32_t wait)
-{
-	switch (wait) {
-	case WAIT_NONE:
-		return ("");
-	case WAIT_TURN:
-		return ("turn");
-	case WAIT_MEMORY:
-		return ("memory");
-	case WAIT_SLOT:
-		return ("slot");
-	case WAIT_LOAD:
-		return ("load");
-	default:
-		return (NULL);
-	}
-}
-
-/* A refusal's reason for metrics: "not_loaded", "load_failed",
- * "not_enough_memory", "stopping", "unknown_model", "queue_full",
- * "queue_timeout", "model_busy"; NULL for anything else. */
-static inline const char *
-proto_refusal_name(int32_t reason)
-{
-	switch (reason) {
-	case REFUSE_NOT_LOADED:
-		return ("not_loaded");
-	case REFUSE_LOAD_FAILED:
-		return ("load_failed");
-	case REFUSE_NOT_ENOUGH_MEMORY:
-		return ("not_enough_memory");
-	case REFUSE_STOPPING:
-		return ("stopping");
-	case REFUSE_UNKNOWN_MODEL:
-		return ("unknown_model");
-	case REFUSE_QUEUE_FULL:
-		return ("queue_full");
-	case REFUSE_QUEUE_TIMEOUT:
-		return ("queue_timeout");
-	case REFUSE_MODEL_BUSY:
-		return ("model_busy");
-	default:
-		return (NULL);
-	}
-}
-
-/* "configured", "file", "directory", "hf-cache", "headroom"; or NULL. */
-static inline const char *
-proto_need_from_name(int32_t from)
-{
-	switch (from) {
-	case NEED_CONFIGURED:
-		return ("configured");
-	case NEED_FILE:
-		return ("file");
-	case NEED_DIRECTORY:
-		return ("directory");
-	case NEED_HF_CACHE:
-		return ("hf-cache");
-	case NEED_HEADROOM:
-		return ("headroom");
-	default:
-		return (NULL);
-	}
-}
-
-static inline const char *
-proto_state_name_or(int32_t state)
-{
-	const char	*s = proto_state_name(state);
-
-	return (s != NULL ? s : "unknown");
-}
-
 /*
  * The model ports agency-proxy may connect to, as ranges: the configured
  * range, and during a reload that moved it, the port of each model
  * process still outside it.  It gets them on its command line (-p lo:hi,
- * once a range) and, when they shrink, in IMSG_PORTS: Landlock can only
+ * once a range) and, when they shrink, in IMSG_PORTS (1 to
+ * PROTO_PORT_RANGES ranges, none empty nor from port 0): Landlock can only
  * narrow what a process may do, so more ports need a new proxy.
  */
 #define PROTO_PORT_RANGES	16
@@ -752,19 +522,73 @@ struct proto_ports {
 	struct proto_port_range	r[PROTO_PORT_RANGES];
 };
 
-/* Whether an IMSG_PORTS payload is 1 to PROTO_PORT_RANGES ranges, each
- * within 1..65535 and not empty. */
-static inline int
-proto_ports_ok(const struct proto_ports *p)
-{
-	uint32_t	i;
+/* Every payload, for a reader that takes any message of a channel. */
+union proto_msg {
+	struct proto_reqid		 reqid;
+	struct proto_holdid		 holdid;
+	struct proto_loadid		 loadid;
+	struct proto_hold_req		 hold_req;
+	struct proto_hold_grant		 hold_grant;
+	struct proto_hold_wait		 hold_wait;
+	struct proto_hold_refuse	 hold_refuse;
+	struct proto_probe		 probe;
+	struct proto_probe_result	 probe_result;
+	struct proto_status		 status;
+	struct proto_alias		 alias;
+	struct proto_memory		 memory;
+	struct proto_key_status		 key_status;
+	struct proto_cancel		 cancel;
+	struct proto_log		 log;
+	struct proto_ctl_model		 ctl_model;
+	struct proto_ctl_verbose	 ctl_verbose;
+	struct proto_ctl_result		 ctl_result;
+	struct proto_ev_sync		 ev_sync;
+	struct proto_ev_record		 ev_record;
+	struct proto_ev_state		 ev_state;
+	struct proto_ev_queue		 ev_queue;
+	struct proto_ev_memory		 ev_memory;
+	struct proto_admin		 admin;
+	struct proto_admin_done		 admin_done;
+	struct proto_logs_req		 logs_req;
+	struct proto_logline		 logline;
+	struct proto_logs_end		 logs_end;
+	struct proto_ports		 ports;
+};
 
-	if (p->n < 1 || p->n > PROTO_PORT_RANGES)
-		return (0);
-	for (i = 0; i < p->n; i++)
-		if (p->r[i].lo == 0 || p->r[i].lo > p->r[i].hi)
-			return (0);
-	return (1);
-}
+/* Who sends a message: the sender writes, the receiver reads, as it. */
+enum proto_from {
+	FROM_PARENT,		/* agencyd, to the proxy */
+	FROM_PROXY,		/* the proxy, to agencyd */
+	FROM_CTL,		/* agency-ctl, to agencyd */
+	FROM_AGENCYD,		/* agencyd, to agency-ctl */
+};
+
+/* proto.c */
+/* The payload of a message of type that from sends, from the structure
+ * of len bytes it is kept in: 0, or -1 when from sends no such message,
+ * len is not its structure's or it does not fit. */
+int		 proto_write(struct msgw *, enum proto_from, uint32_t,
+		    const void *, size_t);
+/* The size of the structure a message of type that from sends is kept
+ * in; 0 for a message of no payload, or none from sends. */
+size_t		 proto_size(enum proto_from, uint32_t);
+/* A message from one who sends it, read into its structure (at most
+ * size bytes; a union proto_msg takes any): 0, or -1 with why. */
+int		 proto_read(const struct imsg *, enum proto_from, void *,
+		    size_t, const char **);
+int		 proto_ports_ok(const struct proto_ports *);
+/* "stopped", "loading", "ready", "failed", "unloaded"; NULL for
+ * anything else. */
+const char	*proto_state_name(int32_t);
+const char	*proto_state_name_or(int32_t);
+/* "turn", "memory", "slot", "load"; "" for WAIT_NONE, NULL for
+ * anything else. */
+const char	*proto_wait_name(int32_t);
+/* A refusal's reason for metrics: "not_loaded", "load_failed",
+ * "not_enough_memory", "stopping", "unknown_model", "queue_full",
+ * "queue_timeout", "model_busy"; NULL for anything else. */
+const char	*proto_refusal_name(int32_t);
+/* "configured", "file", "directory", "hf-cache", "headroom"; or NULL. */
+const char	*proto_need_from_name(int32_t);
 
 #endif /* AGENCY_PROTO_H */

@@ -13,6 +13,12 @@
  * An input of odd length is read as a control socket reads: fds
  * refused (imsg_refuse_fds).
  *
+ * Each message taken is also read as every one of its possible senders'
+ * (proto.c's typed reader; the configuration's by confimsg.c, in the
+ * order the messages came, as the proxy reads them): a message that
+ * reads is written back byte for byte the same (one way to write each
+ * field), and a configuration received whole is freed with its sockets.
+ *
  * Invariants: no crash, no leak, and every fd closed afterwards (the
  * process has as many fds open as before the run); a reader that
  * refuses fds never holds one, not even for a moment; the writer's count
@@ -43,8 +49,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "imsg.h"
 #include "log.h"
+#include "msg.h"
+#include "proto.h"
 
 int	LLVMFuzzerInitialize(int *, char ***);
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
@@ -56,8 +65,9 @@ struct input {
 	size_t		 left;
 };
 
-static int	base_fds;
-static int	nofds;		/* the reader refuses fds */
+static int		 base_fds;
+static int		 nofds;		/* the reader refuses fds */
+static struct conf_recv	 crecv;		/* the configuration, as read */
 
 static int
 count_fds(void)
@@ -117,6 +127,12 @@ write_seeds(const char *dir)
 	SEED(0, 20, HDR(5, 20, 1), 3);			/* flag, no fd */
 	SEED(0, 20, HDR(5, 0xff, 2), 3);		/* bad flags */
 	SEED(0, 20, HDR(5, 0x11, 0), 4);		/* short len */
+	/* typed: a hold release, a status request, a log line; the start
+	 * of a configuration and its end */
+	SEED(2, IMSG_HOLD_RELEASE, 0, 8, 0, 1, 0, 0, 0, 0, 0, 0, 0,
+	    2, IMSG_STATUS_REQ, 0, 8, 0, 7, 0, 0, 0, 0, 0, 0, 0,
+	    2, IMSG_LOG, 0, 7, 0, 6, 0, 0, 0, 'o', 'k', 0, 3);
+	SEED(2, IMSG_CONF_END, 0, 0, 0, 3);
 	exit(0);
 }
 
@@ -165,6 +181,50 @@ queued_bytes(struct imsgbuf *ibuf)
 	return (n);
 }
 
+/* A message read as each of its senders' by the typed readers. */
+static void
+typed(struct imsg *imsg)
+{
+	static const enum proto_from	 froms[] = { FROM_PARENT, FROM_PROXY,
+					    FROM_CTL, FROM_AGENCYD };
+	static struct msgw		 w;
+	union proto_msg			 u;
+	const char			*why;
+	struct plisten			*l;
+	uint32_t			 type = imsg_get_type(imsg);
+	size_t				 i, len = imsg_get_len(imsg);
+
+	for (i = 0; i < sizeof(froms) / sizeof(froms[0]); i++) {
+		if (proto_read(imsg, froms[i], &u, sizeof(u), &why) == -1) {
+			if (why == NULL)
+				abort();
+			continue;
+		}
+		/* what reads writes back as it came */
+		if (proto_write(&w, froms[i], type, &u, proto_size(froms[i],
+		    type)) == -1 || w.len != len ||
+		    (len > 0 && memcmp(w.buf, imsg->data, len) != 0))
+			abort();
+	}
+	if (type < IMSG_CONF_FIRST || type > IMSG_CONF_LAST)
+		return;
+	switch (config_recv(&crecv, imsg)) {
+	case -1:
+		if (crecv.why == NULL)
+			abort();
+		config_recv_clear(&crecv);
+		break;
+	case 1:
+		TAILQ_FOREACH(l, &crecv.conf->listens, entry)
+			close(l->fd);
+		pconf_free(crecv.conf);
+		crecv.conf = NULL;
+		break;
+	default:
+		break;
+	}
+}
+
 /* Check a message as a careful reader would, then let it go. */
 static void
 use(struct imsg *imsg, ssize_t n)
@@ -190,6 +250,7 @@ use(struct imsg *imsg, ssize_t n)
 	if (imsg_get_string(imsg, str, sizeof(str)) == 0 &&
 	    memchr(str, '\0', sizeof(str)) == NULL)
 		abort();
+	typed(imsg);
 	if (imsg->fd != -1) {
 		if (nofds)
 			abort();
@@ -385,6 +446,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!done)
 		(void)drain(&r);
 
+	config_recv_clear(&crecv);
 	imsg_clear(&r);
 	imsg_clear(&w);
 	close(sp[0]);

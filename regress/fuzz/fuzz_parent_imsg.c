@@ -11,7 +11,8 @@
  * new proxy taking over, a shutdown.
  *
  * The two dispatchers are static, so this file compiles proxylink.c and
- * control.c itself (the product code, unchanged) and calls them as
+ * control.c itself (the product code, unchanged; proxysvc.c, which the
+ * link hands each message to, comes from the library) and calls them as
  * libevent would, on a socketpair whose other end the harness writes.
  * The pool is the real one (pool.c, poolops.c's operations) with fake
  * effects that never fork: spawn, kill, clock, timers, memory.  A fresh
@@ -29,9 +30,11 @@
  * - a release of a hold the proxy has keeps it; a release of one it has
  *   not, a malformed frame, or a closed channel drops it, and then it
  *   has no holds left;
- * - what agencyd writes to the proxy is well framed, and every grant
- *   (IMSG_HOLD_GRANTV) parses as the proxy parses it and carries a hold
- *   id the pool granted;
+ * - what agencyd writes to the proxy is well framed and reads back as
+ *   the proxy reads it (proto.c, and the configuration confimsg.c),
+ *   and every grant carries a hold id the pool granted;
+ * - a message the proxy wrote whole and then cut short or lengthened
+ *   drops it (the typed reader takes no less and no more);
  * - a cancel report keeps the proxy only for a cancel agencyd sent it;
  *   fds from the proxy, or from a control client, drop the sender and
  *   are closed at once (the other end of the pipe sent sees EOF);
@@ -64,6 +67,7 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include "msg.h"
 #include "../../agencyd/proxylink.c"
 /* Binding the listeners is an effect like spawning: faked below. */
 #define listeners_bind	real_listeners_bind
@@ -211,6 +215,7 @@ static struct {
 
 	int			 pfd;		/* our end of the proxy's */
 	struct imsgbuf		 pib;		/* what agencyd sent on it */
+	struct conf_recv	 crecv;		/* its configuration, read */
 	uint64_t		 holds[MAXHOLDS];	/* granted, held */
 	size_t			 nholds;
 	uint64_t		 seen[MAXHOLDS];	/* every hold id */
@@ -499,37 +504,57 @@ drain(int fd)
 	}
 }
 
+/* A configuration the proxy read whole: its sockets closed. */
+static void
+conf_done(void)
+{
+	struct plisten	*l;
+
+	TAILQ_FOREACH(l, &w.crecv.conf->listens, entry)
+		close(l->fd);
+	pconf_free(w.crecv.conf);
+	w.crecv.conf = NULL;
+}
+
 /* Read what agencyd sent the proxy, as the proxy would: every message
- * well framed, every grant well formed and of a hold granted. */
+ * well framed and read whole, every grant of a hold granted. */
 static void
 drain_proxy(void)
 {
-	struct proto_hold_grant	 g;
-	struct imsg		 imsg;
-	ssize_t			 n;
-	size_t			 i;
-	int			 seen;
+	union proto_msg	 u;
+	struct imsg	 imsg;
+	const char	*why;
+	ssize_t		 n;
+	size_t		 i;
+	uint32_t	 type;
+	int		 seen, rv;
 
 	if (w.pfd == -1)
 		return;
 	while ((n = imsg_read(&w.pib)) > 0) {
 		while ((n = imsg_get(&w.pib, &imsg)) > 0) {
-			if (imsg_get_type(&imsg) == IMSG_CANCEL) {
-				CHECK(imsg_get_len(&imsg) ==
-				    sizeof(struct proto_cancel));
-				if (w.ncancels < MAXCANCELS)
-					memcpy(&w.cancels[w.ncancels++],
-					    imsg.data,
-					    sizeof(struct proto_cancel));
+			type = imsg_get_type(&imsg);
+			if (type >= IMSG_CONF_FIRST && type <= IMSG_CONF_LAST) {
+				rv = config_recv(&w.crecv, &imsg);
+				if (rv == -1 && verbose)
+					fprintf(stderr, "config: %s\n",
+					    w.crecv.why);
+				CHECK(rv != -1);
+				if (rv == 1)
+					conf_done();
+				imsg_free(&imsg);
+				continue;
 			}
-			if (imsg_get_type(&imsg) == IMSG_HOLD_WAIT)
-				CHECK(imsg_get_len(&imsg) ==
-				    sizeof(struct proto_hold_wait));
-			if (imsg_get_type(&imsg) == IMSG_HOLD_GRANTV) {
-				CHECK(proto_grantv(imsg.data,
-				    imsg_get_len(&imsg), &g) == 0);
+			if (proto_read(&imsg, FROM_PARENT, &u, sizeof(u),
+			    &why) == -1 && verbose)
+				fprintf(stderr, "type %u: %s\n", type, why);
+			CHECK(proto_read(&imsg, FROM_PARENT, &u, sizeof(u),
+			    &why) == 0);
+			if (type == IMSG_CANCEL && w.ncancels < MAXCANCELS)
+				w.cancels[w.ncancels++] = u.cancel;
+			if (type == IMSG_HOLD_GRANT) {
 				for (i = 0, seen = 0; i < w.nseen; i++)
-					if (w.seen[i] == g.holdid)
+					if (w.seen[i] == u.hold_grant.holdid)
 						seen = 1;
 				CHECK(seen);
 			}
@@ -576,6 +601,7 @@ proxy_gone(void)
 		close(w.pfd);
 	}
 	w.pfd = -1;
+	config_recv_clear(&w.crecv);
 }
 
 static void
@@ -626,7 +652,8 @@ check(void)
 	n = pool_count(w.d.pool);
 	for (i = 0; i < n; i++) {
 		CHECK(pool_status(w.d.pool, i, &st) == 0);
-		CHECK(PROTO_STROK(st.model) && PROTO_STROK(st.error));
+		CHECK(memchr(st.model, '\0', sizeof(st.model)) != NULL &&
+		    memchr(st.error, '\0', sizeof(st.error)) != NULL);
 		CHECK(proto_state_name(st.state) != NULL);
 		CHECK(proto_wait_name(st.waiting) != NULL);
 		sum += st.in_progress;
@@ -684,7 +711,11 @@ bytes(struct input *in, void *dst, size_t len)
 	in->left -= n;
 }
 
-/* A model name: served, alias, unknown, empty, or not terminated. */
+/*
+ * A model name: served, alias, unknown, empty, or as long as it may be.
+ * (A string that does not end in its bound is a damaged message's:
+ * see payload.)
+ */
 static void
 name(struct input *in, char *dst, size_t size)
 {
@@ -695,10 +726,10 @@ name(struct input *in, char *dst, size_t size)
 	if (c < 5)
 		(void)strlcpy(dst, names[c], size);
 	else
-		memset(dst, 'x', size);
+		memset(dst, 'x', size - 1);
 }
 
-/* A string from the input, terminated or (rarely) filling its array. */
+/* A string from the input, or (rarely) as long as it may be. */
 static void
 text(struct input *in, char *dst, size_t size)
 {
@@ -706,7 +737,7 @@ text(struct input *in, char *dst, size_t size)
 
 	memset(dst, 0, size);
 	if (len == 255) {
-		memset(dst, 'y', size);
+		memset(dst, 'y', size - 1);
 		return;
 	}
 	if (len >= size)
@@ -812,125 +843,145 @@ static const uint32_t	proxy_types[] = { IMSG_HOLD_REQ, IMSG_HOLD_WITHDRAW,
 			    IMSG_LOGS_REQ, IMSG_LOGS_UNFOLLOW };
 #define NPROXY_TYPES	(sizeof(proxy_types) / sizeof(proxy_types[0]))
 
-static const uint32_t	ctl_types[] = { IMSG_STATUS_REQ, IMSG_CTL_LOAD,
+static const uint32_t	ctl_types[] = { IMSG_CTL_STATUS_REQ, IMSG_CTL_LOAD,
 			    IMSG_CTL_UNLOAD, IMSG_CTL_CANCEL, IMSG_CTL_RELOAD,
 			    IMSG_CTL_VERBOSE, IMSG_CTL_LOGS, IMSG_CTL_PLAN,
 			    IMSG_CTL_STATUS, IMSG_CTL_FOLLOW };
 #define NCTL_TYPES	(sizeof(ctl_types) / sizeof(ctl_types[0]))
 
 /*
- * A payload for type: exact and well-formed from the input's fields
- * (shape 0-2), or its size off (shape 3: the length comes next).
- * Returns the length; *release is the hold id of a well-formed release.
+ * What the receiver makes of a payload: *whole 1 and *m when it reads
+ * (then a release is a release of *relid), 0 when it does not.
  */
 static size_t
-payload(struct input *in, uint32_t type, void *buf, size_t size,
-    int *release, uint64_t *relid)
+reads(enum proto_from from, uint32_t type, const void *buf, size_t len,
+    union proto_msg *m, int *whole, int *release, uint64_t *relid)
 {
-	struct proto_hold_req		 hr;
-	struct proto_reqid		 rq;
-	struct proto_holdid		 hid;
-	struct proto_probe_result	 res;
-	struct proto_cancel		 pc;
-	char				 line[PROTO_LOGLINE_MAX + 8];
-	struct proto_ctl_model		 cm;
-	struct proto_ctl_verbose	 cv;
-	struct proto_admin		 pa;
-	struct proto_logs_req		 lr;
-	struct probe			*pr;
-	unsigned int			 shape = u8(in), c, i;
-	size_t				 len = 0;
+	struct imsg	 imsg;
+	const char	*why;
 
-	*release = 0;
-	memset(buf, 0, size);
-	if ((shape & 3) == 3) {
-		len = (size_t)u8(in) * (shape >> 2 & 7 ? 1 : 8);
-		if (len > size)
-			len = size;
-		bytes(in, buf, len);
-		/* raw bytes may still be a release of a held hold */
-		if (type == IMSG_HOLD_RELEASE && len == sizeof(hid)) {
-			memcpy(&hid, buf, sizeof(hid));
-			*release = 1;
-			*relid = hid.holdid;
-		}
-		return (len);
-	}
+	memset(&imsg, 0, sizeof(imsg));
+	imsg.hdr.type = type;
+	imsg.hdr.len = IMSG_HEADER_SIZE + len;
+	imsg.fd = -1;
+	imsg.data = len > 0 ? (void *)(uintptr_t)buf : NULL;
+	*whole = proto_read(&imsg, from, m, sizeof(*m), &why) == 0;
+	*release = *whole && type == IMSG_HOLD_RELEASE;
+	if (*release)
+		*relid = m->holdid.holdid;
+	return (len);
+}
+
+/* A message of the proxy's made from the input's fields: its length. */
+static size_t
+make_link(struct input *in, uint32_t type, unsigned int shape,
+    union proto_msg *m)
+{
+	struct proto_hold_req		*hr = &m->hold_req;
+	struct proto_probe_result	*res = &m->probe_result;
+	struct proto_cancel		*pc = &m->cancel;
+	struct proto_admin		*pa = &m->admin;
+	struct proto_logs_req		*lr = &m->logs_req;
+	struct probe			*pr;
+	unsigned int			 c, i;
+	size_t				 n = 0;
+
 	switch (type) {
 	case IMSG_HOLD_REQ:
-		memset(&hr, 0, sizeof(hr));
-		hr.reqid = reqid(in);
-		name(in, hr.model, sizeof(hr.model));
+		hr->reqid = reqid(in);
+		name(in, hr->model, sizeof(hr->model));
 		/* progress asked, or not; now and then a flag nobody knows */
-		hr.flags = (shape & 0xf0) == 0xf0 ? shape :
+		hr->flags = (shape & 0xf0) == 0xf0 ? shape :
 		    (shape >> 2) & PROTO_HOLD_PROGRESS;
-		memcpy(buf, &hr, len = sizeof(hr));
+		n = sizeof(*hr);
 		break;
 	case IMSG_HOLD_WITHDRAW:
 	case IMSG_STATUS_REQ:
-		memset(&rq, 0, sizeof(rq));
-		rq.reqid = reqid(in);
-		memcpy(buf, &rq, len = sizeof(rq));
+		m->reqid.reqid = reqid(in);
+		n = sizeof(m->reqid);
 		break;
 	case IMSG_HOLD_RELEASE:
-		memset(&hid, 0, sizeof(hid));
 		c = u8(in);
 		if (c < 0xc0 && w.nholds > 0)
-			hid.holdid = w.holds[c % w.nholds];
-		else if (c < 0xe0 && w.nseen > 0)
-			hid.holdid = w.seen[c % w.nseen];  /* maybe released */
+			m->holdid.holdid = w.holds[c % w.nholds];
+		else if (c < 0xe0 && w.nseen > 0)	/* maybe released */
+			m->holdid.holdid = w.seen[c % w.nseen];
 		else
-			hid.holdid = c & 0x1f;
-		*release = 1;
-		*relid = hid.holdid;
-		memcpy(buf, &hid, len = sizeof(hid));
+			m->holdid.holdid = c & 0x1f;
+		n = sizeof(m->holdid);
 		break;
 	case IMSG_PROBE_RESULT:
-		memset(&res, 0, sizeof(res));
 		c = u8(in);
 		i = 0;
 		TAILQ_FOREACH(pr, &w.d.probes, entry)
 			if (i++ == c % 4)
 				break;
-		res.loadid = pr != NULL ? pr->p.loadid : c;
+		res->loadid = pr != NULL ? pr->p.loadid : c;
 		c = u8(in);
-		res.ok = c & 1;
-		res.status = (c & 2) ? 0 : (c & 1) ? 200 : 500;
-		text(in, res.body, sizeof(res.body));
-		memcpy(buf, &res, len = sizeof(res));
+		res->ok = c & 1;
+		res->status = (c & 2) ? 0 : (c & 1) ? 200 : 500;
+		text(in, res->body, sizeof(res->body));
+		n = sizeof(*res);
 		break;
 	case IMSG_CANCEL_DONE:
 		/* mostly one agencyd sent; else a forgery */
-		memset(&pc, 0, sizeof(pc));
 		c = u8(in);
 		if (c < 0xc0 && w.ncancels > 0) {
-			pc = w.cancels[c % w.ncancels];
+			*pc = w.cancels[c % w.ncancels];
 			if (c & 0x40)
-				name(in, pc.model, sizeof(pc.model));
+				name(in, pc->model, sizeof(pc->model));
 		} else {
-			pc.reqid = c & 0x80 ? (1ULL << 63) | (c & 7) : c;
-			name(in, pc.model, sizeof(pc.model));
+			pc->reqid = c & 0x80 ? (1ULL << 63) | (c & 7) : c;
+			name(in, pc->model, sizeof(pc->model));
 		}
-		pc.cancelled = u8(in) % 3;
-		memcpy(buf, &pc, len = sizeof(pc));
+		pc->cancelled = u8(in) % 3;
+		n = sizeof(*pc);
 		break;
 	case IMSG_CANCEL:
 		/* the admin route asks: its own id, maybe one in use */
-		memset(&pc, 0, sizeof(pc));
 		c = u8(in);
-		pc.reqid = c & 0x80 ? (1ULL << 63) | c : c % 4;
-		name(in, pc.model, sizeof(pc.model));
-		memcpy(buf, &pc, len = sizeof(pc));
+		pc->reqid = c & 0x80 ? (1ULL << 63) | c : c % 4;
+		name(in, pc->model, sizeof(pc->model));
+		n = sizeof(*pc);
 		break;
 	case IMSG_LOG:
-		/* the line and its NUL; without one when text() fills it */
-		text(in, line, sizeof(line));
-		len = strnlen(line, sizeof(line));
-		if (len < sizeof(line))
-			len++;
-		if (len > size)
-			len = size;
-		memcpy(buf, line, len);
+		/* at priority 0: agencyd keeps it to LOG_CRIT */
+		text(in, m->log.line, sizeof(m->log.line));
+		n = sizeof(m->log);
+		break;
+	case IMSG_ADMIN:
+		/* a load or unload; id 0, op 2 or wait 2 are hostile */
+		c = u8(in);
+		pa->reqid = c % 8;
+		pa->op = (c >> 3) % 3;
+		pa->wait = (c >> 5) % 3;
+		name(in, pa->model, sizeof(pa->model));
+		n = sizeof(*pa);
+		break;
+	case IMSG_LOGS_REQ:
+	case IMSG_LOGS_UNFOLLOW:
+		c = u8(in);
+		lr->reqid = c % 8;
+		lr->follow = (c >> 3) % 3;
+		name(in, lr->model, sizeof(lr->model));
+		n = sizeof(*lr);
+		break;
+	default:
+		break;	/* IMSG_PROXY_READY: nothing */
+	}
+	return (n);
+}
+
+/* A message of agency-ctl's made from the input's fields: its length. */
+static size_t
+make_ctl(struct input *in, uint32_t type, union proto_msg *m)
+{
+	size_t	 n = 0;
+
+	switch (type) {
+	case IMSG_CTL_STATUS_REQ:
+		m->reqid.reqid = reqid(in);
+		n = sizeof(m->reqid);
 		break;
 	case IMSG_CTL_LOAD:
 	case IMSG_CTL_UNLOAD:
@@ -939,59 +990,107 @@ payload(struct input *in, uint32_t type, void *buf, size_t size,
 	case IMSG_CTL_PLAN:
 	case IMSG_CTL_STATUS:
 	case IMSG_CTL_FOLLOW:
-		memset(&cm, 0, sizeof(cm));
-		name(in, cm.model, sizeof(cm.model));
-		cm.wait = u8(in) & 1;
-		memcpy(buf, &cm, len = sizeof(cm));
-		break;
-	case IMSG_ADMIN:
-		/* a load or unload; id 0, op 2 or wait 2 are hostile */
-		memset(&pa, 0, sizeof(pa));
-		c = u8(in);
-		pa.reqid = c % 8;
-		pa.op = (c >> 3) % 3;
-		pa.wait = (c >> 5) % 3;
-		name(in, pa.model, sizeof(pa.model));
-		memcpy(buf, &pa, len = sizeof(pa));
-		break;
-	case IMSG_LOGS_REQ:
-	case IMSG_LOGS_UNFOLLOW:
-		memset(&lr, 0, sizeof(lr));
-		c = u8(in);
-		lr.reqid = c % 8;
-		lr.follow = (c >> 3) % 3;
-		name(in, lr.model, sizeof(lr.model));
-		memcpy(buf, &lr, len = sizeof(lr));
+		name(in, m->ctl_model.model, sizeof(m->ctl_model.model));
+		m->ctl_model.wait = u8(in) & 1;
+		n = sizeof(m->ctl_model);
 		break;
 	case IMSG_CTL_VERBOSE:
-		memset(&cv, 0, sizeof(cv));
-		cv.verbose = (int8_t)u8(in) % 5;
-		memcpy(buf, &cv, len = sizeof(cv));
+		m->ctl_verbose.verbose = (int8_t)u8(in) % 5;
+		n = sizeof(m->ctl_verbose);
 		break;
 	default:
-		len = 0;	/* IMSG_PROXY_READY, IMSG_CTL_RELOAD */
+		break;	/* IMSG_CTL_RELOAD: nothing */
+	}
+	return (n);
+}
+
+/*
+ * A payload for type: made from the input's fields (shape 0-2) and
+ * written as proto.c writes it (from says who sends it), then damaged
+ * as damage says (0 not, 1 its last byte cut, 2 a byte more, 3 a byte
+ * changed); or raw bytes of the input (shape 3: the length comes next).
+ * Returns the length.  Whatever was made of it, it is then read as its
+ * receiver reads it: *whole says whether it reads (damaged or raw bytes
+ * may), *m is what it reads as, *release whether it reads as a release.
+ */
+static size_t
+payload(struct input *in, enum proto_from from, uint32_t type,
+    unsigned int damage, void *buf, size_t size, union proto_msg *m,
+    int *whole, int *release, uint64_t *relid)
+{
+	struct msgw			 mw;
+	unsigned int			 shape = u8(in), c;
+	size_t				 len = 0, n;
+
+	memset(buf, 0, size);
+	memset(m, 0, sizeof(*m));
+	if ((shape & 3) == 3) {
+		len = (size_t)u8(in) * (shape >> 2 & 7 ? 1 : 8);
+		if (len > size)
+			len = size;
+		bytes(in, buf, len);
+		return (reads(from, type, buf, len, m, whole, release, relid));
+	}
+	n = from == FROM_CTL ? make_ctl(in, type, m) :
+	    make_link(in, type, shape, m);
+	/* A type of no payload that is not its sender's writes nothing. */
+	if (proto_write(&mw, from, type, m, n) == -1)
+		mw.len = 0;
+	len = mw.len < size ? mw.len : size;
+	memcpy(buf, mw.buf, len);
+	switch (damage) {
+	case 1:
+		if (len > 0)
+			len--;
+		break;
+	case 2:
+		if (len < size)
+			((unsigned char *)buf)[len++] = 0;
+		break;
+	case 3:
+		if (len > 0) {
+			c = u8(in) % len;
+			((unsigned char *)buf)[c] ^= 1 + u8(in) % 255;
+		}
+		break;
+	default:
 		break;
 	}
-	return (len);
+	return (reads(from, type, buf, len, m, whole, release, relid));
+}
+
+/*
+ * The type of a step's type byte: a known one, anything (0xf0 up: the
+ * next byte), or a known one with an fd (0xe8 to 0xef); below, each
+ * known type once a lap, the lap saying how its message is damaged.
+ */
+static uint32_t
+step_type(struct input *in, unsigned int c, const uint32_t *types,
+    size_t ntypes, unsigned int *damage)
+{
+	*damage = 0;
+	if (c >= 0xf0)
+		return (u8(in));	/* anything, known or not */
+	if (c < 0xe8)
+		*damage = (c / ntypes) % 4;
+	return (types[c % ntypes]);
 }
 
 static void
 step_proxy(struct input *in)
 {
 	static unsigned char	 buf[MAX_IMSGSIZE];
-	unsigned int		 c = u8(in);
+	union proto_msg		 m;
+	unsigned int		 c = u8(in), damage;
 	uint32_t		 type;
 	uint64_t		 relid = 0;
 	size_t			 len, i;
-	int			 release, held = 0, rfd, sent = -1;
-	int			 bad_flags = 0;
+	int			 release, held = 0, rfd, sent = -1, whole;
+	int			 bad = 0;
 
-	if (c >= 0xf0)
-		type = u8(in);		/* anything, known or not */
-	else
-		type = proxy_types[c % NPROXY_TYPES];
-	len = payload(in, type, buf, sizeof(buf) - IMSG_HEADER_SIZE,
-	    &release, &relid);
+	type = step_type(in, c, proxy_types, NPROXY_TYPES, &damage);
+	len = payload(in, FROM_PROXY, type, damage, buf,
+	    sizeof(buf) - IMSG_HEADER_SIZE, &m, &whole, &release, &relid);
 	if (!w.d.proxy_up)
 		return;
 	if (c >= 0xe8 && c < 0xf0) {
@@ -1010,81 +1109,59 @@ step_proxy(struct input *in)
 		proxy_io();
 	if (!w.d.proxy_up)
 		return;
-	if (type == IMSG_CANCEL_DONE && len == sizeof(struct proto_cancel) &&
+	if (type == IMSG_CANCEL_DONE && whole &&
 	    w.d.proxy_iev.ibuf.w.queued == 0) {
-		struct proto_cancel	pc;
-
-		memcpy(&pc, buf, sizeof(pc));
 		for (i = 0; i < w.ncancels; i++)
-			if (w.cancels[i].reqid == pc.reqid &&
-			    strcmp(w.cancels[i].model, pc.model) == 0)
+			if (w.cancels[i].reqid == m.cancel.reqid &&
+			    strcmp(w.cancels[i].model, m.cancel.model) == 0)
 				break;
-		sent = PROTO_STROK(pc.model) && i < w.ncancels;
+		sent = i < w.ncancels;
 		if (sent)	/* reported once */
 			w.cancels[i] = w.cancels[--w.ncancels];
 	}
 	for (i = 0; release && i < w.nholds; i++)
 		if (w.holds[i] == relid)
 			held = 1;
-	if (type == IMSG_HOLD_REQ && len == sizeof(struct proto_hold_req)) {
-		struct proto_hold_req	hr;
-
-		memcpy(&hr, buf, sizeof(hr));
+	if (type == IMSG_HOLD_REQ && whole) {
 		/* a waiting request, if agencyd takes it */
-		if (hr.reqid != 0 && PROTO_STROK(hr.model) &&
-		    w.nreqs < MAXREQS)
-			w.reqs[w.nreqs++] = hr.reqid;
-		if ((hr.flags & PROTO_HOLD_PROGRESS) && w.ntold < MAXREQS)
-			w.told[w.ntold++] = hr.reqid;
-		bad_flags = (hr.flags & ~PROTO_HOLD_FLAGS) != 0;
+		if (m.hold_req.reqid != 0 && w.nreqs < MAXREQS)
+			w.reqs[w.nreqs++] = m.hold_req.reqid;
+		if ((m.hold_req.flags & PROTO_HOLD_PROGRESS) &&
+		    w.ntold < MAXREQS)
+			w.told[w.ntold++] = m.hold_req.reqid;
+		bad = (m.hold_req.flags & ~PROTO_HOLD_FLAGS) != 0;
 	}
-	if (type == IMSG_HOLD_WITHDRAW && len == sizeof(struct proto_reqid)) {
-		struct proto_reqid	rq;
-
-		memcpy(&rq, buf, sizeof(rq));
+	if (type == IMSG_HOLD_WITHDRAW && whole)
 		/* one waiting request with that id (a hostile proxy may
 		 * reuse ids: the pool withdraws one at a time) */
-		(void)req_take(rq.reqid);
-	}
+		(void)req_take(m.reqid.reqid);
 	/* A release of a held hold ends it as agencyd reads it, and the
 	 * invariants are checked from within that reading. */
-	if (release && held && len == sizeof(struct proto_holdid) &&
-	    type == IMSG_HOLD_RELEASE)
+	if (release && held)
 		for (i = 0; i < w.nholds; i++)
 			if (w.holds[i] == relid) {
 				w.holds[i] = w.holds[--w.nholds];
 				break;
 			}
+	/* a load, unload or log request that is not one */
+	if (type == IMSG_ADMIN && whole)
+		bad = m.admin.reqid == 0 || m.admin.op > ADMIN_UNLOAD ||
+		    m.admin.wait > 1;
+	if ((type == IMSG_LOGS_REQ || type == IMSG_LOGS_UNFOLLOW) && whole)
+		bad = (type == IMSG_LOGS_REQ && m.logs_req.reqid == 0) ||
+		    m.logs_req.follow > 1;
 	if (verbose)
 		fprintf(stderr, "proxy sends type %u len %zu\n", type, len);
 	frame(w.pfd, type, buf, len, len + IMSG_HEADER_SIZE, 0);
 	proxy_io_all();
 	if (verbose && !w.d.proxy_up)
 		fprintf(stderr, "proxy dropped\n");
-	if (sent == 0)
-		CHECK(!w.d.proxy_up);	/* a forged report */
-	if (bad_flags)
+	if (sent == 0 || bad)
+		CHECK(!w.d.proxy_up);	/* a forged report, a bad message */
+	/* what does not read (damaged, raw, of no type) drops it */
+	if (!whole)
 		CHECK(!w.d.proxy_up);
-	/* a load, unload or log request that is not one drops it */
-	if (type == IMSG_ADMIN && len == sizeof(struct proto_admin)) {
-		struct proto_admin	pa;
-
-		memcpy(&pa, buf, sizeof(pa));
-		if (pa.reqid == 0 || pa.op > ADMIN_UNLOAD || pa.wait > 1 ||
-		    !PROTO_STROK(pa.model))
-			CHECK(!w.d.proxy_up);
-	}
-	if ((type == IMSG_LOGS_REQ || type == IMSG_LOGS_UNFOLLOW) &&
-	    len == sizeof(struct proto_logs_req)) {
-		struct proto_logs_req	lr;
-
-		memcpy(&lr, buf, sizeof(lr));
-		if ((type == IMSG_LOGS_REQ && lr.reqid == 0) ||
-		    lr.follow > 1 || !PROTO_STROK(lr.model))
-			CHECK(!w.d.proxy_up);
-	}
-	if (release && len == sizeof(struct proto_holdid) &&
-	    type == IMSG_HOLD_RELEASE) {
+	if (release) {
 		if (held)
 			CHECK(w.d.proxy_up);
 		else
@@ -1116,18 +1193,16 @@ static void
 step_ctl(struct input *in)
 {
 	static unsigned char	 buf[MAX_IMSGSIZE];
-	unsigned int		 k = u8(in) % MAXCONNS, c = u8(in);
+	union proto_msg		 m;
+	unsigned int		 k = u8(in) % MAXCONNS, c = u8(in), damage;
 	uint32_t		 type;
 	uint64_t		 relid;
 	size_t			 len;
-	int			 release, fd, rfd, paused;
+	int			 release, fd, rfd, paused, whole;
 
-	if (c >= 0xf0)
-		type = u8(in);
-	else
-		type = ctl_types[c % NCTL_TYPES];
-	len = payload(in, type, buf, sizeof(buf) - IMSG_HEADER_SIZE,
-	    &release, &relid);
+	type = step_type(in, c, ctl_types, NCTL_TYPES, &damage);
+	len = payload(in, FROM_CTL, type, damage, buf,
+	    sizeof(buf) - IMSG_HEADER_SIZE, &m, &whole, &release, &relid);
 	if (w.conns[k].c == NULL) {
 		w.conns[k].c = conn_new(k == 2, &w.conns[k].fd);
 		w.conns[k].id = w.conns[k].c->id;
@@ -1205,6 +1280,7 @@ step_burst(struct input *in)
 	struct proto_hold_req	 hr;
 	struct proto_reqid	 rq;
 	struct imsg_hdr		 hdr;
+	struct msgw		 mw;
 	static unsigned char	 buf[510 * (sizeof(hdr) + sizeof(hr))];
 	unsigned int		 c = u8(in), n = u8(in) * 2, i, rounds = 0;
 	size_t			 len = 0, off = 0;
@@ -1219,21 +1295,22 @@ step_burst(struct input *in)
 			memset(&rq, 0, sizeof(rq));
 			rq.reqid = i + 1;
 			hdr.type = IMSG_STATUS_REQ;
-			hdr.len = sizeof(hdr) + sizeof(rq);
-			memcpy(buf + len, &hdr, sizeof(hdr));
-			memcpy(buf + len + sizeof(hdr), &rq, sizeof(rq));
+			CHECK(proto_write(&mw, FROM_PROXY, hdr.type, &rq,
+			    sizeof(rq)) == 0);
 		} else {
 			memset(&hr, 0, sizeof(hr));
 			hr.reqid = 1000 + i;
 			(void)strlcpy(hr.model, c & 2 ? "b" : "a",
 			    sizeof(hr.model));
 			hdr.type = IMSG_HOLD_REQ;
-			hdr.len = sizeof(hdr) + sizeof(hr);
-			memcpy(buf + len, &hdr, sizeof(hdr));
-			memcpy(buf + len + sizeof(hdr), &hr, sizeof(hr));
+			CHECK(proto_write(&mw, FROM_PROXY, hdr.type, &hr,
+			    sizeof(hr)) == 0);
 			if (w.nreqs < MAXREQS)
 				w.reqs[w.nreqs++] = hr.reqid;
 		}
+		hdr.len = sizeof(hdr) + mw.len;
+		memcpy(buf + len, &hdr, sizeof(hdr));
+		memcpy(buf + len + sizeof(hdr), mw.buf, mw.len);
 		len += hdr.len;
 	}
 	while (off < len && w.d.proxy_up) {
@@ -1466,6 +1543,7 @@ setup(int which)
 	if (models_setup(d) == -1)
 		errx(1, "models_setup");
 	proxy_on_ready(proxy_ready_sync, NULL);
+	proxysvc_init(d);
 	proxy_fake_start();
 	pool_start(d->pool);
 	proxy_io();
@@ -1630,6 +1708,8 @@ seed(const char *dir, int *n, const uint8_t *s, size_t len)
 #define RDY	7
 #define CNL	8	/* IMSG_CANCEL: the proxy asks */
 #define WITHFD	0xe8	/* a type index byte: the message comes with an fd */
+#define LAP	12	/* a type index this much higher: its message
+			 * damaged (1 cut, 2 lengthened, 3 changed) */
 #define BURST	0x18	/* MISC: a burst; then kind (bit 0 status, bit 2
 			 * read at once) and half the count */
 
@@ -1675,6 +1755,13 @@ write_seeds(const char *dir)
 	    NEWP, P, LOG, 0, 3, 255, NEWP, BAD, 2, NEWP, P, 0xf0, 99, 0);
 	SEED(0, P, REL, 0, 0x1f, NEWP, P, REQ, 0, 0, 0, NEWP,
 	    C, 0, 0xf0, 200, 0, C, 1, 5, 3, 2, 1, 1);
+	/* messages written whole, then cut, lengthened or changed; raw
+	 * bytes that read as a hold request */
+	SEED(0, P, REQ + LAP, 0, 1, 0, NEWP, P, STA + 2 * LAP, 0, 1,
+	    NEWP, P, REQ + 3 * LAP, 0, 1, 0, 9, 0x40, P, REQ + 3 * LAP, 0,
+	    2, 1, 0, 1, C, 0, 1 + 3 * 10, 0, 0, 0, 2, 1);
+	SEED(0, P, REQ, 7, 15, 5, 0, 0, 0, 0, 0, 0, 0, 'a', 0, 0, 0, 0, 0, 0,
+	    SP, 0, P, PRB, 0, 0, 1, 0);
 	/* shutdown with requests waiting and holds out */
 	SEED(0, P, REQ, 0, 1, 0, SP, 0, P, PRB, 0, 0, 1, 0, P, REQ, 0, 2, 1,
 	    STOP, EX, 0, 0, EX, 0, 0, TK, 0x81, P, REL, 0, 0);

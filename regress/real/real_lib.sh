@@ -51,27 +51,44 @@ real_stage()
 	echo "$dir"
 }
 
-# real_slow_model DIR: make DIR/tiny-c.gguf (7-18 ms a token, see the
-# folder's README) once, for the cases that must catch a stream in the
-# middle; prints its path.  Skips the case where the generator cannot
-# run (it needs Debian's python3-numpy and python3-yaml).
-real_slow_model()
+# real_gen_model OUT SEED ARGS...: make OUT with make-tiny-gguf.py once
+# (byte for byte the same each time, see the folder's README); skips the
+# case where the generator cannot run (it needs Debian's python3-numpy
+# and python3-yaml).
+real_gen_model()
 {
-	local dir=$1 out
-	out=$dir/tiny-c.gguf
+	local out=$1 seed=$2
+	shift 2
 	if [ ! -r "$out" ]; then
 		/usr/bin/python3 -c 'import numpy, yaml' 2>/dev/null ||
-		    atf_skip "python3-numpy and python3-yaml are needed to make the slow model"
+		    atf_skip "python3-numpy and python3-yaml are needed to make $(basename "$out")"
 		PYTHONPATH=$REAL/gguf-py /usr/bin/python3 \
 		    "$REAL/make-tiny-gguf.py" \
 		    --vocab "$REAL/ggml-vocab-llama-spm.gguf" \
-		    --out "$out.$$" --seed 3 --n-embd 512 --n-head 8 \
-		    --n-layer 8 --n-ff 1536 --n-ctx 4096 >/dev/null 2>&1 ||
-		    atf_fail "make-tiny-gguf.py failed"
+		    --out "$out.$$" --seed "$seed" "$@" >/dev/null 2>&1 ||
+		    { rm -f "$out.$$"; atf_fail "make-tiny-gguf.py failed"; }
 		chmod a+r "$out.$$"
 		mv "$out.$$" "$out"
 	fi
-	echo "$out"
+}
+
+# real_slow_model DIR: make DIR/tiny-c.gguf (230 MB, 7-18 ms a token)
+# once, for the cases that must catch a stream in the middle; prints its
+# path.
+real_slow_model()
+{
+	real_gen_model "$1/tiny-c.gguf" 3 --n-embd 512 --n-head 8 \
+	    --n-layer 8 --n-ff 1536 --n-ctx 4096
+	echo "$1/tiny-c.gguf"
+}
+
+# real_big_model DIR: make DIR/big.gguf (1.29 GB: 1024 wide, 20 layers,
+# 8192 tokens of context) once; prints its path.
+real_big_model()
+{
+	real_gen_model "$1/big.gguf" 4 --n-embd 1024 --n-head 16 \
+	    --n-layer 20 --n-ff 2816 --n-ctx 8192
+	echo "$1/big.gguf"
 }
 
 # llama_runtime NAME DIR [EXTRA-FLAGS [KIND]]: a runtime for the staged

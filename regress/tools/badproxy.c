@@ -11,10 +11,13 @@
  * then waits for agencyd to act.
  *
  *   release   a release of a hold it was never granted
- *   short     a hold request one byte short
+ *   short     a hold request one byte short (its key without its NUL)
  *   unknown   a message of a type agencyd does not know
- *   nostring  a hold request whose model name has no NUL
+ *   nostring  a hold request whose model name has no NUL in its bound
  *   flags     a hold request with a flag agencyd does not know
+ *   trailing  a hold request with a byte after its last field
+ *   range     a load over HTTP of an operation that is none
+ *   parent    a message only agencyd sends (a grant)
  */
 #include <sys/types.h>
 
@@ -27,11 +30,32 @@
 #include <unistd.h>
 
 #include "imsg.h"
+#include "msg.h"
 #include "proto.h"
+
+/* A message as a proxy writes it, then cut by one byte (cut -1) or
+ * with one more (cut 1). */
+static void
+put(struct imsgbuf *ibuf, uint32_t type, const void *data, size_t len,
+    int cut)
+{
+	struct msgw	 w;
+
+	if (proto_write(&w, FROM_PROXY, type, data, len) == -1)
+		errx(1, "message %u does not write", type);
+	if (cut == -1)
+		w.len--;
+	else if (cut == 1)
+		msg_add_bytes(&w, "", 1);
+	if (msg_compose(ibuf, type, 0, -1, &w) == -1)
+		err(1, "imsg_compose");
+}
 
 int
 main(int argc, char *argv[])
 {
+	struct msgw		 w;
+	struct proto_hold_grant	 g;
 	struct imsgbuf		 ibuf;
 	struct imsg		 imsg;
 	struct proto_holdid	 h;
@@ -72,23 +96,46 @@ main(int argc, char *argv[])
 
 	memset(&r, 0, sizeof(r));
 	r.reqid = 1;
+	(void)strlcpy(r.model, "m", sizeof(r.model));
 	if (strcmp(mode, "release") == 0) {
 		memset(&h, 0, sizeof(h));
 		h.holdid = 12345;
-		imsg_compose(&ibuf, IMSG_HOLD_RELEASE, 0, 0, -1, &h, sizeof(h));
+		put(&ibuf, IMSG_HOLD_RELEASE, &h, sizeof(h), 0);
 	} else if (strcmp(mode, "short") == 0) {
-		(void)strlcpy(r.model, "m", sizeof(r.model));
-		imsg_compose(&ibuf, IMSG_HOLD_REQ, 0, 0, -1, &r, sizeof(r) - 1);
+		put(&ibuf, IMSG_HOLD_REQ, &r, sizeof(r), -1);
 	} else if (strcmp(mode, "unknown") == 0) {
 		imsg_compose(&ibuf, IMSG_MAXTYPE + 7, 0, 0, -1, NULL, 0);
 	} else if (strcmp(mode, "nostring") == 0) {
-		for (i = 0; i < (int)sizeof(r.model); i++)
-			r.model[i] = 'x';
-		imsg_compose(&ibuf, IMSG_HOLD_REQ, 0, 0, -1, &r, sizeof(r));
+		/* as a hold request: its id, then a name that never ends */
+		msg_init(&w);
+		msg_add_u64(&w, r.reqid);
+		for (i = 0; i < (int)sizeof(r.model) + 8; i++)
+			msg_add_bytes(&w, "x", 1);
+		msg_add_bytes(&w, "", 1);
+		msg_add_u32(&w, 0);
+		msg_add_str(&w, "");
+		msg_compose(&ibuf, IMSG_HOLD_REQ, 0, -1, &w);
 	} else if (strcmp(mode, "flags") == 0) {
-		(void)strlcpy(r.model, "m", sizeof(r.model));
+		/* written as any other: its reader refuses it */
 		r.flags = PROTO_HOLD_PROGRESS | 0x80;
-		imsg_compose(&ibuf, IMSG_HOLD_REQ, 0, 0, -1, &r, sizeof(r));
+		put(&ibuf, IMSG_HOLD_REQ, &r, sizeof(r), 0);
+	} else if (strcmp(mode, "trailing") == 0) {
+		put(&ibuf, IMSG_HOLD_REQ, &r, sizeof(r), 1);
+	} else if (strcmp(mode, "range") == 0) {
+		msg_init(&w);
+		msg_add_u64(&w, 1);		/* reqid */
+		msg_add_i32(&w, ADMIN_UNLOAD + 1);	/* op */
+		msg_add_i32(&w, 0);		/* wait */
+		msg_add_str(&w, "m");
+		msg_compose(&ibuf, IMSG_ADMIN, 0, -1, &w);
+	} else if (strcmp(mode, "parent") == 0) {
+		memset(&g, 0, sizeof(g));
+		g.reqid = g.holdid = 1;
+		g.port = 5800;
+		if (proto_write(&w, FROM_PARENT, IMSG_HOLD_GRANT, &g,
+		    sizeof(g)) == -1)
+			errx(1, "the grant does not write");
+		msg_compose(&ibuf, IMSG_HOLD_GRANT, 0, -1, &w);
 	} else
 		errx(2, "unknown mode %s", mode);
 	if (imsg_flush(&ibuf) == -1)

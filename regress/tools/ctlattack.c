@@ -42,6 +42,7 @@
 
 #include "fdpass.h"
 #include "imsg.h"
+#include "msg.h"
 #include "numarg.h"
 #include "proto.h"
 #include "tool.h"
@@ -84,6 +85,7 @@ flood(long long count, int64_t deadline)
 {
 	struct imsg_hdr		 hdr;
 	struct proto_reqid	 r;
+	struct msgw		 w;
 	unsigned char		 msg[sizeof(hdr) + sizeof(r)];
 	unsigned char		 batch[sizeof(msg) * 256];
 	struct pollfd		 pfd;
@@ -94,12 +96,16 @@ flood(long long count, int64_t deadline)
 
 	if ((s = connect_to(1)) == -1)
 		exit(1);
-	memset(&hdr, 0, sizeof(hdr));
-	hdr.type = IMSG_STATUS_REQ;
-	hdr.len = sizeof(msg);
+	/* a status request as agency-ctl writes it (proto.c) */
 	memset(&r, 0, sizeof(r));
+	if (proto_write(&w, FROM_CTL, IMSG_CTL_STATUS_REQ, &r,
+	    sizeof(r)) == -1 || w.len != sizeof(r))
+		errx(2, "a status request does not write");
+	memset(&hdr, 0, sizeof(hdr));
+	hdr.type = IMSG_CTL_STATUS_REQ;
+	hdr.len = sizeof(msg);
 	memcpy(msg, &hdr, sizeof(hdr));
-	memcpy(msg + sizeof(hdr), &r, sizeof(r));
+	memcpy(msg + sizeof(hdr), w.buf, w.len);
 	for (i = 0; i < sizeof(batch) / sizeof(msg); i++)
 		memcpy(batch + i * sizeof(msg), msg, sizeof(msg));
 
@@ -142,7 +148,7 @@ fds(long long count, int64_t deadline)
 			conns++;
 			/* an unfinished message keeps what came with it */
 			memset(&hdr, 0, sizeof(hdr));
-			hdr.type = IMSG_STATUS_REQ;
+			hdr.type = IMSG_CTL_STATUS_REQ;
 			hdr.len = MAX_IMSGSIZE;
 			if (fdpass_send(s, &hdr, sizeof(hdr), devnull,
 			    FDPASS_MAX) == -1) {
@@ -178,7 +184,7 @@ hold(int conns, int partial, int64_t deadline)
 	int			 i, n, open = 0, closed = 0, s;
 
 	memset(half, 0, sizeof(half));
-	half[0] = IMSG_STATUS_REQ;
+	half[0] = IMSG_CTL_STATUS_REQ;
 	for (i = 0; i < conns; i++) {
 		pfd[i].fd = -1;
 		if ((s = connect_to(0)) == -1)
@@ -220,22 +226,25 @@ follow(const char *model, int64_t deadline)
 {
 	struct imsg_hdr		 hdr;
 	struct proto_ctl_model	 cm;
-	unsigned char		 msg[sizeof(hdr) + sizeof(cm)];
+	struct msgw		 w;
+	unsigned char		 msg[sizeof(hdr) + sizeof(w.buf)];
 	struct pollfd		 pfd;
 	int64_t			 start;
 	int			 s, closed = 0;
 
 	if ((s = connect_to(0)) == -1)
 		exit(1);
-	memset(&hdr, 0, sizeof(hdr));
-	hdr.type = IMSG_CTL_FOLLOW;
-	hdr.len = sizeof(msg);
 	memset(&cm, 0, sizeof(cm));
 	if (strlcpy(cm.model, model, sizeof(cm.model)) >= sizeof(cm.model))
 		errx(2, "model name too long");
+	if (proto_write(&w, FROM_CTL, IMSG_CTL_FOLLOW, &cm, sizeof(cm)) == -1)
+		errx(2, "a follow does not write");
+	memset(&hdr, 0, sizeof(hdr));
+	hdr.type = IMSG_CTL_FOLLOW;
+	hdr.len = sizeof(hdr) + w.len;
 	memcpy(msg, &hdr, sizeof(hdr));
-	memcpy(msg + sizeof(hdr), &cm, sizeof(cm));
-	if (write(s, msg, sizeof(msg)) != (ssize_t)sizeof(msg))
+	memcpy(msg + sizeof(hdr), w.buf, w.len);
+	if (write(s, msg, hdr.len) != (ssize_t)hdr.len)
 		err(2, "write");
 	printf("following\n");
 	fflush(stdout);

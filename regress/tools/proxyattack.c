@@ -40,6 +40,7 @@
 
 #include "fdpass.h"
 #include "imsg.h"
+#include "msg.h"
 #include "numarg.h"
 #include "proto.h"
 #include "tool.h"
@@ -51,11 +52,22 @@ static char		 model[AGENCY_NAME_MAX];
 static char		 mode[64] = "quiet";
 static long long	 count = 1;
 
+/* Queue a message as a proxy writes it (proto.c). */
 static void
-send_now(uint32_t type, uint32_t peerid, const void *data, size_t len)
+queue(uint32_t type, const void *data, size_t len)
 {
-	if (imsg_compose(&ib, type, peerid, 0, -1, data, len) == -1)
+	struct msgw	 w;
+
+	if (proto_write(&w, FROM_PROXY, type, data, len) == -1)
+		errx(1, "message %u does not write", type);
+	if (msg_compose(&ib, type, 0, -1, &w) == -1)
 		err(1, "imsg_compose");
+}
+
+static void
+send_now(uint32_t type, const void *data, size_t len)
+{
+	queue(type, data, len);
 	if (imsg_flush(&ib) == -1)
 		exit(0);	/* agencyd closed the channel: killed */
 }
@@ -65,9 +77,10 @@ answer_probe(struct imsg *imsg)
 {
 	struct proto_probe		p;
 	struct proto_probe_result	r;
+	const char			*why;
 
-	if (imsg_get_data(imsg, &p, sizeof(p)) == -1)
-		errx(1, "bad probe");
+	if (proto_read(imsg, FROM_PARENT, &p, sizeof(p), &why) == -1)
+		errx(1, "bad probe: %s", why);
 	memset(&r, 0, sizeof(r));
 	r.loadid = p.loadid;
 	if (strcmp(mode, "probe") == 0) {
@@ -78,7 +91,7 @@ answer_probe(struct imsg *imsg)
 		r.ok = 1;
 		r.status = 200;
 	}
-	send_now(IMSG_PROBE_RESULT, 0, &r, sizeof(r));
+	send_now(IMSG_PROBE_RESULT, &r, sizeof(r));
 }
 
 /* Take messages until the configuration is in and the first model's
@@ -86,7 +99,7 @@ answer_probe(struct imsg *imsg)
 static void
 take(int probes)
 {
-	struct proto_model	 pm;
+	struct msgr		 m;
 	struct imsg		 imsg;
 	ssize_t			 n;
 	int			 conf = 0, done = 0;
@@ -99,14 +112,15 @@ take(int probes)
 		while (!done && (n = imsg_get(&ib, &imsg)) > 0) {
 			switch (imsg_get_type(&imsg)) {
 			case IMSG_CONF_MODEL:
-				if (model[0] == '\0' && imsg_get_data(&imsg,
-				    &pm, sizeof(pm)) == 0)
-					(void)strlcpy(model, pm.name,
-					    sizeof(model));
+				/* its name is the first field */
+				if (model[0] == '\0') {
+					msg_read(&m, &imsg);
+					msg_get_str(&m, model, sizeof(model));
+				}
 				break;
 			case IMSG_CONF_END:
 				conf = 1;
-				send_now(IMSG_PROXY_READY, 0, NULL, 0);
+				send_now(IMSG_PROXY_READY, NULL, 0);
 				if (!probes)
 					done = 1;
 				break;
@@ -137,8 +151,7 @@ flood(uint32_t type, size_t len, void (*fill)(void *, long long))
 	for (i = 0; i < count; i++) {
 		memset(&u, 0, sizeof(u));
 		fill(&u, i);
-		if (imsg_compose(&ib, type, 0, 0, -1, &u, len) == -1)
-			err(1, "imsg_compose");
+		queue(type, &u, len);
 		if ((i + 1) % 1024 == 0 && imsg_flush(&ib) == -1)
 			return;
 	}
@@ -186,6 +199,7 @@ int
 main(int argc, char *argv[])
 {
 	struct proto_cancel	 c;
+	struct proto_log	 lg;
 	struct pollfd		 pfd;
 	FILE			*f;
 	char			 line[128], *sp;
@@ -224,12 +238,16 @@ main(int argc, char *argv[])
 		memset(&c, 0, sizeof(c));
 		(void)strlcpy(c.model, model, sizeof(c.model));
 		c.cancelled = 1;
-		send_now(IMSG_CANCEL_DONE, 0, &c, sizeof(c));
+		send_now(IMSG_CANCEL_DONE, &c, sizeof(c));
 	} else if (strcmp(mode, "fds") == 0)
 		fds();
 	else if (strcmp(mode, "log") == 0) {
-		send_now(IMSG_LOG, LOG_EMERG, EVIL, sizeof(EVIL));
-		send_now(IMSG_LOG, LOG_AUTH | LOG_ERR, EVIL, sizeof(EVIL));
+		memset(&lg, 0, sizeof(lg));
+		(void)strlcpy(lg.line, EVIL, sizeof(lg.line));
+		lg.pri = LOG_EMERG;
+		send_now(IMSG_LOG, &lg, sizeof(lg));
+		lg.pri = LOG_AUTH | LOG_ERR;
+		send_now(IMSG_LOG, &lg, sizeof(lg));
 	} else if (strcmp(mode, "probe") != 0 && strcmp(mode, "quiet") != 0)
 		errx(2, "unknown mode %s", mode);
 

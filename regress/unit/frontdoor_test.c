@@ -36,17 +36,19 @@
 
 #include <json-c/json.h>
 
+#include "config.h"
 #include "imsg.h"
+#include "msg.h"
 #include "proto.h"
 
 #define WAIT_MS		5000
 #define NCHUNKS		5
 #define CHUNK_MS	100
 
+/* A message from the proxy, read whole as agencyd reads it. */
 struct qmsg {
 	uint32_t	 type;
-	size_t		 len;
-	unsigned char	 data[sizeof(struct proto_probe_result) + 2048];
+	union proto_msg	 u;
 };
 
 struct harness {
@@ -259,21 +261,28 @@ free_port(void)
 
 /* ---- the parent's side of the channel ---- */
 
+/* A message as agencyd writes it (the configuration's: send_config). */
 static void
 h_send(struct harness *h, uint32_t type, int fd, const void *data,
     size_t len)
 {
-	ATF_REQUIRE(imsg_compose(&h->ib, type, 0, 0, fd, data, len) != -1);
+	struct msgw	 w;
+
+	ATF_REQUIRE(proto_write(&w, FROM_PARENT, type, data, len) == 0);
+	ATF_REQUIRE(msg_compose(&h->ib, type, 0, fd, &w) != -1);
 	ATF_REQUIRE(imsg_flush(&h->ib) == 0);
 }
 
-/* Read what the proxy sent within ms; logs are kept aside. */
+/* Read what the proxy sent within ms, each message read whole as
+ * agencyd reads it; logs are kept aside. */
 static void
 h_pump(struct harness *h, int ms)
 {
 	struct pollfd	 pfd;
 	struct imsg	 imsg;
 	struct qmsg	*q;
+	union proto_msg	 u;
+	const char	*why;
 	ssize_t		 n;
 
 	pfd.fd = h->ib.fd;
@@ -287,25 +296,20 @@ h_pump(struct harness *h, int ms)
 	if (n == -1 && errno != EAGAIN)
 		atf_tc_fail("imsg_read: %s", strerror(errno));
 	while ((n = imsg_get(&h->ib, &imsg)) > 0) {
+		ATF_REQUIRE_MSG(proto_read(&imsg, FROM_PROXY, &u, sizeof(u),
+		    &why) == 0, "message %u: %s", imsg_get_type(&imsg), why);
 		if (imsg_get_type(&imsg) == IMSG_LOG) {
-			const char	*line;
-
-			line = proto_logline(imsg.data, imsg_get_len(&imsg));
-			ATF_REQUIRE(line != NULL);
-			ATF_REQUIRE(imsg_get_id(&imsg) <= LOG_DEBUG);
-			fprintf(stderr, "proxy: %s\n", line);
+			ATF_REQUIRE(u.log.pri >= 0 && u.log.pri <= LOG_DEBUG);
+			fprintf(stderr, "proxy: %s\n", u.log.line);
 			h->loglen += snprintf(h->logs + h->loglen,
-			    sizeof(h->logs) - h->loglen, "%s\n", line);
+			    sizeof(h->logs) - h->loglen, "%s\n", u.log.line);
 			if (h->loglen >= sizeof(h->logs))
 				h->loglen = 0;
 		} else {
 			ATF_REQUIRE(h->nq < 256);
 			q = &h->q[h->nq++];
 			q->type = imsg_get_type(&imsg);
-			q->len = imsg_get_len(&imsg);
-			ATF_REQUIRE(q->len <= sizeof(q->data));
-			if (q->len > 0)
-				memcpy(q->data, imsg.data, q->len);
+			q->u = u;
 		}
 		imsg_free(&imsg);
 	}
@@ -321,9 +325,8 @@ h_take(struct harness *h, uint32_t type, void *data, size_t len)
 	for (i = 0; i < h->nq; i++) {
 		if (h->q[i].type != type)
 			continue;
-		ATF_REQUIRE_EQ_MSG(h->q[i].len, len, "message %u of %zu bytes",
-		    type, h->q[i].len);
-		memcpy(data, h->q[i].data, len);
+		ATF_REQUIRE(len <= sizeof(h->q[i].u));
+		memcpy(data, &h->q[i].u, len);
 		memmove(&h->q[i], &h->q[i + 1],
 		    (h->nq - i - 1) * sizeof(h->q[0]));
 		h->nq--;
@@ -374,82 +377,88 @@ h_barrier(struct harness *h)
 	ATF_REQUIRE_EQ(pc.cancelled, 0);
 }
 
-static void
-send_str(struct harness *h, uint32_t type, const char *s)
-{
-	struct proto_str	 ps;
-
-	memset(&ps, 0, sizeof(ps));
-	strlcpy(ps.s, s, sizeof(ps.s));
-	h_send(h, type, -1, &ps, sizeof(ps));
-}
-
-static void
-send_runtime(struct harness *h, const char *name, int kind, int stops,
+/* A runtime of the configuration send_config builds. */
+static struct runtime_conf *
+conf_runtime(struct agency_conf *c, const char *name, int kind, int stops,
     int64_t max_tokens)
 {
-	struct proto_runtime	 rt;
+	struct runtime_conf	*rt;
 
-	memset(&rt, 0, sizeof(rt));
-	strlcpy(rt.name, name, sizeof(rt.name));
-	rt.kind = kind;
-	rt.stops = stops;
-	rt.max_tokens = max_tokens;
-	h_send(h, IMSG_CONF_RUNTIME, -1, &rt, sizeof(rt));
+	ATF_REQUIRE((rt = config_runtime_new()) != NULL);
+	strlcpy(rt->name, name, sizeof(rt->name));
+	rt->kind = kind;
+	rt->stops = stops;
+	rt->max_tokens = max_tokens;
+	TAILQ_INSERT_TAIL(&c->runtimes, rt, entry);
+	return (rt);
 }
 
-static void
-send_model(struct harness *h, const char *name, const char *rt,
+static struct model_conf *
+conf_model(struct agency_conf *c, const char *name, struct runtime_conf *rt,
     int64_t max_tokens)
 {
-	struct proto_model	 m;
+	struct model_conf	*m;
 
-	memset(&m, 0, sizeof(m));
-	strlcpy(m.name, name, sizeof(m.name));
-	strlcpy(m.runtime, rt, sizeof(m.runtime));
-	snprintf(m.upstream, sizeof(m.upstream), "/srv/%s.gguf", name);
-	snprintf(m.label, sizeof(m.label), "model %s", name);
-	m.max_tokens = max_tokens;
-	h_send(h, IMSG_CONF_MODEL, -1, &m, sizeof(m));
+	ATF_REQUIRE((m = config_model_new()) != NULL);
+	strlcpy(m->name, name, sizeof(m->name));
+	strlcpy(m->runtime, rt->name, sizeof(m->runtime));
+	m->rt = rt;
+	snprintf(m->upstream, sizeof(m->upstream), "/srv/%s.gguf", name);
+	m->max_tokens = max_tokens;
+	TAILQ_INSERT_TAIL(&c->models, m, entry);
+	return (m);
 }
 
+/* The configuration, as agencyd sends it (confimsg.c). */
 static void
 send_config(struct harness *h, int64_t max_body)
 {
-	struct proto_conf_global	 g;
-	struct proto_listen		 pl;
-	struct proto_move		 mv;
-	int				 lfd;
+	struct agency_conf	*c;
+	struct listen_conf	 l;
+	struct runtime_conf	*llama;
+	struct rule_move	*mv;
+	struct model_conf	*m;
+	char			 label[AGENCY_PATH_MAX];
+	int			 lfd;
 
-	memset(&g, 0, sizeof(g));
-	g.max_body = max_body;
-	g.request_timeout = 3000;
-	g.body_timeout = 3000;
-	g.body_buffer = 64 << 20;
-	g.port_lo = 5800;
-	g.port_hi = 5999;
-	h_send(h, IMSG_CONF_START, -1, &g, sizeof(g));
+	ATF_REQUIRE((c = config_new()) != NULL);
+	c->max_body = max_body;
+	c->request_timeout = 3000;
+	c->header_timeout = 0;
+	c->body_timeout = 3000;
+	c->body_buffer = 64 << 20;
+	c->queue_timeout = 0;
+	c->console = 0;
+	ATF_REQUIRE(config_set_globals(&h->ib, c) == 0);
 
 	lfd = listen_any(&h->port);
-	memset(&pl, 0, sizeof(pl));
-	strlcpy(pl.host, "127.0.0.1", sizeof(pl.host));
-	pl.port = h->port;
-	h_send(h, IMSG_CONF_LISTEN, lfd, &pl, sizeof(pl));
+	memset(&l, 0, sizeof(l));
+	strlcpy(l.host, "127.0.0.1", sizeof(l.host));
+	l.port = h->port;
+	ATF_REQUIRE(config_set_listen(&h->ib, &l, &c->tls, lfd) == 0);
 
-	send_runtime(h, "llama", KIND_CHAT, STOPS_ALWAYS, 0);
-	memset(&mv, 0, sizeof(mv));
-	strlcpy(mv.from, "max_completion_tokens", sizeof(mv.from));
-	strlcpy(mv.to, "max_tokens", sizeof(mv.to));
-	h_send(h, IMSG_CONF_MOVE, -1, &mv, sizeof(mv));
-	send_str(h, IMSG_CONF_REFUSE, "logit_bias");
-	send_runtime(h, "keep", KIND_CHAT, STOPS_NEVER, 100);
-	send_runtime(h, "emb", KIND_EMBEDDING, STOPS_ALWAYS, 0);
+	llama = conf_runtime(c, "llama", KIND_CHAT, STOPS_ALWAYS, 0);
+	ATF_REQUIRE((mv = calloc(1, sizeof(*mv))) != NULL);
+	strlcpy(mv->from, "max_completion_tokens", sizeof(mv->from));
+	strlcpy(mv->to, "max_tokens", sizeof(mv->to));
+	TAILQ_INSERT_TAIL(&llama->moves, mv, entry);
+	ATF_REQUIRE(strlist_add(&llama->refuse, "logit_bias") == 0);
+	conf_runtime(c, "keep", KIND_CHAT, STOPS_NEVER, 100);
+	conf_runtime(c, "emb", KIND_EMBEDDING, STOPS_ALWAYS, 0);
+	TAILQ_FOREACH(llama, &c->runtimes, entry)
+		ATF_REQUIRE(config_set_runtime(&h->ib, llama) == 0);
 
-	send_model(h, "alpha", "llama", 0);
-	send_str(h, IMSG_CONF_ALIAS, "a");
-	send_model(h, "beta", "keep", 0);
-	send_model(h, "vec", "emb", 0);
-	h_send(h, IMSG_CONF_END, -1, NULL, 0);
+	m = conf_model(c, "alpha", config_find_runtime(c, "llama"), 0);
+	ATF_REQUIRE(strlist_add(&m->aliases, "a") == 0);
+	conf_model(c, "beta", config_find_runtime(c, "keep"), 0);
+	conf_model(c, "vec", config_find_runtime(c, "emb"), 0);
+	TAILQ_FOREACH(m, &c->models, entry) {
+		snprintf(label, sizeof(label), "model %s", m->name);
+		ATF_REQUIRE(config_set_model(&h->ib, m, label) == 0);
+	}
+	ATF_REQUIRE(config_set_end(&h->ib) == 0);
+	ATF_REQUIRE(imsg_flush(&h->ib) == 0);
+	config_free(c);
 }
 
 static const char	*proxy_user;
@@ -598,21 +607,16 @@ static void
 grant(struct harness *h, uint64_t reqid, uint64_t holdid, uint16_t port,
     const char *upstream)
 {
-	struct proto_grant_head	 g;
-	unsigned char		 buf[sizeof(g) + AGENCY_PATH_MAX + 4];
-	size_t			 n;
+	struct proto_hold_grant	 g;
 
-	/* as agencyd sends it: a head, then upstream and label */
 	memset(&g, 0, sizeof(g));
 	g.reqid = reqid;
 	g.holdid = holdid;
 	g.port = port;
-	n = strlen(upstream) + 1;
-	ATF_REQUIRE(n <= AGENCY_PATH_MAX);
-	memcpy(buf, &g, sizeof(g));
-	memcpy(buf + sizeof(g), upstream, n);
-	memcpy(buf + sizeof(g) + n, "lbl", 4);
-	h_send(h, IMSG_HOLD_GRANTV, -1, buf, sizeof(g) + n + 4);
+	ATF_REQUIRE(strlcpy(g.upstream, upstream, sizeof(g.upstream)) <
+	    sizeof(g.upstream));
+	strlcpy(g.label, "lbl", sizeof(g.label));
+	h_send(h, IMSG_HOLD_GRANT, -1, &g, sizeof(g));
 }
 
 /* Exactly one release for the hold, and no other. */
@@ -755,6 +759,77 @@ ATF_TC_BODY(forward_rewrite, tc)
 	ATF_CHECK_EQ(status_of(r), 200);
 	CHECK_HAS(r, "\"max_tokens\":100");
 	released_once(&h, 78);
+	proxy_stop(&h);
+}
+
+ATF_TC(upstream_request);
+ATF_TC_HEAD(upstream_request, tc)
+{
+	atf_tc_set_md_var(tc, "descr", "the request a model server gets is "
+	    "exactly its line, the model server's Host, the client's "
+	    "end-to-end fields, its length and the body as the grant made "
+	    "it; the answer's header and body reach the client");
+	atf_tc_set_md_var(tc, "timeout", "30");
+}
+ATF_TC_BODY(upstream_request, tc)
+{
+	struct harness		 h;
+	struct proto_hold_req	 hr;
+	struct pollfd		 pfd;
+	const char		*body =
+				    "{\"model\":\"vec-up\",\"input\":\"x\"}";
+	const char		*answer = "HTTP/1.1 200 OK\r\n"
+				    "Content-Type: application/json\r\n"
+				    "Content-Length: 11\r\n\r\n{\"data\":[]}";
+	char			 want[512], got[512], *r;
+	size_t			 len = 0;
+	ssize_t			 n;
+	int64_t			 end;
+	uint16_t		 port;
+	int			 lfd, ufd = -1, fd, wantlen;
+
+	proxy_start(tc, &h, 1 << 20);
+	lfd = listen_any(&port);
+	fd = cl_send(&h, "POST", "/v1/embeddings", NULL, "application/json",
+	    "{\"model\":\"vec\",\"input\":\"x\"}");
+	h_wait(&h, IMSG_HOLD_REQ, &hr, sizeof(hr));
+	grant(&h, hr.reqid, 79, port, "vec-up");
+	wantlen = snprintf(want, sizeof(want), "POST /v1/embeddings "
+	    "HTTP/1.1\r\nHost: 127.0.0.1:%u\r\nContent-Type: "
+	    "application/json\r\nContent-Length: %zu\r\n\r\n%s", port,
+	    strlen(body), body);
+	/* what the model server reads, all of it */
+	end = now_ms() + WAIT_MS;
+	while (len < (size_t)wantlen) {
+		ATF_REQUIRE_MSG(now_ms() < end, "got %zu bytes: %.*s", len,
+		    (int)len, got);
+		pfd.fd = ufd == -1 ? lfd : ufd;
+		pfd.events = POLLIN;
+		if (poll(&pfd, 1, 20) == 0) {
+			h_pump(&h, 0);
+			continue;
+		}
+		if (ufd == -1) {
+			ATF_REQUIRE((ufd = accept(lfd, NULL, NULL)) != -1);
+			continue;
+		}
+		n = read(ufd, got + len, sizeof(got) - 1 - len);
+		ATF_REQUIRE_MSG(n > 0, "the request ended at %zu bytes", len);
+		len += n;
+	}
+	got[len] = '\0';
+	ATF_CHECK_EQ(len, (size_t)wantlen);
+	ATF_CHECK_MSG(memcmp(got, want, wantlen) == 0,
+	    "sent:\n%s\nwanted:\n%s", got, want);
+	ATF_REQUIRE(write(ufd, answer, strlen(answer)) ==
+	    (ssize_t)strlen(answer));
+	r = cl_read(&h, fd);
+	ATF_CHECK_EQ(status_of(r), 200);
+	CHECK_HAS(r, "Content-Length: 11\r\n");
+	CHECK_HAS(r, "\r\n\r\n{\"data\":[]}");
+	released_once(&h, 79);
+	close(ufd);
+	close(lfd);
 	proxy_stop(&h);
 }
 
@@ -1562,6 +1637,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, refusals);
 	ATF_TP_ADD_TC(tp, refusals_queue);
 	ATF_TP_ADD_TC(tp, withdraw);
+	ATF_TP_ADD_TC(tp, upstream_request);
 	ATF_TP_ADD_TC(tp, errors);
 	ATF_TP_ADD_TC(tp, probe_retry);
 	ATF_TP_ADD_TC(tp, status_json);

@@ -336,11 +336,10 @@ ATF_TC_BODY(aliases_checked, tc)
 	/* of another model than the last */
 	(void)strlcpy(al.model, "b", sizeof(al.model));
 	ATF_CHECK(status_add_alias(&s, &al) == -1 && errno == EBADMSG);
-	/* empty, or not ended inside its array */
+	/* empty (one not ended inside its array is proto.c's to refuse:
+	 * proto_test's strings_bounded) */
 	(void)strlcpy(al.model, "a", sizeof(al.model));
 	al.alias[0] = '\0';
-	ATF_CHECK(status_add_alias(&s, &al) == -1 && errno == EBADMSG);
-	memset(al.alias, 'y', sizeof(al.alias));
 	ATF_CHECK(status_add_alias(&s, &al) == -1 && errno == EBADMSG);
 	ATF_CHECK_EQ(s.naliases, 1);
 

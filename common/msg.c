@@ -1,0 +1,250 @@
+/*
+ * Copyright (c) 2026 The agency authors
+ * SPDX-License-Identifier: ISC (see the file LICENSE)
+ */
+/*
+ * Typed payloads, written and read field by field (msg.h).  The only
+ * place a payload's length, a string's NUL or a value's range is
+ * checked.  Calls: imsg.c.
+ */
+#include <sys/types.h>
+
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "imsg.h"
+#include "msg.h"
+
+void
+msg_init(struct msgw *w)
+{
+	w->len = 0;
+	w->err = 0;
+}
+
+void
+msg_add_bytes(struct msgw *w, const void *p, size_t n)
+{
+	if (w->err || n > sizeof(w->buf) - w->len) {
+		w->err = 1;
+		return;
+	}
+	if (n > 0)
+		memcpy(w->buf + w->len, p, n);
+	w->len += n;
+}
+
+void
+msg_add_u16(struct msgw *w, uint16_t v)
+{
+	msg_add_bytes(w, &v, sizeof(v));
+}
+
+void
+msg_add_u32(struct msgw *w, uint32_t v)
+{
+	msg_add_bytes(w, &v, sizeof(v));
+}
+
+void
+msg_add_i32(struct msgw *w, int32_t v)
+{
+	msg_add_u32(w, (uint32_t)v);
+}
+
+void
+msg_add_u64(struct msgw *w, uint64_t v)
+{
+	msg_add_bytes(w, &v, sizeof(v));
+}
+
+void
+msg_add_i64(struct msgw *w, int64_t v)
+{
+	msg_add_u64(w, (uint64_t)v);
+}
+
+void
+msg_add_str(struct msgw *w, const char *s)
+{
+	msg_add_bytes(w, s, strlen(s) + 1);
+}
+
+/* A string kept in an array of size bytes: one that does not end in it
+ * fails the writer rather than be read past. */
+void
+msg_add_strn(struct msgw *w, const char *s, size_t size)
+{
+	size_t	 n = strnlen(s, size);
+
+	if (n == size)
+		w->err = 1;
+	else
+		msg_add_bytes(w, s, n + 1);
+}
+
+int
+msg_compose(struct imsgbuf *ibuf, uint32_t type, uint32_t peerid, int fd,
+    const struct msgw *w)
+{
+	if (w->err) {
+		errno = ERANGE;
+		return (-1);
+	}
+	return (imsg_compose(ibuf, type, peerid, 0, fd, w->buf, w->len));
+}
+
+void
+msg_read_bytes(struct msgr *r, const void *p, size_t len)
+{
+	r->p = p;
+	r->left = p != NULL ? len : 0;
+	r->why = NULL;
+}
+
+void
+msg_read(struct msgr *r, const struct imsg *imsg)
+{
+	msg_read_bytes(r, imsg->data, imsg_get_len(imsg));
+}
+
+void
+msg_fail(struct msgr *r, const char *why)
+{
+	if (r->why == NULL)
+		r->why = why;
+	r->left = 0;
+}
+
+/* n bytes into dst, or zeroes once the reader failed. */
+static void
+take(struct msgr *r, void *dst, size_t n)
+{
+	if (r->why == NULL && n > r->left)
+		msg_fail(r, "too short");
+	if (r->why != NULL) {
+		memset(dst, 0, n);
+		return;
+	}
+	if (n == 0)
+		return;
+	memcpy(dst, r->p, n);
+	r->p += n;
+	r->left -= n;
+}
+
+uint16_t
+msg_get_u16(struct msgr *r)
+{
+	uint16_t	 v;
+
+	take(r, &v, sizeof(v));
+	return (v);
+}
+
+uint32_t
+msg_get_u32(struct msgr *r)
+{
+	uint32_t	 v;
+
+	take(r, &v, sizeof(v));
+	return (v);
+}
+
+int32_t
+msg_get_i32(struct msgr *r)
+{
+	return ((int32_t)msg_get_u32(r));
+}
+
+uint64_t
+msg_get_u64(struct msgr *r)
+{
+	uint64_t	 v;
+
+	take(r, &v, sizeof(v));
+	return (v);
+}
+
+int64_t
+msg_get_i64(struct msgr *r)
+{
+	return ((int64_t)msg_get_u64(r));
+}
+
+int32_t
+msg_get_enum(struct msgr *r, int32_t lo, int32_t hi)
+{
+	int32_t	 v = msg_get_i32(r);
+
+	if (v < lo || v > hi) {
+		msg_fail(r, "a value out of its range");
+		return (lo);
+	}
+	return (v);
+}
+
+int
+msg_get_bool(struct msgr *r)
+{
+	return (msg_get_enum(r, 0, 1));
+}
+
+int64_t
+msg_get_range(struct msgr *r, int64_t lo, int64_t hi)
+{
+	int64_t	 v = msg_get_i64(r);
+
+	if (v < lo || v > hi) {
+		msg_fail(r, "a value out of its range");
+		return (lo);
+	}
+	return (v);
+}
+
+void
+msg_get_str(struct msgr *r, char *dst, size_t size)
+{
+	const unsigned char	*nul;
+	size_t			 n;
+
+	dst[0] = '\0';
+	if (r->why != NULL)
+		return;
+	n = r->left < size ? r->left : size;
+	if (n == 0 || (nul = memchr(r->p, '\0', n)) == NULL) {
+		msg_fail(r, r->left < size ? "a string without its NUL" :
+		    "a string too long");
+		return;
+	}
+	n = nul - r->p + 1;
+	memcpy(dst, r->p, n);
+	r->p += n;
+	r->left -= n;
+}
+
+void
+msg_get_bytes(struct msgr *r, void *dst, size_t n)
+{
+	take(r, dst, n);
+}
+
+size_t
+msg_get_rest(struct msgr *r, const void **p)
+{
+	size_t	 n = r->left;
+
+	*p = r->p;
+	r->p += n;
+	r->left = 0;
+	return (n);
+}
+
+int
+msg_end(struct msgr *r)
+{
+	if (r->why == NULL && r->left > 0)
+		msg_fail(r, "bytes after its last field");
+	return (r->why == NULL ? 0 : -1);
+}
