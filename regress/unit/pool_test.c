@@ -4123,10 +4123,16 @@ ATF_TC_BODY(room_ahead_pure, tc)
 	ATF_REQUIRE_EQ(pool_room(v, 6, 4, &m, 0, 7 * GIB, ROOM_MODE_AHEAD,
 	    &st), ROOM_BEHIND);
 	v[1].state = STATE_READY;
-	/* not fitting now (4 + 1 > 4.5): behind, and it stops nothing */
+	/* not fitting now (4 + 1 > 4.5): behind, and it stops nothing,
+	 * though with no claim it would fit once the lazy ones are gone */
 	ATF_REQUIRE_EQ(pool_room(v, 6, 4, &m, 0, 4 * GIB + GIB / 2,
 	    ROOM_MODE_AHEAD, &st), ROOM_BEHIND);
 	ATF_REQUIRE_EQ(st.n, 0);
+	v[3].claim = 0;
+	ATF_REQUIRE_EQ(pool_room(v, 6, 4, &m, 0, 4 * GIB + GIB / 2,
+	    ROOM_MODE_AHEAD, &st), ROOM_BEHIND);
+	ATF_REQUIRE_EQ(st.n, 0);
+	v[3].claim = 1;
 	/* The measured memory, no budget: what runs is in it already.  3
 	 * available holds 1 now, and the claimed 5 + 1 once the idle and
 	 * busy lazy ones (3) are stopped: 3 + 3 >= 6. */
