@@ -14,6 +14,9 @@
  *
  * The exit status says what went wrong (ctl.h, CTL_EXIT_*): the command
  * line, no agencyd to answer, a refusal, or a model that failed.
+ *
+ * Calls: import.c, show.c, common/config.c, common/imsg.c,
+ * common/msg.c, common/proto.c.
  */
 #include <sys/types.h>
 #include <sys/ioctl.h>

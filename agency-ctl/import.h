@@ -4,7 +4,8 @@
  */
 /*
  * agency-ctl import llama-swap: what the importer's files share.  The
- * calls go one way: import.c (the mapping and the writing) uses
+ * calls go one way: import*.c (the mapping and the writing, see
+ * import_priv.h) use
  * lscmd.c (command lines), lsmacro.c (llama-swap's macros) and
  * yamlread.c (the bounded YAML reader); none of those uses another.
  */

@@ -10,6 +10,8 @@
  * command template (agencyd/spawn.c): quoted where they must be, a
  * literal % doubled, the markers of import.h as %p, %m and %u.  Pure
  * functions.
+ *
+ * Calls: none.
  */
 #include <sys/types.h>
 

@@ -11,6 +11,8 @@
  * a number or a bool is written as llama-swap (Go's %v) writes it: 1.0
  * is "1", 1e6 is "1e+06".  Pure string functions, bounded by
  * MACRO_EXPAND_MAX.
+ *
+ * Calls: none.
  */
 #include <sys/types.h>
 

@@ -6,6 +6,8 @@
  * agency-ctl's output: the status table, its JSON form, and the small
  * formatters they use.  Nothing here touches a socket or the clock; the
  * caller passes the time and the width, so the output can be tested.
+ *
+ * Calls: common/proto.c, common/status_json.c.
  */
 #include <sys/types.h>
 

@@ -10,6 +10,8 @@
  * are refused with the line and what to write instead.  The bounds
  * (import.h) hold whatever the file is: its size is checked by the
  * caller, the depth, the number of nodes and each scalar's length here.
+ *
+ * Calls: none.
  */
 #include <sys/types.h>
 
@@ -38,6 +40,8 @@ static int	yread_fail(struct yread *, int, const char *, ...)
 		    __attribute__((__format__ (printf, 3, 4)));
 static int	yread_event(struct yread *, const yaml_event_t *);
 static int	yread_add(struct yread *, struct ynode *);
+static int	yread_scalar(struct yread *, struct ynode *, const yaml_event_t *,
+		    int);
 static int	yread_keys(struct yread *, const struct ynode *);
 static int	key_cmp(const void *, const void *);
 
@@ -97,13 +101,60 @@ ytree_read(const char *buf, size_t len, int *line, char *err, size_t errlen)
 	return (r.root);
 }
 
+/* A scalar's node n (new, freed on failure) filled from ev and added. */
+static int
+yread_scalar(struct yread *r, struct ynode *n, const yaml_event_t *ev,
+    int line)
+{
+	size_t		 i;
+
+	n->kind = YN_SCALAR;
+	n->len = ev->data.scalar.length;
+	switch (ev->data.scalar.style) {
+	case YAML_SINGLE_QUOTED_SCALAR_STYLE:
+	case YAML_DOUBLE_QUOTED_SCALAR_STYLE:
+		n->style = YS_QUOTED;
+		break;
+	case YAML_LITERAL_SCALAR_STYLE:
+	case YAML_FOLDED_SCALAR_STYLE:
+		n->style = YS_BLOCK;
+		break;
+	default:
+		n->style = YS_PLAIN;
+		break;
+	}
+	if (n->len > YAML_STR_MAX) {
+		free(n);
+		return (yread_fail(r, line, "a string of more than "
+		    "%d bytes", YAML_STR_MAX));
+	}
+	/* Control characters are the markers of lsmacro.c. */
+	for (i = 0; i < n->len; i++) {
+		if ((ev->data.scalar.value[i] < 0x20 &&
+		    ev->data.scalar.value[i] != '\t' &&
+		    ev->data.scalar.value[i] != '\n') ||
+		    ev->data.scalar.value[i] == 0x7f) {
+			free(n);
+			return (yread_fail(r, line, "a control "
+			    "character (0x%02x) in a string",
+			    ev->data.scalar.value[i]));
+		}
+	}
+	if ((n->str = malloc(n->len + 1)) == NULL) {
+		free(n);
+		return (yread_fail(r, line, "out of memory"));
+	}
+	memcpy(n->str, ev->data.scalar.value, n->len);
+	n->str[n->len] = '\0';
+	return (yread_add(r, n));
+}
+
 static int
 yread_event(struct yread *r, const yaml_event_t *ev)
 {
 	struct ynode	*n;
 	int		 line = (int)ev->start_mark.line + 1;
 	const unsigned char *anchor = NULL, *tag = NULL;
-	size_t		 i;
 
 	switch (ev->type) {
 	case YAML_STREAM_START_EVENT:
@@ -169,45 +220,7 @@ yread_event(struct yread *r, const yaml_event_t *ev)
 	n->line = line;
 	switch (ev->type) {
 	case YAML_SCALAR_EVENT:
-		n->kind = YN_SCALAR;
-		n->len = ev->data.scalar.length;
-		switch (ev->data.scalar.style) {
-		case YAML_SINGLE_QUOTED_SCALAR_STYLE:
-		case YAML_DOUBLE_QUOTED_SCALAR_STYLE:
-			n->style = YS_QUOTED;
-			break;
-		case YAML_LITERAL_SCALAR_STYLE:
-		case YAML_FOLDED_SCALAR_STYLE:
-			n->style = YS_BLOCK;
-			break;
-		default:
-			n->style = YS_PLAIN;
-			break;
-		}
-		if (n->len > YAML_STR_MAX) {
-			free(n);
-			return (yread_fail(r, line, "a string of more than "
-			    "%d bytes", YAML_STR_MAX));
-		}
-		/* Control characters are the markers of lsmacro.c. */
-		for (i = 0; i < n->len; i++) {
-			if ((ev->data.scalar.value[i] < 0x20 &&
-			    ev->data.scalar.value[i] != '\t' &&
-			    ev->data.scalar.value[i] != '\n') ||
-			    ev->data.scalar.value[i] == 0x7f) {
-				free(n);
-				return (yread_fail(r, line, "a control "
-				    "character (0x%02x) in a string",
-				    ev->data.scalar.value[i]));
-			}
-		}
-		if ((n->str = malloc(n->len + 1)) == NULL) {
-			free(n);
-			return (yread_fail(r, line, "out of memory"));
-		}
-		memcpy(n->str, ev->data.scalar.value, n->len);
-		n->str[n->len] = '\0';
-		return (yread_add(r, n));
+		return (yread_scalar(r, n, ev, line));
 	case YAML_SEQUENCE_START_EVENT:
 	case YAML_MAPPING_START_EVENT:
 		n->kind = ev->type == YAML_SEQUENCE_START_EVENT ? YN_SEQ :

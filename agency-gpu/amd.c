@@ -21,7 +21,7 @@
  * GiB).  Reading another process's fdinfo needs its uid or ptrace
  * rights: the probe runs as the model user (gpu.c's head).
  *
- * Calls: snapshot.c.
+ * Calls: snapshot.c, common/log.c.
  */
 #include <sys/types.h>
 #include <sys/stat.h>

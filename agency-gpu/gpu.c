@@ -32,7 +32,8 @@
  * reach either): the NVML library's path, and the roots of sysfs and
  * /proc, so that the suite's stand-ins take the place of the real ones.
  *
- * Calls: snapshot.c, nvml.c, amd.c, sandbox.c.
+ * Calls: snapshot.c, nvml.c, amd.c, sandbox.c, common/imsg.c,
+ * common/log.c.
  */
 #include <sys/types.h>
 #include <sys/stat.h>

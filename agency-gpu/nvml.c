@@ -17,7 +17,7 @@
  * pid, the used bytes (all ones when not available), and two unsigned
  * ints of MIG instances; the _v1 call's has only the first two.
  *
- * Calls: snapshot.c.
+ * Calls: snapshot.c, common/log.c.
  */
 #include <dlfcn.h>
 #include <stdio.h>

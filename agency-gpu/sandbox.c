@@ -26,7 +26,7 @@
  *     be added here.
  *
  * gpu_selftest (-Z DIR) applies the same and tries what it forbids.
- * Calls no other file of agency-gpu.
+ * Calls: common/log.c.
  */
 #include <sys/types.h>
 #include <sys/mman.h>

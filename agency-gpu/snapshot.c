@@ -9,7 +9,7 @@
  * here, and said once, rather than have agencyd take the probe for a
  * liar and restart it again and again.
  *
- * Calls no other file of agency-gpu.
+ * Calls: common/log.c.
  */
 #include <stdlib.h>
 #include <string.h>

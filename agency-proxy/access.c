@@ -24,7 +24,7 @@
  * no key's is ignored for such a client, since the OpenAI clients
  * always send one, a placeholder where the socket needs none.
  *
- * Calls: rules.c; common/sha256.c.
+ * Calls: rules.c, common/config.c, common/sha256.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>

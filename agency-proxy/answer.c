@@ -12,7 +12,7 @@
  * holds each status's reason phrase and, for the statuses conn.c refuses
  * a request with, the error's code and message.
  *
- * Calls: conn.c (to write), buf.c.
+ * Calls: conn.c (to write), buf.c, common/log.c.
  */
 #include <sys/types.h>
 

@@ -8,6 +8,8 @@
  * model servers: its size doubles from the size its user starts it at,
  * up to a limit.  Calls no other file of
  * agency-proxy.
+ *
+ * Calls: none.
  */
 #include <sys/types.h>
 

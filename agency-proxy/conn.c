@@ -18,7 +18,7 @@
  * client sends is only kept, up to CONN_PIPELINE_MAX.
  *
  * Calls: conn_tls.c, conn_budget.c, h1.c, buf.c, scan.c, multipart.c,
- * state.c.
+ * state.c, common/log.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>

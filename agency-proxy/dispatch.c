@@ -13,7 +13,8 @@
  * proxy.c, which registers it with parent.c.
  *
  * Calls: http.c, status.c, forward.c, events.c, probe.c, sandbox.c,
- * parent.c, state.c.
+ * parent.c, state.c, common/config.c, common/confimsg.c, common/imsg.c,
+ * common/log.c, common/proto.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>
@@ -68,7 +69,7 @@ dispatch_imsg(struct imsg *imsg)
 		status_record(&u.status);
 		break;
 	case IMSG_STATUS_END:
-		status_end(u.reqid.reqid);
+		status_end(&u.status_end);
 		break;
 	case IMSG_CANCEL:
 		dispatch_cancel(&u.cancel);

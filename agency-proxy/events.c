@@ -15,11 +15,14 @@
  * made from the mirror (or resumes from the backlog); the summary of
  * requests and tokens per model is made here every EVENTS_SUMMARY_MS
  * from metrics.c's counters, and the last 15 minutes of them go with a
- * snapshot.  A subscriber's connection is its own: the hub writes to it
- * while it keeps up, and aborts it when its unsent output would go over
- * EVENTS_SUB_QUEUED.
+ * snapshot, as do the last changes an operator reads (state, reload and
+ * cancel events, bounded in count and bytes), so that a console opened
+ * now shows what just happened.  A subscriber's connection is its own:
+ * the hub writes to it while it keeps up, and aborts it when its unsent
+ * output would go over EVENTS_SUB_QUEUED.
  *
- * Calls: sse.c, answer.c, metrics.c, conn.c, parent.c, state.c.
+ * Calls: sse.c, answer.c, metrics.c, conn.c, parent.c, state.c,
+ * common/config.c, common/log.c, common/proto.c, common/status_json.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>
@@ -38,6 +41,8 @@
 
 #define EVENTS_SUMMARY_MS	5000
 #define EVENTS_HISTORY		180	/* summaries: 15 minutes */
+#define EVENTS_RECENT		100	/* changes a snapshot repeats */
+#define EVENTS_RECENT_BYTES	(64 * 1024)
 #define EVENTS_PING_S		15
 #define EVENTS_BACKLOG		1024	/* events */
 #define EVENTS_BACKLOG_BYTES	(256 * 1024)
@@ -95,6 +100,18 @@ struct pend {
 								 * the log */
 };
 
+/*
+ * The last events of a kind, oldest first: a ring of JSON objects held
+ * here, bounded in count and (when maxbytes is not 0) in the bytes of
+ * their text.
+ */
+struct jring {
+	json_object		**v;
+	size_t			*len;	/* of each one's text; or NULL */
+	size_t			 cap, maxbytes;
+	size_t			 first, n, bytes;
+};
+
 static struct evmodels	 models = TAILQ_HEAD_INITIALIZER(models);
 static struct evmodels	 nmodels = TAILQ_HEAD_INITIALIZER(nmodels);
 static struct evsubs	 subs = TAILQ_HEAD_INITIALIZER(subs);
@@ -104,8 +121,13 @@ static size_t		 npends;
 static struct sse_hub	*hub;
 static struct proto_ev_memory mem;
 static int		 have_mem, syncing, synced;
-static json_object	*history[EVENTS_HISTORY];
-static size_t		 hfirst, hcount;
+static json_object	*history_v[EVENTS_HISTORY];
+static struct jring	 history = { history_v, NULL, EVENTS_HISTORY, 0,
+			    0, 0, 0 };
+static json_object	*recent_v[EVENTS_RECENT];
+static size_t		 recent_len[EVENTS_RECENT];
+static struct jring	 recent = { recent_v, recent_len, EVENTS_RECENT,
+			    EVENTS_RECENT_BYTES, 0, 0, 0 };
 static struct event	 summary_ev, ping_ev;
 static uint64_t		 dropped;
 
@@ -168,16 +190,25 @@ change_name(int32_t c)
 		return ("load-failed");
 	case CHANGE_EXITED:
 		return ("exited");
+	case CHANGE_REFUSED:
+		return ("refused");
+	case CHANGE_STOPPED:
+		return ("stopped");
 	default:
 		return (NULL);
 	}
 }
 
-/* A model's record, as GET /v1/agency/status and the events show it. */
+/*
+ * A model's record, as GET /v1/agency/status and the events show it:
+ * with the reason of its last change and whom an eviction was for, so
+ * that a console opened after the change still says why.
+ */
 json_object *
 events_record(const struct proto_status *st, const struct pmodel *pm)
 {
 	json_object	*o, *a;
+	const char	*why;
 	size_t		 i;
 
 	if ((a = json_object_new_array()) == NULL)
@@ -188,6 +219,11 @@ events_record(const struct proto_status *st, const struct pmodel *pm)
 			    json_object_new_string(pm->aliases.v[i]));
 	if ((o = status_json(st, a)) == NULL)
 		fatal("%s", __func__);
+	why = change_name(st->change);
+	json_object_object_add(o, "reason", why != NULL ?
+	    json_object_new_string(why) : NULL);
+	json_object_object_add(o, "for", st->change_for[0] != '\0' ?
+	    json_object_new_string(st->change_for) : NULL);
 	return (o);
 }
 
@@ -229,13 +265,88 @@ text(json_object *o)
 	    JSON_C_TO_STRING_NOSLASHESCAPE));
 }
 
+static void
+jring_drop_first(struct jring *j)
+{
+	json_object_put(j->v[j->first]);
+	if (j->len != NULL)
+		j->bytes -= j->len[j->first];
+	j->first = (j->first + 1) % j->cap;
+	j->n--;
+}
+
+/* Keep o (held here from now on), the oldest going to make room. */
+static void
+jring_push(struct jring *j, json_object *o)
+{
+	size_t	 i, len = 0;
+
+	if (j->len != NULL)
+		len = strlen(text(o));
+	while (j->n > 0 && (j->n == j->cap || (j->maxbytes > 0 &&
+	    j->bytes + len > j->maxbytes)))
+		jring_drop_first(j);
+	i = (j->first + j->n++) % j->cap;
+	j->v[i] = o;
+	if (j->len != NULL) {
+		j->len[i] = len;
+		j->bytes += len;
+	}
+}
+
+/* What the ring holds, oldest first, as a new array. */
+static json_object *
+jring_array(const struct jring *j)
+{
+	json_object	*a = json_object_new_array();
+	size_t		 i;
+
+	for (i = 0; i < j->n; i++)
+		json_object_array_add(a,
+		    json_object_get(j->v[(j->first + i) % j->cap]));
+	return (a);
+}
+
+/*
+ * An event a console lists, as the snapshot repeats it: its type and id,
+ * and its members but the whole records and the memory, which the
+ * snapshot has as they are now.
+ */
+static void
+recent_keep(const char *type, uint64_t seq, json_object *o)
+{
+	json_object	*e;
+	char		 id[32];
+
+	if (strcmp(type, "state") != 0 && strcmp(type, "reload") != 0 &&
+	    strcmp(type, "cancel") != 0)
+		return;
+	sse_id(id, sizeof(id), sse_stream(hub), seq);
+	e = json_object_new_object();
+	json_object_object_add(e, "type", json_object_new_string(type));
+	json_object_object_add(e, "id", json_object_new_string(id));
+	json_object_object_foreach(o, key, val) {
+		if (strcmp(key, "record") == 0 ||
+		    strcmp(key, "models") == 0 || strcmp(key, "memory") == 0)
+			continue;
+		json_object_object_add(e, key, json_object_get(val));
+	}
+	jring_push(&recent, e);
+}
+
 /* Publish an event of type with o (put here) on the events hub. */
 static void
 publish(const char *type, json_object *o)
 {
-	if (hub != NULL && sse_publish(hub, type, text(o)) == 0)
-		log_warnx("%s: a %s event could not be published", __func__,
-		    type);
+	uint64_t	 seq;
+
+	if (hub != NULL) {
+		if ((seq = sse_publish(hub, type, text(o))) == 0)
+			log_warnx("%s: a %s event could not be published",
+			    __func__, type);
+		else
+			recent_keep(type, seq, o);
+	}
 	json_object_put(o);
 }
 
@@ -252,9 +363,8 @@ ev_new(int64_t t)
 static json_object *
 snapshot_json(void)
 {
-	json_object	*o, *h;
+	json_object	*o;
 	char		 stream[16];
-	size_t		 i;
 
 	o = ev_new(0);
 	(void)snprintf(stream, sizeof(stream), "%08x", sse_stream(hub));
@@ -263,11 +373,8 @@ snapshot_json(void)
 	json_object_object_add(o, "models", models_json());
 	json_object_object_add(o, "summaryMs",
 	    json_object_new_int64(EVENTS_SUMMARY_MS));
-	h = json_object_new_array();
-	for (i = 0; i < hcount; i++)
-		json_object_array_add(h, json_object_get(
-		    history[(hfirst + i) % EVENTS_HISTORY]));
-	json_object_object_add(o, "history", h);
+	json_object_object_add(o, "history", jring_array(&history));
+	json_object_object_add(o, "recent", jring_array(&recent));
 	return (o);
 }
 
@@ -1006,12 +1113,7 @@ summary_tick(int fd, short ev, void *arg)
 	}
 	json_object_object_add(o, "models", ms);
 	/* the history keeps it without the memory */
-	if (hcount == EVENTS_HISTORY) {
-		json_object_put(history[hfirst]);
-		hfirst = (hfirst + 1) % EVENTS_HISTORY;
-		hcount--;
-	}
-	history[(hfirst + hcount++) % EVENTS_HISTORY] = json_object_get(o);
+	jring_push(&history, json_object_get(o));
 	/* the event: the same members (shared, neither changes again),
 	 * and the memory */
 	e = json_object_new_object();

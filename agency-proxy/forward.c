@@ -20,7 +20,7 @@
  * x-api-key) never go on to the model.
  *
  * Calls: relay.c, upstream.c, answer.c, metrics.c, conn.c, parent.c,
- * keyq.c, splice.c, rules.c, multipart.c, h1.c, state.c.
+ * keyq.c, splice.c, rules.c, multipart.c, h1.c, state.c, common/log.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>

@@ -53,7 +53,7 @@
  *    client's expectation is ignored).
  * On an error m holds whatever was parsed before it.
  *
- * Calls no other file of agency-proxy (fuzz_h1 links it alone).
+ * Calls: none (fuzz_h1 links it alone).
  */
 #include <sys/types.h>
 

@@ -13,7 +13,8 @@
  *
  * Calls: forward.c, status.c, events.c, answer.c, metrics.c, conn.c,
  * access.c, rules.c, scan.c, splice.c, multipart.c, routes.c, utf8.c,
- * h1.c, console_assets.c, state.c, conn_tls.c.
+ * h1.c, console_assets.c, state.c, conn_tls.c, common/config.c,
+ * common/log.c, common/sha256.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>

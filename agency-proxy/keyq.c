@@ -14,7 +14,7 @@
  * asks agencyd for a hold; past its slot, it is in the pool's queue like
  * any other.
  *
- * Calls no other file of agency-proxy.
+ * Calls: none.
  */
 #include <sys/types.h>
 #include <sys/queue.h>

@@ -10,7 +10,7 @@
  * client connections' figures (status.c hands them over).  The proxy's
  * counts start at zero with it; agencyd's survive a proxy restart.
  *
- * Calls no other file of agency-proxy.
+ * Calls: common/proto.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>

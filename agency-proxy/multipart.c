@@ -34,6 +34,8 @@
  * body; a part's data (a file) is looked at 32 to 128 bytes a step,
  * or not at all when marks (multipart_mark, taken as the body came in)
  * say where its delimiters may be.
+ *
+ * Calls: none.
  */
 #include <sys/types.h>
 

@@ -7,8 +7,33 @@
  * /api/tags, /api/ps, /api/show and /api/version; the answer to a
  * request that only loads (or stops) a model; and the refusal of the
  * routes that manage models, since agency serves the models its
- * configuration names.  The fields, in the order Ollama's Go types
- * write them, and what agency puts in each:
+ * configuration names.  The fields are listed above put_name.
+ *
+ * Calls: ollama_out.c, rules.c (rerr_set), routes.c (routes_kind_name),
+ * common/sha256.c.
+ */
+#include <sys/types.h>
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "proxy.h"
+#include "ollama.h"
+#include "routes.h"
+#include "sha256.h"
+
+#define NS		1000000000LL
+
+/* The routes of Ollama's that change its store of models. */
+static const char *const	 managing[] = {
+	"/api/pull", "/api/push", "/api/create", "/api/copy", "/api/delete",
+	"/api/blobs/",
+};
+
+/*
+ * The fields, in the order Ollama's Go types write them, and what
+ * agency puts in each:
  *
  *   name, model     the served name (and each alias, an entry of its
  *                   own), with ":latest" when it has no tag, as Ollama
@@ -34,28 +59,7 @@
  *   model_info      (show) agency.runtime, agency.kind, agency.aliases
  *                   and FAMILY.context_length where known; never the
  *                   upstream's path
- *
- * Calls: ollama_out.c, rules.c (rerr_set), routes.c (routes_kind_name),
- * common's sha256.c.
  */
-#include <sys/types.h>
-
-#include <stdlib.h>
-#include <string.h>
-#include <strings.h>
-
-#include "proxy.h"
-#include "ollama.h"
-#include "routes.h"
-#include "sha256.h"
-
-#define NS		1000000000LL
-
-/* The routes of Ollama's that change its store of models. */
-static const char *const	 managing[] = {
-	"/api/pull", "/api/push", "/api/create", "/api/copy", "/api/delete",
-	"/api/blobs/",
-};
 
 /* A name as Ollama lists one: with a tag. */
 static int

@@ -7,19 +7,11 @@
  * stream of OpenAI chunks into NDJSON lines as it comes, a whole answer
  * into one object, embeddings, and errors into {"error":"..."}.
  *
- * A chunk is read by a reader of our own, not json-c: json-c builds a
- * tree of every chunk (about 9 us for a 250-byte one here, some forty
- * times the cost of passing the chunk on as it is), where the reader
- * passes over it once, holds the few fields it wants as spans of the
- * chunk's own bytes, and the line is written from those.  A string that
- * goes into a line (a text, a tool call's parts, logprobs, an error's
- * message) is checked as strict JSON (escapes, UTF-8, no control
- * character) and goes in as the server wrote it, never unescaped and
- * escaped again; the strings of the fields passed over (ids, names of
- * members, the model's path) are only read to their closing quote,
- * which was a third of the cost.  A chunk whose structure is not JSON,
- * or whose text is not strict JSON, ends the stream with an error line:
- * the lines a client gets always read (the fuzzer holds them to it).
+ * A chunk is read by ollama_json.c's reader, which holds the few fields
+ * wanted as spans of the chunk's own bytes; the line is written from
+ * those.  A chunk whose structure is not JSON, or whose text is not
+ * strict JSON, ends the stream with an error line: the lines a client
+ * gets always read (the fuzzer holds them to it).
  *
  * What a stream holds, besides a few numbers: the SSE line or event a
  * piece ended in the middle of (up to OLLAMA_EVENT_MAX each), and the
@@ -28,24 +20,7 @@
  * one object when it is complete, its arguments an object as Ollama has
  * them rather than OpenAI's string.
  *
- * The numbers of the last line, in ns (Ollama's durations), where each
- * comes from:
- *   total_duration        now - times.start (the request read whole)
- *   load_duration         times.granted - times.start: the wait for
- *                         the hold, a load of the model included
- *   prompt_eval_count     usage.prompt_tokens
- *   prompt_eval_duration  timings.prompt_ms (llama-server's), else the
- *                         wait for the first token after the request
- *                         went (first - times.sent); not known for a
- *                         whole answer without timings
- *   eval_count            usage.completion_tokens, else the chunks that
- *                         carried tokens (a token each, as the servers
- *                         send them)
- *   eval_duration         timings.predicted_ms, else now - first (a
- *                         whole answer: now - times.sent)
- * Each is left out when 0, as Ollama leaves them.
- *
- * Calls: ollama_out.c, utf8.c, buf.c, common's sha256.c (hex_value).
+ * Calls: ollama_json.c, ollama_out.c, buf.c.
  */
 #include <sys/types.h>
 
@@ -57,23 +32,7 @@
 #include "proxy.h"
 #include "ollama.h"
 #include "sha256.h"
-
-#define FIRST		256	/* a buffer's first size */
-
-/* A JSON reader over bytes. */
-struct jr {
-	const unsigned char	*p;
-	const unsigned char	*end;
-	int			 depth;
-	int			 copying;	/* in jr_copy: names strict */
-};
-
-/* A span of a JSON string's bytes, between its quotes, as written. */
-struct span {
-	const char	*s;
-	size_t		 len;
-	int		 set;		/* a string (not absent or null) */
-};
+#include "ollama_json.h"
 
 /* What a chunk, or a whole answer, says. */
 struct said {
@@ -87,471 +46,6 @@ struct said {
 	int		 pieces;	/* tool call pieces it carried */
 };
 
-static int	 jr_skip(struct jr *);
-
-/* A reader over len bytes at d (an empty buffer's d may be NULL). */
-static void
-jr_init(struct jr *j, const char *d, size_t len)
-{
-	j->p = len > 0 ? (const unsigned char *)d :
-	    (const unsigned char *)"";
-	j->end = j->p + len;
-	j->depth = 0;
-	j->copying = 0;
-}
-
-static inline void
-ws(struct jr *j)
-{
-	while (j->p < j->end && *j->p <= ' ' && (*j->p == ' ' ||
-	    *j->p == '\t' || *j->p == '\n' || *j->p == '\r'))
-		j->p++;
-}
-
-/* The bytes that end a run of plain string bytes: a quote, a
- * backslash, a control character, the first of a UTF-8 sequence. */
-static const unsigned char	 special[256] = {
-	[0x00 ... 0x1f] = 1, ['"'] = 1, ['\\'] = 1, [0x80 ... 0xff] = 1,
-};
-
-/*
- * A string at p (its quote) that is not passed on (a name compared, a
- * value passed over): only its end found, the first quote that no
- * backslash escapes.  Its bytes in *s (*len), p past it.
- */
-static inline int
-jr_pass(struct jr *j, const char **s, size_t *len)
-{
-	const unsigned char	*q, *b, *from = j->p + 1;
-
-	if (j->p >= j->end || *j->p != '"')
-		return (-1);
-	for (;;) {
-		if ((q = memchr(from, '"', j->end - from)) == NULL)
-			return (-1);
-		for (b = q; b > j->p + 1 && b[-1] == '\\'; b--)
-			;
-		if ((q - b) % 2 == 0)
-			break;
-		from = q + 1;
-	}
-	*s = (const char *)j->p + 1;
-	*len = q - j->p - 1;
-	j->p = q + 1;
-	return (0);
-}
-
-/* A string at p (its quote) that is passed on: strict JSON (escapes,
- * UTF-8, no control character).  Its bytes in *s (*len), p past it. */
-static inline int
-jr_string(struct jr *j, const char **s, size_t *len)
-{
-	const unsigned char	*p = j->p + 1, *e = j->end;
-	size_t			 n;
-
-	if (j->p >= e || *j->p != '"')
-		return (-1);
-	while (p < e) {
-		/* four plain bytes a step, where they are */
-		while (e - p >= 4 && !(special[p[0]] | special[p[1]] |
-		    special[p[2]] | special[p[3]]))
-			p += 4;
-		while (p < e && !special[*p])
-			p++;
-		if (p >= e)
-			break;
-		if (*p == '"') {
-			*s = (const char *)j->p + 1;
-			*len = p - j->p - 1;
-			j->p = p + 1;
-			return (0);
-		}
-		if (*p == '\\') {
-			if (e - p < 2)
-				return (-1);
-			switch (p[1]) {
-			case '"': case '\\': case '/': case 'b': case 'f':
-			case 'n': case 'r': case 't':
-				p += 2;
-				break;
-			case 'u':
-				if (e - p < 6 || hex_value(p[2]) == -1 ||
-				    hex_value(p[3]) == -1 ||
-				    hex_value(p[4]) == -1 || hex_value(p[5]) == -1)
-					return (-1);
-				p += 6;
-				break;
-			default:
-				return (-1);
-			}
-		} else if (*p < 0x20)
-			return (-1);
-		else if (*p >= 0x80) {
-			if ((n = utf8_seq(p, e - p)) == 0)
-				return (-1);
-			p += n;
-		} else
-			p++;
-	}
-	return (-1);
-}
-
-/* -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? */
-static int
-jr_number(struct jr *j, const char **s, size_t *len)
-{
-	const unsigned char	*p = j->p, *e = j->end;
-
-	if (p < e && *p == '-')
-		p++;
-	if (p >= e)
-		return (-1);
-	if (*p == '0')
-		p++;
-	else if (*p >= '1' && *p <= '9')
-		while (p < e && *p >= '0' && *p <= '9')
-			p++;
-	else
-		return (-1);
-	if (p < e && *p == '.') {
-		if (++p >= e || *p < '0' || *p > '9')
-			return (-1);
-		while (p < e && *p >= '0' && *p <= '9')
-			p++;
-	}
-	if (p < e && (*p == 'e' || *p == 'E')) {
-		if (++p < e && (*p == '+' || *p == '-'))
-			p++;
-		if (p >= e || *p < '0' || *p > '9')
-			return (-1);
-		while (p < e && *p >= '0' && *p <= '9')
-			p++;
-	}
-	*s = (const char *)j->p;
-	*len = p - j->p;
-	j->p = p;
-	return (0);
-}
-
-static int
-jr_word(struct jr *j, const char *w)
-{
-	size_t	 n = strlen(w);
-
-	if ((size_t)(j->end - j->p) < n || memcmp(j->p, w, n) != 0)
-		return (-1);
-	j->p += n;
-	return (0);
-}
-
-/* Whether the value at p is null (then p is past it). */
-static int
-jr_null(struct jr *j)
-{
-	ws(j);
-	return (j->p < j->end && *j->p == 'n' && jr_word(j, "null") == 0);
-}
-
-/* Into an object or array: p past its opening byte. */
-static int
-jr_open(struct jr *j, unsigned char c)
-{
-	ws(j);
-	if (j->p >= j->end || *j->p != c || ++j->depth > OLLAMA_DEPTH)
-		return (-1);
-	j->p++;
-	return (0);
-}
-
-/*
- * The next member of an object (*first: none read yet): 1 with its
- * name, p on its value; 0 past the closing brace; -1 when not JSON.
- */
-static inline int
-jr_member(struct jr *j, int *first, const char **k, size_t *klen)
-{
-	ws(j);
-	if (j->p >= j->end)
-		return (-1);
-	if (*j->p == '}') {
-		j->p++;
-		j->depth--;
-		return (0);
-	}
-	if (!*first) {
-		if (*j->p++ != ',')
-			return (-1);
-		ws(j);
-	}
-	*first = 0;
-	if ((j->copying ? jr_string(j, k, klen) : jr_pass(j, k, klen)) == -1)
-		return (-1);
-	ws(j);
-	if (j->p >= j->end || *j->p++ != ':')
-		return (-1);
-	ws(j);
-	return (1);
-}
-
-/* The next element of an array: 1 with p on it, 0 past the closing
- * bracket, -1. */
-static int
-jr_element(struct jr *j, int *first)
-{
-	ws(j);
-	if (j->p >= j->end)
-		return (-1);
-	if (*j->p == ']') {
-		j->p++;
-		j->depth--;
-		return (0);
-	}
-	if (!*first && *j->p++ != ',')
-		return (-1);
-	*first = 0;
-	ws(j);
-	return (1);
-}
-
-static inline int
-is(const char *k, size_t klen, const char *w)
-{
-	return (klen == strlen(w) && memcmp(k, w, klen) == 0);
-}
-
-/* Any value, p past it. */
-static int
-jr_skip(struct jr *j)
-{
-	const char	*s;
-	size_t		 len;
-	int		 first = 1, r;
-
-	ws(j);
-	if (j->p >= j->end)
-		return (-1);
-	switch (*j->p) {
-	case '"':
-		return (jr_pass(j, &s, &len));
-	case '{':
-		if (jr_open(j, '{') == -1)
-			return (-1);
-		while ((r = jr_member(j, &first, &s, &len)) == 1)
-			if (jr_skip(j) == -1)
-				return (-1);
-		return (r);
-	case '[':
-		if (jr_open(j, '[') == -1)
-			return (-1);
-		while ((r = jr_element(j, &first)) == 1)
-			if (jr_skip(j) == -1)
-				return (-1);
-		return (r);
-	case 't':
-		return (jr_word(j, "true"));
-	case 'f':
-		return (jr_word(j, "false"));
-	case 'n':
-		return (jr_word(j, "null"));
-	default:
-		return (jr_number(j, &s, &len));
-	}
-}
-
-static int	 jr_copy_in(struct jr *, struct buf *);
-
-/* Any value, strict, onto out without the white space between its
- * tokens. */
-static int
-jr_copy(struct jr *j, struct buf *out)
-{
-	int	 was = j->copying, r;
-
-	j->copying = 1;
-	r = jr_copy_in(j, out);
-	j->copying = was;
-	return (r);
-}
-
-static int
-jr_copy_in(struct jr *j, struct buf *out)
-{
-	const unsigned char	*from;
-	const char		*s;
-	size_t			 len, n = 0;
-	int			 first = 1, r;
-
-	ws(j);
-	if (j->p >= j->end)
-		return (-1);
-	switch (*j->p) {
-	case '{':
-		if (jr_open(j, '{') == -1 || ollama_put(out, "{", 1) == -1)
-			return (-1);
-		while ((r = jr_member(j, &first, &s, &len)) == 1)
-			if ((n++ > 0 && ollama_put(out, ",", 1) == -1) ||
-			    ollama_put(out, "\"", 1) == -1 ||
-			    ollama_put(out, s, len) == -1 ||
-			    ollama_put(out, "\":", 2) == -1 ||
-			    jr_copy_in(j, out) == -1)
-				return (-1);
-		return (r == 0 ? ollama_put(out, "}", 1) : -1);
-	case '[':
-		if (jr_open(j, '[') == -1 || ollama_put(out, "[", 1) == -1)
-			return (-1);
-		while ((r = jr_element(j, &first)) == 1)
-			if ((n++ > 0 && ollama_put(out, ",", 1) == -1) ||
-			    jr_copy_in(j, out) == -1)
-				return (-1);
-		return (r == 0 ? ollama_put(out, "]", 1) : -1);
-	default:
-		from = j->p;
-		if ((*j->p == '"' ? jr_string(j, &s, &len) : jr_skip(j)) == -1)
-			return (-1);
-		return (ollama_put(out, (const char *)from, j->p - from));
-	}
-}
-
-/* A string or null into sp. */
-static int
-jr_span(struct jr *j, struct span *sp)
-{
-	if (jr_null(j)) {
-		sp->set = 0;
-		return (0);
-	}
-	if (jr_string(j, &sp->s, &sp->len) == -1)
-		return (-1);
-	sp->set = 1;
-	return (0);
-}
-
-/* A count (an integer >= 0 of at most 18 digits) into *v; anything
- * else is read and leaves *v as it was. */
-static int
-jr_count(struct jr *j, int64_t *v)
-{
-	const char	*s;
-	size_t		 len, i;
-	int64_t		 x = 0;
-
-	ws(j);
-	if (j->p >= j->end || *j->p < '0' || *j->p > '9')
-		return (jr_skip(j));
-	if (jr_number(j, &s, &len) == -1)
-		return (-1);
-	if (len > 18)
-		return (0);
-	for (i = 0; i < len; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return (0);
-		x = x * 10 + (s[i] - '0');
-	}
-	*v = x;
-	return (0);
-}
-
-/* A number of milliseconds into *ns; anything else leaves it. */
-static int
-jr_ms(struct jr *j, int64_t *ns)
-{
-	const char	*s;
-	char		 t[64];
-	size_t		 len;
-	double		 d;
-
-	ws(j);
-	if (j->p >= j->end || (*j->p != '-' && (*j->p < '0' || *j->p > '9')))
-		return (jr_skip(j));
-	if (jr_number(j, &s, &len) == -1)
-		return (-1);
-	if (len >= sizeof(t))
-		return (0);
-	memcpy(t, s, len);
-	t[len] = '\0';
-	d = strtod(t, NULL);
-	if (isfinite(d) && d >= 0 && d < 9e12)
-		*ns = (int64_t)llround(d * 1e6);
-	return (0);
-}
-
-/* --- tool calls ----------------------------------------------------- */
-
-/* The four hex digits at p (checked by jr_string). */
-static unsigned int
-u4(const char *p)
-{
-	return ((unsigned int)(hex_value(p[0]) << 12 | hex_value(p[1]) << 8 |
-	    hex_value(p[2]) << 4 | hex_value(p[3])));
-}
-
-/* The string bytes s (checked by jr_string) unescaped onto b, up to
- * max bytes in all: -1 when over, or a lone surrogate. */
-static int
-unescape(struct buf *b, const char *s, size_t len, size_t max)
-{
-	const char	*e = s + len, *run;
-	unsigned char	 u[4];
-	unsigned int	 c, lo;
-	size_t		 n;
-
-	while (s < e) {
-		for (run = s; s < e && *s != '\\'; s++)
-			;
-		if (s > run && (b->len + (s - run) > max ||
-		    buf_add(b, run, s - run, FIRST) == -1))
-			return (-1);
-		if (s >= e)
-			break;
-		switch (s[1]) {
-		case 'b': c = '\b'; break;
-		case 'f': c = '\f'; break;
-		case 'n': c = '\n'; break;
-		case 'r': c = '\r'; break;
-		case 't': c = '\t'; break;
-		case 'u':
-			c = u4(s + 2);
-			if (c >= 0xdc00 && c <= 0xdfff)
-				return (-1);
-			if (c >= 0xd800 && c <= 0xdbff) {
-				if (e - s < 12 || s[6] != '\\' || s[7] != 'u' ||
-				    (lo = u4(s + 8)) < 0xdc00 || lo > 0xdfff)
-					return (-1);
-				c = 0x10000 + ((c - 0xd800) << 10) +
-				    (lo - 0xdc00);
-				s += 6;
-			}
-			s += 4;
-			break;
-		default:
-			c = (unsigned char)s[1];
-			break;
-		}
-		s += 2;
-		if (c < 0x80) {
-			u[0] = (unsigned char)c;
-			n = 1;
-		} else if (c < 0x800) {
-			u[0] = (unsigned char)(0xc0 | c >> 6);
-			u[1] = (unsigned char)(0x80 | (c & 0x3f));
-			n = 2;
-		} else if (c < 0x10000) {
-			u[0] = (unsigned char)(0xe0 | c >> 12);
-			u[1] = (unsigned char)(0x80 | (c >> 6 & 0x3f));
-			u[2] = (unsigned char)(0x80 | (c & 0x3f));
-			n = 3;
-		} else {
-			u[0] = (unsigned char)(0xf0 | c >> 18);
-			u[1] = (unsigned char)(0x80 | (c >> 12 & 0x3f));
-			u[2] = (unsigned char)(0x80 | (c >> 6 & 0x3f));
-			u[3] = (unsigned char)(0x80 | (c & 0x3f));
-			n = 4;
-		}
-		if (b->len + n > max || buf_add(b, u, n, FIRST) == -1)
-			return (-1);
-	}
-	return (0);
-}
 
 /* Onto a fixed field (an id, a name): -1 when it does not fit. */
 static int
@@ -589,13 +83,13 @@ call_put(struct ollama_stream *st, struct buf *out)
 	    ollama_puts(out, "\",\"arguments\":") == -1)
 		return (-1);
 	jr_init(&j, c->args.b, c->args.len);
-	ws(&j);
+	jr_ws(&j);
 	if (j.p == j.end) {
 		if (ollama_puts(out, "{}") == -1)
 			return (-1);
 	} else if (*j.p != '{' || jr_copy(&j, out) == -1)
 		return (-2);
-	ws(&j);
+	jr_ws(&j);
 	if (j.p != j.end)
 		return (-2);
 	return (ollama_puts(out, "}}"));
@@ -667,7 +161,7 @@ call_piece(struct ollama_stream *st, int64_t index, const struct span *id,
 	    field_add(c->name, &c->namelen, sizeof(c->name), name) == -1)
 		return (fail(st, "the model server's tool call has an id or "
 		    "a name that is too long", out));
-	if (args->set && unescape(&c->args, args->s, args->len,
+	if (args->set && jr_unescape(&c->args, args->s, args->len,
 	    OLLAMA_ARGS_MAX) == -1)
 		return (fail(st, "the model server's tool call arguments are "
 		    "too long or not text", out));
@@ -698,11 +192,11 @@ read_calls(struct ollama_stream *st, struct jr *j, struct said *sd,
 		if (jr_open(j, '{') == -1)
 			return (-1);
 		while ((r = jr_member(j, &mfirst, &k, &klen)) == 1) {
-			if (is(k, klen, "index"))
+			if (jr_is(k, klen, "index"))
 				r = jr_count(j, &index);
-			else if (is(k, klen, "id"))
+			else if (jr_is(k, klen, "id"))
 				r = jr_span(j, &id);
-			else if (is(k, klen, "function")) {
+			else if (jr_is(k, klen, "function")) {
 				ffirst = 1;
 				if (jr_null(j))
 					continue;
@@ -710,9 +204,9 @@ read_calls(struct ollama_stream *st, struct jr *j, struct said *sd,
 					return (-1);
 				while ((r = jr_member(j, &ffirst, &k,
 				    &klen)) == 1) {
-					if (is(k, klen, "name"))
+					if (jr_is(k, klen, "name"))
 						r = jr_span(j, &name);
-					else if (is(k, klen, "arguments"))
+					else if (jr_is(k, klen, "arguments"))
 						r = jr_span(j, &args);
 					else
 						r = jr_skip(j);
@@ -753,12 +247,12 @@ read_message(struct ollama_stream *st, struct jr *j, struct said *sd,
 	if (jr_open(j, '{') == -1)
 		return (-1);
 	while ((r = jr_member(j, &first, &k, &klen)) == 1) {
-		if (is(k, klen, "content"))
+		if (jr_is(k, klen, "content"))
 			r = jr_span(j, &sd->content);
-		else if (is(k, klen, "reasoning_content") ||
-		    is(k, klen, "reasoning"))
+		else if (jr_is(k, klen, "reasoning_content") ||
+		    jr_is(k, klen, "reasoning"))
 			r = jr_span(j, &sd->thinking);
-		else if (is(k, klen, "tool_calls"))
+		else if (jr_is(k, klen, "tool_calls"))
 			r = read_calls(st, j, sd, now, out);
 		else
 			r = jr_skip(j);
@@ -781,7 +275,7 @@ read_logprobs(struct ollama_stream *st, struct jr *j, struct said *sd)
 	if (jr_open(j, '{') == -1)
 		return (-1);
 	while ((r = jr_member(j, &first, &k, &klen)) == 1) {
-		if (is(k, klen, "content") && !jr_null(j)) {
+		if (jr_is(k, klen, "content") && !jr_null(j)) {
 			st->lp.len = 0;
 			if (jr_copy(j, &st->lp) == -1 || st->lp.b[0] != '[')
 				return (-1);
@@ -813,13 +307,13 @@ read_choices(struct ollama_stream *st, struct jr *j, struct said *sd,
 		if (jr_open(j, '{') == -1)
 			return (-1);
 		while ((r = jr_member(j, &mfirst, &k, &klen)) == 1) {
-			if (is(k, klen, "delta") || is(k, klen, "message"))
+			if (jr_is(k, klen, "delta") || jr_is(k, klen, "message"))
 				r = read_message(st, j, sd, now, out);
-			else if (is(k, klen, "text"))
+			else if (jr_is(k, klen, "text"))
 				r = jr_span(j, &sd->content);
-			else if (is(k, klen, "finish_reason"))
+			else if (jr_is(k, klen, "finish_reason"))
 				r = jr_span(j, &sd->reason);
-			else if (is(k, klen, "logprobs"))
+			else if (jr_is(k, klen, "logprobs"))
 				r = read_logprobs(st, j, sd);
 			else
 				r = jr_skip(j);
@@ -840,7 +334,7 @@ read_error(struct jr *j, struct said *sd)
 	size_t		 klen;
 	int		 first = 1, r;
 
-	ws(j);
+	jr_ws(j);
 	sd->errored = 1;
 	if (j->p < j->end && *j->p == '"')
 		return (jr_span(j, &sd->error));
@@ -851,7 +345,7 @@ read_error(struct jr *j, struct said *sd)
 	if (jr_open(j, '{') == -1)
 		return (-1);
 	while ((r = jr_member(j, &first, &k, &klen)) == 1) {
-		if (is(k, klen, "message"))
+		if (jr_is(k, klen, "message"))
 			r = jr_span(j, &sd->error);
 		else
 			r = jr_skip(j);
@@ -878,29 +372,29 @@ read_chunk(struct ollama_stream *st, const char *d, size_t len, struct said *sd,
 	if (jr_open(&j, '{') == -1)
 		return (-1);
 	while ((r = jr_member(&j, &first, &k, &klen)) == 1) {
-		if (is(k, klen, "choices"))
+		if (jr_is(k, klen, "choices"))
 			r = read_choices(st, &j, sd, now, out);
-		else if (is(k, klen, "usage") || is(k, klen, "timings")) {
+		else if (jr_is(k, klen, "usage") || jr_is(k, klen, "timings")) {
 			tfirst = 1;
 			if (jr_null(&j))
 				continue;
 			if (jr_open(&j, '{') == -1)
 				return (-1);
 			while ((r = jr_member(&j, &tfirst, &k, &klen)) == 1) {
-				if (is(k, klen, "prompt_tokens"))
+				if (jr_is(k, klen, "prompt_tokens"))
 					r = jr_count(&j, &st->ptok);
-				else if (is(k, klen, "completion_tokens"))
+				else if (jr_is(k, klen, "completion_tokens"))
 					r = jr_count(&j, &st->ctok);
-				else if (is(k, klen, "prompt_ms"))
+				else if (jr_is(k, klen, "prompt_ms"))
 					r = jr_ms(&j, &st->prompt_ns);
-				else if (is(k, klen, "predicted_ms"))
+				else if (jr_is(k, klen, "predicted_ms"))
 					r = jr_ms(&j, &st->eval_ns);
 				else
 					r = jr_skip(&j);
 				if (r == -1)
 					return (-1);
 			}
-		} else if (is(k, klen, "error"))
+		} else if (jr_is(k, klen, "error"))
 			r = read_error(&j, sd);
 		else
 			r = jr_skip(&j);
@@ -909,7 +403,7 @@ read_chunk(struct ollama_stream *st, const char *d, size_t len, struct said *sd,
 	}
 	if (r == -1)
 		return (-1);
-	ws(&j);
+	jr_ws(&j);
 	return (j.p == j.end ? 0 : -1);
 }
 
@@ -975,7 +469,24 @@ put_metric(struct buf *out, const char *name, int64_t v)
 	return (0);
 }
 
-/* The numbers of a last line (see the head of this file). */
+/*
+ * The numbers of the last line, in ns (Ollama's durations), where each
+ * comes from:
+ *   total_duration        now - times.start (the request read whole)
+ *   load_duration         times.granted - times.start: the wait for
+ *                         the hold, a load of the model included
+ *   prompt_eval_count     usage.prompt_tokens
+ *   prompt_eval_duration  timings.prompt_ms (llama-server's), else the
+ *                         wait for the first token after the request
+ *                         went (first - times.sent); not known for a
+ *                         whole answer without timings
+ *   eval_count            usage.completion_tokens, else the chunks that
+ *                         carried tokens (a token each, as the servers
+ *                         send them)
+ *   eval_duration         timings.predicted_ms, else now - first (a
+ *                         whole answer: now - times.sent)
+ * Each is left out when 0, as Ollama leaves them.
+ */
 static int
 metrics(struct ollama_stream *st, int64_t now, struct buf *out)
 {
@@ -1038,8 +549,8 @@ set_reason(struct ollama_stream *st, const struct span *sp)
 
 	if (!sp->set)
 		return;
-	if (is(sp->s, sp->len, "tool_calls") ||
-	    is(sp->s, sp->len, "function_call") || sp->len == 0 ||
+	if (jr_is(sp->s, sp->len, "tool_calls") ||
+	    jr_is(sp->s, sp->len, "function_call") || sp->len == 0 ||
 	    sp->len >= sizeof(st->reason)) {
 		(void)strlcpy(st->reason, "stop", sizeof(st->reason));
 		return;
@@ -1244,14 +755,14 @@ sse_line(struct ollama_stream *st, const char *l, size_t len, int borrowed,
 			v++;
 		vlen = l + len - v;
 	}
-	if (is(l, flen, "event")) {
-		if (is(v, vlen, "error"))
+	if (jr_is(l, flen, "event")) {
+		if (jr_is(v, vlen, "error"))
 			st->errevent = 1;
 		return (0);
 	}
-	if (is(l, flen, "error"))
+	if (jr_is(l, flen, "error"))
 		st->errevent = 1;
-	else if (!is(l, flen, "data"))
+	else if (!jr_is(l, flen, "data"))
 		return (0);
 	if (!st->hasdata && borrowed) {
 		st->hasdata = 1;
@@ -1457,7 +968,7 @@ embeddings(struct ollama_stream *st, const char *d, size_t len,
 	if (jr_open(&j, '{') == -1)
 		return (-1);
 	while ((r = jr_member(&j, &first, &k, &klen)) == 1) {
-		if (is(k, klen, "data")) {
+		if (jr_is(k, klen, "data")) {
 			dfirst = 1;
 			if (jr_open(&j, '[') == -1)
 				return (-1);
@@ -1468,7 +979,7 @@ embeddings(struct ollama_stream *st, const char *d, size_t len,
 					return (-1);
 				while ((r = jr_member(&j, &ifirst, &k,
 				    &klen)) == 1) {
-					if (!is(k, klen, "embedding"))
+					if (!jr_is(k, klen, "embedding"))
 						r = jr_skip(&j);
 					else if (found++ > 0)
 						r = -1;
@@ -1488,19 +999,19 @@ embeddings(struct ollama_stream *st, const char *d, size_t len,
 					return (-1);
 				n++;
 			}
-		} else if (out == NULL && is(k, klen, "usage")) {
+		} else if (out == NULL && jr_is(k, klen, "usage")) {
 			dfirst = 1;
 			if (jr_null(&j))
 				continue;
 			if (jr_open(&j, '{') == -1)
 				return (-1);
 			while ((r = jr_member(&j, &dfirst, &k, &klen)) == 1) {
-				r = is(k, klen, "prompt_tokens") ?
+				r = jr_is(k, klen, "prompt_tokens") ?
 				    jr_count(&j, &st->ptok) : jr_skip(&j);
 				if (r == -1)
 					return (-1);
 			}
-		} else if (out == NULL && is(k, klen, "error"))
+		} else if (out == NULL && jr_is(k, klen, "error"))
 			r = read_error(&j, sd);
 		else
 			r = jr_skip(&j);
@@ -1509,7 +1020,7 @@ embeddings(struct ollama_stream *st, const char *d, size_t len,
 	}
 	if (r == -1)
 		return (-1);
-	ws(&j);
+	jr_ws(&j);
 	if (j.p != j.end)
 		return (-1);
 	return (n);
@@ -1594,11 +1105,11 @@ ollama_upstream_error(int status, const char *d, size_t len, struct buf *out)
 	 * {"detail":"..."} */
 	if (jr_open(&j, '{') == 0) {
 		while ((r = jr_member(&j, &first, &k, &klen)) == 1) {
-			if (is(k, klen, "error"))
+			if (jr_is(k, klen, "error"))
 				r = read_error(&j, &sd);
-			else if (!sd.error.set && (is(k, klen, "message") ||
-			    is(k, klen, "detail"))) {
-				ws(&j);
+			else if (!sd.error.set && (jr_is(k, klen, "message") ||
+			    jr_is(k, klen, "detail"))) {
+				jr_ws(&j);
 				r = j.p < j.end && *j.p == '"' ?
 				    jr_span(&j, &sd.error) : jr_skip(&j);
 			} else
@@ -1606,7 +1117,7 @@ ollama_upstream_error(int status, const char *d, size_t len, struct buf *out)
 			if (r == -1)
 				break;
 		}
-		ws(&j);
+		jr_ws(&j);
 		if (r == 0 && j.p == j.end && sd.error.set &&
 		    sd.error.len > 0) {
 			(void)fail_said(&st, &sd, out);

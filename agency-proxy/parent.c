@@ -12,7 +12,8 @@
  *
  * Messages go out as proto.c writes them.
  *
- * Calls: state.c.  Called by everything that tells the parent
+ * Calls: state.c, common/imsg.c, common/log.c, common/msg.c,
+ * common/proto.c.  Called by everything that tells the parent
  * something; calls nothing above it.
  */
 #include <sys/types.h>

@@ -5,7 +5,7 @@
 /*
  * Dropping privileges, before the proxy reads anything from anyone.
  *
- * Calls no other file of agency-proxy.
+ * Calls: common/log.c.
  */
 #include <sys/types.h>
 #include <sys/prctl.h>

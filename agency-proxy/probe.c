@@ -9,7 +9,7 @@
  * with backoff; any other answer is the result.  Started and cancelled
  * by dispatch.c; the result goes back with parent_send.
  *
- * Calls: parent.c, state.c.
+ * Calls: parent.c, state.c, common/log.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>

@@ -9,8 +9,8 @@
  * HTTP layer, which registers itself with conn.c.  See README here for
  * the files and a request's way through them.
  *
- * Calls: dispatch.c, http.c, conn.c, parent.c, privsep.c, sandbox.c,
- * state.c, conn_tls.c.
+ * Calls: dispatch.c, http.c, parent.c, privsep.c, sandbox.c, state.c,
+ * conn_tls.c, events.c, common/log.c.
  */
 #include <sys/types.h>
 #include <sys/socket.h>

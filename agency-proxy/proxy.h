@@ -562,7 +562,7 @@ void		 status_get(struct hreq *, struct http_decision *);
 void		 status_metrics(struct hreq *, struct http_decision *);
 void		 status_cancel(struct hreq *, struct http_decision *);
 void		 status_record(const struct proto_status *);
-void		 status_end(uint64_t);
+void		 status_end(const struct proto_status_end *);
 void		 status_cancelled(uint64_t, const char *, uint32_t);
 
 /* The header fields a decision reads; NULL when absent.  And what the

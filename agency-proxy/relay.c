@@ -14,7 +14,7 @@
  * r is the client while it may be answered, NULL once it left, had its
  * answer or was cut: its connection is never touched again then.
  *
- * Calls: answer.c, conn.c, rules.c, h1.c, buf.c, state.c.
+ * Calls: answer.c, conn.c, rules.c, h1.c, buf.c, state.c, common/log.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>

@@ -28,7 +28,7 @@
  * llama-server answers on; transcription OpenAI's two audio forms and
  * whisper.cpp's own /inference; image generations and edits.
  *
- * Calls no other file of agency-proxy.
+ * Calls: none.
  */
 #include <sys/types.h>
 

@@ -8,7 +8,7 @@
  * functions on json-c objects over the proxy's configuration
  * (common/config.c), no I/O, so the unit tests drive them.
  *
- * Calls: scan.c, utf8.c, routes.c.
+ * Calls: scan.c, utf8.c, routes.c, common/config.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>

@@ -10,7 +10,8 @@
  * seccomp allowlist.  "agency-proxy -T" (sandbox_selftest) applies the
  * same code in child processes and tries what it must forbid.
  *
- * Calls: privsep.c (the self-test drops privileges as the proxy does).
+ * Calls: privsep.c (the self-test drops privileges as the proxy does),
+ * common/log.c.
  */
 #include <sys/types.h>
 #include <sys/ioctl.h>

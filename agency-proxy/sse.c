@@ -7,6 +7,8 @@
  * once, kept in the backlog as it goes on the wire, and the same bytes
  * are written to every subscriber: the cost of a subscriber is its
  * connection's queue, which the bound keeps small.
+ *
+ * Calls: none.
  */
 #include <sys/types.h>
 #include <sys/queue.h>

@@ -6,6 +6,8 @@
  * What the whole process shares, at the bottom of the proxy's files: the
  * event base, the configuration in force (struct proxy, px), and the
  * loop's clock.  Calls no other file of agency-proxy.
+ *
+ * Calls: none.
  */
 #include <sys/types.h>
 

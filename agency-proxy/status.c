@@ -10,8 +10,8 @@
  * tells us of.  Each asks once, answers when the parent has said all,
  * and is logged then; a client that leaves first is logged as 499.
  *
- * Calls: events.c, answer.c, metrics.c, conn.c, parent.c, rules.c,
- * state.c.
+ * Calls: events.c, answer.c, metrics.c, conn.c, parent.c, state.c,
+ * common/config.c, common/log.c, common/status_json.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>
@@ -25,6 +25,7 @@
 
 #include "log.h"
 #include "proxy.h"
+#include "status_json.h"
 
 enum sreq_kind {
 	SREQ_STATUS,
@@ -203,15 +204,15 @@ metrics_answer(struct hreq *r, const struct sreq *s)
 	evbuffer_free(buf);
 }
 
-/* The parent has sent every model's status: the answer. */
+/* The parent has sent every model's status, and the memory: the answer. */
 void
-status_end(uint64_t reqid)
+status_end(const struct proto_status_end *end)
 {
 	struct sreq	*s;
 	struct hreq	*r;
-	json_object	*obj;
+	json_object	*obj, *mem;
 
-	if ((s = sreq_find(reqid, 0)) == NULL)
+	if ((s = sreq_find(end->reqid, 0)) == NULL)
 		return;
 	if ((r = sreq_client(s)) != NULL && s->kind == SREQ_METRICS)
 		metrics_answer(r, s);
@@ -219,6 +220,9 @@ status_end(uint64_t reqid)
 		obj = json_object_new_object();
 		json_object_object_add(obj, "models",
 		    json_object_get(s->models));
+		if ((mem = status_memory_json(&end->mem)) == NULL)
+			fatal("%s: status_memory_json", __func__);
+		json_object_object_add(obj, "memory", mem);
 		answer_json(r, 200, obj);
 		json_object_put(obj);
 	}

@@ -10,6 +10,8 @@
  * tests, which hold the two to the same answers), and a sequence at a
  * time where it is not.  Pure functions; calls no other file of
  * agency-proxy.
+ *
+ * Calls: none.
  */
 #include <sys/types.h>
 

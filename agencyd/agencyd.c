@@ -13,6 +13,10 @@
  * them) and none of them calls it.  The pool reaches poolops.c through
  * the ops table given here, and a model's lines reach control.c and
  * proxylink.c through the hook set here.
+ *
+ * Calls: control.c, emit.c, keystats.c, listeners.c, model.c, notify.c,
+ * parse.y, pool.c, pool_status.c, poolops.c, printconf.c, privdrop.c,
+ * proxylink.c, proxysvc.c, reload.c, common/config.c, common/log.c.
  */
 #include <sys/types.h>
 #include <sys/stat.h>

@@ -5,6 +5,8 @@
 /*
  * A cgroup for each model.  See cgroup.h.  Calls memory.c (mem_fmt)
  * and common/sha256.c (a long model name's hash).
+ *
+ * Calls: memory.c, common/log.c, common/sha256.c.
  */
 #include <sys/types.h>
 #include <sys/stat.h>

@@ -18,6 +18,8 @@
  * hook that tells it of a new proxy), model.c (the records and the
  * memory) and the pool.  A model's log lines do not pass here: they go from
  * poolops.c's hook to proxylink.c and control.c alike.
+ *
+ * Calls: model.c, pool_status.c, proxylink.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>

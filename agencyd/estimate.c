@@ -33,6 +33,8 @@
  * a buffer for the input's embeddings (2 x embedding floats a token)
  * and the logits.  That split is llama.cpp's rule, not checked here on
  * a device (there is none).
+ *
+ * Calls: gguf.c.
  */
 #include <sys/types.h>
 

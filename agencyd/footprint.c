@@ -5,6 +5,8 @@
 /*
  * A process tree's memory from /proc, or a cgroup's.  See footprint.h.
  * Calls cgroup.c (cg_read).
+ *
+ * Calls: cgroup.c.
  */
 #include <sys/types.h>
 

@@ -19,6 +19,8 @@
  * (the architecture names the keys of the second), arrays are kept as
  * places in the buffer and read per layer once the layer count is
  * known.  It calls no other file of agencyd.
+ *
+ * Calls: none.
  */
 #include <sys/types.h>
 

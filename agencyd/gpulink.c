@@ -24,6 +24,8 @@
  * The caller reaps (its SIGCHLD handler calls gpulink_reaped).  Calls
  * below it: gpusnap.c, spawn.c (spawn_describe_exit) and proxylink.c
  * (its log lines escaped and at a priority as the proxy's).
+ *
+ * Calls: gpusnap.c, proxylink.c, spawn.c, common/imsg.c, common/log.c.
  */
 #include <sys/types.h>
 #include <sys/prctl.h>

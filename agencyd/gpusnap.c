@@ -26,6 +26,8 @@
  * Log lines are taken between and inside snapshots, at most
  * GPU_LOGS_MAX between two answers.  Pure: no I/O, no allocation.
  * Calls nothing else of agencyd.
+ *
+ * Calls: none.
  */
 #include <sys/types.h>
 

@@ -5,6 +5,8 @@
 /*
  * Helpers: fork, drop to the model user, sandbox, one job, imsg back.
  * See helper.h.  Calls spawn.c (spawn_describe_exit).
+ *
+ * Calls: spawn.c, common/imsg.c, common/log.c.
  */
 #include <sys/types.h>
 #include <sys/mman.h>

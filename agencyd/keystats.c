@@ -7,6 +7,8 @@
  * the key of each hold it asks for; a name that is not a key of the
  * configuration (a reload removed it while the request was on its way)
  * is not counted.  A key keeps its count across reloads that keep it.
+ *
+ * Calls: common/log.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>

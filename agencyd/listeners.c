@@ -17,6 +17,8 @@
  * may be writable by others unless it is sticky.  A stale socket (it
  * refuses connections: nobody listens) is removed; a path that is not a
  * socket, or one that something answers on, is an error.
+ *
+ * Calls: common/log.c.
  */
 #include <sys/types.h>
 #include <sys/socket.h>

@@ -6,6 +6,8 @@
  * Memory measurements: /proc/meminfo, the cgroup limits (v2 and v1), the
  * default reserve and a model's need.  See memory.h.  It calls no other
  * file of agencyd.
+ *
+ * Calls: common/log.c.
  */
 #include <sys/types.h>
 #include <sys/stat.h>

@@ -11,6 +11,9 @@
  * It calls only below it: the pool (pool.h), spawn.c (environments, the
  * ring, the pipes), memory.c (a model's need) and ports.c.  Nothing here
  * starts, signals or answers anything: that is poolops.c's, above it.
+ *
+ * Calls: memory.c, pool.c, pool_decide.c, pool_status.c, ports.c,
+ * spawn.c, common/config.c, common/log.c.
  */
 #include <sys/types.h>
 

@@ -5,6 +5,8 @@
 /*
  * A model's files: which they are, opened, then mapped and read.  See
  * modelfile.h.  Calls gguf.c, safetensors.c and estimate.c (sizing_err).
+ *
+ * Calls: estimate.c, gguf.c, safetensors.c.
  */
 #include <sys/types.h>
 #include <sys/mman.h>

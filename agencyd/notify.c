@@ -14,6 +14,8 @@
  * again.
  *
  * It reads the pool's status, and calls no other file of agencyd.
+ *
+ * Calls: pool_status.c, common/log.c.
  */
 #include <sys/types.h>
 

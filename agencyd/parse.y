@@ -6,8 +6,10 @@
  * agency.conf(5): a hand-written lexer with include files and macros, a
  * byacc grammar, and the checks that need the whole file.  Every error is
  * reported as "FILE:LINE: message"; parse_config() returns NULL if there
- * was any.  It calls memory.c (sizes in messages) and spawn.c (a
- * command's argv, to check it), no file above them.
+ * was any.
+ *
+ * Calls: memory.c (sizes in messages), secrets.c, spawn.c (a command's
+ * argv, to check it), common/config.c, common/log.c, common/sha256.c.
  */
 
 %{

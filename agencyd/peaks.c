@@ -5,6 +5,8 @@
 /*
  * The state file of measured peaks.  See peaks.h.  Calls common/
  * sha256.c.
+ *
+ * Calls: common/log.c, common/sha256.c.
  */
 #include <sys/types.h>
 #include <sys/stat.h>

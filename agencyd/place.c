@@ -39,6 +39,8 @@
  *
  * Sums saturate (mem_add): a need near INT64_MAX never fits by
  * wrapping.  Calls memory.c (mem_add) alone.
+ *
+ * Calls: memory.c.
  */
 #include <sys/types.h>
 

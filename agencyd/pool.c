@@ -10,6 +10,8 @@
  *
  * It calls the pool's other files only; every effect goes through the
  * caller's struct pool_ops (poolops.c's).
+ *
+ * Calls: pool_change.c, pool_record.c, pool_wait.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>

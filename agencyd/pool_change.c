@@ -11,6 +11,8 @@
  * pool_child_exited).  See pool_priv.h for how the queue runs.
  *
  * It calls pool_status.c, pool_wait.c, pool_record.c and pool_decide.c.
+ *
+ * Calls: pool_decide.c, pool_record.c, pool_status.c, pool_wait.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>

@@ -12,6 +12,8 @@
  * by wrapping.
  *
  * It calls memory.c's arithmetic only.
+ *
+ * Calls: memory.c.
  */
 #include <sys/types.h>
 #include <sys/wait.h>

@@ -9,6 +9,8 @@
  * here runs an op or answers a request.
  *
  * It calls no other file of the pool.
+ *
+ * Calls: none.
  */
 #include <sys/types.h>
 #include <sys/queue.h>

@@ -9,6 +9,8 @@
  * a load and an explanation share.  It only reads the records.
  *
  * It calls pool_wait.c, pool_record.c and pool_decide.c.
+ *
+ * Calls: memory.c, pool_decide.c, pool_record.c, pool_wait.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>

@@ -17,6 +17,9 @@
  * (models_on_line).  It calls below it: emit.c, proxylink.c, model.c,
  * notify.c, spawn.c, memory.c and the pool's answers (pool_spawned,
  * pool_child_exited).
+ *
+ * Calls: emit.c, memory.c, model.c, notify.c, pool_change.c,
+ * proxylink.c, spawn.c, common/log.c.
  */
 #include <sys/types.h>
 #include <sys/socket.h>

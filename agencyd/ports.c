@@ -10,6 +10,8 @@
  * more ranges than fit, the two closest become one, so the set only
  * ever grows to cover what it must.  Pure functions, for ports_test;
  * it calls no other file.
+ *
+ * Calls: none.
  */
 #include <sys/types.h>
 

@@ -8,6 +8,8 @@
  * same configuration, and printing that gives the same text.  The
  * global settings go by common/config.c's table.  It calls no other
  * file of agencyd.
+ *
+ * Calls: common/config.c, common/sha256.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>

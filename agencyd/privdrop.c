@@ -9,6 +9,8 @@
  * and reads model files to size them; every other capability leaves its
  * bounding set, so neither it nor anything it starts can have one
  * again.  It calls no other file of agencyd.
+ *
+ * Calls: common/log.c.
  */
 #include <sys/types.h>
 #include <sys/prctl.h>

@@ -21,8 +21,10 @@
  * probes it relays, reach the log escaped (vis(3)), at the priorities
  * the proxy uses.
  *
- * Calls: model.c (the records), notify.c, ports.c, spawn.c, keystats.c
- * and the pool; nothing it calls calls it.
+ * Calls: model.c (the records), notify.c, ports.c, spawn.c, keystats.c,
+ * pool.c, pool_change.c, common/config.c, common/confimsg.c,
+ * common/imsg.c, common/log.c, common/msg.c, common/proto.c.  Nothing
+ * it calls calls it.
  */
 #include <sys/types.h>
 #include <sys/resource.h>

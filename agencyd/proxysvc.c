@@ -11,9 +11,9 @@
  * report of a cancel never sent, or one asked for twice, is hostile.
  * What a proxy asked for ends with it (svc_dropped).
  *
- * Calls: proxylink.c (the link, holds, its log), model.c (the records)
- * and the pool.  Called by agencyd.c (proxysvc_init, the models' lines)
- * and control.c (a cancel).
+ * Calls: proxylink.c (the link, holds, its log), model.c (the records),
+ * pool.c, pool_status.c, spawn.c, common/log.c.  Called by agencyd.c
+ * (proxysvc_init, the models' lines) and control.c (a cancel).
  */
 #include <sys/types.h>
 #include <sys/queue.h>
@@ -170,6 +170,7 @@ static int
 svc_status(struct agencyd *d, const struct proto_reqid *r)
 {
 	struct proto_status	st;
+	struct proto_status_end	end;
 	size_t			i, n;
 
 	n = pool_count(d->pool);
@@ -180,7 +181,10 @@ svc_status(struct agencyd *d, const struct proto_reqid *r)
 		models_fill_status(d, &st);
 		proxy_compose(d, IMSG_STATUS_MODEL, &st, sizeof(st));
 	}
-	proxy_compose(d, IMSG_STATUS_END, r, sizeof(*r));
+	memset(&end, 0, sizeof(end));
+	end.reqid = r->reqid;
+	models_memory(d, &end.mem);
+	proxy_compose(d, IMSG_STATUS_END, &end, sizeof(end));
 	return (0);
 }
 

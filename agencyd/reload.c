@@ -16,6 +16,9 @@
  * (the events stream's sync after it), model.c (the records),
  * proxylink.c (listeners, the proxy's configuration and ports),
  * notify.c and the pool.
+ *
+ * Calls: emit.c, keystats.c, listeners.c, model.c, notify.c, parse.y,
+ * pool.c, pool_status.c, proxylink.c, common/config.c, common/log.c.
  */
 #include <sys/types.h>
 #include <sys/socket.h>
@@ -38,6 +41,10 @@ static void		*reload_arg;
 static struct agencyd	*reload_env;
 
 static int	 reload(struct agencyd *);
+static const char *reload_changed(struct agencyd *,
+		    const struct model_conf *);
+static int	 reload_keys(struct agency_conf *, struct agency_conf *,
+		    char *, size_t);
 static void	 reload_info(const char *, ...)
 		    __attribute__((__format__ (printf, 1, 2)));
 
@@ -74,6 +81,62 @@ strlist_equal(const struct strlist *a, const struct strlist *b)
 		if (strcmp(x->s, y->s) != 0)
 			return (0);
 	return (x == NULL && y == NULL);
+}
+
+/* What a changed model's new configuration does, said before it does. */
+static const char *
+reload_changed(struct agencyd *d, const struct model_conf *mc)
+{
+	struct proto_status	st;
+
+	if (pool_status_name(d->pool, mc->name, &st) == -1 ||
+	    st.state == STATE_READY || st.state == STATE_LOADING)
+		return ("restarted once idle");
+	if (!mc->lazy && st.state != STATE_UNLOADED)
+		return ("loading");
+	return ("not running; its next load uses it");
+}
+
+/* Whether a key's secret, rights or models differ. */
+static int
+key_changed(const struct key_conf *a, const struct key_conf *b)
+{
+	return (memcmp(a->digest, b->digest, sizeof(a->digest)) != 0 ||
+	    a->admin != b->admin || a->max_requests != b->max_requests ||
+	    !strlist_equal(&a->models, &b->models));
+}
+
+/*
+ * Say which keys a reload adds, changes and removes (by name: never a
+ * secret), and put their counts in sum for the summary ("" when none):
+ * the number of lines said.
+ */
+static int
+reload_keys(struct agency_conf *oconf, struct agency_conf *nconf, char *sum,
+    size_t len)
+{
+	struct key_conf	*k, *o;
+	int		 nadded = 0, nchanged = 0, nremoved = 0;
+
+	TAILQ_FOREACH(k, &nconf->keys, entry) {
+		if ((o = config_find_key(oconf, k->name)) == NULL) {
+			reload_info("key %s: added", k->name);
+			nadded++;
+		} else if (key_changed(o, k)) {
+			reload_info("key %s: changed", k->name);
+			nchanged++;
+		}
+	}
+	TAILQ_FOREACH(o, &oconf->keys, entry)
+		if (config_find_key(nconf, o->name) == NULL) {
+			reload_info("key %s: removed", o->name);
+			nremoved++;
+		}
+	sum[0] = '\0';
+	if (nadded + nchanged + nremoved > 0)
+		(void)snprintf(sum, len, "; keys: %d added, %d changed, "
+		    "%d removed", nadded, nchanged, nremoved);
+	return (nadded + nchanged + nremoved);
 }
 
 /* Whether the process a model runs would differ: what goes into its
@@ -284,7 +347,8 @@ reload(struct agencyd *d)
 	struct model		*m, *next;
 	struct pool_plan	 plan;
 	struct model_head	 added;
-	char			 msg[PROTO_MSG_MAX];
+	char			 msg[PROTO_MSG_MAX], keysum[128];
+	const char		*what;
 	int			 nchanged = 0, nadded = 0, nremoved = 0;
 	int			 nmoved;
 
@@ -334,12 +398,13 @@ reload(struct agencyd *d)
 			continue;
 		}
 		if (model_changed(m->mc, mc)) {
+			what = reload_changed(d, mc);
 			if (model_plan(m, mc, d->conf->model_user,
 			    &plan) == 0 &&
 			    pool_replace(d->pool, &plan) == 0) {
 				m->plan = plan;
-				reload_info("model %s: changed; restarted "
-				    "once idle", mc->name);
+				reload_info("model %s: changed; %s", mc->name,
+				    what);
 				nchanged++;
 				m->ev_changed = 1;
 			} else
@@ -373,6 +438,7 @@ reload(struct agencyd *d)
 	}
 
 	oconf = d->conf;
+	(void)reload_keys(oconf, nconf, keysum, sizeof(keysum));
 	d->conf = nconf;
 	keystats_reload(d, nconf);
 	config_free(oconf);
@@ -382,11 +448,12 @@ reload(struct agencyd *d)
 	(void)proxy_send_config(d);
 	if (nmoved > 0)
 		reload_info("reloaded %s: %d added, %d changed, "
-		    "%d removed, %d moved", d->conffile, nadded, nchanged,
-		    nremoved, nmoved);
+		    "%d removed, %d moved%s", d->conffile, nadded, nchanged,
+		    nremoved, nmoved, keysum);
 	else
 		reload_info("reloaded %s: %d added, %d changed, "
-		    "%d removed", d->conffile, nadded, nchanged, nremoved);
+		    "%d removed%s", d->conffile, nadded, nchanged, nremoved,
+		    keysum);
 	/* An added lazy model changes no state, only the count. */
 	notify_status(d);
 	return (0);

@@ -14,6 +14,8 @@
  * and the nesting to a few levels.  The only allocation of our own is
  * the list of data ranges, to find an overlap or a hole (the format
  * allows neither), bounded the same way.  Calls estimate.c (sizing_err).
+ *
+ * Calls: estimate.c.
  */
 #include <sys/types.h>
 
@@ -380,6 +382,66 @@ cfg_u32(struct json_object *obj, struct json_object *dflt,
 	return (1);
 }
 
+/*
+ * The layers' attention from config.json (c, or root for what c lacks):
+ * which are a sliding window's, and their K and V widths; the tensors
+ * of layers past f->layers counted in f->weights_in.  -1 with err.
+ */
+static int
+hf_layers(struct sizing_figures *f, struct json_object *c,
+    struct json_object *root, uint32_t hdim, uint32_t kv, char *err,
+    size_t errlen)
+{
+	static const char *const k_swa[] = { "sliding_window", NULL };
+	static const char *const k_period[] = { "sliding_window_pattern",
+	    NULL };
+	struct json_object	*o, *types = NULL;
+	uint32_t		 period = 0, i;
+	size_t			 n;
+
+	/* A window, unless use_sliding_window says no (Qwen2). */
+	f->swa_window = 0;
+	if (cfg_u32(c, root, k_swa, SIZING_CTX_MAX, &f->swa_window, err,
+	    errlen) == -1)
+		return (-1);
+	if (json_object_object_get_ex(c, "use_sliding_window", &o) &&
+	    json_object_is_type(o, json_type_boolean) &&
+	    !json_object_get_boolean(o))
+		f->swa_window = 0;
+	if (cfg_u32(c, root, k_period, SIZING_LAYERS_MAX, &period, err,
+	    errlen) == -1)
+		return (-1);
+	if (json_object_object_get_ex(c, "layer_types", &o) &&
+	    json_object_is_type(o, json_type_array)) {
+		if ((n = json_object_array_length(o)) != f->layers) {
+			bad(err, errlen, "config.json: %zu layer_types for %u "
+			    "layers", n, f->layers);
+			return (-1);
+		}
+		types = o;
+	}
+	for (i = 0; i < SIZING_LAYERS_MAX; i++) {
+		struct sizing_layer	*l = &f->layer[i];
+
+		if (i >= f->layers) {
+			/* Tensors past config's layers were read first. */
+			f->weights_in += l->weights;
+			memset(l, 0, sizeof(*l));
+			continue;
+		}
+		l->swa = 0;
+		if (f->swa_window != 0 && types != NULL) {
+			o = json_object_array_get_idx(types, i);
+			l->swa = json_object_is_type(o, json_type_string) &&
+			    strcmp(json_object_get_string(o),
+			    "sliding_attention") == 0;
+		} else if (f->swa_window != 0 && period != 0)
+			l->swa = i % period < period - 1;
+		l->k_width = l->v_width = hdim * kv;
+	}
+	return (0);
+}
+
 int
 hfconfig_figures(const char *buf, size_t len, struct sizing_figures *fout,
     char *err, size_t errlen)
@@ -399,14 +461,10 @@ hfconfig_figures(const char *buf, size_t len, struct sizing_figures *fout,
 	static const char *const k_eff[] = { "moe_intermediate_size", NULL };
 	static const char *const k_used[] = { "num_experts_per_tok", NULL };
 	static const char *const k_vocab[] = { "vocab_size", NULL };
-	static const char *const k_swa[] = { "sliding_window", NULL };
-	static const char *const k_period[] = { "sliding_window_pattern",
-	    NULL };
 	struct sizing_figures	 f;
-	struct json_object	*root, *c, *o, *types = NULL;
+	struct json_object	*root, *c, *o;
 	const char		*arch = NULL;
-	uint32_t		 hdim, kv, period = 0, eff = 0, used = 0, i;
-	size_t			 n;
+	uint32_t		 hdim, kv, eff = 0, used = 0, i;
 	int			 ret = -1, r;
 
 	if (len > HFCONFIG_MAX)
@@ -472,46 +530,8 @@ hfconfig_figures(const char *buf, size_t len, struct sizing_figures *fout,
 		goto done;
 	}
 
-	/* A window, unless use_sliding_window says no (Qwen2). */
-	f.swa_window = 0;
-	if (cfg_u32(c, root, k_swa, SIZING_CTX_MAX, &f.swa_window, err,
-	    errlen) == -1)
+	if (hf_layers(&f, c, root, hdim, kv, err, errlen) == -1)
 		goto done;
-	if (json_object_object_get_ex(c, "use_sliding_window", &o) &&
-	    json_object_is_type(o, json_type_boolean) &&
-	    !json_object_get_boolean(o))
-		f.swa_window = 0;
-	if ((r = cfg_u32(c, root, k_period, SIZING_LAYERS_MAX, &period, err,
-	    errlen)) == -1)
-		goto done;
-	if (json_object_object_get_ex(c, "layer_types", &o) &&
-	    json_object_is_type(o, json_type_array)) {
-		if ((n = json_object_array_length(o)) != f.layers) {
-			bad(err, errlen, "config.json: %zu layer_types for %u "
-			    "layers", n, f.layers);
-			goto done;
-		}
-		types = o;
-	}
-	for (i = 0; i < SIZING_LAYERS_MAX; i++) {
-		struct sizing_layer	*l = &f.layer[i];
-
-		if (i >= f.layers) {
-			/* Tensors past config's layers were read first. */
-			f.weights_in += l->weights;
-			memset(l, 0, sizeof(*l));
-			continue;
-		}
-		l->swa = 0;
-		if (f.swa_window != 0 && types != NULL) {
-			o = json_object_array_get_idx(types, i);
-			l->swa = json_object_is_type(o, json_type_string) &&
-			    strcmp(json_object_get_string(o),
-			    "sliding_attention") == 0;
-		} else if (f.swa_window != 0 && period != 0)
-			l->swa = i % period < period - 1;
-		l->k_width = l->v_width = hdim * kv;
-	}
 	f.format = SIZING_SAFETENSORS;
 	*fout = f;
 	ret = 0;

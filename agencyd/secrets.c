@@ -8,6 +8,8 @@
  * must match, be in date, and (the keys) be readable by agencyd's user
  * alone.  A certificate is parsed here with libcrypto only to check it;
  * agency-proxy gets the bytes and hands them to libtls.
+ *
+ * Calls: common/config.c, common/sha256.c.
  */
 #include <sys/types.h>
 #include <sys/stat.h>

@@ -5,6 +5,9 @@
 /*
  * A model's figures, read by an unprivileged helper.  See sizer.h.
  * Calls helper.c, modelfile.c and estimate.c (sizing_check).
+ *
+ * Calls: estimate.c, helper.c, modelfile.c, common/imsg.c,
+ * common/log.c.
  */
 #include <sys/types.h>
 #include <sys/stat.h>

@@ -7,6 +7,8 @@
  * capture, and the ring of a model's last lines.  See spawn.h.
  * It calls no other file of agencyd: its callers hear of a line or an
  * end through the callbacks of struct spawn_req.
+ *
+ * Calls: common/log.c.
  */
 #include <sys/types.h>
 #include <sys/prctl.h>

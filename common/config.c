@@ -8,6 +8,8 @@
  * agencyd builds its form in parse.y, the proxy its own from
  * confimsg.c; agency-ctl only needs the default control socket.  Calls
  * nothing of agency's.
+ *
+ * Calls: none.
  */
 #include <sys/types.h>
 #include <sys/queue.h>

@@ -2,6 +2,9 @@
  * Copyright (c) 2026 The agency authors
  * SPDX-License-Identifier: ISC (see the file LICENSE)
  */
+/*
+ * Calls: none.
+ */
 /* Method names for log lines, shared by the front door and fakelm. */
 #include <event2/http.h>
 

@@ -5,6 +5,8 @@
 /*
  * agency's own imsg: framing, fd passing and buffering for messages over
  * a unix stream socket.  See imsg.h for the rules.
+ *
+ * Calls: log.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>

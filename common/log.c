@@ -2,6 +2,12 @@
  * Copyright (c) 2026 The agency authors
  * SPDX-License-Identifier: ISC (see the file LICENSE)
  */
+/*
+ * The log of every program (log.h): lines to stderr (in the journal's
+ * form when systemd reads it) or to syslog.
+ *
+ * Calls: none.
+ */
 #include <sys/types.h>
 #include <sys/socket.h>
 #include <sys/stat.h>

@@ -8,7 +8,7 @@
  * which structure.  The reading side is where a message is checked: its
  * strings, its enums and flags, the ids that may not be 0.  What needs
  * the receiver's state (a hold it holds, a cancel it sent) is the
- * receiver's to check.  Calls: msg.c.
+ * receiver's to check.  Calls: msg.c, imsg.c.
  */
 #include <sys/types.h>
 
@@ -376,6 +376,24 @@ get_memory(struct msgr *r, uint32_t type, void *p)
 	m->available = msg_get_i64(r);
 	m->total = msg_get_i64(r);
 	m->reserve = msg_get_i64(r);
+}
+
+static void
+put_status_end(struct msgw *w, const void *p)
+{
+	const struct proto_status_end	*m = p;
+
+	msg_add_u64(w, m->reqid);
+	put_memory(w, &m->mem);
+}
+
+static void
+get_status_end(struct msgr *r, uint32_t type, void *p)
+{
+	struct proto_status_end	*m = p;
+
+	m->reqid = msg_get_u64(r);
+	get_memory(r, type, &m->mem);
 }
 
 static void
@@ -777,6 +795,7 @@ static const struct proto_codec	 c_probe_result = CODEC(probe_result);
 static const struct proto_codec	 c_status = CODEC(status);
 static const struct proto_codec	 c_alias = CODEC(alias);
 static const struct proto_codec	 c_memory = CODEC(memory);
+static const struct proto_codec	 c_status_end = CODEC(status_end);
 static const struct proto_codec	 c_key_status = CODEC(key_status);
 static const struct proto_codec	 c_cancel = CODEC(cancel);
 static const struct proto_codec	 c_admin = CODEC(admin);
@@ -813,7 +832,7 @@ static const struct proto_type	 link_types[IMSG_MAXTYPE] = {
 	[IMSG_PROBE_RESULT] = PROXY(c_probe_result),
 	[IMSG_STATUS_REQ] = PROXY(c_reqid),
 	[IMSG_STATUS_MODEL] = PARENT(c_status),
-	[IMSG_STATUS_END] = PARENT(c_reqid),
+	[IMSG_STATUS_END] = PARENT(c_status_end),
 	[IMSG_CANCEL] = { 1, FROM_PARENT, &c_cancel },	/* and the proxy */
 	[IMSG_CANCEL_DONE] = PROXY(c_cancel),
 	[IMSG_ADMIN] = PROXY(c_admin),

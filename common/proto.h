@@ -119,7 +119,7 @@ enum imsg_type {
 	/* GET /v1/agency/status and /metrics */
 	IMSG_STATUS_REQ,	/* proxy -> parent: reqid */
 	IMSG_STATUS_MODEL,	/* parent -> proxy: status, one a model */
-	IMSG_STATUS_END,	/* parent -> proxy: reqid */
+	IMSG_STATUS_END,	/* parent -> proxy: status_end */
 
 	/*
 	 * Ending the requests in progress of one model: agencyd sends the
@@ -400,6 +400,13 @@ struct proto_memory {
 	int64_t		reserve;
 };
 
+/* IMSG_STATUS_END: a status's last message, with the memory the models'
+ * needs are measured against (as agency-ctl's STATUS_MEMORY). */
+struct proto_status_end {
+	uint64_t		reqid;
+	struct proto_memory	mem;
+};
+
 struct proto_cancel {
 	uint64_t	reqid;
 	char		model[AGENCY_NAME_MAX];
@@ -536,6 +543,7 @@ union proto_msg {
 	struct proto_status		 status;
 	struct proto_alias		 alias;
 	struct proto_memory		 memory;
+	struct proto_status_end		 status_end;
 	struct proto_key_status		 key_status;
 	struct proto_cancel		 cancel;
 	struct proto_log		 log;

@@ -5,6 +5,8 @@
 /*
  * SHA-256 as FIPS 180-4 gives it: 64-byte blocks, big-endian words,
  * the message padded with 0x80, zeroes and its length in bits.
+ *
+ * Calls: none.
  */
 #include <stdint.h>
 #include <string.h>

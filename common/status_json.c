@@ -6,6 +6,8 @@
  * A model's status record as JSON, shared by agency-ctl and agency-proxy
  * so that one parser reads what either prints.  Times are ms since the
  * epoch, durations ms; what is unknown or does not apply is null.
+ *
+ * Calls: proto.c.
  */
 #include <json.h>
 #include <stdint.h>

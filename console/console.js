@@ -8,9 +8,12 @@
  * replacing what it shows, and an event by changing one thing.  The
  * streams are read with fetch (an admin key can go in a header, which
  * EventSource cannot send), and reconnected with backoff and
- * Last-Event-ID.  Data from the server only ever reaches the page as
- * text (textContent), never as markup.  console/EVENTS.md is the
- * contract.
+ * Last-Event-ID.  A refusal for want of an admin key is not an outage:
+ * the page says what key it needs and waits for one.  A snapshot
+ * brings each model's last reason (in its record) and the last changes
+ * (its "recent"), so a page opened now says what just happened.  Data
+ * from the server only ever reaches the page as text (textContent),
+ * never as markup.  console/EVENTS.md is the contract.
  */
 'use strict';
 
@@ -29,15 +32,16 @@
 
 	const st = {
 		stream: null,		/* the proxy's stream of the last snapshot */
+		seq: 0,			/* of the last event applied, in it */
 		models: new Map(),	/* name -> record */
 		order: [],		/* names, in the server's order */
-		reasons: new Map(),	/* name -> text of its last change */
 		colours: new Map(),	/* name -> colour index */
 		memory: null,
 		history: [],		/* summaries, oldest first */
 		summaryMs: 5000,
 		skew: 0,		/* server clock - our clock, ms */
 		lostAt: 0,		/* when the stream was lost, or 0 */
+		keyWanted: '',		/* why a key is asked for, or '' */
 		pending: new Set(),	/* "act:model" being posted */
 	};
 	const rows = new Map();		/* name -> tr */
@@ -132,13 +136,18 @@
 	const KEY_CODES = new Set(['invalid_api_key', 'admin_key_required']);
 	let pageKey = null;
 
-	function authHeaders() {
+	function keyGiven() {
 		let key = pageKey;
 		try {
 			key = sessionStorage.getItem(KEY_ITEM) || pageKey;
 		} catch (e) {
 			/* storage refused: the page's own */
 		}
+		return key;
+	}
+
+	function authHeaders() {
+		const key = keyGiven();
 		return key ? { Authorization: 'Bearer ' + key } : {};
 	}
 
@@ -149,6 +158,26 @@
 		} catch (e) {
 			/* kept for this page only */
 		}
+	}
+
+	/*
+	 * What to say when the admin routes refused the page for its key
+	 * (the code of the refusal): the connection line's words and the
+	 * key form's.  agency's own message speaks of headers, which the
+	 * page sends itself.
+	 */
+	function keyWords(code) {
+		if (code === 'admin_key_required')
+			return ['Up: that key is not an admin key',
+			    'That key is not an admin key. The console needs ' +
+			    'a key marked admin in agency.conf.'];
+		if (keyGiven())
+			return ['Up: that key was refused',
+			    'That key was refused. The console needs an admin ' +
+			    'key (a key marked admin in agency.conf).'];
+		return ['Up: an admin key is needed',
+		    'agency has API keys: the console needs an admin key ' +
+		    '(a key marked admin in agency.conf) to show the models.'];
 	}
 
 	/* The admin routes refused us for want of an admin key: ask. */
@@ -208,6 +237,8 @@
 			this.ctl = null;
 			this.wake = null;
 			this.retryAt = 0;
+			this.refusal = null;	/* the key's, of the last try */
+			this.kicked = false;	/* retryNow during a try */
 		}
 
 		start() {
@@ -225,11 +256,14 @@
 		retryNow() {
 			if (this.wake)
 				this.wake();
+			else
+				this.kicked = true;
 		}
 
 		async loop() {
 			while (!this.stopped) {
 				let why;
+				this.refusal = null;
 				try {
 					why = await this.once();
 				} catch (e) {
@@ -239,6 +273,17 @@
 				}
 				if (this.stopped)
 					break;
+				if (this.refusal !== null && this.opts.onKey) {
+					/* agency is up and wants a key:
+					 * nothing changes until one is given */
+					this.attempt = 0;
+					this.retryAt = 0;
+					this.opts.onKey(this.refusal.code);
+					await this.pause(-1);
+					continue;
+				}
+				if (this.refusal !== null)
+					keyAsk(this.refusal.message);
 				this.attempt++;
 				const delay = Math.min(BACKOFF_MAX,
 				    BACKOFF_MIN * 2 ** (this.attempt - 1));
@@ -246,15 +291,25 @@
 				this.opts.onLost(why, this.attempt, delay);
 				if (this.stopped)
 					break;
-				await new Promise((resolve) => {
-					const t = setTimeout(resolve, delay);
-					this.wake = () => {
-						clearTimeout(t);
-						resolve();
-					};
-				});
-				this.wake = null;
+				await this.pause(delay);
 			}
+		}
+
+		/* Until retryNow or stop, or delay ms (-1: no limit). */
+		async pause(delay) {
+			if (this.kicked) {
+				this.kicked = false;
+				return;
+			}
+			await new Promise((resolve) => {
+				const t = delay < 0 ? null :
+				    setTimeout(resolve, delay);
+				this.wake = () => {
+					clearTimeout(t);
+					resolve();
+				};
+			});
+			this.wake = null;
 		}
 
 		/* One connection, until it ends: the reason it ended. */
@@ -282,13 +337,14 @@
 				if (!res.ok) {
 					const e = await errorInfo(res);
 					if (KEY_CODES.has(e.code))
-						keyAsk(e.message);
+						this.refusal = e;
 					return 'refused: ' + e.message;
 				}
 				const ct = res.headers.get('Content-Type') || '';
 				if (!ct.startsWith('text/event-stream'))
 					return 'not an event stream (' + ct + ')';
 				this.attempt = 0;
+				this.kicked = false;
 				this.opts.onOpen();
 				const rd = res.body.getReader();
 				const dec = new TextDecoder();
@@ -354,13 +410,24 @@
 
 	/* --- the events ---------------------------------------------- */
 
-	function feed(text, cls) {
+	/*
+	 * An entry in the feed, newest first, at its time t (our clock;
+	 * default now): a change a snapshot brings goes below what the page
+	 * said after it.
+	 */
+	function feed(text, cls, t) {
 		const list = $('feed');
 		const li = el('li', cls);
-		const t = el('time', null, fmtClock(Date.now()));
-		li.appendChild(t);
+		const when = t === undefined ? Date.now() : t;
+		const te = el('time', null, fmtClock(when));
+		te.dateTime = new Date(when).toISOString();
+		li.dataset.t = String(when);
+		li.appendChild(te);
 		li.appendChild(document.createTextNode(text));
-		list.insertBefore(li, list.firstChild);
+		let at = list.firstChild;
+		while (at && Number(at.dataset.t) > when)
+			at = at.nextSibling;
+		list.insertBefore(li, at);
 		while (list.childElementCount > FEED_MAX)
 			list.removeChild(list.lastChild);
 	}
@@ -375,9 +442,6 @@
 		for (const name of st.colours.keys())
 			if (!st.models.has(name))
 				st.colours.delete(name);
-		for (const name of st.reasons.keys())
-			if (!st.models.has(name))
-				st.reasons.delete(name);
 	}
 
 	function reasonText(ev) {
@@ -418,6 +482,73 @@
 		}
 	}
 
+	/* Why a model is in its state, from its record. */
+	function recordReason(r) {
+		if (!r.reason)
+			return r.state === 'failed' && r.error ? r.error : '';
+		const h = r.loadHistory || [];
+		return reasonText({ state: r.state, reason: r.reason,
+		    for: r.for, error: r.error, loadMs: h.length ?
+		    h[h.length - 1] : null, restartInS: null });
+	}
+
+	function stateLine(ev) {
+		const why = reasonText(ev);
+		return [ev.model + ' ' + ev.state + (why ? ' — ' + why : ''),
+		    ev.state === 'failed' ? 'bad' : null];
+	}
+
+	function reloadLine(ev) {
+		if (!ev.ok)
+			return ['Reload failed: ' + (ev.error || ''), 'bad'];
+		const parts = [];
+		if (ev.added && ev.added.length)
+			parts.push('added ' + ev.added.join(', '));
+		if (ev.removed && ev.removed.length)
+			parts.push('removed ' + ev.removed.join(', '));
+		if (ev.changed && ev.changed.length)
+			parts.push('changed ' + ev.changed.join(', '));
+		return ['Configuration reloaded' + (parts.length ? ': ' +
+		    parts.join('; ') : ', nothing changed'), null];
+	}
+
+	function cancelLine(ev) {
+		return [plural(ev.cancelled, 'request', 'requests') + ' of ' +
+		    ev.model + ' cancelled', null];
+	}
+
+	const lines = { state: stateLine, reload: reloadLine,
+	    cancel: cancelLine };
+
+	/* An event's entry in the feed, at its time (the server's). */
+	function feedEvent(type, ev) {
+		const [text, cls] = lines[type](ev);
+		feed(text, cls, typeof ev.time === 'number' ?
+		    ev.time - st.skew : undefined);
+	}
+
+	/* "STREAM.SEQ" as [STREAM, SEQ], or null. */
+	function parseId(id) {
+		const m = /^([0-9a-f]{8})\.([0-9]+)$/.exec(id || '');
+		return m ? [m[1], Number(m[2])] : null;
+	}
+
+	/*
+	 * The changes a snapshot repeats that this page has not shown:
+	 * all of them on a new page or from another proxy, else those after
+	 * the last event it applied.
+	 */
+	function feedRecent(recent) {
+		for (const e of recent || []) {
+			if (!e || !lines[e.type])
+				continue;
+			const id = parseId(e.id);
+			if (id && id[0] === st.stream && id[1] <= st.seq)
+				continue;
+			feedEvent(e.type, e);
+		}
+	}
+
 	const handlers = {
 		snapshot(ev) {
 			if (st.stream !== null && ev.stream !== st.stream)
@@ -426,9 +557,9 @@
 			else if (st.stream !== null)
 				feed('Events were missed: showing the state ' +
 				    'afresh', 'note');
+			feedRecent(ev.recent);
 			st.stream = ev.stream;
 			setModels(ev.models || []);
-			st.reasons.clear();
 			st.memory = ev.memory || null;
 			st.summaryMs = ev.summaryMs || st.summaryMs;
 			st.history = (ev.history || []).slice();
@@ -437,15 +568,16 @@
 		state(ev) {
 			const r = ev.record || Object.assign({},
 			    st.models.get(ev.model), { state: ev.state });
+			if (!('reason' in r)) {
+				r.reason = ev.reason;
+				r.for = ev.for;
+			}
 			if (!st.models.has(ev.model))
 				st.order.push(ev.model);
 			st.models.set(ev.model, r);
-			const why = reasonText(ev);
-			st.reasons.set(ev.model, why);
 			if (ev.memory)
 				st.memory = ev.memory;
-			feed(ev.model + ' ' + ev.state + (why ? ' — ' + why :
-			    ''), ev.state === 'failed' ? 'bad' : null);
+			feedEvent('state', ev);
 			syncRows();
 			renderMemory();
 		},
@@ -460,28 +592,16 @@
 			renderRow(ev.model);
 		},
 		reload(ev) {
-			if (!ev.ok) {
-				feed('Reload failed: ' + (ev.error || ''),
-				    'bad');
+			feedEvent('reload', ev);
+			if (!ev.ok)
 				return;
-			}
 			setModels(ev.models || []);
 			if (ev.memory)
 				st.memory = ev.memory;
-			const parts = [];
-			if (ev.added && ev.added.length)
-				parts.push('added ' + ev.added.join(', '));
-			if (ev.removed && ev.removed.length)
-				parts.push('removed ' + ev.removed.join(', '));
-			if (ev.changed && ev.changed.length)
-				parts.push('changed ' + ev.changed.join(', '));
-			feed('Configuration reloaded' + (parts.length ?
-			    ': ' + parts.join('; ') : ', nothing changed'));
 			renderAll();
 		},
 		cancel(ev) {
-			feed(plural(ev.cancelled, 'request', 'requests') +
-			    ' of ' + ev.model + ' cancelled');
+			feedEvent('cancel', ev);
 		},
 		summary(ev) {
 			if (ev.memory)
@@ -505,10 +625,12 @@
 				feed('Reconnected after ' +
 				    fmtDur(Date.now() - st.lostAt), 'note');
 			st.lostAt = 0;
+			st.keyWanted = '';
 			lastRefusal = '';
 			$('key-form').hidden = true;
 			setConn('live', 'Live');
 			document.body.classList.remove('stale');
+			renderEmpty();
 		},
 		onEvent(type, data, id) {
 			let ev;
@@ -522,7 +644,22 @@
 			const h = handlers[type];
 			if (h)
 				h(ev);
+			const sid = parseId(id);
+			if (sid && sid[0] === st.stream)
+				st.seq = sid[1];
 			document.body.dataset.lastEventId = id;
+		},
+		onKey(code) {
+			const [line, why] = keyWords(code);
+			if (why !== st.keyWanted)
+				feed(why, 'note');
+			st.keyWanted = why;
+			/* the server answered: no outage to count */
+			st.lostAt = 0;
+			lastRefusal = '';
+			keyAsk(why);
+			setConn('key', line);
+			renderEmpty();
 		},
 		onLost(why, attempt, delay) {
 			if (!st.lostAt) {
@@ -534,6 +671,7 @@
 			lastRefusal = why;
 			document.body.classList.add('stale');
 			connTick();
+			renderEmpty();
 		}
 	});
 
@@ -545,7 +683,7 @@
 		if ($('conn-text').textContent !== text)
 			$('conn-text').textContent = text;
 		$('conn-retry').hidden = state === 'live' ||
-		    state === 'connecting';
+		    state === 'connecting' || state === 'key';
 	}
 
 	function connTick() {
@@ -587,7 +725,22 @@
 		}
 		$('no-models').hidden = st.order.length > 0;
 		$('models').hidden = st.order.length === 0;
+		renderEmpty();
 		syncLogChoice();
+	}
+
+	/* What the models pane says while it has no row: why. */
+	function renderEmpty() {
+		let t;
+		if (st.stream !== null)
+			t = 'No model is served.';
+		else if (st.keyWanted)
+			t = 'The models show once an admin key is given.';
+		else if (st.lostAt)
+			t = 'No models yet: agency has not answered.';
+		else
+			t = 'Waiting for agency…';
+		setText($('no-models'), t);
 	}
 
 	function newRow(name) {
@@ -636,9 +789,7 @@
 		const waits = r.state === 'stopped' && r.queued > 0 &&
 		    (r.waitingFor === 'memory' || r.waitingFor === 'turn');
 		setText(q('.state'), waits ? 'queued' : r.state);
-		let why = st.reasons.get(name) || '';
-		if (!why && r.state === 'failed' && r.error)
-			why = r.error;
+		let why = recordReason(r);
 		if (r.state === 'failed' && r.restartAt) {
 			const s = Math.max(0, Math.ceil((r.restartAt -
 			    now()) / 1000));

@@ -121,6 +121,15 @@ export class Browser {
 		this.listeners.push(fn);
 	}
 
+	// Each exception the page throws, its text pushed on list.
+	exceptionsTo(list) {
+		this.on((method, p) => {
+			if (method === 'Runtime.exceptionThrown')
+				list.push((p.exceptionDetails.exception || {})
+				    .description || p.exceptionDetails.text);
+		});
+	}
+
 	// The first event of that method for which pred holds, or an error
 	// after ms.
 	waitEvent(method, pred = () => true, ms = 10000) {

@@ -17,6 +17,9 @@
 //   LAZY            a lazy model that may be loaded and unloaded
 //   SMALL           a model that is always ready
 //   RESTART_CMD     a shell command that restarts the proxy
+//   DROP_CMD        a shell command that cuts the page's stream after an
+//                   event it then forgets (the mock's only; its test is
+//                   skipped without it)
 //   RELOAD_ADD_CMD  a shell command that reloads with a model EXTRA more
 //   RELOAD_DEL_CMD  a shell command that reloads without it again
 //   EXTRA           that model's name
@@ -45,7 +48,7 @@ const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 let b;
 const requests = [];		// every URL the page asked for
 const problems = [];		// console errors, exceptions, violations
-let outage = null;		// [start, end] of the restart, in Date.now()
+const outages = [];		// [start, end] of each stream cut, Date.now()
 const events = [];		// [type, data, arrival] from our own stream
 let evAbort;
 
@@ -349,17 +352,60 @@ test('a reload adds a row and takes it away', async () => {
 	assert.match(await text('#feed'), new RegExp('removed ' + EXTRA));
 });
 
+test('a snapshot after missed events adds to the feed only what was missed',
+    { skip: !process.env.DROP_CMD && 'no DROP_CMD' }, async () => {
+	const entries = `Array.from(document.querySelectorAll('#feed li'))
+	    .map((li) => li.textContent.slice(li.querySelector('time')
+	    .textContent.length))`;
+	const was = await b.eval(entries);
+	const cut = [Date.now(), 0];
+	outages.push(cut);
+	execSync(process.env.DROP_CMD, { stdio: 'inherit' });
+	await b.waitFor(`document.getElementById('feed').textContent
+	    .includes('Events were missed')`, 10000, 'the missed events said');
+	await b.waitFor(`document.getElementById('conn').dataset.conn ===
+	    'live'`, 10000, 'the connection live');
+	cut[1] = Date.now();
+	const now = await b.eval(entries);
+	// what came: the outage, its end, the snapshot's note, and the
+	// one change the page missed; nothing it had shown already
+	const added = now.slice(0, now.length - was.length);
+	assert.deepEqual(now.slice(added.length), was);
+	assert.equal(added.length, 4, JSON.stringify(added));
+	for (const re of [/^Events were missed/, /^Reconnected after/,
+	    /^Connection lost/, /^0 requests of \S+ cancelled$/])
+		assert.equal(added.filter((t) => re.test(t)).length, 1,
+		    re + ' in ' + JSON.stringify(added));
+	// at its time, below what the page said after it (the snapshot
+	// came after at least the 0.5 s of backoff), and the feed newest
+	// first
+	const at = (re) => added.findIndex((t) => re.test(t));
+	assert.ok(at(/cancelled$/) > at(/^Events were missed/),
+	    JSON.stringify(added));
+	const times = await b.eval(`Array.from(document.querySelectorAll(
+	    '#feed li time')).map((t) => Date.parse(t.dateTime))`);
+	for (let i = 1; i < times.length; i++)
+		assert.ok(times[i - 1] >= times[i], 'out of order: ' +
+		    JSON.stringify(now));
+});
+
 test('a proxy restart is seen, said, and recovered from', async () => {
-	outage = [Date.now(), 0];
+	const outage = [Date.now(), 0];
+	outages.push(outage);
 	execSync(process.env.RESTART_CMD, { stdio: 'inherit' });
 	await b.waitFor(`document.getElementById('conn').dataset.conn !==
 	    'live'`, 10000, 'the page to see the connection lost');
 	assert.match(await text('#conn-text'), /lost|Offline/);
 	await b.waitFor(`document.getElementById('conn').dataset.conn ===
 	    'live'`, 20000, 'the page live again');
-	outage[1] = Date.now();
-	assert.match(await text('#feed'), /agency-proxy restarted/);
 	assert.match(await text('#feed'), /Reconnected after/);
+	// The stream is open (live) before its first event, the new
+	// proxy's snapshot, has come: that says the restart, and redraws
+	// every row with it.
+	await b.waitFor(`/agency-proxy restarted/.test(
+	    document.getElementById('feed').textContent)`, 20000,
+	    'the restart said in the feed');
+	outage[1] = Date.now();
 	// what it shows is what agency says
 	for (const m of await status())
 		assert.equal(await rowState(m.model), m.state, m.model);
@@ -432,8 +478,9 @@ test('nothing went wrong in the page, and it asked nothing elsewhere',
     async () => {
 	for (const u of requests)
 		assert.equal(new URL(u).origin, ORIGIN, 'a request to ' + u);
-	// while the proxy was down, its failed fetches are expected
+	// while the proxy was down or the stream cut, its failed fetches
+	// are expected
 	const bad = problems.filter((p) => !(p.what === 'log network' &&
-	    outage && p.t >= outage[0] && p.t <= outage[1] + 1000));
+	    outages.some(([from, to]) => p.t >= from && p.t <= to + 1000)));
 	assert.deepEqual(bad, []);
 });

@@ -13,6 +13,9 @@
 // prints "listening PORT" when it serves.  For tests it also has
 //   POST /__mock/restart {"downMs": N}  a new stream, every connection
 //                                       closed, nothing served for N ms
+//   POST /__mock/drop                   the same stream, its backlog
+//                                       forgotten, every subscriber cut
+//                                       (so a reconnect gets a snapshot)
 //   POST /__mock/reload {"add": [NAME], "remove": [NAME]}
 
 import { createServer } from 'node:http';
@@ -43,6 +46,7 @@ const memory = { total: 24 * GiB, available: 18 * GiB, reserve: GiB,
 let stream = randomBytes(4).toString('hex');
 let seq = 0;
 const backlog = [];		// {seq, text}
+const recent = [];		// what a snapshot repeats (EVENTS.md)
 const subscribers = new Set();	// http.ServerResponse
 let down = false;
 
@@ -57,6 +61,7 @@ function model(name, lazy, need, extra) {
 		waitingFor: null, maxRequests: null, aliases: [],
 		idleTimeoutMs: lazy ? 600000 : null,
 		loadHistory: lazy ? [] : [420], restartAt: null,
+		reason: lazy ? null : 'loaded', for: null,
 	}, extra || {});
 }
 
@@ -115,6 +120,15 @@ function emit(event, data) {
 	backlog.push({ seq, text });
 	if (backlog.length > 1024)
 		backlog.shift();
+	if (event === 'state' || event === 'reload' || event === 'cancel') {
+		const e = { type: event, id };
+		for (const [k, v] of Object.entries(data))
+			if (k !== 'record' && k !== 'models' && k !== 'memory')
+				e[k] = v;
+		recent.push(e);
+		if (recent.length > 100)
+			recent.shift();
+	}
 	for (const res of subscribers)
 		res.write(text);
 }
@@ -126,6 +140,8 @@ function record(m) {
 function setState(m, state, reason, more) {
 	const from = m.state;
 	m.state = state;
+	m.reason = reason;
+	m.for = (more && more.for) || null;
 	emit('state', Object.assign({ model: m.model, state, from, reason },
 	    more || {}, { record: record(m), memory: memoryNow() }));
 }
@@ -273,7 +289,7 @@ async function chat(req, res) {
 function snapshot() {
 	return { time: Date.now(), stream, memory: memoryNow(),
 	    models: [...models.values()].map(record),
-	    summaryMs: opt.summaryMs, history };
+	    summaryMs: opt.summaryMs, history, recent };
 }
 
 function events(req, res) {
@@ -283,8 +299,8 @@ function events(req, res) {
 	const last = req.headers['last-event-id'] || '';
 	const m = /^([0-9a-f]{8})\.([0-9]+)$/.exec(last);
 	const n = m ? Number(m[2]) : -1;
-	if (m && m[1] === stream && n <= seq && (backlog.length === 0 ||
-	    n >= backlog[0].seq - 1)) {
+	const first = backlog.length ? backlog[0].seq : seq + 1;
+	if (m && m[1] === stream && n <= seq && n >= first - 1) {
 		for (const e of backlog)
 			if (e.seq > n)
 				res.write(e.text);
@@ -390,6 +406,7 @@ async function control(req, res, path) {
 		stream = randomBytes(4).toString('hex');
 		seq = 0;
 		backlog.length = 0;
+		recent.length = 0;
 		down = true;
 		for (const s of subscribers)
 			s.destroy();
@@ -397,6 +414,15 @@ async function control(req, res, path) {
 			for (const s of set)
 				s.destroy();
 		setTimeout(() => { down = false; }, b.downMs || 0);
+		return json(res, 200, { stream });
+	}
+	if (path === '/__mock/drop') {
+		// an event the subscribers miss, and the backlog without it
+		for (const s of subscribers)
+			s.destroy();
+		subscribers.clear();
+		emit('cancel', { model: [...models.keys()][0], cancelled: 0 });
+		backlog.length = 0;
 		return json(res, 200, { stream });
 	}
 	if (path === '/__mock/reload') {

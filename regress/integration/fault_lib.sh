@@ -101,6 +101,88 @@ log_has()
 	grep -Eq -- "$1" agencyd.log
 }
 
+# The kernel's boot clock in centiseconds, as /proc/uptime gives it
+# ("15656.69"), read into UP_CS with builtins alone (no fork: read it
+# right before the event it times).
+read_uptime()
+{
+	local up idle
+	read -r up idle < /proc/uptime
+	UP_CS=$((${up%.*} * 100 + 1${up#*.} - 100))
+}
+
+# started_cs PID: when PID was forked, on that clock: its start time
+# (field 22 of /proc/PID/stat, in clock ticks since boot).
+started_cs()
+{
+	local st
+	st=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+	set -- ${st##*) }
+	shift 19
+	echo $(($1 * 100 / $(getconf CLK_TCK)))
+}
+
+# new_proxy OLD: the pid of a proxy of agencyd's other than OLD (by its
+# command's name, so a fork of agencyd not yet become one is not it).
+new_proxy()
+{
+	local p
+	for p in $(pgrep -P "$(agency_pid)" -x agency-proxy); do
+		[ "$p" != "$1" ] && alive "$p" && { echo "$p"; return 0; }
+	done
+	return 1
+}
+
+# proxy_restart OLD: SIGKILL the proxy OLD and wait until agencyd has
+# started another; RESTART_MS is how long it took, by the kernel's
+# clock: from right before the kill to the new process's fork (10 ms
+# steps).  What agencyd promises is that it starts a new one; that it
+# does so at once, not after the delay (PROXY_RESPAWN_WAIT, 1 s) kept
+# for a proxy that keeps dying young, is what the caller bounds.  None
+# of this test's own delays after the kill count, so the bound holds on
+# a loaded machine; the new proxy's start to serving is the machine's
+# speed, waited for (proxy_serves) but not timed.
+proxy_restart()
+{
+	local old=$1 t0 new
+	read_uptime
+	t0=$UP_CS
+	kill -KILL "$old"
+	wait_for 20 new_proxy "$old" || fail_log "no new proxy 20 s after" \
+	    "the kill"
+	new=$(new_proxy "$old")
+	RESTART_MS=$((($(started_cs "$new") - t0) * 10))
+	echo "a new proxy, pid $new, was started ${RESTART_MS} ms after" \
+	    "the kill (the kernel's clock)"
+}
+
+# proxy_serves OLD: a proxy other than OLD answers /health.
+proxy_serves()
+{
+	local p
+	p=$(proxy_pid)
+	[ -n "$p" ] && [ "$p" != "$1" ] &&
+	    curl -sf --max-time 5 -o /dev/null "$BASE/health"
+}
+
+# access_ms MODEL: how long each chat completion of MODEL took by the
+# proxy's own clock (from its access log lines in agencyd.log, in ms,
+# one a line in the order they ended): what the product did, without
+# the delays of a client that the test started on a loaded machine.
+access_ms()
+{
+	sed -n "s|^agencyd: proxy: POST /v1/chat/completions $1 [0-9]* \([0-9]*\)ms.*|\1|p" \
+	    agencyd.log
+}
+
+# access_lines_are MODEL N: N such lines are in the log (they are
+# written as the request ends, a moment after the client has its
+# answer).
+access_lines_are()
+{
+	[ "$(access_ms "$1" | wc -l)" -ge "$2" ]
+}
+
 # dead PID...: none of them is alive.
 dead()
 {

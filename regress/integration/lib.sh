@@ -217,7 +217,9 @@ in_progress_zero()
 chat()
 {
 	local model=$1 max=${2:-4} extra=${3:-}
-	curl -s -o body -w '%{http_code}' "$BASE/v1/chat/completions" \
+	# bounded, so that a request that hangs fails its test (code 000)
+	# with the logs rather than its case's timeout without them
+	curl -s -m 90 -o body -w '%{http_code}' "$BASE/v1/chat/completions" \
 	    -H 'Content-Type: application/json' \
 	    -d "{\"model\":\"$model\",\"max_tokens\":$max,$extra\"messages\":[{\"role\":\"user\",\"content\":\"hello\"}]}" \
 	    > code

@@ -125,16 +125,19 @@ kb()
 
 # loop_clients N SECONDS MODEL MAXTIME: N background shell loops, each
 # POSTing short chat completions one after another until SECONDS have
-# passed, every curl bounded by --max-time MAXTIME.  Each request's
-# outcome, "<http code> <curl exit> <start ms> <end ms>", is appended to
-# loop.N.log; each loop's pid is in loop.N.pid.
+# passed or the file loops.stop is there (loops_stop), every curl
+# bounded by --max-time MAXTIME.  Each request's outcome, "<http code>
+# <curl exit> <start ms> <end ms>", is appended to loop.N.log; each
+# loop's pid is in loop.N.pid.
 loop_clients()
 {
 	local n=$1 secs=$2 model=$3 maxtime=$4 i
+	rm -f loops.stop
 	for i in $(seq 1 "$n"); do
 		(
 			end=$(($(now_ms) + secs * 1000))
-			while [ "$(now_ms)" -lt "$end" ]; do
+			while [ "$(now_ms)" -lt "$end" ] &&
+			    [ ! -e loops.stop ]; do
 				t0=$(now_ms)
 				c=$(curl -s -o /dev/null -w '%{http_code}' \
 				    --max-time "$maxtime" \
@@ -147,6 +150,12 @@ loop_clients()
 		) &
 		echo $! > "loop.$i.pid"
 	done
+}
+
+# loops_stop: the loops end after the request each is making.
+loops_stop()
+{
+	: > loops.stop
 }
 
 # loops_done: every loop_clients loop has ended.

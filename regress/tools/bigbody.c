@@ -3,15 +3,20 @@
  * SPDX-License-Identifier: ISC (see the file LICENSE)
  */
 /*
- * bigbody [-c conns] [-m model] [-p ms] [-s bytes] [-t seconds] port: on
- * conns connections at once (default 40), POST chat completions whose
- * bodies are bytes long (default 15 MB) to 127.0.0.1:port as fast as the
- * server takes them, one a connection ("Connection: close"), each
- * followed by a new one -p ms (default 20) after the server closed it,
- * for -t seconds (default 5, at most 600).  Then print how many answers
- * came by status ("none" when the connection closed without one) and
- * how many bytes were sent.  For the tests of the front door's bound on
- * the request bytes it keeps.
+ * bigbody [-c conns] [-m model] [-p ms] [-s bytes] [-t seconds]
+ *     [-w seconds] port: on conns connections at once (default 40), POST
+ * chat completions whose bodies are bytes long (default 15 MB) to
+ * 127.0.0.1:port as fast as the server takes them, one a connection
+ * ("Connection: close"), each followed by a new one -p ms (default 20)
+ * after the server closed it, for -t seconds (default 5, at most 600).
+ * Then, for at most -w seconds (default 0), no new connection, and the
+ * requests in flight are finished and answered (an admitted body makes
+ * a round trip of its size twice through the server: on a loaded
+ * machine, longer than the flood may last).  Then print how many
+ * answers came by status ("none" when the connection closed without
+ * one; those still open at the end count as "open") and how many bytes
+ * were sent.  For the tests of the front door's bound on the request
+ * bytes it keeps.
  */
 #include <sys/types.h>
 #include <sys/socket.h>
@@ -46,7 +51,7 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: bigbody [-c conns] [-m model] [-p ms] "
-	    "[-s bytes] [-t seconds] port\n");
+	    "[-s bytes] [-t seconds] [-w seconds] port\n");
 	exit(2);
 }
 
@@ -60,13 +65,13 @@ main(int argc, char *argv[])
 	char			*req, buf[65536];
 	size_t			 size = 15 << 20, hlen, len, pre;
 	uint64_t		 ok = 0, busy = 0, big = 0, other = 0, none = 0;
-	uint64_t		 sent = 0;
-	int64_t			 end, now;
+	uint64_t		 sent = 0, left = 0;
+	int64_t			 end, drain, now;
 	ssize_t			 n;
 	int			 ch, conns = 40, pause = 20, seconds = 5, port;
-	int			 i, status;
+	int			 i, status, wait = 0, inflight;
 
-	while ((ch = getopt(argc, argv, "c:m:p:s:t:")) != -1) {
+	while ((ch = getopt(argc, argv, "c:m:p:s:t:w:")) != -1) {
 		switch (ch) {
 		case 'c':
 			conns = numarg(optarg, 1, MAXCONNS, "conns");
@@ -82,6 +87,9 @@ main(int argc, char *argv[])
 			break;
 		case 't':
 			seconds = numarg(optarg, 1, 600, "seconds");
+			break;
+		case 'w':
+			wait = numarg(optarg, 0, 600, "seconds");
 			break;
 		default:
 			usage();
@@ -116,13 +124,17 @@ main(int argc, char *argv[])
 	for (i = 0; i < conns; i++)
 		pfd[i].fd = -1;
 	end = now_ms() + (int64_t)seconds * 1000;
-	while ((now = now_ms()) < end) {
-		for (i = 0; i < conns; i++) {
+	drain = end + (int64_t)wait * 1000;
+	inflight = 0;
+	while ((now = now_ms()) < end || (now < drain && inflight > 0)) {
+		for (i = 0; i < conns && now < end; i++) {
 			if (pfd[i].fd != -1 || now < bc[i].next)
 				continue;
 			memset(&bc[i], 0, sizeof(bc[i]));
 			pfd[i].fd = tool_connect(&sin, SOCK_NONBLOCK);
 			pfd[i].events = POLLIN | POLLOUT;
+			if (pfd[i].fd != -1)
+				inflight++;
 		}
 		if (poll(pfd, conns, 10) == -1 && errno != EINTR)
 			err(2, "poll");
@@ -179,16 +191,19 @@ main(int argc, char *argv[])
 			close(pfd[i].fd);
 			pfd[i].fd = -1;
 			bc[i].next = now_ms() + pause;
+			inflight--;
 		}
 	}
 	for (i = 0; i < conns; i++)
-		if (pfd[i].fd != -1)
+		if (pfd[i].fd != -1) {
 			close(pfd[i].fd);
-	printf("answers: 200=%llu 503=%llu 413=%llu other=%llu none=%llu; "
-	    "%llu MB sent\n", (unsigned long long)ok,
+			left++;
+		}
+	printf("answers: 200=%llu 503=%llu 413=%llu other=%llu none=%llu "
+	    "open=%llu; %llu MB sent\n", (unsigned long long)ok,
 	    (unsigned long long)busy, (unsigned long long)big,
 	    (unsigned long long)other, (unsigned long long)none,
-	    (unsigned long long)(sent >> 20));
+	    (unsigned long long)left, (unsigned long long)(sent >> 20));
 	free(req);
 	free(pfd);
 	free(bc);

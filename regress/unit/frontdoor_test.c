@@ -273,6 +273,21 @@ h_send(struct harness *h, uint32_t type, int fd, const void *data,
 	ATF_REQUIRE(imsg_flush(&h->ib) == 0);
 }
 
+/* A status's end, with a memory of 3 MB in use and no budget. */
+static void
+status_end_send(struct harness *h, uint64_t reqid)
+{
+	struct proto_status_end	 end;
+
+	memset(&end, 0, sizeof(end));
+	end.reqid = reqid;
+	end.mem.in_use = 3 << 20;
+	end.mem.available = 1 << 30;
+	end.mem.total = 2LL << 30;
+	end.mem.reserve = -1;
+	h_send(h, IMSG_STATUS_END, -1, &end, sizeof(end));
+}
+
 /* Read what the proxy sent within ms, each message read whole as
  * agencyd reads it; logs are kept aside. */
 static void
@@ -1295,13 +1310,19 @@ ATF_TC_BODY(status_json, tc)
 	st.last_used = -1;
 	st.loaded_at = -1;
 	h_send(&h, IMSG_STATUS_MODEL, -1, &st, sizeof(st));
-	h_send(&h, IMSG_STATUS_END, -1, &pr, sizeof(pr));
+	status_end_send(&h, pr.reqid);
 	r = cl_read(&h, fd);
 	ATF_REQUIRE_EQ(status_of(r), 200);
 	ATF_REQUIRE((body = strstr(r, "\r\n\r\n")) != NULL);
 	ATF_REQUIRE_MSG((o = json_tokener_parse(body + 4)) != NULL, "%s", r);
 	ATF_REQUIRE(json_object_object_get_ex(o, "models", &models));
 	ATF_REQUIRE_EQ(json_object_array_length(models), 2);
+	/* the memory that came with the end */
+	ATF_REQUIRE(json_object_object_get_ex(o, "memory", &v));
+	ATF_CHECK(json_object_object_get_ex(v, "inUse", &m));
+	ATF_CHECK_EQ(json_object_get_int64(m), 3 << 20);
+	ATF_CHECK(json_object_object_get_ex(v, "budget", &m));
+	ATF_CHECK(m == NULL);
 	m = json_object_array_get_idx(models, 0);
 	json_object_object_get_ex(m, "state", &v);
 	ATF_CHECK_STREQ(json_object_get_string(v), "ready");
@@ -1395,7 +1416,7 @@ ATF_TC_BODY(metrics_text, tc)
 	st.load_hist[3] = 1;		/* 1 s */
 	st.load_ms_sum = 1100;
 	h_send(&h, IMSG_STATUS_MODEL, -1, &st, sizeof(st));
-	h_send(&h, IMSG_STATUS_END, -1, &pr, sizeof(pr));
+	status_end_send(&h, pr.reqid);
 	r = cl_read(&h, fd);
 	for (i = 0; want[i] != NULL; i++)
 		ATF_CHECK_MSG(strstr(r, want[i]) != NULL, "no \"%s\" in %s",

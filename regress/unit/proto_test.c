@@ -96,6 +96,17 @@ struct sample {
 	union proto_msg	 m;
 };
 
+/* A memory of distinct figures, one of them unknown. */
+static void
+memory_fill(struct proto_memory *m)
+{
+	m->in_use = 1;
+	m->budget = 2;
+	m->available = -1;
+	m->total = 4;
+	m->reserve = 5;
+}
+
 static void
 status_fill(struct proto_status *st)
 {
@@ -203,8 +214,9 @@ samples(struct sample *s)
 	S(FROM_PARENT, IMSG_STATUS_MODEL, status);
 	status_fill(&M.status);
 	n++;
-	S(FROM_PARENT, IMSG_STATUS_END, reqid);
-	M.reqid.reqid = 12;
+	S(FROM_PARENT, IMSG_STATUS_END, status_end);
+	M.status_end.reqid = 12;
+	memory_fill(&M.status_end.mem);
 	n++;
 	S(FROM_PARENT, IMSG_CANCEL, cancel);
 	M.cancel.reqid = 1ULL << 63 | 1;
@@ -278,11 +290,7 @@ samples(struct sample *s)
 	n++;
 	S(FROM_PARENT, IMSG_EV_MEMORY, ev_memory);
 	M.ev_memory.time = 4;
-	M.ev_memory.mem.in_use = 1;
-	M.ev_memory.mem.budget = 2;
-	M.ev_memory.mem.available = -1;
-	M.ev_memory.mem.total = 4;
-	M.ev_memory.mem.reserve = 5;
+	memory_fill(&M.ev_memory.mem);
 	n++;
 	S(FROM_PROXY, IMSG_LOG, log);
 	M.log.pri = 3;
@@ -312,11 +320,7 @@ samples(struct sample *s)
 	strlcpy(M.alias.alias, "q", sizeof(M.alias.alias));
 	n++;
 	S(FROM_AGENCYD, IMSG_CTL_STATUS_MEMORY, memory);
-	M.memory.in_use = 1;
-	M.memory.budget = 2;
-	M.memory.available = 3;
-	M.memory.total = 4;
-	M.memory.reserve = 5;
+	memory_fill(&M.memory);
 	n++;
 	S(FROM_AGENCYD, IMSG_CTL_STATUS_KEY, key_status);
 	strlcpy(M.key_status.name, "ci", sizeof(M.key_status.name));
@@ -446,7 +450,8 @@ ATF_TC_BODY(senders, tc)
 	ATF_CHECK(rd(FROM_CTL, 22, NULL, 0, &u, &why) == -1);
 	ATF_CHECK(rd(FROM_CTL, IMSG_CTL_MAXTYPE, NULL, 0, &u, &why) == -1);
 	/* a reader too small for its message */
-	wr(&w, FROM_PARENT, IMSG_STATUS_END, &s[0].m, sizeof(s[0].m.reqid));
+	wr(&w, FROM_PARENT, IMSG_STATUS_END, &s[0].m,
+	    sizeof(s[0].m.status_end));
 	{
 		struct imsg	 im = mk_imsg(IMSG_STATUS_END, w.buf, w.len);
 		uint32_t	 small;
