@@ -161,7 +161,17 @@ acquire(struct pool *p, const char *model, uint64_t reqid, uint32_t owner,
 		return;
 	}
 	if (!pm->plan.lazy) {
-		/* Its restart, if any, is on a timer. */
+		/* It failed: its restart, if any, is on a timer.  A request
+		 * that may wait waits for it as for a load, unless it is due
+		 * after the queue timeout. */
+		if (pm->plan.queue_timeout > 0 && pm_restart_due(p, pm) &&
+		    (pm->restart_at < 0 || pm->restart_at - pnow(p) <=
+		    pm->plan.queue_timeout)) {
+			if (waiter_admit(p, pm, 0, reqid))
+				(void)waiter_add(p, pm, NULL, reqid, owner, 1,
+				    progress);
+			return;
+		}
 		req_refuse_unloaded(p, pm, reqid);
 		return;
 	}
@@ -560,6 +570,6 @@ void
 pool_set_settings(struct pool *p, const struct pool_settings *set)
 {
 	p->set = *set;
-	p->recheck = 1;
+	p->recheck = p->ahead = 1;
 	queue_run(p);
 }

@@ -53,6 +53,19 @@
 #define POOL_RETRY_MAX		PROTO_RETRY_MAX	/* s, the longest Retry-After */
 #define POOL_PROGRESS		500		/* ms, at least, between two
 						 * tellings of what changed */
+/*
+ * The fairness window by default: POOL_FAIRNESS_K times the mean
+ * measured load of the model that keeps the memory (what stopping it
+ * early costs its clients: a load again), within these bounds.  Ten
+ * loads' time keeps swapping to about a tenth of the time two models
+ * that take turns are served; two seconds at least, so that fast loads
+ * do not swap at every request; a minute at most, so that a request
+ * never waits longer than that for a model that loads slowly.
+ */
+#define POOL_FAIRNESS_K		10
+#define POOL_FAIRNESS_MIN	2000		/* ms */
+#define POOL_FAIRNESS_MAX	60000		/* ms */
+#define POOL_FAIRNESS_MEASURED	(-1)		/* the setting: the default */
 
 /* What is fixed about a served model. */
 struct pool_plan {
@@ -78,7 +91,8 @@ struct pool_settings {
 	uint16_t	 port_lo;
 	uint16_t	 port_hi;
 	uint32_t	 max_queue;	/* waiting requests in all; 0: none */
-	int64_t		 fairness;	/* ms, the fairness window */
+	int64_t		 fairness;	/* ms, the fairness window; < 0:
+					 * from each model's loads */
 };
 
 struct pool_ops {
@@ -142,14 +156,60 @@ struct pool_view {
 	int		 running;	/* has a process (may be exiting) */
 	int		 kept;		/* idle, but in use while a load
 					 * waits: not stopped for it yet */
+	int		 claim;		/* its load was queued before the
+					 * one decided on and has not
+					 * started its process: it will
+					 * claim its need */
+	int		 held;		/* lazy, loaded since the first of
+					 * those claims came: it stays,
+					 * for them, as models that are not
+					 * lazy do */
 };
 
 /* What pool_room decides for a lazy model's load. */
 enum pool_room {
 	ROOM_FITS,		/* load it */
-	ROOM_EVICT,		/* stop the victim first */
+	ROOM_EVICT,		/* stop the set first */
 	ROOM_WAIT,		/* busy (or kept) lazy models hold the memory */
 	ROOM_NEVER,		/* nothing that can be stopped makes it fit */
+	ROOM_BEHIND,		/* not its turn, and it does not fit now
+				 * beside what the loads before it claim */
+};
+
+/* Whose decision pool_room takes. */
+enum pool_room_mode {
+	ROOM_MODE_TURN,		/* the load whose turn it is to make room */
+	ROOM_MODE_AHEAD,	/* another load, while one makes room: it
+				 * may start now, never stop anything */
+	ROOM_MODE_REFERENCE,	/* the reference pool: one model at a time,
+				 * the least recently used */
+};
+
+/* How the set to stop was chosen (struct pool_stops). */
+enum pool_stops_how {
+	STOPS_FEWEST,		/* the fewest that free what is missing */
+	STOPS_LRU,		/* the reference pool: the least recently used */
+	STOPS_ONE_BY_ONE,	/* the idle models' needs do not cover what
+				 * the measured memory lacks: the least
+				 * recently used, then measure again */
+};
+
+/* A model that may be stopped, as pool_stop_set sees it. */
+struct pool_cand {
+	int64_t		 frees;		/* bytes stopping it frees */
+	int64_t		 last_used;	/* ms; -1: never */
+};
+
+/* The set pool_room chose to stop, and why. */
+struct pool_stops {
+	struct pool_cand *cand;		/* the caller's, n long: work space */
+	size_t		*stop;		/* the caller's, 2n long: the set,
+					 * indexes of the views, oldest
+					 * first; then work space */
+	size_t		 n;		/* the set's size */
+	size_t		 ncand;		/* idle lazy models there were */
+	int64_t		 missing;	/* bytes short, by need */
+	int		 how;		/* enum pool_stops_how */
 };
 
 /* What a request for a model would do now (pool_explain). */
@@ -339,21 +399,43 @@ int		 pool_fits(const struct mem_snapshot *, int64_t reserve,
  * equals) that is not kept, or -1. */
 ssize_t		 pool_eviction_candidate(const struct pool_view *, size_t,
 		    size_t self);
+/*
+ * The set of candidates to stop so that they free at least want bytes:
+ * the fewest; of the sets of that many, the one whose most recently
+ * used member was used longest ago, then the one whose members are the
+ * oldest (the first in the table among equals).  stop (2n long) gets
+ * the indexes, oldest first; the rest is work space.  Its size, 0 when
+ * want <= 0, -1 when all of them would not be enough.  O(n^2) steps.
+ */
+ssize_t		 pool_stop_set(const struct pool_cand *, size_t,
+		    int64_t want, size_t *stop);
 /* The needs of the views but self that hold memory: loaded, loading or
  * still running. */
 int64_t		 pool_committed(const struct pool_view *, size_t, size_t self);
 /*
- * Room for v[self] (its need), from pool_fits and
- * pool_eviction_candidate: ROOM_FITS when it fits next to what the
- * others hold (loading ones count against the measured memory too, as
- * they have not taken theirs yet); ROOM_EVICT with *victim the eviction
- * candidate, unless by need the budget shows that stopping every idle
- * one would not be enough; ROOM_WAIT when stopping the busy and kept
- * lazy ones as well would be; ROOM_NEVER otherwise.
+ * The one rule for making room (DESIGN.md, the pool), for v[self] (its
+ * need), by the fit test over what the others hold (the loading ones
+ * count against the measured memory too, as they have not taken theirs
+ * yet):
+ *  - ROOM_MODE_AHEAD: ROOM_FITS when it fits now and also beside what
+ *    the loads before it (claim) will take once they stop every lazy
+ *    model but the held and loading ones; else ROOM_BEHIND.
+ *  - ROOM_FITS when it fits now.
+ *  - ROOM_EVICT with st's set, unless by need the budget shows that
+ *    stopping every idle one would not be enough: the fewest idle lazy
+ *    models that free what is missing (pool_stop_set); when their needs
+ *    cannot cover what the measured memory lacks, or in
+ *    ROOM_MODE_REFERENCE, the least recently used alone.
+ *  - ROOM_WAIT when stopping the busy and kept lazy ones as well would
+ *    be enough; ROOM_NEVER otherwise.
  */
 int		 pool_room(const struct pool_view *, size_t, size_t self,
 		    const struct mem_snapshot *, int64_t reserve,
-		    int64_t budget, ssize_t *victim);
+		    int64_t budget, int mode, struct pool_stops *);
+/* The fairness window in ms: setting when >= 0, else POOL_FAIRNESS_K
+ * times load_ms (the mean load; < 0: none measured, POOL_GUESS_LOAD)
+ * within POOL_FAIRNESS_MIN and POOL_FAIRNESS_MAX. */
+int64_t		 pool_fairness(int64_t setting, int64_t load_ms);
 /* How long a request would wait, in ms, from what was measured. */
 int64_t		 pool_wait_estimate(const struct pool_guess *);
 /* A Retry-After in seconds for a wait of ms: 1 to POOL_RETRY_MAX. */

@@ -36,6 +36,7 @@ static void	 replace_swap(struct pool *, struct pool_op *);
 static void	 idle_arm(struct pool_model *);
 static void	 stopall_check(struct pool *, struct pool_op *);
 static void	 grace_cb(void *);
+static int	 load_ahead(struct pool *, struct pool_op *);
 
 /* Why a load's model is loading: who asked for it. */
 static int
@@ -96,17 +97,16 @@ op_can_start(struct pool *p, struct pool_op *op)
 		if (e->kind == OP_STOPALL || op->kind == OP_STOPALL ||
 		    e->pm == op->pm)
 			return (0);
-	if (op->pm != NULL)
-		TAILQ_FOREACH(e, &p->queue, entry)
-			if (e->phase == PH_EVICTING && e->victim == op->pm)
-				return (0);
+	if (op->pm != NULL && op->pm->evictor != NULL)
+		return (0);
 	return (1);
 }
 
 /*
  * Start what may start, hand the room to the next load that waits for
- * it, let a load waiting for memory look again when something changed,
- * and serve the requests waiting for slots; until nothing moves.
+ * it, let a load waiting for memory look again when something changed
+ * (and the loads behind it see whether they may go ahead), and serve
+ * the requests waiting for slots; until nothing moves.
  */
 void
 queue_run(struct pool *p)
@@ -128,6 +128,9 @@ queue_run(struct pool *p)
 			} else if (op->phase == PH_ROOM && p->room == NULL) {
 				p->room = op;
 				load_step(p, op);
+			} else if (op->phase == PH_ROOM && p->ahead) {
+				if (!load_ahead(p, op))
+					continue;
 			} else if (op->phase == PH_WAITMEM && p->recheck) {
 				p->recheck = 0;
 				load_step(p, op);
@@ -139,6 +142,7 @@ queue_run(struct pool *p)
 		if (!p->rerun)
 			waiters_pump(p);
 	} while (p->rerun);
+	p->ahead = 0;		/* every load behind has looked */
 	p->running = 0;
 }
 
@@ -386,8 +390,8 @@ hold_drop(struct pool *p, struct pool_hold *h)
 	if (pm->in_progress > 0)
 		pm->in_progress--;
 	pm->last_used = t;
-	if (pm->in_progress == 0)
-		p->recheck = 1;		/* it may be stopped for a waiter */
+	if (pm->in_progress == 0)	/* it may be stopped for a waiter */
+		p->recheck = p->ahead = 1;
 	idle_arm(pm);
 	/* A replace or remove waited for this; the caller runs the queue. */
 	if (pm->idle_op != NULL && !pm->idle_op->queued &&
@@ -494,6 +498,9 @@ death_cb(void *arg)
 	if (!pm->plan.lazy && !pm->unloaded && pm->state == STATE_FAILED &&
 	    pm->load_op == NULL && pm->idle_op == NULL)
 		schedule_restart(pm);
+	/* Requests that waited for it wait for the restart, or are
+	 * refused when there is none. */
+	queue_run(p);
 }
 
 static void
@@ -623,7 +630,19 @@ grace_cb(void *arg)
 	struct pool_model	*pm;
 
 	op->timer = NULL;
-	pm = op->phase == PH_EVICTING ? op->victim : op->pm;
+	if (op->phase == PH_EVICTING) {
+		p = op->pm->pool;
+		TAILQ_FOREACH(pm, &p->models, entry) {
+			if (pm->evictor != op || pm->pid == 0)
+				continue;
+			plog(p, LOG_WARNING, "%s: still running %ds after "
+			    "SIGTERM, sending SIGKILL", pm->plan.label,
+			    POOL_STOP_GRACE / 1000);
+			p->ops->kill(p->ctx, pm->pid, SIGKILL);
+		}
+		return;
+	}
+	pm = op->pm;
 	if (pm == NULL || pm->pid == 0)
 		return;
 	p = pm->pool;
@@ -747,6 +766,41 @@ room_wait(struct pool *p, struct pool_op *op)
 	return (2);
 }
 
+/* Stop the set r chose for op's load: each at once, logged with why. */
+static void
+evict(struct pool *p, struct pool_op *op, struct room *r)
+{
+	struct pool_model	*pm = op->pm, *victim;
+	size_t			 i;
+	char			 why[PROTO_MSG_MAX], fig[PROTO_MSG_MAX];
+
+	room_figures(p, pm->plan.need, r->memp, r->reserve, r->used, fig,
+	    sizeof(fig));
+	for (i = 0; i < r->st.n; i++) {
+		victim = pm_at(p, r->st.stop[i]);
+		room_stop_why(p, r, i, why, sizeof(why));
+		plog(p, LOG_INFO, "%s: stopping it to make room for %s: %s "
+		    "(%s)", victim->plan.label, pm->plan.label, why, fig);
+		p->stats.evictions++;
+		victim->evictions++;
+		pm_set_state_why(victim, STATE_STOPPED, NULL, CHANGE_EVICTED,
+		    pm->plan.name);
+		victim->evictor = op;
+		op->nvictims++;
+		p->ops->kill(p->ctx, victim->pid, p->killed_all ? SIGKILL :
+		    SIGTERM);
+	}
+	op->phase = PH_EVICTING;
+	/* Its requests are no longer queued; the load itself, and its
+	 * time, begin at the spawn. */
+	op_started(p, op);
+	op->began = 0;
+	ptimer_cancel(p, &p->fair_timer);
+	if (!p->stopping)
+		op->timer = p->ops->timer_add(p->ctx, POOL_STOP_GRACE,
+		    grace_cb, op);
+}
+
 /*
  * 1: it fits now; 0: waiting for an eviction; 2: waiting for busy
  * models; -1: the load ended.
@@ -754,13 +808,13 @@ room_wait(struct pool *p, struct pool_op *op)
 static int
 make_room(struct pool *p, struct pool_op *op)
 {
-	struct pool_model	*pm = op->pm, *victim;
+	struct pool_model	*pm = op->pm;
 	struct room		 r;
-	int64_t			 used;
 	int			 rc;
-	char			 msg[PROTO_MSG_MAX], fig[PROTO_MSG_MAX];
+	char			 msg[PROTO_MSG_MAX];
 
-	rc = room_gather(p, pm, &r);
+	rc = room_gather(p, pm, op, p->parallel ? ROOM_MODE_TURN :
+	    ROOM_MODE_REFERENCE, &r);
 	if (r.memp == NULL)
 		plog(p, LOG_WARNING, "%s: available memory unknown",
 		    pm->plan.label);
@@ -768,41 +822,28 @@ make_room(struct pool *p, struct pool_op *op)
 		load_refused(p, op, "out of memory");
 		return (-1);
 	}
-	used = pool_committed(r.v, r.n, r.self);
-	room_done(&r);
 
 	switch (r.verdict) {
 	case ROOM_FITS:
+		room_done(&r);
 		return (1);
 	case ROOM_EVICT:
-		victim = pm_at(p, (size_t)r.victim);
-		room_figures(p, pm->plan.need, r.memp, r.reserve, used, fig,
-		    sizeof(fig));
-		plog(p, LOG_INFO, "%s: stopping it to make room for %s (%s)",
-		    victim->plan.label, pm->plan.label, fig);
-		p->stats.evictions++;
-		victim->evictions++;
-		if (pm->state != STATE_LOADING)
-			pm_set_state_why(pm, STATE_LOADING, NULL,
-			    load_change(op), NULL);
-		pm_set_state_why(victim, STATE_STOPPED, NULL, CHANGE_EVICTED,
-		    pm->plan.name);
-		op->victim = victim;
-		op->phase = PH_EVICTING;
-		op_started(p, op);
-		ptimer_cancel(p, &p->fair_timer);
-		op_kill(p, op, victim->pid);
+		evict(p, op, &r);
+		room_done(&r);
 		return (0);
 	case ROOM_WAIT:
 		if (!p->set.overcommit && p->parallel &&
-		    pm->plan.queue_timeout > 0)
+		    pm->plan.queue_timeout > 0) {
+			room_done(&r);
 			return (room_wait(p, op));
+		}
 		/* FALLTHROUGH */
 	default:
 		break;
 	}
 
-	nomem_message(p, pm, r.memp, r.reserve, used, msg, sizeof(msg));
+	nomem_message(p, pm, r.memp, r.reserve, r.used, msg, sizeof(msg));
+	room_done(&r);
 	if (p->set.overcommit) {
 		plog(p, LOG_WARNING, "%s; loading it anyway (overcommit)",
 		    msg);
@@ -811,6 +852,50 @@ make_room(struct pool *p, struct pool_op *op)
 	op->reason = REFUSE_NOT_ENOUGH_MEMORY;
 	load_refused(p, op, msg);
 	return (-1);
+}
+
+/* The load has room: its process starts. */
+static void
+load_spawn(struct pool *p, struct pool_op *op)
+{
+	struct pool_model	*pm = op->pm;
+
+	room_release(p, op);
+	if (pm->state != STATE_LOADING)
+		pm_set_state_why(pm, STATE_LOADING, NULL, load_change(op),
+		    NULL);
+	op_started(p, op);
+	spawn_now(p, op);
+}
+
+/*
+ * While another load makes room, one that fits now starts at once,
+ * provided it also fits beside what the loads queued before it will
+ * take (pool_room, ROOM_MODE_AHEAD): a small model overtakes, and never
+ * starves them.  1 when it started.
+ */
+static int
+load_ahead(struct pool *p, struct pool_op *op)
+{
+	struct pool_model	*pm = op->pm;
+	struct room		 r;
+	char			 fig[PROTO_MSG_MAX];
+
+	if (op_doomed(p, op) || p->room == NULL ||
+	    room_gather(p, pm, op, ROOM_MODE_AHEAD, &r) == -1)
+		return (0);
+	if (r.verdict != ROOM_FITS) {
+		room_done(&r);
+		return (0);
+	}
+	room_figures(p, pm->plan.need, r.memp, r.reserve, r.used, fig,
+	    sizeof(fig));
+	room_done(&r);
+	plog(p, LOG_INFO, "%s: loading it ahead of %s, which makes room: it "
+	    "fits now, and beside what the loads before it will take (%s)",
+	    pm->plan.label, p->room->pm->plan.label, fig);
+	load_spawn(p, op);
+	return (1);
 }
 
 /* Runs when the load starts and every time it resumes after a wait. */
@@ -838,7 +923,9 @@ load_step(struct pool *p, struct pool_op *op)
 	if (pm->plan.lazy) {
 		if (p->parallel && p->room != op) {
 			if (p->room != NULL) {
-				op->phase = PH_ROOM;	/* another first */
+				/* another first, unless it may go ahead */
+				if (!load_ahead(p, op))
+					op->phase = PH_ROOM;
 				return;
 			}
 			p->room = op;
@@ -846,12 +933,7 @@ load_step(struct pool *p, struct pool_op *op)
 		if (make_room(p, op) != 1)
 			return;
 	}
-	room_release(p, op);
-	if (pm->state != STATE_LOADING)
-		pm_set_state_why(pm, STATE_LOADING, NULL, load_change(op),
-		    NULL);
-	op_started(p, op);
-	spawn_now(p, op);
+	load_spawn(p, op);
 }
 
 static void
@@ -1080,17 +1162,17 @@ pool_child_exited(struct pool *p, pid_t pid, int wstatus, int addr_in_use)
 	if ((pm = pm_by_pid(p, pid)) == NULL)
 		return;
 	pm->pid = 0;
-	/* A load that stopped it to make room goes on. */
-	TAILQ_FOREACH(op, &p->queue, entry) {
-		if (op->phase == PH_EVICTING && op->victim == pm) {
+	/* A load that stopped it to make room goes on once all are gone. */
+	if ((op = pm->evictor) != NULL) {
+		pm->evictor = NULL;
+		pool_describe_exit(wstatus, desc, sizeof(desc));
+		plog(p, LOG_INFO, "%s %s", pm->plan.label, desc);
+		if (--op->nvictims == 0) {
 			ptimer_cancel(p, &op->timer);
-			op->victim = NULL;
-			pool_describe_exit(wstatus, desc, sizeof(desc));
-			plog(p, LOG_INFO, "%s %s", pm->plan.label, desc);
 			load_step(p, op);
-			queue_run(p);
-			return;
 		}
+		queue_run(p);
+		return;
 	}
 	if ((op = pm_running_op(p, pm)) != NULL) {
 		switch (op->kind) {

@@ -52,7 +52,8 @@ enum op_phase {
 	PH_QUEUED,
 	PH_ROOM,	/* load: started, waiting for its turn to make room */
 	PH_WAITMEM,	/* load: making room, waiting for busy models */
-	PH_EVICTING,	/* load: waiting for the victim's exit */
+	PH_EVICTING,	/* load: waiting for the exits of those it
+			 * stopped to make room */
 	PH_SPAWNING,	/* load: spawn called, no answer yet */
 	PH_PROBING,	/* load: probe out, or waiting to ask again */
 	PH_KILLING,	/* load: waiting for our own child's exit */
@@ -82,7 +83,8 @@ struct pool_op {
 	int			 spawned;	/* spawned_at is set */
 	int64_t			 wait_since;	/* ms, PH_WAITMEM began */
 	int64_t			 began;		/* ms it began to act; 0 */
-	struct pool_model	*victim;
+	int64_t			 since;		/* ms, when it was queued */
+	uint32_t		 nvictims;	/* stopped for it, running */
 	void			*timeout;	/* the load timeout */
 	void			*timer;		/* grace or probe again */
 	char			 error[PROTO_MSG_MAX];
@@ -158,6 +160,8 @@ struct pool_model {
 	int			 removed;	/* no longer served */
 	int64_t			 backoff;	/* ms, last restart delay */
 	struct pool_op		*load_op;	/* the newest load */
+	struct pool_op		*evictor;	/* stopped for this load, and
+						 * not exited yet */
 	struct pool_op		*idle_op;	/* replace or remove */
 	struct pool_plan	 next_plan;	/* a pending replace's */
 	void			*idle_timer;
@@ -194,6 +198,8 @@ struct pool {
 	int			 rerun;		/* queue_run: look again */
 	int			 recheck;	/* a wait for memory: look
 						 * again */
+	int			 ahead;		/* loads behind the one making
+						 * room: look again */
 	struct pool_op		*room;		/* the load making room */
 	void			*fair_timer;	/* a fairness window ends */
 	uint32_t		 nprogress;	/* waiters told their waits */
@@ -236,7 +242,7 @@ struct pool_op	*op_new(struct pool *, enum op_kind, struct pool_model *);
 struct pool_op	*op_queue_load(struct pool *, struct pool_model *);
 int		 op_wanted(struct pool *, struct pool_op *);
 int		 op_waiting(const struct pool_op *);
-int		 op_doomed(struct pool *, struct pool_op *);
+int		 op_doomed(struct pool *, const struct pool_op *);
 int		 op_add_done(struct pool_op *, pool_load_cb, pool_done_cb,
 		    void *);
 void		 room_release(struct pool *, struct pool_op *);
@@ -270,6 +276,10 @@ void		 fair_arm(struct pool *, struct pool_op *);
 void		 pm_blockers(struct pool *, struct pool_model *, char *,
 		    size_t);
 int64_t		 pm_wait_ms(struct pool *, struct pool_model *);
+int64_t		 pm_fairness(struct pool *, struct pool_model *);
+int		 pm_restart_due(struct pool *, struct pool_model *);
+int64_t		 pm_window_left(struct pool *, struct pool_model *);
+int64_t		 pm_mean_load(const struct pool_model *);
 int		 pm_retry_after(struct pool *, struct pool_model *);
 
 /* pool_status.c */
@@ -282,12 +292,17 @@ struct room {
 						 * sees them */
 	size_t			 n;
 	size_t			 self;		/* the loading one's index */
+	int			 mode;		/* enum pool_room_mode */
 	int			 verdict;	/* enum pool_room */
-	ssize_t			 victim;
+	struct pool_stops	 st;		/* ROOM_EVICT: the set */
+	int64_t			 used;		/* the others' needs */
 };
 int		 room_gather(struct pool *, struct pool_model *,
-		    struct room *);
+		    const struct pool_op *, int, struct room *);
+int		 room_decide(struct pool *, struct room *);
 void		 room_done(struct room *);
+void		 room_stop_why(struct pool *, const struct room *, size_t,
+		    char *, size_t);
 struct pool_model *pm_at(struct pool *, size_t);
 void		 room_figures(struct pool *, int64_t,
 		    const struct mem_snapshot *, int64_t, int64_t, char *,

@@ -107,7 +107,7 @@ pm_set_state_why(struct pool_model *pm, enum proto_state state,
 	if (state != STATE_READY)
 		ptimer_cancel(p, &pm->idle_timer);
 	/* What holds memory changed: a load waiting for it looks again. */
-	p->recheck = 1;
+	p->recheck = p->ahead = 1;
 	p->ops->changed(p->ctx, &pm->plan);
 }
 
@@ -153,7 +153,7 @@ parallel_update(struct pool *p)
 {
 	struct pool_model	*pm;
 
-	p->recheck = 1;
+	p->recheck = p->ahead = 1;
 	TAILQ_FOREACH(pm, &p->models, entry) {
 		if (!pm->removed && pm->plan.queue_timeout > 0) {
 			p->parallel = 1;
@@ -183,6 +183,13 @@ void
 op_free(struct pool *p, struct pool_op *op)
 {
 	struct pool_done	*d;
+	struct pool_model	*pm;
+
+	/* (only pool_free frees a load that still waits for exits) */
+	if (op->nvictims > 0)
+		TAILQ_FOREACH(pm, &p->models, entry)
+			if (pm->evictor == op)
+				pm->evictor = NULL;
 
 	ptimer_cancel(p, &op->timeout);
 	ptimer_cancel(p, &op->timer);
@@ -207,6 +214,7 @@ op_alloc(struct pool *p, enum op_kind kind, struct pool_model *pm)
 	op->phase = PH_QUEUED;
 	op->reason = REFUSE_LOAD_FAILED;
 	op->pm = pm;
+	op->since = pnow(p);
 	if (pm != NULL)
 		op->gen = pm->stop_gen;
 	TAILQ_INIT(&op->dones);
@@ -320,7 +328,7 @@ room_release(struct pool *p, struct pool_op *op)
 
 /* Whether a load was overtaken by an unload or by stop all. */
 int
-op_doomed(struct pool *p, struct pool_op *op)
+op_doomed(struct pool *p, const struct pool_op *op)
 {
 	return (p->stopping || op->gen != op->pm->stop_gen);
 }

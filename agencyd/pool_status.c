@@ -31,19 +31,52 @@ format_size(int64_t bytes, char *buf, size_t len)
 		snprintf(buf, len, "%.1f MiB", (double)bytes / (1024 * 1024));
 }
 
-/* The records as pool_room sees them; *self is pm's index.  NULL when
- * out of memory. */
+/*
+ * Whether op is a load that will claim its model's need and has not
+ * yet: it waits (its turn, for memory) or stops models to make room.
+ */
+static int
+op_claims(struct pool *p, const struct pool_op *op)
+{
+	return (op->kind == OP_LOAD && op->pm != NULL && op->pm->plan.lazy &&
+	    (op_waiting(op) || op->phase == PH_EVICTING) &&
+	    !op_doomed(p, op));
+}
+
+/*
+ * The records as pool_room sees them; *selfi is self's index.  The
+ * loads queued before `before` (NULL: every one, as for a request that
+ * would come now) claim their models' needs, and a lazy model loaded
+ * since the first of them came is held for them.  NULL when out of
+ * memory; the views are followed by the work space of a decision.
+ */
 static struct pool_view *
-pm_views(struct pool *p, struct pool_model *self, size_t *selfi)
+pm_views(struct pool *p, struct pool_model *self, const struct pool_op *before,
+    size_t *selfi, struct pool_stops *st)
 {
 	struct pool_view	*v;
 	struct pool_model	*pm;
-	size_t			 i = 0;
+	struct pool_op		*op;
+	size_t			 i = 0, n = p->nmodels ? p->nmodels : 1;
+	int64_t			 since = -1;
+	char			*mem;
 
-	if ((v = reallocarray(NULL, p->nmodels, sizeof(*v))) == NULL)
+	/* one allocation: the views, the candidates, the set */
+	if ((mem = calloc(n, sizeof(*v) + sizeof(*st->cand) +
+	    2 * sizeof(*st->stop))) == NULL)
 		return (NULL);
+	v = (struct pool_view *)mem;
+	st->stop = (size_t *)(mem + n * sizeof(*v));
+	st->cand = (struct pool_cand *)(mem + n * (sizeof(*v) +
+	    2 * sizeof(*st->stop)));
+	TAILQ_FOREACH(op, &p->queue, entry) {
+		if (op == before)
+			break;
+		if (op->pm != self && op_claims(p, op) &&
+		    (since == -1 || op->since < since))
+			since = op->since;
+	}
 	TAILQ_FOREACH(pm, &p->models, entry) {
-		memset(&v[i], 0, sizeof(v[i]));
 		v[i].state = pm->state;
 		v[i].lazy = pm->plan.lazy;
 		v[i].in_progress = pm->in_progress;
@@ -51,6 +84,14 @@ pm_views(struct pool *p, struct pool_model *self, size_t *selfi)
 		v[i].need = pm->plan.need;
 		v[i].running = pm->pid != 0;
 		v[i].kept = pm_kept(p, pm);
+		v[i].held = since != -1 && pm != self && pm->plan.lazy &&
+		    pm->state == STATE_READY && pm->loaded_at >= since;
+		TAILQ_FOREACH(op, &p->queue, entry) {
+			if (op == before)
+				break;
+			if (op->pm == pm && pm != self && op_claims(p, op))
+				v[i].claim = 1;
+		}
 		if (pm == self)
 			*selfi = i;
 		i++;
@@ -70,13 +111,26 @@ pm_at(struct pool *p, size_t i)
 	return (NULL);
 }
 
+/* pool_room over what room_gather gathered (again, after a change). */
+int
+room_decide(struct pool *p, struct room *r)
+{
+	r->verdict = pool_room(r->v, r->n, r->self, r->memp, r->reserve,
+	    p->set.budget, r->mode, &r->st);
+	r->used = pool_committed(r->v, r->n, r->self);
+	return (r->verdict);
+}
+
 /*
- * The room a load of pm has: the memory measured now (r->memp NULL when
- * it is unknown), the reserve, the records as pool_room sees them, and
- * pool_room's verdict.  -1 when out of memory.  room_done frees it.
+ * The room a load of pm has, as it would be decided in mode (enum
+ * pool_room_mode) for a load queued where before is (NULL: at the end):
+ * the memory measured now (r->memp NULL when it is unknown), the
+ * reserve, the records as pool_room sees them, and pool_room's verdict.
+ * -1 when out of memory.  room_done frees it.
  */
 int
-room_gather(struct pool *p, struct pool_model *pm, struct room *r)
+room_gather(struct pool *p, struct pool_model *pm, const struct pool_op *before,
+    int mode, struct room *r)
 {
 	memset(r, 0, sizeof(*r));
 	r->memp = &r->mem;
@@ -84,12 +138,11 @@ room_gather(struct pool *p, struct pool_model *pm, struct room *r)
 		r->memp = NULL;
 	else
 		r->reserve = pool_reserve(p->set.reserve, r->mem.total);
-	r->victim = -1;
-	if ((r->v = pm_views(p, pm, &r->self)) == NULL)
+	if ((r->v = pm_views(p, pm, before, &r->self, &r->st)) == NULL)
 		return (-1);
 	r->n = p->nmodels;
-	r->verdict = pool_room(r->v, r->n, r->self, r->memp, r->reserve,
-	    p->set.budget, &r->victim);
+	r->mode = mode;
+	(void)room_decide(p, r);
 	return (0);
 }
 
@@ -98,6 +151,43 @@ room_done(struct room *r)
 {
 	free(r->v);
 	r->v = NULL;
+	r->st.cand = NULL;
+	r->st.stop = NULL;
+}
+
+/*
+ * Why the i-th of the set was chosen: "idle, last used 12s ago: 1 of
+ * the 3 idle models, the fewest that free the 150.0 MiB missing".
+ */
+void
+room_stop_why(struct pool *p, const struct room *r, size_t i, char *buf,
+    size_t len)
+{
+	const struct pool_view	*vv = &r->v[r->st.stop[i]];
+	char			 age[64], miss[32];
+
+	if (vv->last_used < 0)
+		snprintf(age, sizeof(age), "idle, never used");
+	else
+		snprintf(age, sizeof(age), "idle, last used %llds ago",
+		    (long long)((pnow(p) - vv->last_used) / 1000));
+	format_size(r->st.missing, miss, sizeof(miss));
+	switch (r->st.how) {
+	case STOPS_FEWEST:
+		pmsgf(buf, len, "%s: %zu of the %zu idle models, the fewest "
+		    "that free the %s missing", age, r->st.n, r->st.ncand,
+		    miss);
+		break;
+	case STOPS_ONE_BY_ONE:
+		pmsgf(buf, len, "%s: the least recently used of the %zu idle "
+		    "models, whose needs do not cover the %s missing: one at "
+		    "a time, measuring again", age, r->st.ncand, miss);
+		break;
+	default:
+		pmsgf(buf, len, "%s: the least recently used of the %zu idle "
+		    "models", age, r->st.ncand);
+		break;
+	}
 }
 
 /* "needs 6.0 GiB, 3.1 GiB available, 2.0 GiB kept in reserve, budget
@@ -195,11 +285,20 @@ model_waiting(struct pool *p, struct pool_model *pm)
 	struct pool_op	*op;
 
 	TAILQ_FOREACH(op, &p->queue, entry) {
-		if (op->pm != pm || !op_waiting(op))
+		if (op->pm != pm)
 			continue;
-		return (op->phase == PH_WAITMEM ? WAIT_MEMORY : WAIT_TURN);
+		/* memory: busy models to drain, or those stopped for it to
+		 * exit */
+		if (op->phase == PH_WAITMEM || (op->kind == OP_LOAD &&
+		    op->phase == PH_EVICTING))
+			return (WAIT_MEMORY);
+		if (op_waiting(op))
+			return (WAIT_TURN);
 	}
-	return (pm->nslot > 0 ? WAIT_SLOT : WAIT_NONE);
+	if (pm->nslot == 0)
+		return (WAIT_NONE);
+	/* not ready: they wait for its restart */
+	return (pm->state == STATE_READY ? WAIT_SLOT : WAIT_TURN);
 }
 
 static void
@@ -310,6 +409,76 @@ say(struct explain *e, const char *fmt, ...)
 	e->line(e->arg, e->buf);
 }
 
+/* "1.2s", "45s": a duration for a plan's line. */
+static void
+format_ms(int64_t ms, char *buf, size_t len)
+{
+	if (ms < 10000 && ms % 1000 != 0)
+		snprintf(buf, len, "%.1fs", (double)ms / 1000);
+	else
+		snprintf(buf, len, "%llds", (long long)(ms / 1000));
+}
+
+/* "fairness window 12s: 10 x its mean load, 1.2s": what pm's window
+ * is, and where it comes from. */
+static void
+window_words(struct pool *p, struct pool_model *pm, char *buf, size_t len)
+{
+	int64_t	 w = pm_fairness(p, pm), load = pm_mean_load(pm);
+	char	 ws[32], ls[32];
+
+	format_ms(w, ws, sizeof(ws));
+	if (p->set.fairness >= 0) {
+		pmsgf(buf, len, "fairness window %s, configured", ws);
+		return;
+	}
+	if (load < 0) {
+		format_ms(POOL_GUESS_LOAD, ls, sizeof(ls));
+		pmsgf(buf, len, "fairness window %s: %d x %s, a guess until a "
+		    "load of it is timed", ws, POOL_FAIRNESS_K, ls);
+	} else {
+		format_ms(load, ls, sizeof(ls));
+		pmsgf(buf, len, "fairness window %s: %d x its mean load, %s",
+		    ws, POOL_FAIRNESS_K, ls);
+	}
+	if (w == POOL_FAIRNESS_MIN && (load < 0 ? POOL_GUESS_LOAD : load) *
+	    POOL_FAIRNESS_K < POOL_FAIRNESS_MIN)
+		strlcat(buf, ", raised to the least", len);
+	else if (w == POOL_FAIRNESS_MAX && (load < 0 ? POOL_GUESS_LOAD :
+	    load) > POOL_FAIRNESS_MAX / POOL_FAIRNESS_K)
+		strlcat(buf, ", lowered to the most", len);
+}
+
+/*
+ * For each lazy model a load of pm waits for: how long it may keep the
+ * memory, its fairness window, and what is left of it when the wait
+ * has begun.
+ */
+static void
+explain_windows(struct pool *p, struct pool_model *self, struct explain *e)
+{
+	struct pool_model	*pm;
+	int64_t			 left;
+	char			 w[PROTO_MSG_MAX], ls[32];
+
+	TAILQ_FOREACH(pm, &p->models, entry) {
+		if (pm == self || !pm->plan.lazy ||
+		    pm->state != STATE_READY || (pm->in_progress == 0 &&
+		    !pm_kept(p, pm)))
+			continue;
+		window_words(p, pm, w, sizeof(w));
+		if ((left = pm_window_left(p, pm)) >= 0) {
+			format_ms(left, ls, sizeof(ls));
+			say(e, "%s: %s keeps its memory for %s more at most, "
+			    "then takes no new request (%s)", self->plan.name,
+			    pm->plan.name, ls, w);
+		} else
+			say(e, "%s: %s keeps its memory at most its %s, from "
+			    "when the wait begins", self->plan.name,
+			    pm->plan.name, w);
+	}
+}
+
 /* The queue would take one more, or the line that says why not. */
 static int
 explain_room_in_queue(struct pool *p, struct pool_model *pm,
@@ -329,6 +498,15 @@ explain_room_in_queue(struct pool *p, struct pool_model *pm,
 	return (1);
 }
 
+/* The mode of a decision on room that a load of pm would get now. */
+static int
+room_mode_now(struct pool *p)
+{
+	if (!p->parallel)
+		return (ROOM_MODE_REFERENCE);
+	return (p->room != NULL ? ROOM_MODE_AHEAD : ROOM_MODE_TURN);
+}
+
 /* A lazy model that is not loaded: room, as make_room would make it. */
 static int
 explain_room(struct pool *p, struct pool_model *pm, struct explain *e)
@@ -336,37 +514,61 @@ explain_room(struct pool *p, struct pool_model *pm, struct explain *e)
 	struct room		 r;
 	struct pool_model	*victim;
 	struct pool_view	*vv;
-	int64_t			 used, t = pnow(p);
-	size_t			 tries;
+	size_t			 tries, i;
 	int			 evicted = 0;
 	char			 fig[PROTO_MSG_MAX], who[PROTO_MSG_MAX];
 	char			 size[32];
 
-	if (room_gather(p, pm, &r) == -1) {
+	if (room_gather(p, pm, NULL, room_mode_now(p), &r) == -1) {
 		say(e, "%s: out of memory", pm->plan.name);
 		return (VERDICT_REFUSE);
 	}
-	/* Stop the candidates one by one, counting their memory as freed
-	 * (agencyd measures it again between two). */
-	for (tries = 0; r.verdict == ROOM_EVICT && tries < r.n; tries++) {
-		victim = pm_at(p, (size_t)r.victim);
-		vv = &r.v[r.victim];
-		format_size(vv->need, size, sizeof(size));
-		say(e, "%s: stops %s (%s), idle, last used %llds ago",
-		    pm->plan.name, victim->plan.name, size,
-		    (long long)((t - vv->last_used) / 1000));
-		if (r.memp != NULL)
-			r.mem.available = mem_add(r.mem.available, vv->need);
-		vv->state = STATE_STOPPED;
-		vv->running = 0;
-		evicted = 1;
-		r.verdict = pool_room(r.v, r.n, r.self, r.memp, r.reserve,
-		    p->set.budget, &r.victim);
+	if (r.mode == ROOM_MODE_AHEAD) {
+		room_figures(p, pm->plan.need, r.memp, r.reserve, r.used, fig,
+		    sizeof(fig));
+		room_done(&r);
+		if (r.verdict == ROOM_FITS) {
+			say(e, "%s: loads at once, ahead of the load of %s, "
+			    "which makes room: it fits now, and beside what "
+			    "the loads before it will take (%s); about %llds",
+			    pm->plan.name, p->room->pm->plan.name, fig,
+			    (long long)pm_retry_after(p, pm));
+			return (VERDICT_LOAD);
+		}
+		if (!explain_room_in_queue(p, pm, e))
+			return (VERDICT_REFUSE);
+		say(e, "%s: waits for its turn: the load of %s makes room "
+		    "first, and %s does not fit now beside what the loads "
+		    "before it will take (%s); about %llds more",
+		    pm->plan.name, p->room->pm->plan.name, pm->plan.name,
+		    fig, (long long)pm_retry_after(p, pm));
+		return (VERDICT_WAIT);
 	}
-	used = pool_committed(r.v, r.n, r.self);
-	room_done(&r);
-	room_figures(p, pm->plan.need, r.memp, r.reserve, used, fig,
+	/* Stop the set, counting its memory as freed (agencyd measures
+	 * it again once they have exited), until it fits or none is left. */
+	for (tries = 0; r.verdict == ROOM_EVICT && tries < r.n; tries++) {
+		for (i = 0; i < r.st.n; i++) {
+			victim = pm_at(p, r.st.stop[i]);
+			vv = &r.v[r.st.stop[i]];
+			format_size(vv->need, size, sizeof(size));
+			room_stop_why(p, &r, i, who, sizeof(who));
+			say(e, "%s: stops %s (%s), %s", pm->plan.name,
+			    victim->plan.name, size, who);
+		}
+		for (i = 0; i < r.st.n; i++) {
+			vv = &r.v[r.st.stop[i]];
+			if (r.memp != NULL)
+				r.mem.available = mem_add(r.mem.available,
+				    vv->need);
+			vv->state = STATE_STOPPED;
+			vv->running = 0;
+		}
+		evicted = 1;
+		(void)room_decide(p, &r);
+	}
+	room_figures(p, pm->plan.need, r.memp, r.reserve, r.used, fig,
 	    sizeof(fig));
+	room_done(&r);
 	switch (r.verdict) {
 	case ROOM_FITS:
 		say(e, "%s: %s (%s), about %llds", pm->plan.name, evicted ?
@@ -382,6 +584,7 @@ explain_room(struct pool *p, struct pool_model *pm, struct explain *e)
 			say(e, "%s: waits for %s to finish (%s), then loads; "
 			    "about %llds", pm->plan.name, who, fig,
 			    (long long)pm_retry_after(p, pm));
+			explain_windows(p, pm, e);
 			return (VERDICT_WAIT);
 		}
 		/* FALLTHROUGH */
@@ -393,7 +596,7 @@ explain_room(struct pool *p, struct pool_model *pm, struct explain *e)
 		    pm->plan.name, fig);
 		return (evicted ? VERDICT_EVICT : VERDICT_LOAD);
 	}
-	nomem_message(p, pm, r.memp, r.reserve, used, who, sizeof(who));
+	nomem_message(p, pm, r.memp, r.reserve, r.used, who, sizeof(who));
 	say(e, "%s: refused: %s", pm->plan.name, who);
 	return (VERDICT_REFUSE);
 }
@@ -460,7 +663,14 @@ pool_explain(struct pool *p, const char *model,
 				pm_blockers(p, pm, who, sizeof(who));
 				say(&e, "%s: waits: its load waits for memory "
 				    "held by %s", pm->plan.name, who);
-			} else
+				explain_windows(p, pm, &e);
+			} else if (p->room != NULL && p->room != op)
+				say(&e, "%s: waits: its load waits for its "
+				    "turn, behind the load of %s, which makes "
+				    "room; it does not fit beside what the "
+				    "loads before it will take",
+				    pm->plan.name, p->room->pm->plan.name);
+			else
 				say(&e, "%s: waits: its load waits for its "
 				    "turn", pm->plan.name);
 			say(&e, "%s: %u requests wait with it, the oldest for "
@@ -469,10 +679,30 @@ pool_explain(struct pool *p, const char *model,
 			    pm_retry_after(p, pm));
 			return (VERDICT_WAIT);
 		}
+		if (op->kind == OP_LOAD && op->phase == PH_EVICTING) {
+			say(&e, "%s: waits for its load, which waits for the "
+			    "models it stopped to exit", pm->plan.name);
+			return (VERDICT_JOIN);
+		}
 		say(&e, "%s: waits for its load in progress (%llds so far)",
 		    pm->plan.name, (long long)(op->spawned ?
 		    (t - op->spawned_at) / 1000 : 0));
 		return (VERDICT_JOIN);
+	}
+	if (!pm->plan.lazy && pm_restart_due(p, pm) &&
+	    pm->plan.queue_timeout > 0 && (pm->restart_at < 0 ||
+	    pm->restart_at - t <= pm->plan.queue_timeout)) {
+		if (!explain_room_in_queue(p, pm, &e))
+			return (VERDICT_REFUSE);
+		if (pm->restart_at >= 0)
+			snprintf(slots, sizeof(slots), " in %llds",
+			    (long long)((pm->restart_at > t ?
+			    pm->restart_at - t + 999 : 0) / 1000));
+		else
+			slots[0] = '\0';
+		say(&e, "%s: waits for its restart%s, then for its load (it "
+		    "failed: %s)", pm->plan.name, slots, pm->error);
+		return (VERDICT_WAIT);
 	}
 	if (!pm->plan.lazy) {
 		say(&e, "%s: refused: it is not loaded%s%s", pm->plan.name,

@@ -59,6 +59,7 @@ req_refuse(struct pool *p, uint64_t reqid, int reason, int retry,
 void
 req_refuse_unloaded(struct pool *p, struct pool_model *pm, uint64_t reqid)
 {
+	int64_t	 left;
 	int	 failed = pm->state == STATE_FAILED;
 
 	if (p->stopping)
@@ -67,7 +68,13 @@ req_refuse_unloaded(struct pool *p, struct pool_model *pm, uint64_t reqid)
 		req_refuse(p, reqid, REFUSE_NOT_LOADED, 0, "%s is not loaded; "
 		    "agency-ctl load %s loads it", pm->plan.name,
 		    pm->plan.name);
-	else
+	else if (failed && pm->restart_at >= 0 && !pm->plan.lazy) {
+		if ((left = pm->restart_at - pnow(p)) < 0)
+			left = 0;
+		req_refuse(p, reqid, REFUSE_NOT_LOADED, pool_retry_after(left),
+		    "%s is not loaded: %s; it restarts in %llds", pm->plan.name,
+		    pm->error, (long long)((left + 999) / 1000));
+	} else
 		req_refuse(p, reqid, REFUSE_NOT_LOADED, 0,
 		    "%s is not loaded%s%s", pm->plan.name, failed ? ": " : "",
 		    failed ? pm->error : "");
@@ -138,12 +145,14 @@ waiter_wait(struct pool *p, const struct pool_waiter *w, int64_t *load_ms)
 
 	*load_ms = -1;
 	if (op == NULL)
-		return (WAIT_SLOT);
+		/* a slot of a ready model, or a restart that is due */
+		return (w->pm->state == STATE_READY ? WAIT_SLOT : WAIT_TURN);
 	switch (op->phase) {
 	case PH_QUEUED:
 	case PH_ROOM:
 		return (WAIT_TURN);
 	case PH_WAITMEM:
+	case PH_EVICTING:	/* for the exits of those it stopped */
 		return (WAIT_MEMORY);
 	default:
 		t = pnow(p);
@@ -365,7 +374,7 @@ op_drop_unwanted(struct pool *p, struct pool_op *op)
 	if (pm->state == STATE_LOADING && pm->pid == 0 &&
 	    pm_running_op(p, pm) == NULL)
 		pm_set_state(pm, STATE_STOPPED, NULL);
-	p->recheck = 1;
+	p->recheck = p->ahead = 1;
 	p->rerun = 1;
 }
 
@@ -378,6 +387,20 @@ op_drop_unwanted_all(struct pool *p)
 		op_drop_unwanted(p, op);
 }
 
+/* The mean of pm's timed loads, in ms; -1: none timed yet. */
+int64_t
+pm_mean_load(const struct pool_model *pm)
+{
+	return (pm->loads > 0 ? (int64_t)(pm->load_ms_sum / pm->loads) : -1);
+}
+
+/* The fairness window pm keeps memory that a waiting load needs for. */
+int64_t
+pm_fairness(struct pool *p, struct pool_model *pm)
+{
+	return (pool_fairness(p->set.fairness, pm_mean_load(pm)));
+}
+
 /* When pm stops being kept for the waiting load r, and is closed. */
 static int64_t
 window_end(struct pool *p, struct pool_op *r, struct pool_model *pm)
@@ -386,7 +409,7 @@ window_end(struct pool *p, struct pool_op *r, struct pool_model *pm)
 
 	if (pm->loaded_at > from)
 		from = pm->loaded_at;
-	return (from + p->set.fairness);
+	return (mem_add(from, pm_fairness(p, pm)));
 }
 
 /* The load waiting for memory, if any. */
@@ -435,6 +458,20 @@ pm_kept(struct pool *p, struct pool_model *pm)
 	return (t - pm->last_used < POOL_LINGER && t < window_end(p, r, pm));
 }
 
+/* What is left of pm's window while a load waits for its memory, in
+ * ms; -1 when no load waits for memory it holds. */
+int64_t
+pm_window_left(struct pool *p, struct pool_model *pm)
+{
+	struct pool_op	*r;
+	int64_t		 left;
+
+	if ((r = memory_waiter(p)) == NULL || r->pm == pm || !pm->plan.lazy)
+		return (-1);
+	left = window_end(p, r, pm) - pnow(p);
+	return (left > 0 ? left : 0);
+}
+
 static void	 fair_cb(void *);
 
 /* Look again when the next window ends, or a kept model has lingered. */
@@ -465,7 +502,7 @@ fair_cb(void *arg)
 	struct pool	*p = arg;
 
 	p->fair_timer = NULL;
-	p->recheck = 1;
+	p->recheck = p->ahead = 1;
 	p->run(p);
 }
 
@@ -532,11 +569,6 @@ mean_request(const struct pool_model *pm)
 	    (int64_t)(pm->req_ms_sum / pm->req_count) : -1);
 }
 
-static int64_t
-mean_load(const struct pool_model *pm)
-{
-	return (pm->loads > 0 ? (int64_t)(pm->load_ms_sum / pm->loads) : -1);
-}
 
 /* Until the models a load would wait for have drained (or loaded). */
 static int64_t
@@ -549,7 +581,7 @@ drain_estimate(struct pool *p, struct pool_model *self)
 		if (pm == self || !pm->plan.lazy)
 			continue;
 		if (pm->state == STATE_LOADING)
-			t = mean_load(pm) >= 0 ? mean_load(pm) :
+			t = pm_mean_load(pm) >= 0 ? pm_mean_load(pm) :
 			    POOL_GUESS_LOAD;
 		else if (pm->state == STATE_READY && (pm->in_progress > 0 ||
 		    pm_kept(p, pm)))
@@ -574,7 +606,7 @@ pm_wait_ms(struct pool *p, struct pool_model *pm)
 	g.ahead = pm->nwait;
 	g.slots = pm->plan.max_requests;
 	g.req_ms = mean_request(pm);
-	g.load_ms = mean_load(pm);
+	g.load_ms = pm_mean_load(pm);
 	g.drain_ms = g.ready ? -1 : drain_estimate(p, pm);
 	return (pool_wait_estimate(&g));
 }
@@ -583,6 +615,20 @@ int
 pm_retry_after(struct pool *p, struct pool_model *pm)
 {
 	return (pool_retry_after(pm_wait_ms(p, pm)));
+}
+
+/*
+ * Whether pm, not lazy, failed and is to be started again (its restart
+ * is on a timer, or its exit's grace has yet to schedule it): requests
+ * may wait for that load as for any other.
+ */
+int
+pm_restart_due(struct pool *p, struct pool_model *pm)
+{
+	return (!p->stopping && !pm->plan.lazy && !pm->unloaded &&
+	    !pm->removed && pm->state == STATE_FAILED &&
+	    pm->idle_op == NULL &&
+	    (pm->restart_timer != NULL || pm->grace_timer != NULL));
 }
 
 /*
@@ -624,7 +670,10 @@ wait_reason(struct pool *p, struct pool_model *pm, struct pool_op *op,
 	char	 who[PROTO_MSG_MAX];
 
 	if (op == NULL) {
-		if (!pm_slots_free(pm))
+		if (pm->state != STATE_READY)
+			pmsgf(buf, len, "it waited for its restart after: %s",
+			    pm->error[0] != '\0' ? pm->error : "it failed");
+		else if (!pm_slots_free(pm))
 			pmsgf(buf, len, "all %u of its request slots were busy",
 			    pm->plan.max_requests);
 		else
@@ -692,6 +741,8 @@ pump_model(struct pool *p, struct pool_model *pm)
 			continue;
 		}
 		if ((op = pm->load_op) == NULL || op_doomed(p, op)) {
+			if (pm_restart_due(p, pm))
+				return;		/* its restart loads it */
 			if (!pm->plan.lazy) {
 				waiter_free(p, w);
 				req_refuse_unloaded(p, pm, reqid);

@@ -44,6 +44,7 @@ static struct place_table	 t;
 static struct place_model	 m[NMODEL];
 static struct pool_view		 v[NMODEL];
 static size_t			 stop[2 * NMODEL];
+static struct pool_cand		 cand[NMODEL];
 static uint64_t			 seed = 42;
 
 static uint64_t
@@ -181,7 +182,7 @@ main(void)
 	struct mem_snapshot	 mem;
 	double			 us[ROUNDS], t0, evict, room, la[3];
 	const char		*e;
-	ssize_t			 victim;
+	struct pool_stops	 st;
 	int			 n = 2000, k, i;
 
 	if ((e = getenv("BENCH_DECISIONS")) != NULL && atoi(e) > 0)
@@ -209,13 +210,16 @@ main(void)
 	(void)run("never", n, &r);
 
 	/* The pool's host decision over the same models, for the ratio. */
+	memset(&st, 0, sizeof(st));
+	st.cand = cand;
+	st.stop = stop;
 	mem.total = 512 * G;
 	mem.available = 8 * G;
 	for (k = 0; k < ROUNDS; k++) {
 		t0 = now_us();
 		for (i = 0; i < n; i++)
 			(void)pool_room(v, NMODEL, NMODEL - 1, &mem, 2 * G, 0,
-			    &victim);
+			    ROOM_MODE_TURN, &st);
 		us[k] = (now_us() - t0) / n;
 	}
 	qsort(us, ROUNDS, sizeof(us[0]), dbl_cmp);

@@ -52,7 +52,7 @@
 #define DEFAULT_BODY_SHARE	50	/* percent */
 #define DEFAULT_QUEUE_TIMEOUT	(5LL * 60 * 1000)	/* ms */
 #define DEFAULT_MAX_QUEUE	512
-#define DEFAULT_FAIRNESS	(30LL * 1000)		/* ms */
+#define DEFAULT_FAIRNESS	(-1LL)	/* from each model's loads (pool.h) */
 #define MAX_CONNECTIONS		1000000
 #define MAX_QUEUE_MAX		100000
 #define MAX_REQUESTS_MAX	65535

@@ -784,7 +784,11 @@
 		const q = (s) => tr.querySelector(s);
 		setText(q('.aliases'), r.aliases && r.aliases.length ?
 		    'also ' + r.aliases.join(', ') : '');
-		setText(q('.state'), r.state);
+		/* a load that waits leaves its model stopped, with no
+		 * process: it is queued, not loading */
+		const waits = r.state === 'stopped' && r.queued > 0 &&
+		    (r.waitingFor === 'memory' || r.waitingFor === 'turn');
+		setText(q('.state'), waits ? 'queued' : r.state);
 		let why = recordReason(r);
 		if (r.state === 'failed' && r.restartAt) {
 			const s = Math.max(0, Math.ceil((r.restartAt -
@@ -792,8 +796,9 @@
 			why = (r.error || 'failed') + '; restarting in ' +
 			    s + ' s';
 		}
-		if (r.state === 'loading' && r.waitingFor === 'memory')
-			why = 'waiting for memory';
+		if (waits)
+			why = 'waiting for ' + (r.waitingFor === 'turn' ?
+			    'its turn to load' : 'memory');
 		setText(q('.reason'), why);
 		setText(q('.need'), fmtBytes(r.need));
 		setText(q('.inflight'), String(r.requestsInProgress || 0));

@@ -23,6 +23,8 @@
 //   RELOAD_ADD_CMD  a shell command that reloads with a model EXTRA more
 //   RELOAD_DEL_CMD  a shell command that reloads without it again
 //   EXTRA           that model's name
+//   QUEUE_WAIT      a lazy model that does not fit beside LAZY busy
+//                   (unset: that test is skipped, as against the mock)
 //
 // Run as: node --test console.test.mjs (one test after another: each
 // starts from where the one before left the page).
@@ -39,6 +41,7 @@ const ORIGIN = new URL(BASE).origin;
 const LAZY = process.env.LAZY || 'echo-medium';
 const SMALL = process.env.SMALL || 'echo-small';
 const EXTRA = process.env.EXTRA || 'echo-extra';
+const QUEUE_WAIT = process.env.QUEUE_WAIT;
 const ART = process.env.ARTIFACTS || '.';
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 
@@ -416,6 +419,37 @@ test('a proxy restart is seen, said, and recovered from', async () => {
 	await waitState(LAZY, 'unloaded');
 	assert.equal((await status()).find((m) => m.model === LAZY).state,
 	    'unloaded');
+});
+
+test('a load that waits for memory shows as queued, not loading',
+    { skip: !QUEUE_WAIT }, async () => {
+	await b.click(row(LAZY) + ' [data-act="load"]');
+	await waitState(LAZY, 'ready');
+	const busy = slowRequest(LAZY, 20000);
+	await b.waitFor(`document.querySelector(${js(row(LAZY) +
+	    ' .inflight')}).textContent === '1'`, 10000, '1 in flight');
+	const waiting = fetch(BASE + '/v1/chat/completions', {
+		method: 'POST',
+		headers: { 'Content-Type': 'application/json' },
+		body: JSON.stringify({ model: QUEUE_WAIT, max_tokens: 2,
+		    messages: [{ role: 'user', content: 'hello' }] })
+	}).then((res) => res.status, () => 0);
+	await b.waitFor(`document.querySelector(${js(row(QUEUE_WAIT) +
+	    ' .reason')}).textContent === 'waiting for memory'`, 10000,
+	    QUEUE_WAIT + ' waiting for memory');
+	assert.equal(await text(row(QUEUE_WAIT) + ' .state'), 'queued');
+	assert.equal(await rowState(QUEUE_WAIT), 'stopped');
+	const m = (await status()).find((x) => x.model === QUEUE_WAIT);
+	assert.equal(m.pid, null);
+	// its memory is not in use yet: the bar shows LAZY and SMALL only
+	assert.equal(await b.eval(`document.getElementById('mem-used')
+	    .childElementCount`), 2);
+	await b.click(row(LAZY) + ' [data-act="cancel"]');
+	assert.equal(await Promise.race([busy, sleep(10000)
+	    .then(() => -1)]), 499);
+	assert.equal(await Promise.race([waiting, sleep(30000)
+	    .then(() => -1)]), 200);
+	await waitState(QUEUE_WAIT, 'ready');
 });
 
 test('a phone-sized screen and the dark setting', async () => {

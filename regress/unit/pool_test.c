@@ -938,15 +938,15 @@ ATF_TC_BODY(eviction_candidate_pure, tc)
 	memset(v, 0, sizeof(v));
 	ATF_REQUIRE_EQ(pool_eviction_candidate(v, 0, 0), -1);
 	/* 0 busy, 1 not lazy, 2 loading, 3 stopped, 4 failed: all skipped */
-	v[0] = (struct pool_view){ STATE_READY, 1, 1, 10, 0, 0, 0 };
-	v[1] = (struct pool_view){ STATE_READY, 0, 0, 10, 0, 0, 0 };
-	v[2] = (struct pool_view){ STATE_LOADING, 1, 0, 10, 0, 0, 0 };
-	v[3] = (struct pool_view){ STATE_STOPPED, 1, 0, 10, 0, 0, 0 };
-	v[4] = (struct pool_view){ STATE_FAILED, 1, 0, 10, 0, 0, 0 };
+	v[0] = (struct pool_view){ STATE_READY, 1, 1, 10, 0, 0, 0, 0, 0 };
+	v[1] = (struct pool_view){ STATE_READY, 0, 0, 10, 0, 0, 0, 0, 0 };
+	v[2] = (struct pool_view){ STATE_LOADING, 1, 0, 10, 0, 0, 0, 0, 0 };
+	v[3] = (struct pool_view){ STATE_STOPPED, 1, 0, 10, 0, 0, 0, 0, 0 };
+	v[4] = (struct pool_view){ STATE_FAILED, 1, 0, 10, 0, 0, 0, 0, 0 };
 	ATF_REQUIRE_EQ(pool_eviction_candidate(v, 5, 5), -1);
-	v[5] = (struct pool_view){ STATE_READY, 1, 0, 300, 0, 0, 0 };
-	v[6] = (struct pool_view){ STATE_READY, 1, 0, 200, 0, 0, 0 };
-	v[7] = (struct pool_view){ STATE_READY, 1, 0, 400, 0, 0, 0 };
+	v[5] = (struct pool_view){ STATE_READY, 1, 0, 300, 0, 0, 0, 0, 0 };
+	v[6] = (struct pool_view){ STATE_READY, 1, 0, 200, 0, 0, 0, 0, 0 };
+	v[7] = (struct pool_view){ STATE_READY, 1, 0, 400, 0, 0, 0, 0, 0 };
 	ATF_REQUIRE_EQ(pool_eviction_candidate(v, 8, 8), 6);
 	/* Never the one that room is made for. */
 	ATF_REQUIRE_EQ(pool_eviction_candidate(v, 8, 6), 5);
@@ -2741,8 +2741,9 @@ ATF_TC_BODY(messages, tc)
 	bring_up("a", 100);
 	pool_acquire(F.p, "b", 2, 7);
 	ATF_REQUIRE(logged(LOG_INFO, "server for a: stopping it to make room "
-	    "for server for b (needs 3.0 GiB, 3.0 GiB available, budget "
-	    "4.0 GiB of which 2.0 GiB in use)"));
+	    "for server for b: idle, last used 0s ago: the least recently "
+	    "used of the 1 idle models (needs 3.0 GiB, 3.0 GiB available, "
+	    "budget 4.0 GiB of which 2.0 GiB in use)"));
 	/* The not-loaded refusal names the way to load it. */
 	signalled(100, SIGTERM);
 	pool_unload(F.p, "b", NULL, NULL);
@@ -3102,13 +3103,19 @@ ATF_TC_BODY(progress_memory, tc)
 	/* a drains: stopped for b, whose load begins. */
 	release(1);
 	ATF_REQUIRE_EQ(killed_with(100, SIGTERM), 1);
+	/* Until a has exited they still wait for memory: nothing to tell. */
 	advance(0);
+	ATF_REQUIRE_EQ(F.nwaits, 2);
+	/* a exits: b's load begins, told at the next telling. */
+	signalled(100, SIGTERM);
+	advance(POOL_PROGRESS);
 	ATF_REQUIRE_EQ(F.nwaits, 4);
 	ATF_REQUIRE_EQ(told(2, NULL)->wait, WAIT_LOAD);
-	ATF_REQUIRE_EQ(told(2, NULL)->load_ms, 0);
+	ATF_REQUIRE_EQ(told(2, NULL)->load_ms, POOL_PROGRESS);
 	ATF_REQUIRE_EQ(told(3, NULL)->wait, WAIT_LOAD);
 	ATF_REQUIRE_EQ(told(3, NULL)->ahead, 1);
-	swapped(100, 1, 200);
+	spawned(1, 200);
+	probed_last();
 	ATF_REQUIRE(granted(2) != -1 && granted(3) != -1);
 	advance(10 * POOL_PROGRESS);
 	ATF_REQUIRE_EQ(F.nwaits, 4);
@@ -3164,10 +3171,14 @@ ATF_TC_BODY(wait_for_memory_fifo, tc)
 	/* a drains: stopped for b, the first to wait. */
 	release(1);
 	ATF_REQUIRE_EQ(killed_with(100, SIGTERM), 1);
-	ATF_REQUIRE_EQ(state("b"), STATE_LOADING);
+	/* b waits for a's exit: queued for memory, not loading yet. */
+	status("b", &st);
+	ATF_REQUIRE_EQ(st.state, STATE_STOPPED);
+	ATF_REQUIRE_EQ(st.waiting, WAIT_MEMORY);
 	signalled(100, SIGTERM);
 	ATF_REQUIRE_EQ(F.nspawns, 2);
 	ATF_REQUIRE_STREQ(F.spawns[1].name, "b");
+	ATF_REQUIRE_EQ(state("b"), STATE_LOADING);
 	/* c now waits for memory that b holds. */
 	status("c", &st);
 	ATF_REQUIRE_EQ(st.waiting, WAIT_MEMORY);
@@ -3401,33 +3412,52 @@ ATF_TC_BODY(room_pure, tc)
 {
 	struct pool_view	 v[4];
 	struct mem_snapshot	 m = { 10 * GIB, 100 * GIB };
-	ssize_t			 vi;
+	struct pool_cand	 cand[4];
+	size_t			 stop[8];
+	struct pool_stops	 st = { cand, stop, 0, 0, 0, 0 };
 
 	memset(v, 0, sizeof(v));
 	/* 0: self; 1 lazy idle; 2 lazy busy; 3 not lazy idle */
-	v[0] = (struct pool_view){ STATE_STOPPED, 1, 0, -1, 4 * GIB, 0, 0 };
-	v[1] = (struct pool_view){ STATE_READY, 1, 0, 10, 3 * GIB, 1, 0 };
-	v[2] = (struct pool_view){ STATE_READY, 1, 1, 5, 3 * GIB, 1, 0 };
-	v[3] = (struct pool_view){ STATE_READY, 0, 0, 1, 3 * GIB, 1, 0 };
-	ATF_REQUIRE_EQ(pool_room(v, 4, 0, &m, 0, 0, &vi), ROOM_FITS);
+	v[0] = (struct pool_view){ STATE_STOPPED, 1, 0, -1, 4 * GIB, 0, 0, 0,
+	    0 };
+	v[1] = (struct pool_view){ STATE_READY, 1, 0, 10, 3 * GIB, 1, 0, 0, 0 };
+	v[2] = (struct pool_view){ STATE_READY, 1, 1, 5, 3 * GIB, 1, 0, 0, 0 };
+	v[3] = (struct pool_view){ STATE_READY, 0, 0, 1, 3 * GIB, 1, 0, 0, 0 };
+	ATF_REQUIRE_EQ(pool_room(v, 4, 0, &m, 0, 0, ROOM_MODE_TURN, &st),
+	    ROOM_FITS);
+	ATF_REQUIRE_EQ(st.n, 0);
 	/* budget 12: 9 + 4 > 12; stopping 1 gives 6 + 4 */
-	ATF_REQUIRE_EQ(pool_room(v, 4, 0, &m, 0, 12 * GIB, &vi), ROOM_EVICT);
-	ATF_REQUIRE_EQ(vi, 1);
+	ATF_REQUIRE_EQ(pool_room(v, 4, 0, &m, 0, 12 * GIB, ROOM_MODE_TURN,
+	    &st), ROOM_EVICT);
+	ATF_REQUIRE_EQ(st.n, 1);
+	ATF_REQUIRE_EQ(st.stop[0], 1);
+	ATF_REQUIRE_EQ(st.missing, GIB);
+	ATF_REQUIRE_EQ(st.how, STOPS_FEWEST);
+	ATF_REQUIRE_EQ(pool_room(v, 4, 0, &m, 0, 12 * GIB,
+	    ROOM_MODE_REFERENCE, &st), ROOM_EVICT);
+	ATF_REQUIRE_EQ(st.n, 1);
+	ATF_REQUIRE_EQ(st.stop[0], 1);
+	ATF_REQUIRE_EQ(st.how, STOPS_LRU);
 	/* budget 9: stopping 1 is not enough; 2 too would be: wait */
-	ATF_REQUIRE_EQ(pool_room(v, 4, 0, &m, 0, 9 * GIB, &vi), ROOM_WAIT);
-	ATF_REQUIRE_EQ(vi, -1);
+	ATF_REQUIRE_EQ(pool_room(v, 4, 0, &m, 0, 9 * GIB, ROOM_MODE_TURN,
+	    &st), ROOM_WAIT);
+	ATF_REQUIRE_EQ(st.n, 0);
 	/* budget 6: only the one that is not lazy would be left: never */
-	ATF_REQUIRE_EQ(pool_room(v, 4, 0, &m, 0, 6 * GIB, &vi), ROOM_NEVER);
+	ATF_REQUIRE_EQ(pool_room(v, 4, 0, &m, 0, 6 * GIB, ROOM_MODE_TURN,
+	    &st), ROOM_NEVER);
 	/* kept counts as busy */
 	v[1].kept = 1;
-	ATF_REQUIRE_EQ(pool_room(v, 4, 0, &m, 0, 12 * GIB, &vi), ROOM_WAIT);
+	ATF_REQUIRE_EQ(pool_room(v, 4, 0, &m, 0, 12 * GIB, ROOM_MODE_TURN,
+	    &st), ROOM_WAIT);
 	v[1].kept = 0;
 	/* a loading model has not taken its memory yet */
 	v[1].state = STATE_LOADING;
 	m.available = 6 * GIB;
-	ATF_REQUIRE_EQ(pool_room(v, 4, 0, &m, 0, 0, &vi), ROOM_WAIT);
+	ATF_REQUIRE_EQ(pool_room(v, 4, 0, &m, 0, 0, ROOM_MODE_TURN, &st),
+	    ROOM_WAIT);
 	m.available = 7 * GIB;
-	ATF_REQUIRE_EQ(pool_room(v, 4, 0, &m, 0, 0, &vi), ROOM_FITS);
+	ATF_REQUIRE_EQ(pool_room(v, 4, 0, &m, 0, 0, ROOM_MODE_TURN, &st),
+	    ROOM_FITS);
 }
 
 /*
@@ -3596,18 +3626,20 @@ ATF_TC_BODY(cancel_while_queued, tc)
 }
 
 /*
- * The scene of the next two: lazy models a and b of 1 G and big of 1.5 G
- * in a 2 G budget, big's queue timeout tmo; a (process 100) and b
- * (process 200) are ready and idle, a used first.  Request 2 for big
- * stops a; request 1 for b comes while a exits; then big waits for b's
- * memory.
+ * The scene of the next two: lazy models a and b of 1 G and big of 1.5 G,
+ * 1.25 G measured available (no budget), big's queue timeout tmo; a
+ * (process 100) and b (process 200) are ready and idle, a used first.
+ * Request 2 for big stops a, the fewest that free the 0.25 G missing;
+ * request 1 for b comes while a exits; a's exit frees less than its need
+ * (the measured memory does not change), so big waits for b's memory.
  */
 static void
 big_waits_after_evicting(int64_t tmo)
 {
 	struct proto_status	 st;
 
-	setup_sched(2 * GIB, WINDOW, 0);
+	setup_sched(0, WINDOW, 0);
+	F.mem.available = 5 * GIB / 4;
 	qmodel("a", 1, GIB, TMO, 0, 0);
 	qmodel("b", 1, GIB, TMO, 0, 0);
 	qmodel("big", 1, 3 * GIB / 2, tmo, 0, 0);
@@ -3618,7 +3650,7 @@ big_waits_after_evicting(int64_t tmo)
 	pool_acquire(F.p, "big", 2, 8);
 	ATF_REQUIRE_EQ(killed_with(100, SIGTERM), 1);
 	ATF_REQUIRE_EQ(killed_with(200, SIGTERM), 0);
-	ATF_REQUIRE_EQ(state("big"), STATE_LOADING);
+	ATF_REQUIRE_EQ(state("big"), STATE_STOPPED);
 	hold("b", 1, 7);
 	signalled(100, SIGTERM);
 	ATF_REQUIRE_EQ(F.nspawns, 2);
@@ -3859,10 +3891,12 @@ ATF_TC_BODY(explain_verdicts, tc)
 	    "64.0 GiB available, budget 4.0 GiB of which 4.0 GiB in use)"));
 	release(1);
 	ATF_REQUIRE_EQ(explain("c"), VERDICT_EVICT);
-	ATF_REQUIRE_STREQ(plan_lines[0],
-	    "c: stops b (2.0 GiB), idle, last used 60s ago");
-	ATF_REQUIRE_STREQ(plan_lines[1],
-	    "c: stops a (2.0 GiB), idle, last used 0s ago");
+	ATF_REQUIRE_STREQ(plan_lines[0], "c: stops b (2.0 GiB), idle, last "
+	    "used 60s ago: 2 of the 2 idle models, the fewest that free the "
+	    "3.0 GiB missing");
+	ATF_REQUIRE_STREQ(plan_lines[1], "c: stops a (2.0 GiB), idle, last "
+	    "used 0s ago: 2 of the 2 idle models, the fewest that free the "
+	    "3.0 GiB missing");
 	ATF_REQUIRE(plan_has("c: then loads (needs 3.0 GiB"));
 	pool_unload(F.p, "a", NULL, NULL);
 	ATF_REQUIRE_EQ(explain("a"), VERDICT_REFUSE);
@@ -3899,6 +3933,679 @@ ATF_TC_BODY(set_limits, tc)
 	ATF_REQUIRE_EQ(F.nkills, 0);
 	strlcpy(plan.name, "nope", sizeof(plan.name));
 	ATF_REQUIRE_EQ(pool_set_limits(F.p, &plan), -1);
+	pool_free(F.p);
+}
+
+/*
+ * Issue 33: the one rule for making room (its items 1-4 and 12).
+ */
+
+#define MIB	(1024LL * 1024)
+
+/* The age rank of candidate i: 0 the oldest (the first among equals). */
+static size_t
+age_rank(const struct pool_cand *c, size_t n, size_t i)
+{
+	size_t	 j, r = 0;
+
+	for (j = 0; j < n; j++)
+		if (c[j].last_used < c[i].last_used ||
+		    (c[j].last_used == c[i].last_used && j < i))
+			r++;
+	return (r);
+}
+
+/*
+ * The best set by brute force, as pool_stop_set defines it: the fewest,
+ * then the newest member the oldest, then the others the oldest (their
+ * ranks, oldest first, compared in turn).  Its ranks oldest first into
+ * best; its size, or -1.
+ */
+static ssize_t
+stop_set_brute(const struct pool_cand *c, size_t n, int64_t want,
+    size_t *best)
+{
+	size_t		 r[16], k, i, j, t;
+	ssize_t		 bk = -1;
+	unsigned int	 set;
+	int64_t		 sum;
+	int		 better;
+
+	if (want <= 0)
+		return (0);
+	for (set = 1; set < (1U << n); set++) {
+		for (i = 0, k = 0, sum = 0; i < n; i++)
+			if (set & (1U << i)) {
+				r[k++] = age_rank(c, n, i);
+				sum += c[i].frees;
+			}
+		if (sum < want)
+			continue;
+		for (i = 1; i < k; i++)
+			for (j = i; j > 0 && r[j] < r[j - 1]; j--) {
+				t = r[j];
+				r[j] = r[j - 1];
+				r[j - 1] = t;
+			}
+		better = bk == -1 || k < (size_t)bk;
+		if (!better && k == (size_t)bk) {
+			if (r[k - 1] != best[k - 1])
+				better = r[k - 1] < best[k - 1];
+			else
+				for (i = 0; i + 1 < k; i++)
+					if (r[i] != best[i]) {
+						better = r[i] < best[i];
+						break;
+					}
+		}
+		if (better) {
+			bk = (ssize_t)k;
+			memcpy(best, r, k * sizeof(*r));
+		}
+	}
+	return (bk);
+}
+
+/* The fewest that free enough, then the least recently used. */
+ATF_TC_WITHOUT_HEAD(stop_set_pure);
+ATF_TC_BODY(stop_set_pure, tc)
+{
+	struct pool_cand	 c[10];
+	size_t			 stop[20], best[16], i, n, round;
+	ssize_t			 k, bk;
+	int64_t			 want, total;
+	uint64_t		 seed = 33;
+
+	/* The issue's: stopping 400 alone does, not the two older 50s. */
+	c[0] = (struct pool_cand){ 50, 1000 };
+	c[1] = (struct pool_cand){ 50, 2000 };
+	c[2] = (struct pool_cand){ 400, 3000 };
+	ATF_REQUIRE_EQ(pool_stop_set(c, 3, 200, stop), 1);
+	ATF_REQUIRE_EQ(stop[0], 2);
+	/* Nothing missing: nothing; all not enough: -1. */
+	ATF_REQUIRE_EQ(pool_stop_set(c, 3, 0, stop), 0);
+	ATF_REQUIRE_EQ(pool_stop_set(c, 3, 501, stop), -1);
+	ATF_REQUIRE_EQ(pool_stop_set(c, 0, 1, stop), -1);
+	/* Exactly enough, all three, oldest first. */
+	ATF_REQUIRE_EQ(pool_stop_set(c, 3, 500, stop), 3);
+	ATF_REQUIRE_EQ(stop[0], 0);
+	ATF_REQUIRE_EQ(stop[1], 1);
+	ATF_REQUIRE_EQ(stop[2], 2);
+	/* One that frees enough: the oldest of those. */
+	ATF_REQUIRE_EQ(pool_stop_set(c, 3, 50, stop), 1);
+	ATF_REQUIRE_EQ(stop[0], 0);
+	/* Two of three 300s and a 400 for 500: the newest the oldest. */
+	c[0] = (struct pool_cand){ 300, 20 };
+	c[1] = (struct pool_cand){ 400, 30 };
+	c[2] = (struct pool_cand){ 300, 10 };
+	c[3] = (struct pool_cand){ 100, 5 };
+	ATF_REQUIRE_EQ(pool_stop_set(c, 4, 500, stop), 2);
+	ATF_REQUIRE_EQ(stop[0], 2);
+	ATF_REQUIRE_EQ(stop[1], 0);
+	/* 700: 400 and a 300, the older 300 */
+	ATF_REQUIRE_EQ(pool_stop_set(c, 4, 700, stop), 2);
+	ATF_REQUIRE_EQ(stop[0], 2);
+	ATF_REQUIRE_EQ(stop[1], 1);
+	/* Never used is the oldest; among equals the first. */
+	c[0] = (struct pool_cand){ 300, -1 };
+	c[2] = (struct pool_cand){ 300, -1 };
+	ATF_REQUIRE_EQ(pool_stop_set(c, 4, 250, stop), 1);
+	ATF_REQUIRE_EQ(stop[0], 0);
+	/* Sums saturate: huge ones never wrap into freeing little. */
+	c[0] = (struct pool_cand){ INT64_MAX, 1 };
+	c[1] = (struct pool_cand){ INT64_MAX, 2 };
+	ATF_REQUIRE_EQ(pool_stop_set(c, 2, INT64_MAX, stop), 1);
+	ATF_REQUIRE_EQ(stop[0], 0);
+
+	/* Against every subset, for tables of up to 10. */
+	for (round = 0; round < 3000; round++) {
+		n = round % 10 + 1;
+		total = 0;
+		for (i = 0; i < n; i++) {
+			seed = seed * 6364136223846793005ULL +
+			    1442695040888963407ULL;
+			c[i].frees = (int64_t)(seed >> 33) % 8;
+			c[i].last_used = (int64_t)((seed >> 20) % 6) - 1;
+			total += c[i].frees;
+		}
+		want = (int64_t)((seed >> 40) % (uint64_t)(total + 3));
+		k = pool_stop_set(c, n, want, stop);
+		bk = stop_set_brute(c, n, want, best);
+		ATF_REQUIRE_EQ_MSG(k, bk, "round %zu: %zd, not %zd", round, k,
+		    bk);
+		for (i = 0; k > 0 && i < (size_t)k; i++)
+			ATF_REQUIRE_EQ_MSG(age_rank(c, n, stop[i]), best[i],
+			    "round %zu: member %zu", round, i);
+	}
+}
+
+/* Rule 1, pure: going ahead fits now and beside the claims. */
+ATF_TC_WITHOUT_HEAD(room_ahead_pure);
+ATF_TC_BODY(room_ahead_pure, tc)
+{
+	struct pool_view	 v[6];
+	struct pool_cand	 cand[6];
+	size_t			 stop[12];
+	struct pool_stops	 st = { cand, stop, 0, 0, 0, 0 };
+	struct mem_snapshot	 m = { 64 * GIB, 128 * GIB };
+
+	memset(v, 0, sizeof(v));
+	/* 0 fixed 1; 1 idle lazy 1; 2 busy lazy 2; 3 claims 5; 4 self */
+	v[0] = (struct pool_view){ STATE_READY, 0, 0, 1, GIB, 1, 0, 0, 0 };
+	v[1] = (struct pool_view){ STATE_READY, 1, 0, 2, GIB, 1, 0, 0, 0 };
+	v[2] = (struct pool_view){ STATE_READY, 1, 1, 3, 2 * GIB, 1, 0, 0,
+	    0 };
+	v[3] = (struct pool_view){ STATE_STOPPED, 1, 0, -1, 5 * GIB, 0, 0, 1,
+	    0 };
+	v[4] = (struct pool_view){ STATE_STOPPED, 1, 0, -1, GIB, 0, 0, 0, 0 };
+	v[5] = (struct pool_view){ STATE_STOPPED, 1, 0, -1, 0, 0, 0, 0, 0 };
+	/* budget 7: now 4 used + 1; beside, 1 fixed + 5 claimed + 1 */
+	ATF_REQUIRE_EQ(pool_room(v, 6, 4, &m, 0, 7 * GIB, ROOM_MODE_AHEAD,
+	    &st), ROOM_FITS);
+	ATF_REQUIRE_EQ(st.n, 0);
+	/* 2: fits now (4 + 2), not beside the claim (1 + 5 + 2) */
+	v[4].need = 2 * GIB;
+	ATF_REQUIRE_EQ(pool_room(v, 6, 4, &m, 0, 7 * GIB, ROOM_MODE_AHEAD,
+	    &st), ROOM_BEHIND);
+	/* without the claim it would */
+	v[3].claim = 0;
+	ATF_REQUIRE_EQ(pool_room(v, 6, 4, &m, 0, 7 * GIB, ROOM_MODE_AHEAD,
+	    &st), ROOM_FITS);
+	v[3].claim = 1;
+	v[4].need = GIB;
+	/* a model held for the claims stays: 1 + 1 + 5 + 1 > 7 */
+	v[1].held = 1;
+	ATF_REQUIRE_EQ(pool_room(v, 6, 4, &m, 0, 7 * GIB, ROOM_MODE_AHEAD,
+	    &st), ROOM_BEHIND);
+	v[1].held = 0;
+	/* a loading one stays too */
+	v[1].state = STATE_LOADING;
+	ATF_REQUIRE_EQ(pool_room(v, 6, 4, &m, 0, 7 * GIB, ROOM_MODE_AHEAD,
+	    &st), ROOM_BEHIND);
+	v[1].state = STATE_READY;
+	/* not fitting now (4 + 1 > 4.5): behind, and it stops nothing,
+	 * though with no claim it would fit once the lazy ones are gone */
+	ATF_REQUIRE_EQ(pool_room(v, 6, 4, &m, 0, 4 * GIB + GIB / 2,
+	    ROOM_MODE_AHEAD, &st), ROOM_BEHIND);
+	ATF_REQUIRE_EQ(st.n, 0);
+	v[3].claim = 0;
+	ATF_REQUIRE_EQ(pool_room(v, 6, 4, &m, 0, 4 * GIB + GIB / 2,
+	    ROOM_MODE_AHEAD, &st), ROOM_BEHIND);
+	ATF_REQUIRE_EQ(st.n, 0);
+	v[3].claim = 1;
+	/* The measured memory, no budget: what runs is in it already.  3
+	 * available holds 1 now, and the claimed 5 + 1 once the idle and
+	 * busy lazy ones (3) are stopped: 3 + 3 >= 6. */
+	m.available = 3 * GIB;
+	ATF_REQUIRE_EQ(pool_room(v, 6, 4, &m, 0, 0, ROOM_MODE_AHEAD, &st),
+	    ROOM_FITS);
+	m.available = 3 * GIB - 1;
+	ATF_REQUIRE_EQ(pool_room(v, 6, 4, &m, 0, 0, ROOM_MODE_AHEAD, &st),
+	    ROOM_BEHIND);
+	/* the reserve counts */
+	m.available = 3 * GIB;
+	ATF_REQUIRE_EQ(pool_room(v, 6, 4, &m, 1, 0, ROOM_MODE_AHEAD, &st),
+	    ROOM_BEHIND);
+	/* a claim whose process runs (committed, it stays) is not claimed
+	 * twice: now 9 + 1, beside 1 + 5 + 1, not 1 + 5 + 5 + 1 */
+	v[3].state = STATE_LOADING;
+	v[3].running = 1;
+	m.available = 64 * GIB;
+	ATF_REQUIRE_EQ(pool_room(v, 6, 4, &m, 0, 10 * GIB, ROOM_MODE_AHEAD,
+	    &st), ROOM_FITS);
+}
+
+/* The window: K times the load, within its bounds, or as configured. */
+ATF_TC_WITHOUT_HEAD(fairness_pure);
+ATF_TC_BODY(fairness_pure, tc)
+{
+	ATF_REQUIRE_EQ(pool_fairness(30000, 1200), 30000);
+	ATF_REQUIRE_EQ(pool_fairness(0, 1200), 0);
+	ATF_REQUIRE_EQ(pool_fairness(POOL_FAIRNESS_MEASURED, 1200),
+	    1200 * POOL_FAIRNESS_K);
+	ATF_REQUIRE_EQ(pool_fairness(-1, 50), POOL_FAIRNESS_MIN);
+	ATF_REQUIRE_EQ(pool_fairness(-1, POOL_FAIRNESS_MIN / POOL_FAIRNESS_K),
+	    POOL_FAIRNESS_MIN);
+	ATF_REQUIRE_EQ(pool_fairness(-1, 20000), POOL_FAIRNESS_MAX);
+	ATF_REQUIRE_EQ(pool_fairness(-1, POOL_FAIRNESS_MAX / POOL_FAIRNESS_K),
+	    POOL_FAIRNESS_MAX);
+	ATF_REQUIRE_EQ(pool_fairness(-1, POOL_FAIRNESS_MAX / POOL_FAIRNESS_K -
+	    1), POOL_FAIRNESS_MAX - POOL_FAIRNESS_K);
+	ATF_REQUIRE_EQ(pool_fairness(-1, INT64_MAX), POOL_FAIRNESS_MAX);
+	/* none measured: the guess */
+	ATF_REQUIRE_EQ(pool_fairness(-1, -1), POOL_GUESS_LOAD *
+	    POOL_FAIRNESS_K > POOL_FAIRNESS_MAX ? POOL_FAIRNESS_MAX :
+	    POOL_GUESS_LOAD * POOL_FAIRNESS_K);
+}
+
+/*
+ * The scene of issue 33 (item 1), sizes in MiB: a budget of 700; tiny-a
+ * pinned (100); embed and slowpoke lazy (50 each) loaded first; tiny-b
+ * (300, lazy) busy; tiny-c (C, lazy) does not fit next to tiny-b and
+ * waits for it.  tmo: the queue timeout of each.
+ */
+static void
+issue_scene(int64_t c, int64_t tmo)
+{
+	struct proto_status	 st;
+
+	setup_sched(700 * MIB, 30000, 0);
+	qmodel("tiny-a", 0, 100 * MIB, tmo, 0, 0);
+	qmodel("embed", 1, 50 * MIB, tmo, 0, 0);
+	qmodel("slowpoke", 1, 50 * MIB, tmo, 0, 0);
+	qmodel("tiny-b", 1, 300 * MIB, tmo, 0, 0);
+	qmodel("tiny-c", 1, c * MIB, tmo, 0, 0);
+	qmodel("tiny-d", 1, 50 * MIB, tmo, 0, 0);
+	qmodel("tiny-e", 1, 150 * MIB, tmo, 0, 0);
+	pool_start(F.p);
+	spawned(0, 100);
+	probed_last();
+	advance(1000);
+	bring_up("embed", 101);
+	advance(1000);
+	bring_up("slowpoke", 102);
+	advance(1000);
+	bring_up("tiny-b", 103);
+	hold("tiny-b", 1, 7);
+	advance(1000);
+	pool_acquire(F.p, "tiny-c", 2, 7);
+	if (tmo == 0)
+		return;
+	ATF_REQUIRE_EQ(F.nspawns, 4);
+	ATF_REQUIRE_EQ(F.nkills, 0);
+	status("tiny-c", &st);
+	ATF_REQUIRE_EQ(st.waiting, WAIT_MEMORY);
+}
+
+/*
+ * Item 1: a load that fits without stopping anything starts at once,
+ * ahead of one that waits for memory, provided it fits beside what
+ * that one will take; one that does not waits its turn, and the first
+ * is not starved.
+ */
+ATF_TC_WITHOUT_HEAD(overtake_fits);
+ATF_TC_BODY(overtake_fits, tc)
+{
+	struct proto_status	 st;
+
+	issue_scene(450, TMO);
+	/* tiny-d (50) fits now (550 of 700) and beside tiny-c's 450
+	 * (100 + 450 + 50): at once, not after the window. */
+	pool_acquire(F.p, "tiny-d", 3, 7);
+	ATF_REQUIRE_EQ_MSG(F.nspawns, 5, "tiny-d did not start at once");
+	ATF_REQUIRE_STREQ(F.spawns[4].name, "tiny-d");
+	ATF_REQUIRE(logged(LOG_INFO, "server for tiny-d: loading it ahead of "
+	    "server for tiny-c, which makes room"));
+	spawned(4, 104);
+	probed_last();
+	ATF_REQUIRE(granted(3) != -1);
+	status("tiny-c", &st);
+	ATF_REQUIRE_EQ(st.state, STATE_STOPPED);
+	ATF_REQUIRE_EQ(st.waiting, WAIT_MEMORY);
+	/* tiny-e (150) fits now (700 of 700), but not beside tiny-c's 450
+	 * and tiny-d, loaded since and held for it (100 + 50 + 450 + 150):
+	 * it waits its turn, and stops nothing, tiny-d idle or not. */
+	release(3);
+	advance(POOL_LINGER);
+	pool_acquire(F.p, "tiny-e", 5, 7);
+	ATF_REQUIRE_EQ(F.nspawns, 5);
+	ATF_REQUIRE_EQ(F.nkills, 0);
+	status("tiny-e", &st);
+	ATF_REQUIRE_EQ(st.waiting, WAIT_TURN);
+	ATF_REQUIRE_EQ(st.state, STATE_STOPPED);
+	/* tiny-b drains: tiny-c stops it (the fewest: it alone) and loads,
+	 * tiny-d held or not. */
+	hold("tiny-d", 6, 7);
+	release(1);
+	ATF_REQUIRE_EQ(killed_with(103, SIGTERM), 1);
+	ATF_REQUIRE_EQ(F.nkills, 1);
+	signalled(103, SIGTERM);
+	ATF_REQUIRE_EQ(F.nspawns, 6);
+	ATF_REQUIRE_STREQ(F.spawns[5].name, "tiny-c");
+	spawned(5, 105);
+	probed_last();
+	ATF_REQUIRE(granted(2) != -1);
+	ATF_REQUIRE_EQ(F.nrefusals, 0);
+	pool_free(F.p);
+}
+
+/* The same with the issue's own sizes: tiny-d goes ahead at once. */
+ATF_TC_WITHOUT_HEAD(overtake_issue_sizes);
+ATF_TC_BODY(overtake_issue_sizes, tc)
+{
+	issue_scene(400, TMO);
+	pool_acquire(F.p, "tiny-d", 3, 7);
+	ATF_REQUIRE_EQ_MSG(F.nspawns, 5, "tiny-d did not start at once");
+	spawned(4, 104);
+	probed_last();
+	ATF_REQUIRE(granted(3) != -1);
+	/* and plan says so for the next, tiny-e (150): 550 + 150 fits
+	 * now, 100 + 50 (tiny-d, held) + 400 + 150 beside: also */
+	ATF_REQUIRE_EQ(explain("tiny-e"), VERDICT_LOAD);
+	ATF_REQUIRE(plan_has("tiny-e: loads at once, ahead of the load of "
+	    "tiny-c"));
+	pool_free(F.p);
+}
+
+/* The reference pool (queue timeout 0s) is unchanged: tiny-c is
+ * refused at once, tiny-d loads. */
+ATF_TC_WITHOUT_HEAD(overtake_reference);
+ATF_TC_BODY(overtake_reference, tc)
+{
+	issue_scene(400, 0);
+	ATF_REQUIRE_EQ(refused(2), 0);
+	ATF_REQUIRE_EQ(F.refusals[0].reason, REFUSE_NOT_ENOUGH_MEMORY);
+	ATF_REQUIRE_EQ(F.nkills, 0);
+	pool_acquire(F.p, "tiny-d", 3, 7);
+	ATF_REQUIRE_EQ(F.nspawns, 5);
+	pool_free(F.p);
+}
+
+/*
+ * Item 2: the fewest models go, then the least recently used; the log
+ * says why.  The issue's: for tiny-b (300), tiny-c (400) alone, not
+ * embed, slowpoke and then tiny-c.
+ */
+ATF_TC_WITHOUT_HEAD(fewest_stops);
+ATF_TC_BODY(fewest_stops, tc)
+{
+	struct pool_stats	 ps;
+	int			 ref;
+
+	for (ref = 0; ref < 2; ref++) {
+		setup_sched(700 * MIB, 30000, 0);
+		qmodel("tiny-a", 0, 100 * MIB, ref ? 0 : TMO, 0, 0);
+		qmodel("embed", 1, 50 * MIB, ref ? 0 : TMO, 0, 0);
+		qmodel("slowpoke", 1, 50 * MIB, ref ? 0 : TMO, 0, 0);
+		qmodel("tiny-c", 1, 400 * MIB, ref ? 0 : TMO, 0, 0);
+		qmodel("tiny-b", 1, 300 * MIB, ref ? 0 : TMO, 0, 0);
+		pool_start(F.p);
+		spawned(0, 100);
+		probed_last();
+		advance(1000);
+		bring_up("embed", 101);
+		advance(1000);
+		bring_up("slowpoke", 102);
+		advance(1000);
+		bring_up("tiny-c", 103);
+		advance(12000);
+		pool_acquire(F.p, "tiny-b", 1, 7);
+		if (ref) {
+			/* The reference pool: plain LRU, one at a time. */
+			ATF_REQUIRE_EQ(F.nkills, 1);
+			ATF_REQUIRE_EQ(killed_with(101, SIGTERM), 1);
+			ATF_REQUIRE(logged(LOG_INFO, "server for embed: "
+			    "stopping it to make room for server for tiny-b: "
+			    "idle, last used 14s ago: the least recently used "
+			    "of the 3 idle models"));
+			signalled(101, SIGTERM);
+			ATF_REQUIRE_EQ(killed_with(102, SIGTERM), 1);
+			signalled(102, SIGTERM);
+			ATF_REQUIRE_EQ(killed_with(103, SIGTERM), 1);
+			signalled(103, SIGTERM);
+			pool_stats(F.p, &ps);
+			ATF_REQUIRE_EQ(ps.evictions, 3);
+			pool_free(F.p);
+			continue;
+		}
+		ATF_REQUIRE_EQ_MSG(F.nkills, 1, "%zu stopped", F.nkills);
+		ATF_REQUIRE_EQ(killed_with(103, SIGTERM), 1);
+		ATF_REQUIRE(logged(LOG_INFO, "server for tiny-c: stopping it to "
+		    "make room for server for tiny-b: idle, last used 12s ago: "
+		    "1 of the 3 idle models, the fewest that free the 200.0 "
+		    "MiB missing (needs 300.0 MiB, 64.0 GiB available, budget "
+		    "700.0 MiB of which 600.0 MiB in use)"));
+		ATF_REQUIRE_EQ(state("embed"), STATE_READY);
+		ATF_REQUIRE_EQ(state("slowpoke"), STATE_READY);
+		signalled(103, SIGTERM);
+		ATF_REQUIRE_EQ(F.nspawns, 5);
+		ATF_REQUIRE_STREQ(F.spawns[4].name, "tiny-b");
+		ATF_REQUIRE_EQ(F.nkills, 1);
+		pool_stats(F.p, &ps);
+		ATF_REQUIRE_EQ(ps.evictions, 1);
+		pool_free(F.p);
+	}
+}
+
+/* Item 2: a set of two goes at once, and the load waits for both; the
+ * plan says why each goes. */
+ATF_TC_WITHOUT_HEAD(stop_set_in_pool);
+ATF_TC_BODY(stop_set_in_pool, tc)
+{
+	setup_sched(4 * GIB, WINDOW, 0);
+	qmodel("x", 1, GIB, TMO, 0, 0);
+	qmodel("y", 1, 2 * GIB, TMO, 0, 0);
+	qmodel("z", 1, 2 * GIB - GIB / 2, TMO, 0, 0);
+	qmodel("w", 1, GIB / 2, TMO, 0, 0);
+	qmodel("big", 1, 3 * GIB, TMO, 0, 0);
+	bring_up("x", 100);		/* the oldest */
+	advance(1000);
+	bring_up("y", 200);
+	advance(1000);
+	bring_up("w", 300);
+	advance(1000);
+	/* 3.5 used, big 3: 2.5 missing: y (2) and x (1), the fewest of
+	 * which the newest is the oldest (y + w would be newer) */
+	ATF_REQUIRE_EQ(explain("big"), VERDICT_EVICT);
+	ATF_REQUIRE_STREQ(plan_lines[0], "big: stops x (1.0 GiB), idle, last "
+	    "used 3s ago: 2 of the 3 idle models, the fewest that free the "
+	    "2.5 GiB missing");
+	ATF_REQUIRE_STREQ(plan_lines[1], "big: stops y (2.0 GiB), idle, last "
+	    "used 2s ago: 2 of the 3 idle models, the fewest that free the "
+	    "2.5 GiB missing");
+	ATF_REQUIRE(plan_has("big: then loads"));
+	pool_acquire(F.p, "big", 1, 7);
+	ATF_REQUIRE_EQ(F.nkills, 2);
+	ATF_REQUIRE_EQ(killed_with(100, SIGTERM), 1);
+	ATF_REQUIRE_EQ(killed_with(200, SIGTERM), 1);
+	ATF_REQUIRE_EQ(state("big"), STATE_STOPPED);
+	/* nothing of x or y starts again before both have exited */
+	signalled(200, SIGTERM);
+	ATF_REQUIRE_EQ(F.nspawns, 3);
+	advance(POOL_STOP_GRACE);
+	ATF_REQUIRE_EQ(killed_with(100, SIGKILL), 1);
+	ATF_REQUIRE_EQ(killed_with(200, SIGKILL), 0);
+	signalled(100, SIGKILL);
+	ATF_REQUIRE_EQ(F.nspawns, 4);
+	ATF_REQUIRE_STREQ(F.spawns[3].name, "big");
+	ATF_REQUIRE_EQ(state("big"), STATE_LOADING);
+	pool_free(F.p);
+}
+
+/*
+ * Item 3: requests for a model that is not lazy and crashed wait for
+ * its restart, as for a load, within the queue timeout.
+ */
+ATF_TC_WITHOUT_HEAD(restart_wait);
+ATF_TC_BODY(restart_wait, tc)
+{
+	struct proto_status	 st;
+	ssize_t			 r;
+
+	setup_sched(0, WINDOW, 0);
+	qmodel("n", 0, GIB, TMO, 0, 0);
+	pool_start(F.p);
+	spawned(0, 100);
+	probed_last();
+	signalled(100, SIGKILL);
+	ATF_REQUIRE_EQ(state("n"), STATE_FAILED);
+	/* in the exit's grace, and after it, until the restart */
+	acquire_told("n", 1);
+	ATF_REQUIRE_EQ_MSG(F.nrefusals, 0, "refused: %s",
+	    F.nrefusals ? F.refusals[0].msg : "");
+	advance(POOL_EXIT_GRACE);
+	pool_acquire(F.p, "n", 2, 7);
+	ATF_REQUIRE_EQ(F.nrefusals, 0);
+	status("n", &st);
+	ATF_REQUIRE_EQ(st.queued, 2);
+	ATF_REQUIRE_EQ(st.waiting, WAIT_TURN);
+	ATF_REQUIRE_EQ(told(1, NULL)->wait, WAIT_TURN);
+	ATF_REQUIRE_EQ(explain("n"), VERDICT_WAIT);
+	ATF_REQUIRE(plan_has("n: waits for its restart in 1s, then for its "
+	    "load (it failed: server for n was killed by SIGKILL)"));
+	advance(POOL_BACKOFF_MIN);
+	ATF_REQUIRE_EQ(F.nspawns, 2);
+	spawned(1, 101);
+	advance(0);
+	ATF_REQUIRE_EQ(told(1, NULL)->wait, WAIT_LOAD);
+	probed_last();
+	ATF_REQUIRE(granted(1) != -1 && granted(2) != -1);
+	ATF_REQUIRE_EQ(F.nrefusals, 0);
+
+	pool_free(F.p);
+
+	/* A restart after the queue timeout: refused at once, saying when. */
+	setup_sched(0, WINDOW, 0);
+	qmodel("n", 0, GIB, 500, 0, 0);
+	pool_start(F.p);
+	spawned(0, 100);
+	probed_last();
+	signalled(100, SIGKILL);
+	advance(POOL_EXIT_GRACE);
+	pool_acquire(F.p, "n", 1, 7);
+	ATF_REQUIRE((r = refused(1)) != -1);
+	ATF_REQUIRE_EQ(F.refusals[r].reason, REFUSE_NOT_LOADED);
+	ATF_REQUIRE_EQ(F.refusals[r].retry_after, 1);
+	ATF_REQUIRE_STREQ(F.refusals[r].msg, "n is not loaded: server for n "
+	    "was killed by SIGKILL; it restarts in 1s");
+	/* Its queue timeout ends a wait for the restart, saying so. */
+	advance(600);
+	advance(POOL_BACKOFF_MIN);	/* ready again */
+	spawned(1, 101);
+	probed_last();
+	signalled(101, SIGKILL);
+	pool_acquire(F.p, "n", 2, 7);	/* in the grace: waits */
+	ATF_REQUIRE_EQ(refused(2), -1);
+	advance(500);
+	ATF_REQUIRE((r = refused(2)) != -1);
+	ATF_REQUIRE_EQ(F.refusals[r].reason, REFUSE_QUEUE_TIMEOUT);
+	ATF_REQUIRE(strstr(F.refusals[r].msg, "it waited for its restart "
+	    "after: server for n was killed by SIGKILL") != NULL);
+	pool_free(F.p);
+
+	/* The reference pool: refused, as before. */
+	setup();
+	model("n", 0, GIB);
+	pool_start(F.p);
+	spawned(0, 100);
+	probed_last();
+	signalled(100, SIGKILL);
+	pool_acquire(F.p, "n", 1, 7);
+	ATF_REQUIRE_EQ(refused(1), 0);
+	ATF_REQUIRE_STREQ(F.refusals[0].msg, "n is not loaded: server for n "
+	    "was killed by SIGKILL");
+	pool_free(F.p);
+}
+
+/*
+ * Item 4: by default a busy model keeps memory a load waits for
+ * POOL_FAIRNESS_K times its own mean load, within the bounds; plan
+ * says so.
+ */
+ATF_TC_WITHOUT_HEAD(fairness_measured);
+ATF_TC_BODY(fairness_measured, tc)
+{
+	struct proto_status	 st;
+
+	setup_sched(2 * GIB, POOL_FAIRNESS_MEASURED, 0);
+	qmodel("a", 1, 3 * GIB / 2, TMO, 0, 0);
+	qmodel("b", 1, 3 * GIB / 2, TMO, 0, 0);
+	qmodel("n", 0, GIB / 4, TMO, 0, 0);
+	/* a loads in 1.2 s: its window is 12 s */
+	pool_acquire(F.p, "a", 1, 7);
+	spawned(0, 100);
+	advance(1200);
+	probed_last();
+	ATF_REQUIRE(granted(1) != -1);
+	advance(100);
+	/* before the wait: the window it would have */
+	ATF_REQUIRE_EQ(explain("b"), VERDICT_WAIT);
+	ATF_REQUIRE(plan_has("b: a keeps its memory at most its fairness "
+	    "window 12s: 10 x its mean load, 1.2s, from when the wait "
+	    "begins"));
+	pool_acquire(F.p, "b", 2, 7);
+	ATF_REQUIRE_EQ(explain("b"), VERDICT_WAIT);
+	ATF_REQUIRE(plan_has("b: a keeps its memory for 12s more at most, "
+	    "then takes no new request (fairness window 12s: 10 x its mean "
+	    "load, 1.2s)"));
+	/* Within the window a takes new requests; at its end, not. */
+	advance(12000 - 1);
+	pool_acquire(F.p, "a", 3, 7);
+	ATF_REQUIRE(granted(3) != -1);
+	advance(1);
+	pool_acquire(F.p, "a", 4, 7);
+	ATF_REQUIRE_EQ(granted(4), -1);
+	status("a", &st);
+	ATF_REQUIRE_EQ(st.waiting, WAIT_SLOT);
+	pool_free(F.p);
+
+	/* A configured window is the window; none timed, the guess. */
+	setup_sched(2 * GIB, 5000, 0);
+	qmodel("a", 1, 3 * GIB / 2, TMO, 0, 0);
+	qmodel("b", 1, 3 * GIB / 2, TMO, 0, 0);
+	bring_up("a", 100);
+	hold("a", 1, 7);
+	ATF_REQUIRE_EQ(explain("b"), VERDICT_WAIT);
+	ATF_REQUIRE(plan_has("b: a keeps its memory at most its fairness "
+	    "window 5s, configured, from when the wait begins"));
+	pool_free(F.p);
+	setup_sched(2 * GIB, POOL_FAIRNESS_MEASURED, 0);
+	qmodel("a", 1, 3 * GIB / 2, TMO, 0, 0);
+	qmodel("b", 1, 3 * GIB / 2, TMO, 0, 0);
+	bring_up("a", 100);
+	hold("a", 1, 7);
+	ATF_REQUIRE_EQ(explain("b"), VERDICT_WAIT);
+	ATF_REQUIRE(plan_has("a keeps its memory at most its fairness window "
+	    "2s: 10 x its mean load, 0s, raised to the least"));
+	pool_free(F.p);
+}
+
+/*
+ * Item 12: a load that waits is not loading (it has no process), and a
+ * load that stopped others shows waiting for memory until its spawn.
+ */
+ATF_TC_WITHOUT_HEAD(waiting_not_loading);
+ATF_TC_BODY(waiting_not_loading, tc)
+{
+	struct proto_status	 st;
+
+	setup_sched(0, WINDOW, 0);
+	F.mem.available = GIB;
+	qmodel("a", 1, GIB, TMO, 0, 0);
+	qmodel("b", 1, GIB, TMO, 0, 0);
+	qmodel("big", 1, 3 * GIB / 2, TMO, 0, 0);
+	bring_up("a", 100);
+	advance(100);
+	bring_up("b", 200);
+	advance(100);
+	/* 1 available, 1.5 needed: a (the older) goes */
+	pool_acquire(F.p, "big", 1, 7);
+	ATF_REQUIRE_EQ(killed_with(100, SIGTERM), 1);
+	ATF_REQUIRE_EQ(killed_with(200, SIGTERM), 0);
+	status("big", &st);
+	ATF_REQUIRE_EQ(st.state, STATE_STOPPED);
+	ATF_REQUIRE_EQ(st.pid, 0);
+	ATF_REQUIRE_EQ(st.waiting, WAIT_MEMORY);
+	ATF_REQUIRE_EQ(explain("big"), VERDICT_JOIN);
+	ATF_REQUIRE(plan_has("big: waits for its load, which waits for the "
+	    "models it stopped to exit"));
+	/* b gets busy; a's exit frees less than measured: big waits */
+	hold("b", 2, 7);
+	advance(100);
+	signalled(100, SIGTERM);
+	ATF_REQUIRE_EQ(F.nspawns, 2);
+	status("big", &st);
+	ATF_REQUIRE_EQ(st.state, STATE_STOPPED);
+	ATF_REQUIRE_EQ(st.waiting, WAIT_MEMORY);
+	ATF_REQUIRE_EQ(st.queued, 1);
+	/* b drains: stopped for big, which loads */
+	release(2);
+	ATF_REQUIRE_EQ(killed_with(200, SIGTERM), 1);
+	F.mem.available = 2 * GIB;
+	signalled(200, SIGTERM);
+	ATF_REQUIRE_EQ(F.nspawns, 3);
+	status("big", &st);
+	ATF_REQUIRE_EQ(st.state, STATE_LOADING);
 	pool_free(F.p);
 }
 
@@ -4002,6 +4709,17 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, progress_slots);
 	ATF_TP_ADD_TC(tp, progress_memory);
 	ATF_TP_ADD_TC(tp, progress_ends);
+	ATF_TP_ADD_TC(tp, stop_set_pure);
+	ATF_TP_ADD_TC(tp, room_ahead_pure);
+	ATF_TP_ADD_TC(tp, fairness_pure);
+	ATF_TP_ADD_TC(tp, overtake_fits);
+	ATF_TP_ADD_TC(tp, overtake_issue_sizes);
+	ATF_TP_ADD_TC(tp, overtake_reference);
+	ATF_TP_ADD_TC(tp, fewest_stops);
+	ATF_TP_ADD_TC(tp, stop_set_in_pool);
+	ATF_TP_ADD_TC(tp, restart_wait);
+	ATF_TP_ADD_TC(tp, fairness_measured);
+	ATF_TP_ADD_TC(tp, waiting_not_loading);
 
 	return (atf_no_error());
 }
