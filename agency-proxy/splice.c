@@ -24,7 +24,8 @@
  * White space between the members that are kept stays; where a member
  * goes or comes, a comma alone stands between.
  *
- * Calls: scan.c (scan_count), rules.c (rerr_set, rules_part_allowed).
+ * Calls: scan.c (scan_count), rules.c (rerr_set, rules_part_allowed),
+ * routes.c (routes_limits).
  */
 #include <sys/types.h>
 #include <sys/uio.h>

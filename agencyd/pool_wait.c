@@ -12,7 +12,7 @@
  * It calls pool_record.c and pool_decide.c; what must run the queue
  * (a timer of a waiter or of the fairness window) calls p->run.
  *
- * Calls: pool_decide.c, pool_record.c.
+ * Calls: pool_decide.c, pool_record.c, memory.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>
