@@ -55,7 +55,7 @@ status_valid(const struct proto_status *st)
 	if (st->pid < 0 || st->need < 0 ||
 	    proto_need_from_name(st->need_from) == NULL)
 		return (0);
-	if (st->idle_timeout < 0 || st->idle_stop_at < -1)
+	if (st->idle_timeout < 0 || st->idle_stop_at < -1 || st->fairness < 0)
 		return (0);
 	return (1);
 }
@@ -529,6 +529,11 @@ show_model(FILE *fp, const struct ctl_status *s, int64_t now, size_t width)
 			else
 				fprintf(fp, "lazy:       yes, idle timeout %s\n",
 				    b);
+		}
+		if (st->fairness > 0) {
+			fmt_span(b, sizeof(b), st->fairness);
+			fprintf(fp, "fairness:   window %s: keeps memory a "
+			    "waiting load needs at most so long\n", b);
 		}
 		if (st->max_requests > 0)
 			fprintf(fp, "requests:   %u in progress (at most %u), "

@@ -334,6 +334,7 @@ fill_status(struct pool *p, struct pool_model *pm, struct proto_status *st)
 	st->waiting = model_waiting(p, pm);
 	st->max_requests = pm->plan.max_requests;
 	st->idle_timeout = pm->plan.idle_timeout;
+	st->fairness = pm->plan.lazy ? pm_fairness(p, pm) : 0;
 	st->restart_at = pm->restart_at;	/* -1 unless FAILED */
 	st->change = pm->change;
 	strlcpy(st->change_for, pm->change_for, sizeof(st->change_for));

@@ -277,6 +277,7 @@ put_status(struct msgw *w, const void *p)
 	msg_add_i64(w, m->oldest_wait);
 	msg_add_u32(w, m->max_requests);
 	msg_add_i64(w, m->idle_timeout);
+	msg_add_i64(w, m->fairness);
 	msg_add_i64(w, m->idle_stop_at);
 	msg_add_i64(w, m->restart_at);
 	msg_add_i32(w, m->change);
@@ -319,6 +320,7 @@ get_status(struct msgr *r, uint32_t type, void *p)
 	m->oldest_wait = msg_get_i64(r);
 	m->max_requests = msg_get_u32(r);
 	m->idle_timeout = msg_get_i64(r);
+	m->fairness = msg_get_i64(r);
 	m->idle_stop_at = msg_get_i64(r);
 	m->restart_at = msg_get_i64(r);
 	m->change = msg_get_enum(r, CHANGE_NONE, CHANGE_LAST);

@@ -370,6 +370,9 @@ struct proto_status {
 	uint32_t	max_requests;	/* 0: no bound */
 	/* added for agency-ctl status and the events stream */
 	int64_t		idle_timeout;	/* ms; 0: none (or not lazy) */
+	int64_t		fairness;	/* ms it is kept for a load that
+					 * waits for memory once used; 0: not
+					 * lazy (never stopped for room) */
 	int64_t		idle_stop_at;	/* ms since the epoch when its idle
 					 * timeout stops it unless it is used
 					 * first; -1: not counting */

@@ -79,6 +79,8 @@ status_json(const struct proto_status *st, json_object *aliases)
 	json_object_object_add(o, "aliases", aliases);
 	json_object_object_add(o, "idleTimeoutMs", st->idle_timeout > 0 ?
 	    json_object_new_int64(st->idle_timeout) : NULL);
+	json_object_object_add(o, "fairnessWindowMs", st->fairness > 0 ?
+	    json_object_new_int64(st->fairness) : NULL);
 	json_object_object_add(o, "idleStopAt", ms_or_null(st->idle_stop_at));
 	json_object_object_add(o, "restartAt", ms_or_null(st->restart_at));
 	for (i = 0; i < st->nload_ms && i < PROTO_LOAD_HISTORY; i++)

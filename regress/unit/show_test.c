@@ -83,6 +83,7 @@ scene(struct ctl_status *s)
 	st.loaded_at = NOW - 3600 * 1000;
 	st.idle_timeout = 15 * 60 * 1000;
 	st.idle_stop_at = st.last_used + st.idle_timeout;
+	st.fairness = 12 * 1000;
 	st.requests = 12;
 	st.loads = 2;
 	st.nload_ms = 2;
@@ -218,6 +219,8 @@ ATF_TC_BODY(one_model, tc)
 	    "runtime:    llama\n"
 	    "state:      ready\n"
 	    "lazy:       yes, idle timeout 15m: stops in 14m unless used\n"
+	    "fairness:   window 12s: keeps memory a waiting load needs at "
+	    "most so long\n"
 	    "requests:   0 in progress, 12 in all\n"
 	    "last used:  1m ago\n"
 	    "loaded:     1h ago (loads 2, failed 0, restarts 0, evictions 0)\n"
@@ -280,6 +283,8 @@ ATF_TC_BODY(json, tc)
 	ATF_CHECK_EQ(json_object_get_int64(v), 15 * 60 * 1000);
 	ATF_REQUIRE(json_object_object_get_ex(m, "idleStopAt", &v));
 	ATF_CHECK_EQ(json_object_get_int64(v), NOW + 14 * 60 * 1000);
+	ATF_REQUIRE(json_object_object_get_ex(m, "fairnessWindowMs", &v));
+	ATF_CHECK_EQ(json_object_get_int64(v), 12 * 1000);
 	/* the events stream's fields too (status_json, one record) */
 	ATF_REQUIRE(json_object_object_get_ex(m, "loadHistory", &v));
 	ATF_CHECK_STREQ(json_object_to_json_string_ext(v,
@@ -300,6 +305,8 @@ ATF_TC_BODY(json, tc)
 	ATF_REQUIRE(json_object_object_get_ex(m, "lazy", &v));
 	ATF_CHECK(!json_object_get_boolean(v));
 	ATF_REQUIRE(json_object_object_get_ex(m, "idleTimeoutMs", &v));
+	ATF_CHECK(v == NULL);
+	ATF_REQUIRE(json_object_object_get_ex(m, "fairnessWindowMs", &v));
 	ATF_CHECK(v == NULL);
 
 	ATF_REQUIRE(json_object_object_get_ex(top, "memory", &mem));
