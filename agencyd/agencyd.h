@@ -49,6 +49,8 @@ struct model {
 	struct spawn_proc	 sp;
 	int			 sp_open;
 	int			 addr_in_use;	/* its output said so */
+	uint64_t		 spawned_seq;	/* its ring's last line before
+						 * this process started */
 	/* what the proxy's events stream was last told (emit.c) */
 	int32_t			 ev_state;
 	int64_t			 ev_restart_at;

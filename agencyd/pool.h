@@ -353,9 +353,10 @@ void		 pool_probe_result(struct pool *, uint64_t loadid, int ok,
 /* A reaped child, reported once nothing it started is left (agencyd
  * reaps the model's reaper, see spawn.h), with the wait status of the
  * process spawn answered; addr_in_use: its output said its port was
- * taken.  Unknown pids are ignored. */
+ * taken; said: the last error line it wrote, or NULL, which a failed
+ * load quotes.  Unknown pids are ignored. */
 void		 pool_child_exited(struct pool *, pid_t, int wstatus,
-		    int addr_in_use);
+		    int addr_in_use, const char *said);
 
 /* The number of models, and the status of the i-th in config order
  * (model, state, lazy, error, in_progress, last_used, pid, port, need,

@@ -1042,7 +1042,8 @@ load_ready(struct pool *p, struct pool_op *op)
 }
 
 static void
-load_exit(struct pool *p, struct pool_op *op, int wstatus, int addr_in_use)
+load_exit(struct pool *p, struct pool_op *op, int wstatus, int addr_in_use,
+    const char *said)
 {
 	struct pool_model	*pm = op->pm;
 	char			 desc[64];
@@ -1059,8 +1060,13 @@ load_exit(struct pool *p, struct pool_op *op, int wstatus, int addr_in_use)
 	}
 	if (op->error[0] == '\0') {
 		pool_describe_exit(wstatus, desc, sizeof(desc));
-		pmsgf(op->error, sizeof(op->error),
-		    "%s %s before it was ready", pm->plan.label, desc);
+		if (said != NULL && said[0] != '\0')
+			pmsgf(op->error, sizeof(op->error),
+			    "%s %s before it was ready: %s", pm->plan.label,
+			    desc, said);
+		else
+			pmsgf(op->error, sizeof(op->error),
+			    "%s %s before it was ready", pm->plan.label, desc);
 	}
 	load_fail(p, op, op->error);
 }
@@ -1153,7 +1159,8 @@ pool_probe_result(struct pool *p, uint64_t loadid, int ok, int status,
 }
 
 void
-pool_child_exited(struct pool *p, pid_t pid, int wstatus, int addr_in_use)
+pool_child_exited(struct pool *p, pid_t pid, int wstatus, int addr_in_use,
+    const char *said)
 {
 	struct pool_model	*pm;
 	struct pool_op		*op;
@@ -1179,7 +1186,7 @@ pool_child_exited(struct pool *p, pid_t pid, int wstatus, int addr_in_use)
 		case OP_LOAD:
 			if (op->phase == PH_PROBING ||
 			    op->phase == PH_KILLING) {
-				load_exit(p, op, wstatus, addr_in_use);
+				load_exit(p, op, wstatus, addr_in_use, said);
 				queue_run(p);
 				return;
 			}

@@ -83,6 +83,29 @@ const struct pool_ops model_pool_ops = {
 };
 
 /*
+ * The last line this process of m wrote that says "error" or "failed"
+ * (llama-server's "error loading model", vLLM's tracebacks' last line
+ * names its error), among its last RING_ERROR_LINES; NULL if none.
+ */
+#define RING_ERROR_LINES	16
+static const char *
+last_error_line(const struct model *m)
+{
+	const char	*line;
+	size_t		 i, n = ring_count(&m->ring), seen;
+
+	for (i = n, seen = 0; i > 0 && seen < RING_ERROR_LINES; i--, seen++) {
+		if (ring_seq(&m->ring, i - 1) <= m->spawned_seq)
+			break;
+		line = ring_get(&m->ring, i - 1);
+		if (strcasestr(line, "error") != NULL ||
+		    strcasestr(line, "failed") != NULL)
+			return (line);
+	}
+	return (NULL);
+}
+
+/*
  * A model's reaper was reaped: nothing of the model is left.  Read what
  * it wrote, then tell the pool how the model itself ended.
  */
@@ -90,6 +113,7 @@ void
 models_reaped(struct agencyd *d, pid_t pid, int status)
 {
 	struct model	*m;
+	const char	*said = NULL;
 	int		 addr_in_use = 0;
 
 	if ((m = model_by_reaper(d, pid)) != NULL) {
@@ -99,8 +123,9 @@ models_reaped(struct agencyd *d, pid_t pid, int status)
 		m->sp_open = 0;
 		addr_in_use = m->addr_in_use;
 		m->addr_in_use = 0;
+		said = last_error_line(m);
 	}
-	pool_child_exited(d->pool, pid, status, addr_in_use);
+	pool_child_exited(d->pool, pid, status, addr_in_use, said);
 }
 
 /*
@@ -166,6 +191,7 @@ op_spawn(void *ctx, const struct pool_plan *plan, uint64_t spawnid,
 	req.line_cb = model_line;
 	req.cb_arg = m;
 	m->addr_in_use = 0;
+	m->spawned_seq = m->ring.pushed;
 	if ((pid = spawn_start(&req, &m->sp, err, sizeof(err))) != -1) {
 		m->sp_open = 1;
 		/* The program, once: the label names only the model. */

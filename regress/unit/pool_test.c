@@ -405,13 +405,13 @@ probed_last(void)
 static void
 exited(pid_t pid, int code)
 {
-	pool_child_exited(F.p, pid, W_EXITCODE(code, 0), 0);
+	pool_child_exited(F.p, pid, W_EXITCODE(code, 0), 0, NULL);
 }
 
 static void
 signalled(pid_t pid, int sig)
 {
-	pool_child_exited(F.p, pid, W_EXITCODE(0, sig), 0);
+	pool_child_exited(F.p, pid, W_EXITCODE(0, sig), 0, NULL);
 }
 
 static void
@@ -1604,13 +1604,13 @@ ATF_TC_BODY(addr_in_use_retry, tc)
 	pool_acquire(F.p, "a", 1, 7);
 	ATF_REQUIRE_EQ(F.spawns[0].port, 5800);
 	spawned(0, 100);
-	pool_child_exited(F.p, 100, W_EXITCODE(1, 0), 1);
+	pool_child_exited(F.p, 100, W_EXITCODE(1, 0), 1, NULL);
 	ATF_REQUIRE_EQ(F.nspawns, 2);
 	/* Another port, skipping the one port_free says is taken. */
 	ATF_REQUIRE_EQ(F.spawns[1].port, 5802);
 	ATF_REQUIRE_EQ(F.nrefusals, 0);
 	spawned(1, 101);
-	pool_child_exited(F.p, 101, W_EXITCODE(1, 0), 1);
+	pool_child_exited(F.p, 101, W_EXITCODE(1, 0), 1, NULL);
 	/* Once only. */
 	ATF_REQUIRE_EQ(F.nspawns, 2);
 	status("a", &st);
