@@ -92,9 +92,9 @@ static const char *
 last_error_line(const struct model *m)
 {
 	const char	*line;
-	size_t		 i, n = ring_count(&m->ring), seen;
+	size_t		 i, n = ring_count(&m->ring);
 
-	for (i = n, seen = 0; i > 0 && seen < RING_ERROR_LINES; i--, seen++) {
+	for (i = n; i > 0 && n - i < RING_ERROR_LINES; i--) {
 		if (ring_seq(&m->ring, i - 1) <= m->spawned_seq)
 			break;
 		line = ring_get(&m->ring, i - 1);

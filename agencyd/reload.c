@@ -43,7 +43,7 @@ static struct agencyd	*reload_env;
 static int	 reload(struct agencyd *);
 static const char *reload_changed(struct agencyd *,
 		    const struct model_conf *);
-static int	 reload_keys(struct agency_conf *, struct agency_conf *,
+static void	 reload_keys(struct agency_conf *, struct agency_conf *,
 		    char *, size_t);
 static void	 reload_info(const char *, ...)
 		    __attribute__((__format__ (printf, 1, 2)));
@@ -108,10 +108,9 @@ key_changed(const struct key_conf *a, const struct key_conf *b)
 
 /*
  * Say which keys a reload adds, changes and removes (by name: never a
- * secret), and put their counts in sum for the summary ("" when none):
- * the number of lines said.
+ * secret), and put their counts in sum for the summary ("" when none).
  */
-static int
+static void
 reload_keys(struct agency_conf *oconf, struct agency_conf *nconf, char *sum,
     size_t len)
 {
@@ -136,7 +135,6 @@ reload_keys(struct agency_conf *oconf, struct agency_conf *nconf, char *sum,
 	if (nadded + nchanged + nremoved > 0)
 		(void)snprintf(sum, len, "; keys: %d added, %d changed, "
 		    "%d removed", nadded, nchanged, nremoved);
-	return (nadded + nchanged + nremoved);
 }
 
 /* Whether the process a model runs would differ: what goes into its
@@ -438,7 +436,7 @@ reload(struct agencyd *d)
 	}
 
 	oconf = d->conf;
-	(void)reload_keys(oconf, nconf, keysum, sizeof(keysum));
+	reload_keys(oconf, nconf, keysum, sizeof(keysum));
 	d->conf = nconf;
 	keystats_reload(d, nconf);
 	config_free(oconf);
