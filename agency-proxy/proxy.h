@@ -182,6 +182,9 @@ int		 rules_scan(const char *, size_t, const struct prescan *,
 int		 rules_scan_parts(const char *, size_t, const struct prescan *,
 		    int, struct rscan *);
 int		 rules_plain(const char *, size_t);
+int		 scan_digits(const char *, size_t, size_t, int64_t *);
+const unsigned char *scan_json_number(const unsigned char *,
+		    const unsigned char *, int *);
 int		 scan_count(const char *, size_t, int64_t *);
 
 /* rules.c: pure functions, unit-tested */

@@ -704,28 +704,31 @@ prescan_clear(struct prescan *ps)
 	memset(ps, 0, sizeof(*ps));
 }
 
-/* -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? ; *integer: no . or e */
-static int
-scan_number(struct scanner *s, int *integer)
+/*
+ * The JSON number at p, of the bytes before e,
+ * -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? : where it ends, or
+ * NULL when there is none.  *integer: it has no . and no e.
+ */
+const unsigned char *
+scan_json_number(const unsigned char *p, const unsigned char *e,
+    int *integer)
 {
-	const unsigned char	*p = s->p, *e = s->end;
-
 	*integer = 1;
 	if (p < e && *p == '-')
 		p++;
 	if (p >= e)
-		return (0);
+		return (NULL);
 	if (*p == '0')
 		p++;
 	else if (*p >= '1' && *p <= '9')
 		while (p < e && *p >= '0' && *p <= '9')
 			p++;
 	else
-		return (0);
+		return (NULL);
 	if (p < e && *p == '.') {
 		*integer = 0;
 		if (++p >= e || *p < '0' || *p > '9')
-			return (0);
+			return (NULL);
 		while (p < e && *p >= '0' && *p <= '9')
 			p++;
 	}
@@ -734,10 +737,20 @@ scan_number(struct scanner *s, int *integer)
 		if (++p < e && (*p == '+' || *p == '-'))
 			p++;
 		if (p >= e || *p < '0' || *p > '9')
-			return (0);
+			return (NULL);
 		while (p < e && *p >= '0' && *p <= '9')
 			p++;
 	}
+	return (p);
+}
+
+static int
+scan_number(struct scanner *s, int *integer)
+{
+	const unsigned char	*p;
+
+	if ((p = scan_json_number(s->p, s->end, integer)) == NULL)
+		return (0);
 	s->p = p;
 	return (1);
 }
@@ -751,20 +764,15 @@ word(struct scanner *s, const char *w, size_t n)
 	return (1);
 }
 
-/* A count for max_tokens and the like: null (-1), or a short integer
- * >= 0; 0 if the n bytes at v are neither. */
+/* The n bytes at v as 1 to max decimal digits (max at most 18) into
+ * *out: 1; else 0, and *out as it was. */
 int
-scan_count(const char *cv, size_t n, int64_t *out)
+scan_digits(const char *v, size_t n, size_t max, int64_t *out)
 {
-	const unsigned char	*v = (const unsigned char *)cv;
-	int64_t			 x = 0;
-	size_t			 i;
+	int64_t	 x = 0;
+	size_t	 i;
 
-	if (n == 4 && memcmp(v, "null", 4) == 0) {
-		*out = -1;
-		return (1);
-	}
-	if (n == 0 || n > 15)
+	if (n == 0 || n > max)
 		return (0);
 	for (i = 0; i < n; i++) {
 		if (v[i] < '0' || v[i] > '9')
@@ -773,6 +781,18 @@ scan_count(const char *cv, size_t n, int64_t *out)
 	}
 	*out = x;
 	return (1);
+}
+
+/* A count for max_tokens and the like: null (-1), or a short integer
+ * >= 0; 0 if the n bytes at v are neither. */
+int
+scan_count(const char *v, size_t n, int64_t *out)
+{
+	if (n == 4 && memcmp(v, "null", 4) == 0) {
+		*out = -1;
+		return (1);
+	}
+	return (scan_digits(v, n, 15, out));
 }
 
 enum {
