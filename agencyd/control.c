@@ -23,9 +23,6 @@
  * - each socket has its own cap, so restricted clients cannot take the
  *   room of the main socket's.
  *
- * It calls below it: reload.c, proxylink.c (a cancel), model.c (the
- * records) and the pool.  Nothing calls it but agencyd.c.
- *
  * Calls: keystats.c, listeners.c, model.c, pool.c, pool_decide.c,
  * pool_status.c, proxysvc.c, reload.c, spawn.c, common/config.c,
  * common/imsg.c, common/log.c, common/msg.c, common/proto.c.

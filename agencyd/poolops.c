@@ -393,15 +393,11 @@ static void
 op_refused(void *ctx, uint64_t reqid, int reason, int retry_after,
     const char *message)
 {
-	struct agencyd		*d = ctx;
-	struct proto_hold_refuse r;
+	struct proto_hold_refuse r = { .reqid = reqid, .reason = reason,
+	    .retry_after = retry_after };
 
-	memset(&r, 0, sizeof(r));
-	r.reqid = reqid;
-	r.reason = reason;
-	r.retry_after = retry_after;
 	(void)strlcpy(r.message, message, sizeof(r.message));
-	proxy_compose(d, IMSG_HOLD_REFUSE, &r, sizeof(r));
+	proxy_compose(ctx, IMSG_HOLD_REFUSE, &r, sizeof(r));
 }
 
 static void
@@ -421,13 +417,8 @@ static void
 op_waiting(void *ctx, uint64_t reqid, int wait, uint32_t ahead,
     int64_t load_ms)
 {
-	struct agencyd		*d = ctx;
-	struct proto_hold_wait	 w;
+	struct proto_hold_wait	 w = { .reqid = reqid, .wait = wait,
+	    .ahead = ahead, .load_ms = load_ms };
 
-	memset(&w, 0, sizeof(w));
-	w.reqid = reqid;
-	w.wait = wait;
-	w.ahead = ahead;
-	w.load_ms = load_ms;
-	proxy_compose(d, IMSG_HOLD_WAIT, &w, sizeof(w));
+	proxy_compose(ctx, IMSG_HOLD_WAIT, &w, sizeof(w));
 }
