@@ -93,6 +93,7 @@ struct preq {
 	int			 held;
 	uint64_t		 holdid;
 	uint16_t		 port;
+	char			 sock[PROTO_SOCK_MAX];	/* "": the port */
 	char			 label[AGENCY_PATH_MAX];
 	char			 hbuf[PREQ_HDRS];	/* kept headers */
 	char			*hdrs;		/* hbuf, or allocated */
@@ -623,6 +624,7 @@ forward_grant(const struct proto_hold_grant *g)
 	p->held = 1;
 	p->holdid = g->holdid;
 	p->port = g->port;
+	(void)strlcpy(p->sock, g->sock, sizeof(p->sock));
 	relay_granted(&p->rl, g->port);
 	hold_waited(p, MW_GRANTED, 0);
 	(void)strlcpy(p->label, g->label, sizeof(p->label));
@@ -764,7 +766,7 @@ upstream_lost(struct preq *p, const char *what, int how)
 	if (how == UPSTREAM_STALE && !p->retried && p->rl.r != NULL &&
 	    p->state == ST_FORWARD) {
 		p->retried = 1;
-		upstream_drop(p->port);
+		upstream_drop(p->port, p->sock);
 		log_debug("request %llu: kept connection to port %u was "
 		    "closed; once more", (unsigned long long)p->reqid,
 		    p->port);
@@ -774,8 +776,12 @@ upstream_lost(struct preq *p, const char *what, int how)
 	if (how == UPSTREAM_TIMEOUT)
 		log_warnx("request %llu: %s did not answer in time",
 		    (unsigned long long)p->reqid, p->label);
-	(void)snprintf(msg, sizeof(msg), "%.300s: %s (127.0.0.1:%u)",
-	    p->label, what, p->port);
+	if (p->sock[0] != '\0')
+		(void)snprintf(msg, sizeof(msg), "%.300s: %s (its socket)",
+		    p->label, what);
+	else
+		(void)snprintf(msg, sizeof(msg), "%.300s: %s (127.0.0.1:%u)",
+		    p->label, what, p->port);
 	if (how != UPSTREAM_TIMEOUT)
 		log_warnx("request %llu: %s", (unsigned long long)p->reqid,
 		    msg);
@@ -824,7 +830,7 @@ forward_send(struct preq *p)
 	rq.sinkarg = &p->rl;
 	rq.owner = &owner;
 	rq.ownerarg = p;
-	if ((uc = upstream_open(p->port, &err)) == NULL) {
+	if ((uc = upstream_open(p->port, p->sock, &err)) == NULL) {
 		upstream_lost(p, err, UPSTREAM_FAILED);
 		return;
 	}

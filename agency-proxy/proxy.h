@@ -393,12 +393,13 @@ struct upstream_req {
 };
 
 struct upconn;
-struct upconn	*upstream_open(uint16_t, const char **);
+/* To port, or to the Unix socket sock where it is not "". */
+struct upconn	*upstream_open(uint16_t, const char *, const char **);
 int		 upstream_send(struct upconn *, const struct upstream_req *);
 void		 upstream_close(struct upconn *);
 void		 upstream_resume(struct upconn *);
 int		 upstream_sending(const struct upconn *);
-void		 upstream_drop(uint16_t);
+void		 upstream_drop(uint16_t, const char *);
 
 /*
  * How a model request ended, when not as its answer ended: what the

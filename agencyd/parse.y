@@ -1784,19 +1784,21 @@ cors_origin(const char *s)
 	return (origin);
 }
 
-/* %p port, %u upstream, %m model name, %% a percent sign. */
+/* %p port, %s socket, %u upstream, %m model name, %% a percent sign. */
 static int
 check_command(const char *cmd)
 {
-	const char	*s;
-	char		**argv, err[SPAWN_ERR_MAX];
-	int		 port = 0;
+	struct spawn_tokens	 t = { "0", "/s", "u", "m" };
+	const char		*s;
+	char			**argv, err[SPAWN_ERR_MAX];
+	int			 port = 0;
 
 	for (s = cmd; *s != '\0'; s++) {
 		if (*s != '%')
 			continue;
 		switch (s[1]) {
 		case 'p':
+		case 's':
 			port = 1;
 			break;
 		case 'u':
@@ -1813,11 +1815,12 @@ check_command(const char *cmd)
 		s++;
 	}
 	if (!port) {
-		yyerror("command has no %%p for the port");
+		yyerror("command has neither %%p for the port nor %%s for "
+		    "a socket");
 		return (-1);
 	}
 	/* What spawn will make of it: quotes, an empty or relative program. */
-	if (spawn_argv(cmd, "0", "u", "m", &argv, err, sizeof(err)) == -1) {
+	if (spawn_argv(cmd, &t, &argv, err, sizeof(err)) == -1) {
 		yyerror("%s", err);
 		return (-1);
 	}
@@ -2739,6 +2742,7 @@ program_ok(const char *path, char *why, size_t len)
 static void
 check_program(const struct model_conf *m, struct strlist *done)
 {
+	struct spawn_tokens t = { "0", "/s", NULL, NULL };
 	char		**argv = NULL, **envp = NULL, err[SPAWN_ERR_MAX];
 	char		  why[64], prog[PATH_MAX];
 	const char	 *path = SPAWN_PATH, *dir, *e;
@@ -2747,8 +2751,9 @@ check_program(const struct model_conf *m, struct strlist *done)
 	int		  found = 0;
 
 	p = pos_find(m->rt, POS_COMMAND);
-	if (spawn_argv(m->rt->command, "0", m->upstream, m->name, &argv,
-	    err, sizeof(err)) == -1 ||
+	t.upstream = m->upstream;
+	t.model = m->name;
+	if (spawn_argv(m->rt->command, &t, &argv, err, sizeof(err)) == -1 ||
 	    spawn_env(NULL, NULL, m->name, "0", &m->rt->env, &m->env, &envp,
 	    err, sizeof(err)) == -1) {
 		conf_error(p, "model \"%s\": %s", m->name, err);

@@ -29,6 +29,7 @@ struct msgw;
 #define PROTO_PROBE_BODY	500	/* bytes of a probe answer kept */
 #define PROTO_LOGLINE_MAX	1024
 #define PROTO_RETRY_MAX		3600	/* s, the longest Retry-After */
+#define PROTO_SOCK_MAX		108	/* a model's socket: sun_path */
 
 /*
  * The load-duration histogram's upper bounds in ms (Prometheus "le"
@@ -301,13 +302,16 @@ struct proto_hold_req {
 #define PROTO_HOLD_FLAGS	PROTO_HOLD_PROGRESS
 
 /* IMSG_HOLD_GRANT.  upstream: what the model server is sent as the
- * body's "model" (the runtime's send model); "" leaves the client's. */
+ * body's "model" (the runtime's send model); "" leaves the client's.
+ * sock: the model's Unix socket as the proxy reaches it (in its chroot),
+ * "" for a model on its TCP port (%s in its command, agency.conf(5)). */
 struct proto_hold_grant {
 	uint64_t	reqid;
 	uint64_t	holdid;
 	uint16_t	port;
 	char		upstream[AGENCY_PATH_MAX];
 	char		label[AGENCY_PATH_MAX];
+	char		sock[PROTO_SOCK_MAX];
 };
 
 /*
@@ -336,6 +340,7 @@ struct proto_probe {
 	char		path[AGENCY_PATH_MAX];
 	char		body[AGENCY_BODY_MAX];
 	char		label[AGENCY_PATH_MAX];
+	char		sock[PROTO_SOCK_MAX];	/* as in proto_hold_grant */
 };
 
 struct proto_probe_result {
