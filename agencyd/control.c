@@ -20,10 +20,9 @@
  * - a client following a model's lines (IMSG_CTL_FOLLOW) is sent each
  *   new line as any answer, within the same bounds: one that does not
  *   read is dropped; it may send nothing more;
- * - each socket has its own cap, so restricted clients cannot take the
- *   room of the main socket's.
- * agency-proxy, which may connect to Unix sockets for the models', is
- * refused by its peer credentials (control_peer_is_proxy).
+ * - each socket has its own cap, for the main socket's room.
+ * agency-proxy (it may connect to Unix sockets) is refused by its peer
+ * credentials (control_peer_is_proxy).
  * Calls: keystats.c, listeners.c, model.c, pool.c, pool_decide.c,
  * pool_status.c, proxysvc.c, reload.c, spawn.c, common/config.c,
  * common/imsg.c, common/log.c, common/msg.c, common/proto.c.

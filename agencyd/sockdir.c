@@ -7,26 +7,18 @@
  * model server whose command has %s listens on DIR/sock, and only the
  * model user and the proxy may enter DIR.
  *
- * As root, the base is BASE = ~proxy/agency-models.H (H: a hash of the
- * control socket's path, so that two agencyd on one host keep apart),
- * root's, 0711: inside the proxy's chroot, the only place the chrooted
- * proxy can reach, and not listable.  Each model process gets DIR =
- * BASE/XXXXXX (mkdtemp), owned by the model user (who creates the
- * socket) and the proxy's group, mode 02710: the group may only search
- * it, others nothing; setgid, so that the socket the server makes is of
- * the proxy's group, and the server runs with umask 007 so that the
- * group may connect (connect needs write on the socket).  Every model
- * runs as the same user, so this cannot keep one model server from
- * another's directory (same uid): a directory a process keeps apart
- * the names, and makes the path of a stopped model's socket never a
- * new one's.
+ * As root: BASE = ~proxy/agency-models.H (H hashes the control socket's
+ * path: two agencyd on one host keep apart), root's, 0711, inside the
+ * proxy's chroot.  Each model process gets DIR = BASE/XXXXXX (mkdtemp),
+ * the model user's and the proxy group's, 02710 (the group may only
+ * search; setgid gives the socket the proxy's group; the server's umask
+ * 007 lets the group connect).  Models share one uid, so a directory
+ * keeps their names apart, not one server from another's.  In user
+ * mode BASE is beside the control socket, 0700, as is each DIR.
  *
- * In user mode (not root) everything is ours: BASE is beside the
- * control socket, 0700, and so is each DIR.
- *
- * Everything under BASE is written by a model user agencyd does not
- * trust: it is removed through directory fds (unlinkat, openat with
- * O_NOFOLLOW), never by a path a link could redirect, two levels deep.
+ * What is under BASE is written by a model user agencyd does not trust:
+ * it is removed through directory fds (unlinkat, openat O_NOFOLLOW),
+ * never by a path a link could redirect, two levels deep.
  *
  * Calls: common/log.c.
  */
