@@ -486,6 +486,10 @@ ATF_TC_BODY(admin_peer, tc)
 	    "127.0.0.1, 192.0.2.7", ops, &dc), 403);
 	ATF_CHECK_EQ(peer_decide(c, "/metrics", "::1", " 192.0.2.7 ,  ::1 ",
 	    ops, &dc), 0);
+	ATF_CHECK_EQ(peer_decide(c, "/metrics", "127.0.0.3",
+	    "192.0.2.7, 10.0.0.1, 127.0.0.1", ops, &dc), 0);
+	ATF_CHECK_EQ(peer_decide(c, "/metrics", "127.0.0.3",
+	    "127.0.0.1, 10.0.0.1, 192.0.2.7", ops, &dc), 403);
 	ATF_CHECK_EQ(peer_decide(c, "/upstream/qwen/x", "127.0.0.3",
 	    "10.1.2.3", ops, &dc), 403);
 	ATF_CHECK_EQ(peer_decide(c, "/metrics", "127.0.0.3", "127.0.0.1",
