@@ -20,7 +20,8 @@
  * x-api-key) never go on to the model.
  *
  * Calls: relay.c, upstream.c, answer.c, metrics.c, conn.c, parent.c,
- * keyq.c, splice.c, rules.c, multipart.c, h1.c, state.c, common/log.c.
+ * access.c, keyq.c, splice.c, rules.c, multipart.c, h1.c, state.c,
+ * common/log.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>
@@ -107,6 +108,8 @@ struct preq {
 	int			 progress;	/* asked to be told its waits */
 	int64_t			 keywait;	/* ms a slot of its key is
 						 * waited for */
+	struct pview		 view;		/* the models its answers
+						 * may name */
 };
 RB_HEAD(preqtree, preq);
 TAILQ_HEAD(preqs, preq);
@@ -173,6 +176,7 @@ preq_new(struct hreq *r, const struct http_decision *dc)
 		free(p);
 		return (NULL);
 	}
+	access_view(&dc->acc, px->conf, &p->view);
 	RB_INSERT(preqtree, &tree, p);
 	TAILQ_INSERT_TAIL(&preqs, p, entry);
 	return (p);
@@ -230,6 +234,7 @@ preq_end(struct preq *p)
 	free(p->sp);
 	if (p->hdrs != p->hbuf)
 		free(p->hdrs);
+	access_view_clear(&p->view);
 	free(p);
 	if (next != NULL) {
 		next->keyslot = 1;
@@ -647,6 +652,7 @@ forward_refuse(const struct proto_hold_refuse *r)
 	struct preq	*p;
 	int		 status;
 	const char	*code;
+	char		 msg[PROTO_MSG_MAX];
 
 	if ((p = preq_find(r->reqid)) == NULL || p->state != ST_HOLD)
 		return;
@@ -686,7 +692,10 @@ forward_refuse(const struct proto_hold_refuse *r)
 		break;
 	}
 	hold_waited(p, MW_REFUSED, r->reason);
-	relay_error(&p->rl, status, code, r->message, r->retry_after);
+	/* a key limited to some models learns nothing of the others */
+	access_view_refusal(&p->view, r->reason, p->model, r->message, msg,
+	    sizeof(msg));
+	relay_error(&p->rl, status, code, msg, r->retry_after);
 	preq_end(p);
 }
 

@@ -439,7 +439,8 @@ void		 metrics_totals(const char *, uint64_t *, uint64_t *,
 		    uint64_t *);
 void		 metrics_render(struct evbuffer *, const struct proto_status *,
 		    size_t, const struct conn_stats *,
-		    const struct events_stats *);
+		    const struct events_stats *,
+		    int (*)(const void *, const char *), const void *);
 
 /* answer.c: the front door's own answers */
 void		 answer_reply(struct hreq *, int, const char *, const char *,
@@ -574,6 +575,7 @@ struct http_hdrs {
 	const char		*apikey;	/* x-api-key */
 	const char		*acrm;	/* Access-Control-Request-Method */
 	const char		*acrh;	/* Access-Control-Request-Headers */
+	const char		*forwarded;	/* the last X-Forwarded-For */
 	int			 tls;
 	const struct hpeer	*peer;
 };
@@ -591,7 +593,26 @@ struct paccess {
 							 * or "uid=N"; "" */
 };
 
+#define ACCESS_ADDR_MAX		48	/* an address as text, and NUL */
+
+/* The models a request's answers may show (access_view). */
+struct pview {
+	int		 all;		/* every one, now and later */
+	struct pstrs	 models;	/* else these */
+};
+
 int		 access_bearer(const char *, const char **, size_t *);
+void		 access_addr(const struct pconf *, const struct http_hdrs *,
+		    char *, size_t);
+int		 access_local(const struct pconf *, const struct http_hdrs *);
+int		 access_loopback(const char *);
+int		 access_scoped(const struct paccess *);
+void		 access_view(const struct paccess *, const struct pconf *,
+		    struct pview *);
+int		 access_view_has(const struct pview *, const char *);
+void		 access_view_clear(struct pview *);
+void		 access_view_refusal(const struct pview *, int, const char *,
+		    const char *, char *, size_t);
 int		 access_decide(const struct pconf *, const struct http_hdrs *,
 		    struct paccess *, struct rerr *);
 int		 access_model_ok(const struct paccess *, const struct pmodel *);

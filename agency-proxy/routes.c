@@ -25,7 +25,7 @@
 /* passed through: all but TRACE and CONNECT */
 #define PASSED		(GETHEAD | POST | EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE | \
 			    EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH)
-#define ADMIN		(ROUTE_OWN | ROUTE_ADMIN)
+#define ADMIN		(ROUTE_OWN | ROUTE_ADMIN | ROUTE_JSON)
 /* A route of the front door's own: its errors are OpenAI's. */
 #define OWN(path, prefix, kind, guard, methods)				\
 	{ path, FAMILY_OPENAI, BODY_JSON, PARTS_NONE, { NULL, NULL }, 0, \
@@ -73,7 +73,7 @@ static const struct route	 table[] = {
 	OWN("/v1/agency/load", 0, ROUTE_LOAD, ADMIN, POST),
 	OWN("/v1/agency/unload", 0, ROUTE_UNLOAD, ADMIN, POST),
 	OWN("/v1/agency/", 1, ROUTE_ADMIN_OTHER, ADMIN, 0),
-	OWN("/upstream/", 1, ROUTE_PASS, ROUTE_OWN, PASSED),
+	OWN("/upstream/", 1, ROUTE_PASS, ROUTE_OWN | ROUTE_ADMIN, PASSED),
 	MODEL("/v1/chat/completions", FAMILY_OPENAI, BODY_JSON, PARTS_CHAT,
 	    "max_tokens", "max_completion_tokens", 1),
 	MODEL("/v1/completions", FAMILY_OPENAI, BODY_JSON, PARTS_NONE,
