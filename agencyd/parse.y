@@ -1870,26 +1870,24 @@ check_command(const char *cmd)
 
 /*
  * An absolute path, or a model id that the runtime resolves itself:
- * "name" or "org/name" as Hugging Face spells them (letters, digits,
- * "_", "-" and "."; no "--" or ".."; neither starting nor ending with
- * "-" or "."; 96 characters a part at most).  A relative path would
- * depend on agencyd's working directory, and one that looks like an id
- * ("models/x.gguf") would be taken for one: refused, saying what it
- * names.
+ * "name" or "org/name", each part of letters, digits, "_", "-", "." and
+ * ":" (a tag), starting with neither "-" nor ".", with no "..".  A
+ * relative path would depend on agencyd's working directory, and one
+ * that looks like an id ("models/x.gguf") would be taken for one:
+ * refused, saying what it names.
  */
 static int
-hf_id_part(const char *p, size_t len)
+id_part(const char *p, size_t len)
 {
 	size_t	 i;
 
-	if (len == 0 || len > 96 || p[0] == '-' || p[0] == '.' ||
-	    p[len - 1] == '-' || p[len - 1] == '.')
+	if (len == 0 || p[0] == '-' || p[0] == '.')
 		return (0);
 	for (i = 0; i < len; i++) {
 		if (!isalnum((unsigned char)p[i]) && p[i] != '_' &&
-		    p[i] != '-' && p[i] != '.')
+		    p[i] != '-' && p[i] != '.' && p[i] != ':')
 			return (0);
-		if (i > 0 && (p[i] == '-' || p[i] == '.') && p[i - 1] == p[i])
+		if (i > 0 && p[i] == '.' && p[i - 1] == '.')
 			return (0);
 	}
 	return (1);
@@ -1908,10 +1906,10 @@ check_upstream(const char *up)
 		return (0);	/* setstr reports the empty one */
 	end = up + strlen(up);
 	if ((slash = strchr(up, '/')) == NULL)
-		id = hf_id_part(up, end - up);
+		id = id_part(up, end - up);
 	else
-		id = hf_id_part(up, slash - up) &&
-		    hf_id_part(slash + 1, end - slash - 1);
+		id = id_part(up, slash - up) &&
+		    id_part(slash + 1, end - slash - 1);
 	if (!id) {
 		yyerror("upstream \"%s\" is neither an absolute path nor a "
 		    "model id (\"name\" or \"org/name\")", up);
