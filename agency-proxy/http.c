@@ -190,6 +190,7 @@ static const struct {
 	[ROUTE_CANCEL] = { decide_named, HTTP_CANCEL },
 	[ROUTE_LOAD] = { decide_named, HTTP_LOAD },
 	[ROUTE_UNLOAD] = { decide_named, HTTP_UNLOAD },
+	[ROUTE_STOP] = { decide_named, HTTP_STOP },
 	[ROUTE_ADMIN_OTHER] = { decide_admin, HTTP_ERROR },
 	[ROUTE_PASS] = { decide_pass, HTTP_PASS },
 };
@@ -509,7 +510,7 @@ decide_logs(const struct decide_in *in, struct http_decision *dc)
 	dc->follow = query_has(in->hh->query, "follow", "1");
 }
 
-/* The admin POSTs of cancel, load and unload: a body naming a served
+/* The admin POSTs of cancel, load, unload and stop: a body naming a served
  * model, and for load whether to wait. */
 static void
 decide_named(const struct decide_in *in, struct http_decision *dc)
@@ -1089,6 +1090,7 @@ static void	(*const serve[])(struct hreq *, struct http_decision *) = {
 	[HTTP_LOGS] = serve_logs,
 	[HTTP_LOAD] = serve_admin,
 	[HTTP_UNLOAD] = serve_admin,
+	[HTTP_STOP] = serve_admin,
 };
 
 /* A decision served: what it needs of the request, then what serves
@@ -1206,7 +1208,8 @@ serve_cancel(struct hreq *r, struct http_decision *dc)
 	    now_ms() - dc->t0, -1, -1, dc->who);
 }
 
-/* The events stream, a model's log, a load or an unload (events.c):
+/* The events stream, a model's log, a load, an unload or a stop
+ * (events.c):
  * each is logged with its answer. */
 static void
 serve_events(struct hreq *r, struct http_decision *dc)
@@ -1229,7 +1232,8 @@ serve_logs(struct hreq *r, struct http_decision *dc)
 static void
 serve_admin(struct hreq *r, struct http_decision *dc)
 {
-	events_admin(r, dc->model, dc->action == HTTP_UNLOAD, dc->wait,
+	events_admin(r, dc->model, dc->action == HTTP_LOAD ? ADMIN_LOAD :
+	    dc->action == HTTP_UNLOAD ? ADMIN_UNLOAD : ADMIN_STOP, dc->wait,
 	    dc->who);
 }
 

@@ -653,6 +653,7 @@ enum http_action {
 	HTTP_LOGS,		/* model's log, follow or not */
 	HTTP_LOAD,		/* admin load of model, wait or not */
 	HTTP_UNLOAD,		/* admin unload of model */
+	HTTP_STOP,		/* admin stop of model */
 };
 
 #define AUTH_DELAY_MS		250	/* before the 401 of a wrong key */

@@ -462,7 +462,7 @@ get_admin(struct msgr *r, uint32_t type, void *p)
 
 	(void)type;
 	m->reqid = msg_get_u64(r);
-	m->op = msg_get_enum(r, ADMIN_LOAD, ADMIN_UNLOAD);
+	m->op = msg_get_enum(r, ADMIN_LOAD, ADMIN_STOP);
 	m->wait = msg_get_bool(r);
 	msg_get_str(r, m->model, sizeof(m->model));
 	if (m->reqid == 0)
@@ -859,6 +859,7 @@ static const struct proto_type	 ctl_types[IMSG_CTL_MAXTYPE] = {
 	[IMSG_CTL_STATUS] = CTL(c_ctl_model),
 	[IMSG_CTL_LOAD] = CTL(c_ctl_model),
 	[IMSG_CTL_UNLOAD] = CTL(c_ctl_model),
+	[IMSG_CTL_STOP] = CTL(c_ctl_model),
 	[IMSG_CTL_CANCEL] = CTL(c_ctl_model),
 	[IMSG_CTL_RELOAD] = CTL(c_none),
 	[IMSG_CTL_VERBOSE] = CTL(c_ctl_verbose),

@@ -30,6 +30,7 @@
  *   21  CTL_STATUS_END     d -> ctl  reqid
  *   26  CTL_LOAD           ctl -> d  ctl_model (wait: when ready)
  *   27  CTL_UNLOAD         ctl -> d  ctl_model
+ *   56  CTL_STOP           ctl -> d  ctl_model: stopped, loads on demand
  *   28  CTL_CANCEL         ctl -> d  ctl_model
  *   29  CTL_RELOAD         ctl -> d  nothing; INFO lines, then OK/ERROR
  *   30  CTL_VERBOSE        ctl -> d  ctl_verbose (0 to 3)
@@ -44,7 +45,7 @@
  *   36  CTL_END            d -> ctl  nothing: the answer is complete
  *
  * Each answer but a status ends with CTL_END.  A new message takes a
- * number never used (56 and up); the others below 56 are retired.
+ * number never used (57 and up); the others below 57 are retired.
  */
 #ifndef AGENCY_PROTO_H
 #define AGENCY_PROTO_H
@@ -197,6 +198,7 @@ enum ctl_type {
 	IMSG_CTL_FOLLOW = 45,
 	IMSG_CTL_FAILED = 46,
 	IMSG_CTL_STATUS_KEY = 55,
+	IMSG_CTL_STOP = 56,
 	IMSG_CTL_MAXTYPE
 };
 
@@ -263,8 +265,9 @@ enum proto_change {
 	CHANGE_EXITED,		/* failed: its process exited */
 	CHANGE_REFUSED,		/* stopped: did not fit, was not started */
 	CHANGE_STOPPED,		/* stopped, for another reason */
+	CHANGE_STOP,		/* stopped by an operator: loads on demand */
 };
-#define CHANGE_LAST	CHANGE_STOPPED
+#define CHANGE_LAST	CHANGE_STOP
 
 struct proto_reqid {
 	uint64_t	reqid;
@@ -465,6 +468,7 @@ struct proto_ev_memory {
 enum proto_admin_op {
 	ADMIN_LOAD,
 	ADMIN_UNLOAD,
+	ADMIN_STOP,		/* stopped, loaded again on demand */
 };
 
 struct proto_admin {
