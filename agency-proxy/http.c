@@ -1182,13 +1182,16 @@ static void
 serve_health(struct hreq *r, struct http_decision *dc)
 {
 	json_object	*obj;
+	int		 status = forward_draining() ? 503 : 200;
 
+	/* draining: a load balancer sends no more */
 	obj = json_object_new_object();
-	json_object_object_add(obj, "status", json_object_new_string("ok"));
-	answer_json(r, 200, obj);
+	json_object_object_add(obj, "status", json_object_new_string(
+	    status == 200 ? "ok" : "stopping"));
+	answer_json(r, status, obj);
 	json_object_put(obj);
-	answer_log(dc->method, dc->path, "-", 200, now_ms() - dc->t0, -1, -1,
-	    NULL);
+	answer_log(dc->method, dc->path, "-", status, now_ms() - dc->t0, -1,
+	    -1, NULL);
 }
 
 static void

@@ -98,6 +98,8 @@ svc_message(struct agencyd *d, uint32_t type, union proto_msg *u)
 		return (proxy_logline(d, &u->log));
 	case IMSG_PROXY_READY:
 		return (proxy_ready(d));
+	case IMSG_DRAINED:
+		return (proxy_drained(d));
 	case IMSG_STATUS_REQ:
 		return (svc_status(d, &u->reqid));
 	case IMSG_CANCEL:

@@ -168,6 +168,11 @@ enum imsg_type {
 	/* parent -> proxy: ports, the model ports it may connect to from
 	 * now on, fewer than before (see struct proto_ports) */
 	IMSG_PORTS,
+	/* parent -> proxy: drain, agencyd stops: new requests are refused,
+	 * those in flight have until the timeout (struct proto_drain) */
+	IMSG_DRAIN,
+	IMSG_DRAINED,		/* proxy -> parent: no request is left, no
+				 * payload */
 
 	IMSG_MAXTYPE
 };
@@ -275,6 +280,14 @@ struct proto_reqid {
 
 struct proto_holdid {
 	uint64_t	holdid;
+};
+
+/* IMSG_DRAIN: how long requests in flight have, and the Retry-After (s)
+ * of the requests refused meanwhile. */
+#define PROTO_DRAIN_MAX		(24LL * 3600 * 1000)	/* ms */
+struct proto_drain {
+	int64_t		timeout;	/* ms, 0 to PROTO_DRAIN_MAX */
+	int32_t		retry_after;	/* 1 to PROTO_RETRY_MAX */
 };
 
 struct proto_loadid {
@@ -568,6 +581,7 @@ union proto_msg {
 	struct proto_logline		 logline;
 	struct proto_logs_end		 logs_end;
 	struct proto_ports		 ports;
+	struct proto_drain		 drain;
 };
 
 /* Who sends a message: the sender writes, the receiver reads, as it. */

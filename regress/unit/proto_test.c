@@ -297,6 +297,10 @@ samples(struct sample *s)
 	M.log.pri = 3;
 	strlcpy(M.log.line, "GET /health 200", sizeof(M.log.line));
 	n++;
+	S(FROM_PARENT, IMSG_DRAIN, drain);
+	M.drain.timeout = 10000;
+	M.drain.retry_after = 10;
+	n++;
 	S(FROM_PARENT, IMSG_PORTS, ports);
 	M.ports.n = PROTO_PORT_RANGES;
 	for (size_t i = 0; i < PROTO_PORT_RANGES; i++) {
@@ -552,6 +556,9 @@ ATF_TC_BODY(ranges, tc)
 	REFUSED(FROM_PARENT, IMSG_EV_SYNC_END, ev_sync.ok, = -1);
 	REFUSED(FROM_PARENT, IMSG_EV_QUEUE, ev_queue.waiting, = -1);
 	REFUSED(FROM_PROXY, IMSG_ADMIN, admin.reqid, = 0);
+	REFUSED(FROM_PARENT, IMSG_DRAIN, drain.timeout, = -1);
+	REFUSED(FROM_PARENT, IMSG_DRAIN, drain.timeout, = PROTO_DRAIN_MAX + 1);
+	REFUSED(FROM_PARENT, IMSG_DRAIN, drain.retry_after, = 0);
 	REFUSED(FROM_PROXY, IMSG_ADMIN, admin.op, = ADMIN_STOP + 1);
 	REFUSED(FROM_PROXY, IMSG_ADMIN, admin.wait, = 2);
 	REFUSED(FROM_PARENT, IMSG_ADMIN_DONE, admin_done.status, = 199);
