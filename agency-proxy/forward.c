@@ -17,7 +17,9 @@
  * ended, or drained to its end when its runtime does not stop on close,
  * so that its model is not counted idle while it still generates.  With
  * keys in the configuration, the client's credentials (Authorization,
- * x-api-key) never go on to the model.
+ * x-api-key) never go on to the model.  When agencyd stops it drains
+ * (forward_drain): requests without a hold are refused, those held have
+ * the shutdown timeout, then end as their API ends a failed answer.
  *
  * Calls: relay.c, upstream.c, answer.c, metrics.c, conn.c, parent.c,
  * keyq.c, splice.c, rules.c, multipart.c, h1.c, state.c, common/log.c.

@@ -4,14 +4,15 @@
  */
 /*
  * agencyd's side of the socketpair to agency-proxy: the proxy's life
- * (start, death, a new one) and its link (reading, writing, bounds).
- * Everything that comes from the proxy is hostile until proven
- * otherwise: proto.c reads each message whole or refuses it, and a
- * refusal, or a message that breaks a bound, kills the proxy, which is
- * started again; its holds are released, the model processes keep
- * running.  Each message read goes to the handler proxysvc.c registers
- * (proxy_on_message): holds, probe results, log lines and the proxy's
- * readiness come back here, the services go there.
+ * (start, death, a new one, its drain when agencyd stops) and its link
+ * (reading, writing, bounds).  Everything that comes from the proxy is
+ * hostile until proven otherwise: proto.c reads each message whole or
+ * refuses it, and a refusal, or a message that breaks a bound, kills
+ * the proxy, which is started again; its holds are released, the model
+ * processes keep running.  Each message read goes to the handler
+ * proxysvc.c registers (proxy_on_message): holds, probe results, log
+ * lines and the proxy's readiness come back here, the services go
+ * there.
  *
  * Nor can a proxy make agencyd grow: it sends no fds, holds no more
  * requests than it has fds for connections, is answered a few status
