@@ -710,7 +710,6 @@ proxy_drain_now(struct agencyd *d)
 int
 proxy_drained(struct agencyd *d)
 {
-	(void)d;
 	if (plink.drained == NULL)
 		return (proxy_hostile(d, "said it drained, unasked",
 		    IMSG_DRAINED));
