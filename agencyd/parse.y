@@ -1834,35 +1834,70 @@ check_command(const char *cmd)
 }
 
 /*
- * An absolute path, or a bare model id ("name" or "org/name") that the
- * runtime resolves itself; anything else would depend on agencyd's
- * working directory.
+ * An absolute path, or a model id that the runtime resolves itself:
+ * "name" or "org/name" as Hugging Face spells them (letters, digits,
+ * "_", "-" and "."; no "--" or ".."; neither starting nor ending with
+ * "-" or "."; 96 characters a part at most).  A relative path would
+ * depend on agencyd's working directory, and one that looks like an id
+ * ("models/x.gguf") would be taken for one: refused, saying what it
+ * names.
  */
+static int
+hf_id_part(const char *p, size_t len)
+{
+	size_t	 i;
+
+	if (len == 0 || len > 96 || p[0] == '-' || p[0] == '.' ||
+	    p[len - 1] == '-' || p[len - 1] == '.')
+		return (0);
+	for (i = 0; i < len; i++) {
+		if (!isalnum((unsigned char)p[i]) && p[i] != '_' &&
+		    p[i] != '-' && p[i] != '.')
+			return (0);
+		if (i > 0 && (p[i] == '-' || p[i] == '.') && p[i - 1] == p[i])
+			return (0);
+	}
+	return (1);
+}
+
 static int
 check_upstream(const char *up)
 {
-	const char	*s, *comp;
-	size_t		 len;
-	int		 ncomp = 0;
+	struct stat	 st;
+	const char	*slash, *end;
+	char		*near = NULL;
+	const char	*named = NULL;
+	int		 id, rv = 0;
 
 	if (up[0] == '/' || up[0] == '\0')
 		return (0);	/* setstr reports the empty one */
-	for (comp = up;; comp = s + 1) {
-		if ((s = strchr(comp, '/')) == NULL)
-			s = comp + strlen(comp);
-		len = s - comp;
-		ncomp++;
-		if (len == 0 || (len == 1 && comp[0] == '.') ||
-		    (len == 2 && comp[0] == '.' && comp[1] == '.') ||
-		    ncomp > 2) {
-			yyerror("upstream \"%s\" is a relative path: use an "
-			    "absolute path or a model id", up);
-			return (-1);
-		}
-		if (*s == '\0')
-			break;
+	end = up + strlen(up);
+	if ((slash = strchr(up, '/')) == NULL)
+		id = hf_id_part(up, end - up);
+	else
+		id = hf_id_part(up, slash - up) &&
+		    hf_id_part(slash + 1, end - slash - 1);
+	if (!id) {
+		yyerror("upstream \"%s\" is neither an absolute path nor a "
+		    "model id (\"name\" or \"org/name\")", up);
+		return (-1);
 	}
-	return (0);
+	/* An id, unless a file by that name is beside the configuration. */
+	if ((slash = strrchr(file->name, '/')) != NULL &&
+	    asprintf(&near, "%.*s/%s", (int)(slash - file->name), file->name,
+	    up) == -1)
+		fatal("%s: asprintf", __func__);
+	if (near != NULL && stat(near, &st) == 0)
+		named = near;
+	else if (stat(up, &st) == 0)
+		named = up;
+	if (named != NULL) {
+		yyerror("upstream \"%s\" would be taken as a model id, but "
+		    "names the file %s: use its absolute path", up, named);
+		rv = -1;
+	}
+	free(near);
+	return (rv);
 }
 
 static int
