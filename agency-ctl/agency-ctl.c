@@ -52,6 +52,7 @@ enum ctl_action {
 	CTL_STATUS,
 	CTL_LOAD,
 	CTL_UNLOAD,
+	CTL_STOP,
 	CTL_CANCEL,
 	CTL_RELOAD,
 	CTL_LOG,
@@ -77,6 +78,7 @@ static const struct ctl_cmd ctl_cmds[] = {
 	{ "plan",	CTL_PLAN,	"j",	1, 1 },
 	{ "reload",	CTL_RELOAD,	"j",	0, 0 },
 	{ "status",	CTL_STATUS,	"j",	0, 1 },
+	{ "stop",	CTL_STOP,	"j",	1, 1 },
 	{ "unload",	CTL_UNLOAD,	"j",	1, 1 },
 };
 
@@ -137,6 +139,7 @@ usage(int help)
 	    "\tstatus [model]\n"
 	    "\tload [-n] model\n"
 	    "\tunload model\n"
+	    "\tstop model\n"
 	    "\tcancel model\n"
 	    "\treload\n"
 	    "\tlog verbose | brief\n"
@@ -344,7 +347,7 @@ ctl_args(struct ctl *ctl, int argc, char **argv)
 		if (nargs == 0)
 			break;
 		/* FALLTHROUGH */
-	default:	/* load, unload, cancel, logs, plan: on one model */
+	default:	/* load, unload, stop, cancel, logs, plan: on one model */
 		ctl->model = argv[0];
 		if (ctl->model[0] == '\0' ||
 		    strlen(ctl->model) >= AGENCY_NAME_MAX)
@@ -566,6 +569,7 @@ ctl_request(struct ctl *ctl)
 		break;
 	case CTL_LOAD:
 	case CTL_UNLOAD:
+	case CTL_STOP:
 	case CTL_CANCEL:
 	case CTL_LOGS:
 	case CTL_PLAN:
@@ -574,6 +578,8 @@ ctl_request(struct ctl *ctl)
 			cm.wait = ctl->wait;
 		} else if (ctl->cmd->action == CTL_UNLOAD)
 			type = IMSG_CTL_UNLOAD;
+		else if (ctl->cmd->action == CTL_STOP)
+			type = IMSG_CTL_STOP;
 		else if (ctl->cmd->action == CTL_CANCEL)
 			type = IMSG_CTL_CANCEL;
 		else if (ctl->cmd->action == CTL_PLAN)
@@ -789,6 +795,7 @@ ctl_done(struct ctl *ctl)
 		break;
 	case CTL_LOAD:
 	case CTL_UNLOAD:
+	case CTL_STOP:
 		if (result_string_json(ctl))
 			break;
 		printf("%s: ", ctl->model);

@@ -387,6 +387,9 @@ answer_log_end(const char *method, const char *path, const char *model,
 	case END_CUT:
 		how = " (cut mid-answer)";
 		break;
+	case END_STOPPED:
+		how = " (ended by the shutdown)";
+		break;
 	case END_DONE:
 	default:
 		how = "";

@@ -5,10 +5,10 @@
 /*
  * The parent's messages, at the top of the proxy: each one parent.c
  * reads is read whole (proto.c; the configuration's, confimsg.c) and
- * handed to the file that owns it: holds and cancels to forward.c,
- * status to status.c, probes to probe.c, events to events.c.  Anything
- * malformed from the parent is fatal: the parent is trusted, so a bad
- * message means a broken channel.  A whole configuration is put in
+ * handed to the file that owns it: holds, cancels and the drain to
+ * forward.c, status to status.c, probes to probe.c, events to events.c.
+ * Anything malformed from the parent is fatal: the parent is trusted, so
+ * a bad message means a broken channel.  A whole configuration is put in
  * force here (http.c's listeners).  Nothing calls into this file but
  * proxy.c, which registers it with parent.c.
  *
@@ -76,6 +76,9 @@ dispatch_imsg(struct imsg *imsg)
 		break;
 	case IMSG_PORTS:
 		dispatch_ports(&u.ports);
+		break;
+	case IMSG_DRAIN:
+		forward_drain(&u.drain);
 		break;
 	case IMSG_EV_SYNC_START:
 		events_sync_start(&u.ev_sync);

@@ -5,7 +5,7 @@
 /*
  * The admin routes that stay open or wait on agencyd (console/EVENTS.md):
  * GET /v1/agency/events, GET /v1/agency/logs/MODEL (?follow=1), and
- * POST /v1/agency/load and /unload.
+ * POST /v1/agency/load, /unload and /stop.
  *
  * What agencyd reports once (a sync of every model's record, each change
  * of state, queue figures, memory) is kept here as a mirror and fanned
@@ -81,8 +81,19 @@ struct evlog {
 	size_t			 nsubs;
 };
 
-/* A request waiting on agencyd: a log's ring, a load or an unload. */
-enum pend_kind { PEND_LOGS, PEND_FOLLOW, PEND_LOAD, PEND_UNLOAD };
+/* A request waiting on agencyd: a log's ring, a load, an unload or a
+ * stop. */
+enum pend_kind { PEND_LOGS, PEND_FOLLOW, PEND_LOAD, PEND_UNLOAD, PEND_STOP };
+
+/* Each admin op's pend and path, by enum proto_admin_op. */
+static const struct {
+	int		 kind;
+	const char	*path;
+} admin_ops[] = {
+	[ADMIN_LOAD] = { PEND_LOAD, "/v1/agency/load" },
+	[ADMIN_UNLOAD] = { PEND_UNLOAD, "/v1/agency/unload" },
+	[ADMIN_STOP] = { PEND_STOP, "/v1/agency/stop" },
+};
 struct pend {
 	TAILQ_ENTRY(pend)	 entry;
 	uint64_t		 reqid;
@@ -92,6 +103,7 @@ struct pend {
 	uint64_t		 after;	/* follow: the lines it has */
 	uint64_t		 first;	/* the first line's seq, 0: none */
 	int			 wrote;	/* follow: the header is out */
+	int			 op;	/* a load's, unload's or stop's */
 	json_object		*lines;	/* PEND_LOGS */
 	int64_t			 t0;
 	char			 path[AGENCY_PATH_MAX];	/* for the log */
@@ -194,6 +206,8 @@ change_name(int32_t c)
 		return ("refused");
 	case CHANGE_STOPPED:
 		return ("stopped");
+	case CHANGE_STOP:
+		return ("stop");
 	default:
 		return (NULL);
 	}
@@ -796,22 +810,23 @@ events_logs_end(const struct proto_logs_end *le)
 	pend_free(p);
 }
 
-/* POST /v1/agency/load or unload of m, load waiting or not; who asked,
- * for the access log (access.c's access_who). */
+/* POST /v1/agency/load, unload or stop (op, enum proto_admin_op) of m,
+ * load waiting or not; who asked, for the access log (access.c's
+ * access_who). */
 void
-events_admin(struct hreq *r, const struct pmodel *m, int unload, int wait,
+events_admin(struct hreq *r, const struct pmodel *m, int op, int wait,
     const char *who)
 {
 	struct proto_admin	 a;
 	struct pend		*p;
 
-	if ((p = pend_new(r, unload ? PEND_UNLOAD : PEND_LOAD,
-	    m->name)) == NULL)
+	if ((p = pend_new(r, admin_ops[op].kind, m->name)) == NULL)
 		return;
 	(void)strlcpy(p->who, who, sizeof(p->who));
+	p->op = op;
 	memset(&a, 0, sizeof(a));
 	a.reqid = p->reqid;
-	a.op = unload ? ADMIN_UNLOAD : ADMIN_LOAD;
+	a.op = op;
 	a.wait = wait;
 	(void)strlcpy(a.model, m->name, sizeof(a.model));
 	parent_send(IMSG_ADMIN, &a, sizeof(a));
@@ -840,8 +855,7 @@ events_admin_done(const struct proto_admin_done *d)
 			answer_json(r, d->status, o);
 			json_object_put(o);
 		}
-		answer_log("POST", p->kind == PEND_LOAD ? "/v1/agency/load" :
-		    "/v1/agency/unload", p->model, d->status,
+		answer_log("POST", admin_ops[p->op].path, p->model, d->status,
 		    now_ms() - p->t0, -1, -1, p->who);
 	}
 	pend_free(p);

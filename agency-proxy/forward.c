@@ -17,7 +17,9 @@
  * ended, or drained to its end when its runtime does not stop on close,
  * so that its model is not counted idle while it still generates.  With
  * keys in the configuration, the client's credentials (Authorization,
- * x-api-key) never go on to the model.
+ * x-api-key) never go on to the model.  When agencyd stops it drains
+ * (forward_drain): requests without a hold are refused, those held have
+ * the shutdown timeout, then end as their API ends a failed answer.
  *
  * Calls: relay.c, upstream.c, answer.c, metrics.c, conn.c, parent.c,
  * access.c, keyq.c, splice.c, rules.c, multipart.c, h1.c, state.c,
@@ -91,6 +93,7 @@ struct preq {
 				    AGENCY_PATH_MAX + 80];
 	int			 pass;		/* /upstream/MODEL/... */
 	char			 prefix[AGENCY_PATH_MAX]; /* /upstream/MODEL */
+	int			 asked;		/* IMSG_HOLD_REQ went */
 	int			 held;
 	uint64_t		 holdid;
 	uint16_t		 port;
@@ -121,6 +124,14 @@ RB_GENERATE_STATIC(preqtree, preq, node, preq_cmp);
 static struct preqtree	 tree = RB_INITIALIZER(&tree);
 static struct preqs	 preqs = TAILQ_HEAD_INITIALIZER(preqs);
 
+/* agencyd stops (forward_drain): until the proxy is killed. */
+static struct {
+	int		 on;
+	int		 told;		/* IMSG_DRAINED is sent */
+	int		 retry;		/* s, the refusals' Retry-After */
+	struct event	*timer;		/* the end of the requests' time */
+} drain;
+
 static void		 preq_end(struct preq *);
 static void		 release(struct preq *);
 static void		 ended(struct preq *, int);
@@ -133,6 +144,8 @@ static void		 hold_ask(struct preq *);
 static void		 up_began(void *);
 static void		 up_done(void *);
 static void		 up_fail(void *, const char *, int);
+static void		 drain_check(void);
+static int		 drain_refuse(struct preq *);
 
 /* What upstream.c tells a request's owner. */
 static const struct upstream_owner	 owner = {
@@ -239,8 +252,10 @@ preq_end(struct preq *p)
 	if (next != NULL) {
 		next->keyslot = 1;
 		evtimer_del(&next->timer);
-		hold_ask(next);
+		if (!drain_refuse(next))
+			hold_ask(next);
 	}
+	drain_check();
 }
 
 static void
@@ -401,6 +416,7 @@ hold_ask(struct preq *p)
 	struct proto_hold_req	 hr;
 
 	p->state = ST_HOLD;
+	p->asked = 1;
 	memset(&hr, 0, sizeof(hr));
 	hr.reqid = p->reqid;
 	(void)strlcpy(hr.model, p->model, sizeof(hr.model));
@@ -467,6 +483,8 @@ hold_setup(struct preq *p, const struct http_decision *dc, char *raw,
 			memcpy(p->raw, raw, rawlen);
 		p->rawlen = rawlen;
 	}
+	if (drain_refuse(p))
+		return (-1);
 	if (key != NULL && key->max_requests > 0) {
 		if (key_slot(p, key->max_requests) == -1)
 			return (-1);
@@ -926,6 +944,110 @@ forward_cancel(const char *model)
 	if (n > 0)
 		log_info("cancelled %u requests for %s", n, model);
 	return (n);
+}
+
+/*
+ * While agency drains, a request that has no hold yet is refused, 503
+ * with the drain's Retry-After, and its connection closed after it.
+ * 1: it was (and ended).
+ */
+static int
+drain_refuse(struct preq *p)
+{
+	struct proto_reqid	 pr;
+
+	if (!drain.on)
+		return (0);
+	if (p->state == ST_HOLD && p->asked) {
+		memset(&pr, 0, sizeof(pr));
+		pr.reqid = p->reqid;
+		parent_send(IMSG_HOLD_WITHDRAW, &pr, sizeof(pr));
+		hold_waited(p, MW_WITHDRAWN, 0);
+	}
+	if (p->rl.r != NULL)
+		p->rl.r->keepalive = 0;
+	relay_error(&p->rl, 503, "stopping", "agency is stopping; try "
+	    "again later.", drain.retry);
+	preq_end(p);
+	return (1);
+}
+
+int
+forward_draining(void)
+{
+	return (drain.on);
+}
+
+/* No request is left while agency drains: agencyd may go on. */
+static void
+drain_check(void)
+{
+	if (!drain.on || drain.told || !TAILQ_EMPTY(&preqs))
+		return;
+	drain.told = 1;
+	log_info("drained: no request left");
+	parent_send(IMSG_DRAINED, NULL, 0);
+}
+
+/* The drain's time is up: what is left ends, as its API ends a failed
+ * answer (relay_stopped), and its hold is released. */
+static void
+drain_timeout(evutil_socket_t fd, short ev, void *arg)
+{
+	struct preq	*p;
+	uint32_t	 n = 0;
+
+	(void)fd;
+	(void)ev;
+	(void)arg;
+	while ((p = TAILQ_FIRST(&preqs)) != NULL) {
+		ended(p, END_STOPPED);
+		relay_stopped(&p->rl, p->route != NULL &&
+		    p->route->parts == PARTS_RESPONSES, drain.retry);
+		preq_end(p);
+		n++;
+	}
+	log_info("the shutdown timeout ended %u request%s", n,
+	    n == 1 ? "" : "s");
+	drain_check();
+}
+
+/*
+ * agencyd stops: from now on requests are refused (503, Retry-After),
+ * and so are those still waiting for their hold; those held have the
+ * timeout to finish.  agencyd hears when none is left.
+ */
+void
+forward_drain(const struct proto_drain *d)
+{
+	struct preq	*p;
+	struct timeval	 tv;
+	uint32_t	 n = 0;
+
+	if (drain.on)
+		return;
+	drain.on = 1;
+	drain.retry = d->retry_after;
+	/* from the start each time: an end may end others (a key's) */
+	for (;;) {
+		TAILQ_FOREACH(p, &preqs, entry)
+			if (p->state == ST_HOLD || p->state == ST_KEYWAIT)
+				break;
+		if (p == NULL)
+			break;
+		(void)drain_refuse(p);
+	}
+	TAILQ_FOREACH(p, &preqs, entry)
+		n++;
+	log_info("draining: %u request%s in flight, %lld ms to finish", n,
+	    n == 1 ? "" : "s", (long long)d->timeout);
+	if ((drain.timer = evtimer_new(px->base, drain_timeout,
+	    NULL)) == NULL)
+		fatal("%s", __func__);
+	tv.tv_sec = d->timeout / 1000;
+	tv.tv_usec = (d->timeout % 1000) * 1000;
+	evtimer_add(drain.timer, &tv);
+	drain_check();
 }
 
 /* The parent is gone: nothing can be released any more. */

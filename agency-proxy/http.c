@@ -187,6 +187,7 @@ static const struct {
 	[ROUTE_CANCEL] = { decide_named, HTTP_CANCEL },
 	[ROUTE_LOAD] = { decide_named, HTTP_LOAD },
 	[ROUTE_UNLOAD] = { decide_named, HTTP_UNLOAD },
+	[ROUTE_STOP] = { decide_named, HTTP_STOP },
 	[ROUTE_ADMIN_OTHER] = { decide_admin, HTTP_ERROR },
 	[ROUTE_PASS] = { decide_pass, HTTP_PASS },
 };
@@ -518,7 +519,7 @@ decide_logs(const struct decide_in *in, struct http_decision *dc)
 	dc->follow = query_has(in->hh->query, "follow", "1");
 }
 
-/* The admin POSTs of cancel, load and unload: a body naming a served
+/* The admin POSTs of cancel, load, unload and stop: a body naming a served
  * model, and for load whether to wait. */
 static void
 decide_named(const struct decide_in *in, struct http_decision *dc)
@@ -1121,6 +1122,7 @@ static void	(*const serve[])(struct hreq *, struct http_decision *) = {
 	[HTTP_LOGS] = serve_logs,
 	[HTTP_LOAD] = serve_admin,
 	[HTTP_UNLOAD] = serve_admin,
+	[HTTP_STOP] = serve_admin,
 };
 
 /* A decision served: what it needs of the request, then what serves
@@ -1212,13 +1214,16 @@ static void
 serve_health(struct hreq *r, struct http_decision *dc)
 {
 	json_object	*obj;
+	int		 status = forward_draining() ? 503 : 200;
 
+	/* draining: a load balancer sends no more */
 	obj = json_object_new_object();
-	json_object_object_add(obj, "status", json_object_new_string("ok"));
-	answer_json(r, 200, obj);
+	json_object_object_add(obj, "status", json_object_new_string(
+	    status == 200 ? "ok" : "stopping"));
+	answer_json(r, status, obj);
 	json_object_put(obj);
-	answer_log(dc->method, dc->path, "-", 200, now_ms() - dc->t0, -1, -1,
-	    NULL);
+	answer_log(dc->method, dc->path, "-", status, now_ms() - dc->t0, -1,
+	    -1, NULL);
 }
 
 static void
@@ -1238,7 +1243,8 @@ serve_cancel(struct hreq *r, struct http_decision *dc)
 	    now_ms() - dc->t0, -1, -1, dc->who);
 }
 
-/* The events stream, a model's log, a load or an unload (events.c):
+/* The events stream, a model's log, a load, an unload or a stop
+ * (events.c):
  * each is logged with its answer. */
 static void
 serve_events(struct hreq *r, struct http_decision *dc)
@@ -1261,7 +1267,8 @@ serve_logs(struct hreq *r, struct http_decision *dc)
 static void
 serve_admin(struct hreq *r, struct http_decision *dc)
 {
-	events_admin(r, dc->model, dc->action == HTTP_UNLOAD, dc->wait,
+	events_admin(r, dc->model, dc->action == HTTP_LOAD ? ADMIN_LOAD :
+	    dc->action == HTTP_UNLOAD ? ADMIN_UNLOAD : ADMIN_STOP, dc->wait,
 	    dc->who);
 }
 

@@ -101,6 +101,7 @@ classify(int status, int end)
 	case END_CANCELLED:
 		return (MC_CANCELLED);
 	case END_CUT:
+	case END_STOPPED:
 		return (MC_CUT);
 	case END_DONE:
 	default:

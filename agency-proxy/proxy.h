@@ -412,6 +412,7 @@ enum req_end {
 	END_CUT,		/* the answer had begun and was cut: the model
 				 * closed or broke it, or it ran past the
 				 * request timeout */
+	END_STOPPED,		/* ended by agency's shutdown (its drain) */
 };
 
 /* metrics.c */
@@ -511,6 +512,7 @@ void		 relay_error(struct relay *, int, const char *, const char *,
 		    int);
 void		 relay_cut(struct relay *);
 void		 relay_cancelled(struct relay *);
+void		 relay_stopped(struct relay *, int, int);
 void		 relay_free(struct relay *);
 
 /* probe.c */
@@ -554,6 +556,8 @@ void		 forward_refuse(const struct proto_hold_refuse *);
 void		 forward_wait(const struct proto_hold_wait *);
 uint32_t	 forward_cancel(const char *);
 void		 forward_shutdown(void);
+void		 forward_drain(const struct proto_drain *);
+int		 forward_draining(void);
 
 /* status.c: the answers that wait on the parent */
 void		 status_get(struct hreq *, struct http_decision *);
@@ -640,6 +644,7 @@ enum http_action {
 	HTTP_LOGS,		/* model's log, follow or not */
 	HTTP_LOAD,		/* admin load of model, wait or not */
 	HTTP_UNLOAD,		/* admin unload of model */
+	HTTP_STOP,		/* admin stop of model */
 };
 
 #define AUTH_DELAY_MS		250	/* before the 401 of a wrong key */

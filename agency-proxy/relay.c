@@ -182,19 +182,19 @@ relay_cut(struct relay *rl)
 }
 
 /*
- * A stream begun ends with an error event, obj (in the shape of its
- * family: on Anthropic's routes an event named "error", as Anthropic
- * sends one), and, when chunked, the last chunk, so that the client can
- * tell it from a broken connection.
+ * A stream begun ends with a last event, obj, named ev ("event: NAME\n",
+ * or "" for none), then tail (another event, or ""), and, when chunked,
+ * the last chunk, so that the client can tell it from a broken
+ * connection.
  */
 static void
-event_error(struct relay *rl, json_object *obj)
+event_last(struct relay *rl, json_object *obj, const char *ev,
+    const char *tail)
 {
 	struct hreq	*r = rl->r;
-	const char	*js, *lead = "", *ev;
+	const char	*js, *lead = "";
 	size_t		 n, len;
 
-	ev = rl->family == FAMILY_ANTHROPIC ? "event: error\n" : "";
 	js = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN |
 	    JSON_C_TO_STRING_NOSLASHESCAPE);
 	/* after an event cut in its middle, end that one first */
@@ -204,7 +204,7 @@ event_error(struct relay *rl, json_object *obj)
 	else if (n > 0 && !ends_with(rl->carry, n, "\n\n") &&
 	    !ends_with(rl->carry, n, "\n\r\n"))
 		lead = "\n";
-	len = strlen(lead) + strlen(ev) + 6 + strlen(js) + 2;
+	len = strlen(lead) + strlen(ev) + 6 + strlen(js) + 2 + strlen(tail);
 	o_reset();
 	if (rl->chunked) {
 		o_num(len, 16);
@@ -215,11 +215,21 @@ event_error(struct relay *rl, json_object *obj)
 	o_str("data: ");
 	o_str(js);
 	o_add("\n\n", 2);
+	o_str(tail);
 	if (rl->chunked)
 		o_add("\r\n0\r\n\r\n", 7);
 	o_write(rl);
 	rl->r = NULL;
 	conn_done(r->conn, !rl->closing);
+}
+
+/* The stream's last event: an error in the shape of its family (on
+ * Anthropic's routes an event named "error", as Anthropic sends one). */
+static void
+event_error(struct relay *rl, json_object *obj)
+{
+	event_last(rl, obj, rl->family == FAMILY_ANTHROPIC ?
+	    "event: error\n" : "", "");
 }
 
 /* The stream's last event: an error of ours. */
@@ -266,6 +276,58 @@ relay_cancelled(struct relay *rl)
 		relay_cut(rl);
 	else
 		event_fail(rl, 499, "cancelled", "The request was cancelled.");
+}
+
+/*
+ * The answer of a request that agency's shutdown ends before its end:
+ * one not begun is a 503 with a Retry-After of retry seconds; a stream
+ * ends as its API ends a failed one (Anthropic's "error" event, the
+ * Responses API's "response.failed", OpenAI's error then its "[DONE]"),
+ * then its last chunk; any other answer begun can only be cut.
+ */
+void
+relay_stopped(struct relay *rl, int responses, int retry)
+{
+	static const char	 msg[] = "agency is stopping: the request was "
+	    "ended before it finished.";
+	json_object		*obj, *resp, *err;
+
+	if (rl->r == NULL)
+		return;
+	if (!rl->replied) {
+		relay_error(rl, 503, "stopping", msg, retry);
+		return;
+	}
+	if (!rl->sse || (!rl->chunked && !rl->closing)) {
+		relay_cut(rl);
+		return;
+	}
+	tick_stop(rl);
+	if (rl->family == FAMILY_ANTHROPIC) {
+		obj = answer_error_object_as(rl->family, 503, "stopping", msg);
+		event_last(rl, obj, "event: error\n", "");
+	} else if (responses) {
+		obj = json_object_new_object();
+		resp = json_object_new_object();
+		err = json_object_new_object();
+		json_object_object_add(err, "code",
+		    json_object_new_string("server_error"));
+		json_object_object_add(err, "message",
+		    json_object_new_string(msg));
+		json_object_object_add(resp, "object",
+		    json_object_new_string("response"));
+		json_object_object_add(resp, "status",
+		    json_object_new_string("failed"));
+		json_object_object_add(resp, "error", err);
+		json_object_object_add(obj, "type",
+		    json_object_new_string("response.failed"));
+		json_object_object_add(obj, "response", resp);
+		event_last(rl, obj, "event: response.failed\n", "");
+	} else {
+		obj = answer_error_object_as(rl->family, 503, "stopping", msg);
+		event_last(rl, obj, "", "data: [DONE]\n\n");
+	}
+	json_object_put(obj);
 }
 
 /* The comment line of what the request waits for (its model's name

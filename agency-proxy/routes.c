@@ -72,6 +72,7 @@ static const struct route	 table[] = {
 	OWN("/v1/agency/cancel", 0, ROUTE_CANCEL, ADMIN, POST),
 	OWN("/v1/agency/load", 0, ROUTE_LOAD, ADMIN, POST),
 	OWN("/v1/agency/unload", 0, ROUTE_UNLOAD, ADMIN, POST),
+	OWN("/v1/agency/stop", 0, ROUTE_STOP, ADMIN, POST),
 	OWN("/v1/agency/", 1, ROUTE_ADMIN_OTHER, ADMIN, 0),
 	OWN("/upstream/", 1, ROUTE_PASS, ROUTE_OWN | ROUTE_ADMIN, PASSED),
 	MODEL("/v1/chat/completions", FAMILY_OPENAI, BODY_JSON, PARTS_CHAT,

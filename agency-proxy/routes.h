@@ -49,6 +49,7 @@ enum route_kind {
 	ROUTE_CANCEL,		/* the POSTs: the body names the model */
 	ROUTE_LOAD,
 	ROUTE_UNLOAD,
+	ROUTE_STOP,
 	ROUTE_ADMIN_OTHER,	/* any other under /v1/agency/: none */
 	ROUTE_PASS,		/* /upstream/MODEL/...: as it came */
 	ROUTE_KINDS

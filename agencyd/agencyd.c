@@ -65,6 +65,7 @@ static void		 agencyd_loop(struct event_base *);
 static char		*agencyd_abspath(const char *);
 static void		 agencyd_daemon(int);
 static void		 agencyd_shutdown_done(void *);
+static void		 agencyd_drained(struct agencyd *);
 static void		 agencyd_model_line(void *, const char *, uint64_t,
 			    const char *);
 
@@ -402,20 +403,48 @@ agencyd_reap(struct agencyd *d)
 	}
 }
 
+/*
+ * SIGTERM or SIGINT: the proxy drains first (new requests refused, those
+ * in flight given the shutdown timeout), then it and the models stop.
+ * A second signal during the drain ends it at once.
+ */
 static void
 agencyd_shutdown(struct agencyd *d)
 {
+	int64_t	 ms = d->conf->shutdown_timeout;
+	int	 retry;
+
 	if (d->stopping) {
-		log_info("still stopping the model processes");
+		if (d->shutting) {
+			log_info("a second signal: ending the drain now");
+			proxy_drain_now(d);
+		} else
+			log_info("still stopping the model processes");
+		return;
+	}
+	d->stopping = 1;
+	notify_stopping();
+	control_close(d);
+	/* a client may try again once this agencyd has gone */
+	retry = ms / 1000 < 1 ? 1 : ms / 1000 > PROTO_RETRY_MAX ?
+	    PROTO_RETRY_MAX : (int)(ms / 1000);
+	if (proxy_drain(d, ms, retry, agencyd_drained) == 0) {
+		log_info("stopping: requests in flight have %lld ms to finish",
+		    (long long)ms);
+		d->shutting = 1;
 		return;
 	}
 	log_info("stopping");
-	d->stopping = 1;
-	notify_stopping();
+	agencyd_drained(d);
+}
+
+/* The drain is over (or there was none): the proxy, then the models. */
+static void
+agencyd_drained(struct agencyd *d)
+{
+	d->shutting = 0;
 	emit_stop();
-	/* No new connections: the proxy goes first. */
 	proxy_stop(d);
-	control_close(d);
 	pool_stop_all(d->pool, agencyd_shutdown_done, d);
 }
 

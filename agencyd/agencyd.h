@@ -108,6 +108,7 @@ struct agencyd {
 	struct sockdirs		 sockdirs;	/* the models' sockets */
 
 	int			 stopping;
+	int			 shutting;	/* the proxy drains: stopping */
 	int			 reloading;	/* in agencyd_reload */
 };
 
@@ -229,6 +230,11 @@ const char	*proxy_clean(char *, size_t, const char *);
 int		 proxy_log_priority(uint32_t);
 void		 proxy_died(struct agencyd *, int);
 void		 proxy_stop(struct agencyd *);
+#define PROXY_DRAIN_SLACK	2000	/* ms a drain may run past its time */
+typedef void	(*proxy_drain_cb)(struct agencyd *);
+int		 proxy_drain(struct agencyd *, int64_t, int, proxy_drain_cb);
+void		 proxy_drain_now(struct agencyd *);
+int		 proxy_drained(struct agencyd *);
 int		 proxy_hostile(struct agencyd *, const char *, uint32_t);
 int		 proxy_send_config(struct agencyd *);
 void		 proxy_send_probe(struct agencyd *, const struct proto_probe *);

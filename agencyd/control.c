@@ -595,6 +595,21 @@ control_unload_done(void *arg)
 	control_later_end(c);
 }
 
+/* Stopped now, loaded again by its next request: a lazy model's only. */
+static void
+control_stop(struct agencyd *d, struct ctl_conn *c, struct model *m)
+{
+	c->pending = 1;
+	if (pool_stop(d->pool, m->plan.name, control_unload_done,
+	    (void *)(uintptr_t)c->id) == -2) {
+		c->pending = 0;
+		control_result(c, IMSG_CTL_ERROR, "%s is not lazy: nothing "
+		    "would load it again; unload stops it until a load",
+		    m->plan.name);
+		control_end(c);
+	}
+}
+
 /* The proxy ended the model's requests, or went away first. */
 static void
 control_cancel_done(void *arg, int ok, uint32_t cancelled)
@@ -833,6 +848,9 @@ control_request(struct agencyd *d, struct ctl_conn *c, struct imsg *imsg)
 		c->pending = 1;
 		(void)pool_unload(d->pool, m->plan.name, control_unload_done,
 		    (void *)(uintptr_t)c->id);
+		break;
+	case IMSG_CTL_STOP:
+		control_stop(d, c, m);
 		break;
 	case IMSG_CTL_CANCEL:
 		control_cancel(d, c, m);

@@ -239,7 +239,7 @@ static size_t			 nnotes;
 %token	ORIGIN OVERCOMMIT OWNER PART PASSTHROUGH PORT PORTS POST PROGRESS PROXY
 %token	QUEUE READY REFUSE REQUEST REQUESTS RERANK RESERVE RESTRICTED ROUTE
 %token	RUNTIME SECRET SECRETFILE SEND SERVER SHA256 SHARE SOCKET SPEECH
-%token	STOPS
+%token	SHUTDOWN STOPS
 %token	STREAM TIMEOUT TLS TO TOKENS TRANSCRIPTION TRUSTED UNCHANGED UPSTREAM USER
 %token	VISION WINDOW YES
 %token	ERROR
@@ -534,6 +534,13 @@ main		: LISTEN ON STRING PORT NUMBER listentls {
 		| FAIRNESS WINDOW duration	{
 			if ($3 >= 0)
 				conf->fairness = $3;
+		}
+		| SHUTDOWN TIMEOUT duration	{
+			if ($3 > PROTO_DRAIN_MAX)
+				yyerror("shutdown timeout must be at most "
+				    "24h");
+			else if ($3 >= 0)
+				conf->shutdown_timeout = $3;
 		}
 		| LOADING PROGRESS yesno	{
 			conf->progress = $3;
@@ -1172,6 +1179,7 @@ lookup(const char *s)
 		{ "server",		SERVER },
 		{ "sha256",		SHA256 },
 		{ "share",		SHARE },
+		{ "shutdown",		SHUTDOWN },
 		{ "socket",		SOCKET },
 		{ "speech",		SPEECH },
 		{ "stops",		STOPS },

@@ -5,7 +5,7 @@
 /*
  * The pool of model processes: the entry points of pool.h for set-up,
  * requests (acquire, withdraw, release) and control (load, unload,
- * remove, replace, restart, stop all).  See pool_priv.h for its files
+ * stop, remove, replace, restart, stop all).  See pool_priv.h for its files
  * and its invariants, DESIGN.md ("The pool") for its rules.
  *
  * It calls the pool's other files only; every effect goes through the
@@ -306,20 +306,25 @@ pool_load(struct pool *p, const char *model, pool_load_cb cb, void *arg)
 }
 
 
-int
-pool_unload(struct pool *p, const char *model, pool_done_cb done, void *arg)
+/*
+ * Stop a model for an unload (refused until a load) or a stop (stop:
+ * loaded again by its next request): a load of it in progress ends, and
+ * its process on the queue.
+ */
+static int
+pm_stop(struct pool *p, struct pool_model *pm, int stop, pool_done_cb done,
+    void *arg)
 {
-	struct pool_model	*pm;
-	struct pool_op		*op;
+	struct pool_op	*op;
 
-	if ((pm = pm_find(p, model)) == NULL)
-		return (-1);
-	pm->unloaded = 1;
+	pm->unloaded = !stop;
 	pm->stop_gen++;
 	ptimer_cancel(p, &pm->restart_timer);
 	if (pm->state == STATE_STOPPED)
-		/* nothing to stop: unloaded now, as status shows it */
-		pm_set_state_why(pm, STATE_STOPPED, NULL, CHANGE_UNLOAD, NULL);
+		/* nothing to stop: unloaded (or stopped) now, as status
+		 * shows it */
+		pm_set_state_why(pm, STATE_STOPPED, NULL, stop ? CHANGE_STOP :
+		    CHANGE_UNLOAD, NULL);
 	p->running++;		/* answers go out, nothing starts yet */
 	pm_doom_load(p, pm);
 	p->running--;
@@ -328,11 +333,34 @@ pool_unload(struct pool *p, const char *model, pool_done_cb done, void *arg)
 			done(arg);
 		return (0);
 	}
+	op->stop = stop;
 	pm->unload_pending++;
 	if (done != NULL && op_add_done(op, NULL, done, arg) == -1)
 		done(arg);
 	queue_run(p);
 	return (0);
+}
+
+int
+pool_unload(struct pool *p, const char *model, pool_done_cb done, void *arg)
+{
+	struct pool_model	*pm;
+
+	if ((pm = pm_find(p, model)) == NULL)
+		return (-1);
+	return (pm_stop(p, pm, 0, done, arg));
+}
+
+int
+pool_stop(struct pool *p, const char *model, pool_done_cb done, void *arg)
+{
+	struct pool_model	*pm;
+
+	if ((pm = pm_find(p, model)) == NULL)
+		return (-1);
+	if (!pm->plan.lazy)
+		return (-2);
+	return (pm_stop(p, pm, 1, done, arg));
 }
 
 int

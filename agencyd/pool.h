@@ -284,6 +284,12 @@ int		 pool_load(struct pool *, const char *, pool_load_cb, void *);
  * (its waiters get load-failed); done (may be NULL) after the exit.  -1
  * for an unknown model. */
 int		 pool_unload(struct pool *, const char *, pool_done_cb, void *);
+/* Stop a lazy model now, to be loaded again by its next request (an
+ * unload's refusals end): as an unload, a load in progress is ended (its
+ * waiters get load-failed) and requests in flight end with its process;
+ * done (may be NULL) after the exit.  -1 for an unknown model, -2 for
+ * one that is not lazy (nothing would load it again). */
+int		 pool_stop(struct pool *, const char *, pool_done_cb, void *);
 /*
  * Reload and cancel.
  *

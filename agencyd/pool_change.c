@@ -255,7 +255,7 @@ op_stop(struct pool *p, struct pool_op *op, enum proto_state state)
 
 	switch (op->kind) {
 	case OP_UNLOAD:
-		why = CHANGE_UNLOAD;
+		why = op->stop ? CHANGE_STOP : CHANGE_UNLOAD;
 		break;
 	case OP_IDLE:
 		why = CHANGE_IDLE;
@@ -913,8 +913,8 @@ load_step(struct pool *p, struct pool_op *op)
 			    "%s is no longer served", pm->plan.name);
 		else
 			pmsgf(op->error, sizeof(op->error),
-			    "%s was unloaded before it started",
-			    pm->plan.label);
+			    "%s was %s before it started", pm->plan.label,
+			    pm->unloaded ? "unloaded" : "stopped");
 		if (pm->state == STATE_LOADING && pm->pid == 0)
 			pm_set_state(pm, STATE_STOPPED, NULL);
 		op_finish(p, op);

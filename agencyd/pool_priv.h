@@ -90,6 +90,7 @@ struct pool_op {
 	int			 by_request;	/* a request asked for it */
 	int			 cause;		/* CHANGE_START, _RELOAD or 0 */
 	int			 answered;	/* waiters and dones are */
+	int			 stop;		/* unload: pool_stop's */
 	struct pool_dones	 dones;
 };
 TAILQ_HEAD(pool_ops_q, pool_op);

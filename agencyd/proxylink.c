@@ -4,14 +4,15 @@
  */
 /*
  * agencyd's side of the socketpair to agency-proxy: the proxy's life
- * (start, death, a new one) and its link (reading, writing, bounds).
- * Everything that comes from the proxy is hostile until proven
- * otherwise: proto.c reads each message whole or refuses it, and a
- * refusal, or a message that breaks a bound, kills the proxy, which is
- * started again; its holds are released, the model processes keep
- * running.  Each message read goes to the handler proxysvc.c registers
- * (proxy_on_message): holds, probe results, log lines and the proxy's
- * readiness come back here, the services go there.
+ * (start, death, a new one, its drain when agencyd stops) and its link
+ * (reading, writing, bounds).  Everything that comes from the proxy is
+ * hostile until proven otherwise: proto.c reads each message whole or
+ * refuses it, and a refusal, or a message that breaks a bound, kills
+ * the proxy, which is started again; its holds are released, the model
+ * processes keep running.  Each message read goes to the handler
+ * proxysvc.c registers (proxy_on_message): holds, probe results, log
+ * lines and the proxy's readiness come back here, the services go
+ * there.
  *
  * Nor can a proxy make agencyd grow: it sends no fds, holds no more
  * requests than it has fds for connections, is answered a few status
@@ -91,6 +92,9 @@ static struct {
 	const char		*why;
 	struct event		 stall;
 	struct event		 doom;
+	/* a drain: its end, or none; its timer, the deadline or now */
+	proxy_drain_cb		 drained;
+	struct event		 drain;
 } plink;
 
 static int64_t	mono_ms(void);
@@ -102,6 +106,8 @@ static void	proxy_restart_cb(int, short, void *);
 static void	proxy_restart_later(struct agencyd *);
 static void	proxy_stall_cb(int, short, void *);
 static void	proxy_doom_cb(int, short, void *);
+static void	proxy_drain_cb_ev(int, short, void *);
+static void	proxy_drain_soon(void);
 static int	proxy_write(struct agencyd *);
 
 static int64_t
@@ -175,6 +181,7 @@ proxy_link_open(struct agencyd *d, int fd)
 	if (!plink.init) {
 		evtimer_set(&plink.stall, proxy_stall_cb, d);
 		evtimer_set(&plink.doom, proxy_doom_cb, d);
+		evtimer_set(&plink.drain, proxy_drain_cb_ev, d);
 		plink.init = 1;
 	}
 	/* What the services kept of a proxy before ends with it. */
@@ -574,6 +581,8 @@ proxy_drop(struct agencyd *d)
 		drop_cb(d);
 	/* Its holds end with it; waiting requests go with their clients. */
 	pool_release_owner(d->pool, d->proxy_gen);
+	/* A drain has nothing more to wait for. */
+	proxy_drain_soon();
 }
 
 /* The proxy did what no proxy may: it is killed.  Returns -1, for the
@@ -658,6 +667,76 @@ proxy_restart_cb(int fd, short ev, void *arg)
 	/* Probes in flight died with the old proxy. */
 	TAILQ_FOREACH(pr, &d->probes, entry)
 		proxy_send_probe(d, &pr->p);
+}
+
+/*
+ * agencyd stops, and the proxy drains first (IMSG_DRAIN): it refuses
+ * new requests, 503 with a Retry-After of retry seconds, and gives those
+ * in flight timeout ms to finish before it ends them.  done runs at the
+ * next turn of the loop once the proxy says none is left, or it died,
+ * or PROXY_DRAIN_SLACK after the timeout, or proxy_drain_now.  -1 (done
+ * never runs) when no proxy is ready to drain.
+ */
+int
+proxy_drain(struct agencyd *d, int64_t timeout, int retry,
+    proxy_drain_cb done)
+{
+	struct proto_drain	 pd;
+	struct timeval		 tv;
+	int64_t			 ms = timeout + PROXY_DRAIN_SLACK;
+
+	if (!d->proxy_up || !d->proxy_ready || plink.doomed)
+		return (-1);
+	memset(&pd, 0, sizeof(pd));
+	pd.timeout = timeout;
+	pd.retry_after = retry;
+	proxy_compose(d, IMSG_DRAIN, &pd, sizeof(pd));
+	plink.drained = done;
+	tv.tv_sec = ms / 1000;
+	tv.tv_usec = (ms % 1000) * 1000;
+	evtimer_add(&plink.drain, &tv);
+	return (0);
+}
+
+/* End the drain at the next turn, if one runs. */
+void
+proxy_drain_now(struct agencyd *d)
+{
+	(void)d;
+	proxy_drain_soon();
+}
+
+/* IMSG_DRAINED: no request is left in the proxy. */
+int
+proxy_drained(struct agencyd *d)
+{
+	if (plink.drained == NULL)
+		return (proxy_hostile(d, "said it drained, unasked",
+		    IMSG_DRAINED));
+	proxy_drain_soon();
+	return (0);
+}
+
+static void
+proxy_drain_soon(void)
+{
+	struct timeval	 tv = { 0, 0 };
+
+	if (plink.drained != NULL)
+		evtimer_add(&plink.drain, &tv);
+}
+
+static void
+proxy_drain_cb_ev(int fd, short ev, void *arg)
+{
+	struct agencyd	*d = arg;
+	proxy_drain_cb	 done = plink.drained;
+
+	(void)fd;
+	(void)ev;
+	plink.drained = NULL;
+	if (done != NULL)
+		done(d);
 }
 
 void

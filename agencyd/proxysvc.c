@@ -39,7 +39,8 @@ struct pcancel {
 };
 TAILQ_HEAD(pcancels, pcancel);
 
-/* A load or unload the proxy asked for (its admin route), until done. */
+/* A load, unload or stop the proxy asked for (its admin route), until
+ * done. */
 struct padmin {
 	TAILQ_ENTRY(padmin)	 entry;
 	struct agencyd		*d;
@@ -48,6 +49,7 @@ struct padmin {
 	int			 wait;
 	int			 answered;	/* load without waiting */
 	int			 inside;	/* in pool_load's call */
+	int			 stop;		/* a stop, not an unload */
 };
 
 /* What the current proxy has asked for and is owed. */
@@ -96,6 +98,8 @@ svc_message(struct agencyd *d, uint32_t type, union proto_msg *u)
 		return (proxy_logline(d, &u->log));
 	case IMSG_PROXY_READY:
 		return (proxy_ready(d));
+	case IMSG_DRAINED:
+		return (proxy_drained(d));
 	case IMSG_STATUS_REQ:
 		return (svc_status(d, &u->reqid));
 	case IMSG_CANCEL:
@@ -326,13 +330,14 @@ admin_unload_done(void *arg)
 {
 	struct padmin	*a = arg;
 
-	admin_answer(a->d, a, 200, "", "unloaded");
+	admin_answer(a->d, a, 200, "", a->stop ? "stopped" : "unloaded");
 	padmin_free(a);
 }
 
 /*
- * POST /v1/agency/load or unload, as agency-ctl's: a load waits for the
- * model unless asked not to; an unload for its processes' exits.  The
+ * POST /v1/agency/load, unload or stop, as agency-ctl's: a load waits
+ * for the model unless asked not to; an unload or a stop for its
+ * processes' exits.  The
  * proxy may have as many waiting as it has connections.
  */
 static int
@@ -340,6 +345,7 @@ svc_admin(struct agencyd *d, const struct proto_admin *pa)
 {
 	struct padmin		*a;
 	struct model		*m;
+	int			 rv;
 
 	if (svc.admins >= proxy_bound())
 		return (proxy_hostile(d, "asked for more loads and unloads "
@@ -353,6 +359,7 @@ svc_admin(struct agencyd *d, const struct proto_admin *pa)
 	a->reqid = pa->reqid;
 	a->gen = d->proxy_gen;
 	a->wait = pa->wait;
+	a->stop = pa->op == ADMIN_STOP;
 	svc.admins++;
 	/* A name the proxy knew, which a reload may just have removed. */
 	if ((m = model_find(d, pa->model)) == NULL || d->stopping) {
@@ -365,12 +372,20 @@ svc_admin(struct agencyd *d, const struct proto_admin *pa)
 		padmin_free(a);
 		return (0);
 	}
-	if (pa->op == ADMIN_UNLOAD) {
-		log_info("%s: unload asked over HTTP", m->plan.label);
-		if (pool_unload(d->pool, m->plan.name, admin_unload_done,
-		    a) == -1) {
-			admin_answer(d, a, 404, "model_not_found",
-			    "No such model.");
+	if (pa->op == ADMIN_UNLOAD || pa->op == ADMIN_STOP) {
+		log_info("%s: %s asked over HTTP", m->plan.label,
+		    pa->op == ADMIN_STOP ? "stop" : "unload");
+		rv = pa->op == ADMIN_STOP ?
+		    pool_stop(d->pool, m->plan.name, admin_unload_done, a) :
+		    pool_unload(d->pool, m->plan.name, admin_unload_done, a);
+		if (rv < 0) {
+			if (rv == -2)
+				admin_answer(d, a, 409, "not_lazy", "The model "
+				    "is not lazy: nothing would load it again; "
+				    "unload stops it until a load.");
+			else
+				admin_answer(d, a, 404, "model_not_found",
+				    "No such model.");
 			padmin_free(a);
 		}
 		return (0);

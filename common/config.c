@@ -79,6 +79,8 @@ const struct conf_global conf_globals[] = {
 	NUM("max queue", CK_NUMBER, CP_CHANGED, max_queue, DEFAULT_MAX_QUEUE),
 	NUM("fairness window", CK_DURATION, CP_CHANGED, fairness,
 	    DEFAULT_FAIRNESS),
+	NUM("shutdown timeout", CK_DURATION, CP_CHANGED, shutdown_timeout,
+	    DEFAULT_SHUTDOWN_TIMEOUT),
 	NUM("loading progress", CK_BOOL, CP_CHANGED, progress, 0),
 	STR("default model", CP_CHANGED, default_model, "", P(default_model)),
 	{ NULL, 0, 0, 0, 0, 0, -1, 0, NULL, 0 }

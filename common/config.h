@@ -45,6 +45,9 @@
 #define DEFAULT_PORT_HI		5999
 #define DEFAULT_MAX_BODY	(16LL * 1024 * 1024)
 #define DEFAULT_LOAD_TIMEOUT	(10LL * 60 * 1000)	/* ms */
+/* ms requests in flight have to finish when agencyd stops: with the
+ * models' 5 s of grace, well inside systemd's and Kubernetes' 30 s */
+#define DEFAULT_SHUTDOWN_TIMEOUT	(10LL * 1000)
 #define DEFAULT_REQUEST_TIMEOUT	(10LL * 60 * 1000)	/* ms */
 #define DEFAULT_HEADER_TIMEOUT	(10LL * 1000)		/* ms */
 #define DEFAULT_BODY_TIMEOUT	(60LL * 1000)		/* ms */
@@ -252,6 +255,7 @@ struct agency_conf {
 						 * name:port */
 	int64_t			 max_queue;		/* waiting, in all */
 	int64_t			 fairness;		/* ms */
+	int64_t			 shutdown_timeout;	/* ms, the drain's */
 	struct tls_files	 tls;		/* of TLS listeners without
 						 * their own */
 	struct strlist		 cors_origins;	/* normalized */

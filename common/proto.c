@@ -56,6 +56,29 @@ get_reqid(struct msgr *r, uint32_t type, void *p)
 }
 
 static void
+put_drain(struct msgw *w, const void *p)
+{
+	const struct proto_drain	*m = p;
+
+	msg_add_i64(w, m->timeout);
+	msg_add_i32(w, m->retry_after);
+}
+
+static void
+get_drain(struct msgr *r, uint32_t type, void *p)
+{
+	struct proto_drain	*m = p;
+
+	(void)type;
+	m->timeout = msg_get_i64(r);
+	m->retry_after = msg_get_i32(r);
+	if (m->timeout < 0 || m->timeout > PROTO_DRAIN_MAX)
+		msg_fail(r, "a drain's timeout out of range");
+	if (m->retry_after < 1 || m->retry_after > PROTO_RETRY_MAX)
+		msg_fail(r, "a drain's Retry-After out of range");
+}
+
+static void
 put_holdid(struct msgw *w, const void *p)
 {
 	const struct proto_holdid	*m = p;
@@ -470,7 +493,7 @@ get_admin(struct msgr *r, uint32_t type, void *p)
 
 	(void)type;
 	m->reqid = msg_get_u64(r);
-	m->op = msg_get_enum(r, ADMIN_LOAD, ADMIN_UNLOAD);
+	m->op = msg_get_enum(r, ADMIN_LOAD, ADMIN_STOP);
 	m->wait = msg_get_bool(r);
 	msg_get_str(r, m->model, sizeof(m->model));
 	if (m->reqid == 0)
@@ -820,6 +843,7 @@ static const struct proto_codec	 c_ev_state = CODEC(ev_state);
 static const struct proto_codec	 c_ev_queue = CODEC(ev_queue);
 static const struct proto_codec	 c_ev_memory = CODEC(ev_memory);
 static const struct proto_codec	 c_ports = CODEC(ports);
+static const struct proto_codec	 c_drain = CODEC(drain);
 static const struct proto_codec	 c_ctl_model = CODEC(ctl_model);
 static const struct proto_codec	 c_ctl_verbose = CODEC(ctl_verbose);
 static const struct proto_codec	 c_ctl_result = CODEC(ctl_result);
@@ -860,6 +884,8 @@ static const struct proto_type	 link_types[IMSG_MAXTYPE] = {
 	[IMSG_LOG] = PROXY(c_log),
 	[IMSG_PROXY_READY] = PROXY(c_none),
 	[IMSG_PORTS] = PARENT(c_ports),
+	[IMSG_DRAIN] = PARENT(c_drain),
+	[IMSG_DRAINED] = PROXY(c_none),
 };
 
 static const struct proto_type	 ctl_types[IMSG_CTL_MAXTYPE] = {
@@ -867,6 +893,7 @@ static const struct proto_type	 ctl_types[IMSG_CTL_MAXTYPE] = {
 	[IMSG_CTL_STATUS] = CTL(c_ctl_model),
 	[IMSG_CTL_LOAD] = CTL(c_ctl_model),
 	[IMSG_CTL_UNLOAD] = CTL(c_ctl_model),
+	[IMSG_CTL_STOP] = CTL(c_ctl_model),
 	[IMSG_CTL_CANCEL] = CTL(c_ctl_model),
 	[IMSG_CTL_RELOAD] = CTL(c_none),
 	[IMSG_CTL_VERBOSE] = CTL(c_ctl_verbose),

@@ -136,6 +136,11 @@ enum imsg_type {
 	/* parent -> proxy: ports, the model ports it may connect to from
 	 * now on, fewer than before (see struct proto_ports) */
 	IMSG_PORTS,
+	/* parent -> proxy: drain, agencyd stops: new requests are refused,
+	 * those in flight have until the timeout (struct proto_drain) */
+	IMSG_DRAIN,
+	IMSG_DRAINED,		/* proxy -> parent: no request is left, no
+				 * payload */
 
 	IMSG_MAXTYPE
 };
@@ -164,6 +169,7 @@ enum imsg_type {
  *   21  CTL_STATUS_END     d -> ctl  reqid
  *   26  CTL_LOAD           ctl -> d  ctl_model (wait: when ready)
  *   27  CTL_UNLOAD         ctl -> d  ctl_model
+ *   56  CTL_STOP           ctl -> d  ctl_model: stopped, loads on demand
  *   28  CTL_CANCEL         ctl -> d  ctl_model
  *   29  CTL_RELOAD         ctl -> d  nothing; INFO lines, then OK/ERROR
  *   30  CTL_VERBOSE        ctl -> d  ctl_verbose (0 to 3)
@@ -178,7 +184,7 @@ enum imsg_type {
  *   36  CTL_END            d -> ctl  nothing: the answer is complete
  *
  * Each answer but a status ends with CTL_END.  A new message takes a
- * number never used (56 and up); the others below 56 are retired.
+ * number never used (57 and up); the others below 57 are retired.
  */
 enum ctl_type {
 	IMSG_CTL_STATUS_REQ = 19,
@@ -202,6 +208,7 @@ enum ctl_type {
 	IMSG_CTL_FOLLOW = 45,
 	IMSG_CTL_FAILED = 46,
 	IMSG_CTL_STATUS_KEY = 55,
+	IMSG_CTL_STOP = 56,
 	IMSG_CTL_MAXTYPE
 };
 
@@ -268,8 +275,9 @@ enum proto_change {
 	CHANGE_EXITED,		/* failed: its process exited */
 	CHANGE_REFUSED,		/* stopped: did not fit, was not started */
 	CHANGE_STOPPED,		/* stopped, for another reason */
+	CHANGE_STOP,		/* stopped by an operator: loads on demand */
 };
-#define CHANGE_LAST	CHANGE_STOPPED
+#define CHANGE_LAST	CHANGE_STOP
 
 struct proto_reqid {
 	uint64_t	reqid;
@@ -277,6 +285,14 @@ struct proto_reqid {
 
 struct proto_holdid {
 	uint64_t	holdid;
+};
+
+/* IMSG_DRAIN: how long requests in flight have, and the Retry-After (s)
+ * of the requests refused meanwhile. */
+#define PROTO_DRAIN_MAX		(24LL * 3600 * 1000)	/* ms */
+struct proto_drain {
+	int64_t		timeout;	/* ms, 0 to PROTO_DRAIN_MAX */
+	int32_t		retry_after;	/* 1 to PROTO_RETRY_MAX */
 };
 
 struct proto_loadid {
@@ -474,6 +490,7 @@ struct proto_ev_memory {
 enum proto_admin_op {
 	ADMIN_LOAD,
 	ADMIN_UNLOAD,
+	ADMIN_STOP,		/* stopped, loaded again on demand */
 };
 
 struct proto_admin {
@@ -573,6 +590,7 @@ union proto_msg {
 	struct proto_logline		 logline;
 	struct proto_logs_end		 logs_end;
 	struct proto_ports		 ports;
+	struct proto_drain		 drain;
 };
 
 /* Who sends a message: the sender writes, the receiver reads, as it. */

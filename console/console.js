@@ -472,6 +472,8 @@
 			return 'stopped: agency is shutting down';
 		case 'unload':
 			return 'unloaded by an operator';
+		case 'stop':
+			return 'stopped by an operator; loads on demand';
 		case 'load-failed':
 		case 'exited':
 			return (ev.error || 'failed') +
@@ -822,6 +824,8 @@
 		setEnabled(q('[data-act="load"]'), canLoad, 'load', name);
 		setEnabled(q('[data-act="unload"]'), canUnload, 'unload',
 		    name);
+		setEnabled(q('[data-act="stop"]'), r.lazy && (canUnload ||
+		    r.state === 'unloaded'), 'stop', name);
 		setEnabled(q('[data-act="cancel"]'), busyCount(r) > 0,
 		    'cancel', name);
 	}
@@ -1019,6 +1023,9 @@
 			else if (what === 'unload')
 				await post('/v1/agency/unload',
 				    { model: name });
+			else if (what === 'stop')
+				await post('/v1/agency/stop',
+				    { model: name });
 			else if (what === 'cancel')
 				await post('/v1/agency/cancel',
 				    { model: name });
@@ -1033,10 +1040,11 @@
 		}
 	}
 
-	function confirmUnload(name) {
+	/* An unload or a stop (what) of a busy model asks first. */
+	function confirmStop(what, name) {
 		const r = st.models.get(name);
 		if (!r || busyCount(r) === 0)
-			return act('unload', name);
+			return act(what, name);
 		const dlg = $('confirm');
 		const parts = [];
 		if (r.requestsInProgress)
@@ -1045,9 +1053,15 @@
 		if (r.queued)
 			parts.push(plural(r.queued, 'request', 'requests') +
 			    ' waiting');
+		const verb = what === 'stop' ? 'Stop' : 'Unload';
 		$('confirm-text').textContent = name + ' has ' +
-		    parts.join(' and ') + '. Unloading it ends them.';
+		    parts.join(' and ') + '. ' + (what === 'stop' ?
+		    'Stopping' : 'Unloading') + ' it ends them.';
+		$('confirm-h').textContent = verb + ' a busy model?';
+		$('confirm-yes').value = what;
+		$('confirm-yes').textContent = verb;
 		dlg.dataset.model = name;
+		dlg.dataset.what = what;
 		dlg.returnValue = '';
 		dlg.showModal();
 		return null;
@@ -1058,10 +1072,13 @@
 		const name = dlg.dataset.model;
 		delete dlg.dataset.model;
 		const back = rows.get(name);
-		if (dlg.returnValue === 'unload' && name)
-			act('unload', name);
+		const what = dlg.dataset.what;
+		delete dlg.dataset.what;
+		if (dlg.returnValue === what && name)
+			act(what, name);
 		if (back) {
-			const b = back.querySelector('[data-act="unload"]');
+			const b = back.querySelector('[data-act="' + what +
+			    '"]');
 			if (b && !b.disabled)
 				b.focus();
 		}
@@ -1076,8 +1093,8 @@
 		if (!name)
 			return;
 		const what = b.dataset.act;
-		if (what === 'unload')
-			confirmUnload(name);
+		if (what === 'unload' || what === 'stop')
+			confirmStop(what, name);
 		else if (what === 'logs') {
 			$('log-model').value = name;
 			followLog(name);

@@ -4,7 +4,7 @@
 // The operator console in headless Chromium, driven over the DevTools
 // protocol (cdp.mjs), against a running front door at BASE: the page
 // loads without errors or requests elsewhere; rows follow the events
-// stream (load, in flight, cancel, unload with its confirmation); the
+// stream (load, in flight, cancel, unload with its confirmation, stop); the
 // log pane follows a model; the keyboard works; every control has a
 // name; charts draw; a reload adds and removes a row; a proxy restart
 // is seen and recovered from; a phone-sized and a dark page render.
@@ -302,6 +302,21 @@ test('the keyboard alone loads a model', async () => {
 	    'a second ready line in the log pane');
 });
 
+test('stop: the model stops, says why, and its next request loads it',
+    async () => {
+	await waitState(LAZY, 'ready');
+	await b.click(row(LAZY) + ' [data-act="stop"]');
+	await waitState(LAZY, 'stopped');
+	await b.waitFor(`/stopped by an operator/.test(document.querySelector(
+	    ${js(row(LAZY) + ' .reason')}).textContent)`, 5000,
+	    'the reason of the stop');
+	assert.equal((await status()).find((m) => m.model === LAZY).state,
+	    'stopped');
+	// not unloaded: a request loads it again
+	assert.equal(await slowRequest(LAZY, 50), 200);
+	await waitState(LAZY, 'ready');
+});
+
 test('every control has a name; the page has its landmarks', async () => {
 	const { nodes } = await b.page('Accessibility.getFullAXTree');
 	const buttons = nodes.filter((n) => !n.ignored && n.role &&
@@ -311,7 +326,7 @@ test('every control has a name; the page has its landmarks', async () => {
 		assert.ok(n.name && n.name.value && n.name.value.trim(),
 		    'a button without a name: ' + JSON.stringify(n));
 	const names = buttons.map((n) => n.name.value);
-	for (const verb of ['Load', 'Unload', 'Cancel'])
+	for (const verb of ['Load', 'Unload', 'Stop', 'Cancel'])
 		assert.ok(names.includes(verb + ' ' + LAZY), verb + ' ' + LAZY);
 	const roles = new Set(nodes.filter((n) => !n.ignored && n.role)
 	    .map((n) => n.role.value));

@@ -4,8 +4,8 @@
 // A stand-in for agency's admin routes as console/EVENTS.md describes
 // them, for working on the console without agencyd: the page's files
 // from console/ (with the proxy's policy), the events stream with ids,
-// snapshot, backlog, resume and pings, load/unload/cancel, log rings with
-// follow, and chat requests that take a while.  Models are fake: a load
+// snapshot, backlog, resume and pings, load/unload/stop/cancel, log rings
+// with follow, and chat requests that take a while.  Models are fake: a load
 // takes LOAD_MS, a request REQUEST_MS.  Only loopback.
 //
 //   node regress/browser/mock.mjs [--port N] [--summary-ms MS]
@@ -390,6 +390,15 @@ async function admin(req, res, path) {
 			setState(m, 'unloaded', 'unload');
 		logLine(m.model, 'unloaded');
 		return json(res, 200, { model: m.model, state: 'unloaded' });
+	case '/v1/agency/stop':
+		if (!m.lazy)
+			return error(res, 409, 'not_lazy', 'The model is not ' +
+			    'lazy: nothing would load it again.');
+		endRequests(m, 502);
+		m.loadedAt = null;
+		setState(m, 'stopped', 'stop');
+		logLine(m.model, 'stopped');
+		return json(res, 200, { model: m.model, state: 'stopped' });
 	case '/v1/agency/cancel': {
 		const n = endRequests(m, 499);
 		emit('cancel', { model: m.model, cancelled: n });

@@ -1145,7 +1145,7 @@ step_proxy(struct input *in)
 			}
 	/* a load, unload or log request that is not one */
 	if (type == IMSG_ADMIN && whole)
-		bad = m.admin.reqid == 0 || m.admin.op > ADMIN_UNLOAD ||
+		bad = m.admin.reqid == 0 || m.admin.op > ADMIN_STOP ||
 		    m.admin.wait > 1;
 	if ((type == IMSG_LOGS_REQ || type == IMSG_LOGS_UNFOLLOW) && whole)
 		bad = (type == IMSG_LOGS_REQ && m.logs_req.reqid == 0) ||

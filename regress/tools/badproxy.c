@@ -124,7 +124,7 @@ main(int argc, char *argv[])
 	} else if (strcmp(mode, "range") == 0) {
 		msg_init(&w);
 		msg_add_u64(&w, 1);		/* reqid */
-		msg_add_i32(&w, ADMIN_UNLOAD + 1);	/* op */
+		msg_add_i32(&w, ADMIN_STOP + 1);	/* op */
 		msg_add_i32(&w, 0);		/* wait */
 		msg_add_str(&w, "m");
 		msg_compose(&ibuf, IMSG_ADMIN, 0, -1, &w);

@@ -1486,6 +1486,105 @@ ATF_TC_BODY(unloaded_until_load, tc)
 	pool_free(F.p);
 }
 
+/* A stop ends the process now, in-flight holds and all, and leaves the
+ * model stopped: its next request loads it again. */
+ATF_TC_WITHOUT_HEAD(stop_loads_on_demand);
+ATF_TC_BODY(stop_loads_on_demand, tc)
+{
+	struct proto_status	 st;
+	uint64_t		 h;
+
+	setup();
+	model("a", 1, GIB);
+	bring_up("a", 100);
+	h = hold("a", 1, 7);
+	ATF_REQUIRE_EQ(pool_stop(F.p, "a", done_cb, NULL), 0);
+	/* Not waited for: the request in flight ends with the process. */
+	ATF_REQUIRE_EQ(killed_with(100, SIGTERM), 1);
+	status("a", &st);
+	ATF_REQUIRE_EQ(st.state, STATE_STOPPED);
+	ATF_REQUIRE_EQ(st.change, CHANGE_STOP);
+	ATF_REQUIRE_EQ(F.dones, 0);
+	signalled(100, SIGTERM);
+	ATF_REQUIRE_EQ(F.dones, 1);
+	ATF_REQUIRE_EQ(state("a"), STATE_STOPPED);
+	pool_acquire(F.p, "a", 2, 7);
+	ATF_REQUIRE_EQ(F.nspawns, 2);
+	spawned(1, 101);
+	probed_last();
+	ATF_REQUIRE_EQ(F.nrefusals, 0);
+	ATF_REQUIRE_EQ(F.ngrants, 2);
+	ATF_REQUIRE_EQ(F.grants[1].reqid, 2);
+	/* The old hold is still the proxy's to release. */
+	ATF_REQUIRE_EQ(pool_release(F.p, h, 7), 0);
+	ATF_REQUIRE_EQ(in_progress("a"), 1);
+	pool_free(F.p);
+}
+
+/* A stop of an unloaded model ends its refusals. */
+ATF_TC_WITHOUT_HEAD(stop_clears_unload);
+ATF_TC_BODY(stop_clears_unload, tc)
+{
+	struct proto_status	 st;
+
+	setup();
+	model("a", 1, GIB);
+	bring_up("a", 100);
+	pool_unload(F.p, "a", done_cb, NULL);
+	signalled(100, SIGTERM);
+	ATF_REQUIRE_EQ(state("a"), STATE_UNLOADED);
+	ATF_REQUIRE_EQ(pool_stop(F.p, "a", done_cb, NULL), 0);
+	ATF_REQUIRE_EQ(F.dones, 2);
+	status("a", &st);
+	ATF_REQUIRE_EQ(st.state, STATE_STOPPED);
+	ATF_REQUIRE_EQ(st.change, CHANGE_STOP);
+	pool_acquire(F.p, "a", 1, 7);
+	ATF_REQUIRE_EQ(F.nrefusals, 0);
+	ATF_REQUIRE_EQ(F.nspawns, 2);
+	pool_free(F.p);
+}
+
+/* A load a stop ends refuses its waiters, as an unload's; the next
+ * request loads the model again. */
+ATF_TC_WITHOUT_HEAD(stop_during_load);
+ATF_TC_BODY(stop_during_load, tc)
+{
+	setup();
+	model("a", 1, GIB);
+	model("b", 1, GIB);
+	pool_acquire(F.p, "a", 1, 7);
+	pool_acquire(F.p, "b", 2, 7);
+	ATF_REQUIRE_EQ(pool_stop(F.p, "b", done_cb, NULL), 0);
+	spawned(0, 100);
+	probed_last();
+	ATF_REQUIRE_EQ(F.nrefusals, 1);
+	ATF_REQUIRE_EQ(F.refusals[0].reqid, 2);
+	ATF_REQUIRE_EQ(F.refusals[0].reason, REFUSE_LOAD_FAILED);
+	ATF_REQUIRE_STREQ(F.refusals[0].msg,
+	    "server for b was stopped before it started");
+	ATF_REQUIRE_EQ(state("b"), STATE_STOPPED);
+	pool_acquire(F.p, "b", 3, 7);
+	ATF_REQUIRE_EQ(F.nrefusals, 1);
+	ATF_REQUIRE_EQ(F.nspawns, 2);
+	ATF_REQUIRE_STREQ(F.spawns[1].name, "b");
+	pool_free(F.p);
+}
+
+/* Nothing would load a model that is not lazy again: no stop. */
+ATF_TC_WITHOUT_HEAD(stop_not_lazy);
+ATF_TC_BODY(stop_not_lazy, tc)
+{
+	setup();
+	model("p", 0, GIB);
+	bring_up("p", 100);
+	ATF_REQUIRE_EQ(pool_stop(F.p, "p", done_cb, NULL), -2);
+	ATF_REQUIRE_EQ(pool_stop(F.p, "nope", done_cb, NULL), -1);
+	ATF_REQUIRE_EQ(F.nkills, 0);
+	ATF_REQUIRE_EQ(F.dones, 0);
+	ATF_REQUIRE_EQ(state("p"), STATE_READY);
+	pool_free(F.p);
+}
+
 ATF_TC_WITHOUT_HEAD(withdraw);
 ATF_TC_BODY(withdraw, tc)
 {
@@ -4643,6 +4742,10 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, stop_all_during_spawn);
 	ATF_TP_ADD_TC(tp, load_timeout);
 	ATF_TP_ADD_TC(tp, unloaded_until_load);
+	ATF_TP_ADD_TC(tp, stop_loads_on_demand);
+	ATF_TP_ADD_TC(tp, stop_clears_unload);
+	ATF_TP_ADD_TC(tp, stop_during_load);
+	ATF_TP_ADD_TC(tp, stop_not_lazy);
 	ATF_TP_ADD_TC(tp, withdraw);
 	ATF_TP_ADD_TC(tp, release_owner);
 	ATF_TP_ADD_TC(tp, idle_timeout);

@@ -69,6 +69,7 @@ ATF_TC_BODY(ctl_numbers, tc)
 	ATF_CHECK_EQ(IMSG_CTL_STATUS_END, 21);
 	ATF_CHECK_EQ(IMSG_CTL_LOAD, 26);
 	ATF_CHECK_EQ(IMSG_CTL_UNLOAD, 27);
+	ATF_CHECK_EQ(IMSG_CTL_STOP, 56);
 	ATF_CHECK_EQ(IMSG_CTL_CANCEL, 28);
 	ATF_CHECK_EQ(IMSG_CTL_RELOAD, 29);
 	ATF_CHECK_EQ(IMSG_CTL_VERBOSE, 30);
@@ -295,6 +296,10 @@ samples(struct sample *s)
 	S(FROM_PROXY, IMSG_LOG, log);
 	M.log.pri = 3;
 	strlcpy(M.log.line, "GET /health 200", sizeof(M.log.line));
+	n++;
+	S(FROM_PARENT, IMSG_DRAIN, drain);
+	M.drain.timeout = 10000;
+	M.drain.retry_after = 10;
 	n++;
 	S(FROM_PARENT, IMSG_PORTS, ports);
 	M.ports.n = PROTO_PORT_RANGES;
@@ -589,7 +594,10 @@ ATF_TC_BODY(ranges, tc)
 	REFUSED(FROM_PARENT, IMSG_EV_SYNC_END, ev_sync.ok, = -1);
 	REFUSED(FROM_PARENT, IMSG_EV_QUEUE, ev_queue.waiting, = -1);
 	REFUSED(FROM_PROXY, IMSG_ADMIN, admin.reqid, = 0);
-	REFUSED(FROM_PROXY, IMSG_ADMIN, admin.op, = ADMIN_UNLOAD + 1);
+	REFUSED(FROM_PARENT, IMSG_DRAIN, drain.timeout, = -1);
+	REFUSED(FROM_PARENT, IMSG_DRAIN, drain.timeout, = PROTO_DRAIN_MAX + 1);
+	REFUSED(FROM_PARENT, IMSG_DRAIN, drain.retry_after, = 0);
+	REFUSED(FROM_PROXY, IMSG_ADMIN, admin.op, = ADMIN_STOP + 1);
 	REFUSED(FROM_PROXY, IMSG_ADMIN, admin.wait, = 2);
 	REFUSED(FROM_PARENT, IMSG_ADMIN_DONE, admin_done.status, = 199);
 	REFUSED(FROM_PARENT, IMSG_ADMIN_DONE, admin_done.status, = 600);
