@@ -3,7 +3,8 @@
  * SPDX-License-Identifier: ISC (see the file LICENSE)
  */
 /*
- * slowloris [-br] [-c conns] [-i ms] [-k key] [-s size] [-t seconds] port:
+ * slowloris [-br] [-c conns] [-H size] [-i ms] [-k key] [-P count]
+ *     [-s size] [-t seconds] port:
  * open conns
  * (default 500) connections to 127.0.0.1:port and send, on each, one
  * byte of a request's header every -i ms (default 1000), never finishing
@@ -18,6 +19,11 @@
  * time; with -k, the header carries the API key key.
  * -r: a connection the server closed is made again at the next byte's
  * time, so that conns stay open all along (made counts them all).
+ * -H: the header's first size bytes (a long field) are sent at once,
+ * and the rest of that field a byte at a time.
+ * -P: count whole requests (GET /v1/models, with the key of -k) are
+ * sent at once, pipelined, and nothing after them; their answers are
+ * read.
  */
 #include <sys/types.h>
 #include <sys/resource.h>
@@ -44,8 +50,8 @@
 static void
 usage(void)
 {
-	fprintf(stderr, "usage: slowloris [-br] [-c conns] [-i ms] "
-	    "[-k key] [-s size] [-t seconds] port\n");
+	fprintf(stderr, "usage: slowloris [-br] [-c conns] [-H size] "
+	    "[-i ms] [-k key] [-P count] [-s size] [-t seconds] port\n");
 	exit(2);
 }
 
@@ -80,22 +86,30 @@ main(int argc, char *argv[])
 	struct sockaddr_in	 sin;
 	struct pollfd		*pfd;
 	size_t			*off, hlen = 0;
-	char			 head[512], req[1024], buf[512];
+	char			*head = NULL, req[1024], buf[512];
 	const char		*trickle;
 	int64_t			 t0, end, tick;
 	long			 sent = 0;
 	int			 ch, conns = 500, interval = 1000, seconds = 10;
 	int			 i, made = 0, closed = 0, failed = 0, n, port;
 	int			 body = 0, again = 0, size = 1048576;
+	int			 hsize = 0, pipelined = 0;
+	size_t			 one;
 	char			 auth[160] = "";
 
-	while ((ch = getopt(argc, argv, "bc:i:k:rs:t:")) != -1) {
+	while ((ch = getopt(argc, argv, "bc:H:i:k:P:rs:t:")) != -1) {
 		switch (ch) {
 		case 'b':
 			body = 1;
 			break;
 		case 'c':
 			conns = numarg(optarg, 1, MAXCONNS, "conns");
+			break;
+		case 'H':
+			hsize = numarg(optarg, 1, 1 << 20, "size");
+			break;
+		case 'P':
+			pipelined = numarg(optarg, 1, 100000, "count");
 			break;
 		case 'i':
 			interval = numarg(optarg, 10, 60000, "interval");
@@ -127,10 +141,30 @@ main(int argc, char *argv[])
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	sin.sin_port = htons(port);
 	if (body) {
-		hlen = snprintf(head, sizeof(head), "POST /v1/chat/completions "
+		if ((head = malloc(512)) == NULL)
+			err(2, NULL);
+		hlen = snprintf(head, 512, "POST /v1/chat/completions "
 		    "HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: "
 		    "application/json\r\n%sContent-Length: %d\r\n\r\n",
 		    port, auth, size);
+		trickle = filler;
+	} else if (pipelined) {
+		one = snprintf(req, sizeof(req), "GET /v1/models HTTP/1.1\r\n"
+		    "Host: 127.0.0.1:%d\r\n%s\r\n", port, auth);
+		if ((head = calloc(pipelined, one)) == NULL)
+			err(2, NULL);
+		for (i = 0; i < pipelined; i++)
+			memcpy(head + i * one, req, one);
+		hlen = (size_t)pipelined * one;
+		trickle = "";
+	} else if (hsize > 0) {
+		if ((head = malloc(hsize + 256)) == NULL)
+			err(2, NULL);
+		hlen = snprintf(head, 256, "POST /v1/chat/completions "
+		    "HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: "
+		    "application/json\r\nX-Slow: ", port);
+		memset(head + hlen, 'a', hsize);
+		hlen += hsize;
 		trickle = filler;
 	} else {
 		(void)snprintf(req, sizeof(req), "POST /v1/chat/completions "
@@ -203,5 +237,6 @@ main(int argc, char *argv[])
 	    (long long)(now_ms() - t0));
 	free(pfd);
 	free(off);
+	free(head);
 	return (failed == 0 ? 0 : 1);
 }
