@@ -21,8 +21,7 @@
  * the client's address or user its owner) before it grows: an
  * unfinished header the budget has no room for is refused (503).  While
  * a request runs (CS_BUSY), what the client sends is only kept, up to
- * CONN_PIPELINE_MAX and what the header budget lets it keep; the next
- * request waits while more than CONN_OUT_MAX of answers is unread.
+ * CONN_PIPELINE_MAX and what the header budget lets it keep.
  *
  * Calls: conn_tls.c, conn_budget.c, h1.c, buf.c, scan.c, multipart.c,
  * state.c, common/log.c.
@@ -59,7 +58,6 @@
 #define CONN_FIRST		(16 * 1024)	/* a request's first read */
 #define CONN_HEADER_MAX		(64 * 1024)	/* a request's header */
 #define CONN_PIPELINE_MAX	(64 * 1024)	/* kept while BUSY */
-#define CONN_OUT_MAX		(64 * 1024)	/* queued: no next request */
 #define CONN_FIT_MIN		4096		/* c->in, fitted */
 #define CONN_TRIM_BYTES		(4 * 1024 * 1024)	/* let go: trim */
 #define CONN_LINGER_MS		2000		/* a lingering close, at most */
@@ -643,13 +641,6 @@ read_place(struct hconn *c, char **dst, size_t *room)
 	size_t	 total;
 	int	 r;
 
-	if (c->state == CS_HEADER && conn_queued(c) > CONN_OUT_MAX) {
-		/* the answers are not read: the next request waits
-		 * (conn_writecb reads on) */
-		event_del(&c->rev);
-		c->paused = 1;
-		return (1);
-	}
 	if (c->in.len == 0 && c->state == CS_HEADER) {
 		*dst = rbuf;
 		*room = CONN_FIRST;
@@ -1050,8 +1041,6 @@ conn_consume(struct hconn *c, char *buf, size_t len)
 
 	while (used < len && (c->state == CS_HEADER || c->state == CS_BODY)) {
 		parsed = 0;
-		if (c->state == CS_HEADER && conn_queued(c) > CONN_OUT_MAX)
-			return (used);	/* the rest once answers are read */
 		if (c->state == CS_HEADER) {
 			parsed = 1;
 			r = conn_header(c, buf + used, len - used, &m);
@@ -1199,15 +1188,8 @@ conn_writecb(evutil_socket_t fd, short ev, void *arg)
 	}
 	n = io_write(c, c->out.b + c->outoff, c->out.len - c->outoff);
 	if (n == -1) {
-		if (c->wwantr) {
+		if (c->wwantr)
 			event_del(&c->wev);	/* the read event resumes it */
-			if (c->paused && c->state == CS_HEADER) {
-				/* paused for this output: read_place
-				 * pauses again, after */
-				c->paused = 0;
-				event_add(&c->rev, NULL);
-			}
-		}
 		if (errno == EAGAIN || errno == EINTR)
 			return;
 		conn_end(c);
@@ -1219,18 +1201,12 @@ conn_writecb(evutil_socket_t fd, short ev, void *arg)
 		return;
 	event_del(&c->wev);
 	c->outoff = 0;
+	if (c->out.cap > 65536)
+		let_go += c->out.cap;
 	buf_release(&c->out, 65536);
 	if (c->state == CS_CLOSING) {
 		conn_linger(c);
 		return;
-	}
-	if (c->state == CS_HEADER && (c->paused || c->in.len > 0)) {
-		/* the answers are read: the next request's turn */
-		if (c->paused) {
-			c->paused = 0;
-			event_add(&c->rev, NULL);
-		}
-		event_active(&c->rev, EV_READ, 1);
 	}
 	if (c->drained != NULL)
 		c->drained(c->arg);
@@ -1374,6 +1350,7 @@ conn_free(struct hconn *c)
 	if (cap_paused)
 		cap_check();
 	in_release(c);
+	let_go += c->out.cap;
 	buf_release(&c->out, 0);
 	prescan_clear(&c->pre);
 	multipart_marks_free(&c->marks);
@@ -1445,10 +1422,10 @@ conn_sweep(evutil_socket_t fd, short ev, void *arg)
 }
 
 /*
- * Once enough input and connections were let go, the memory they had
- * goes back to the system: glibc's malloc keeps what was freed below
- * its top, so that the memory of many clients that held headers and
- * left would stay the proxy's.
+ * Once enough input, output and connections were let go, the memory
+ * they had goes back to the system: glibc's malloc keeps what was freed
+ * below its top, so that the memory of many clients that held headers
+ * and left would stay the proxy's.
  */
 static void
 conn_trim(void)
