@@ -7,8 +7,9 @@
  * for http.c's http_decide (and so fuzzed with it): its API key, or the
  * allow rules of the user and groups of a Unix socket's client; the
  * models that lets it use, and the admin routes; whose share of the
- * body budget its body takes (access_owner); and the CORS origins and
- * the headers a preflight may ask for.
+ * body budget its body takes (access_owner); the CORS origins and the
+ * headers a preflight may ask for; where the client is, and whether on
+ * this host (access_addr, access_local).
  *
  * With no key in the configuration the front door serves whoever
  * reaches it, as before keys, and credentials are not looked at (they
@@ -24,19 +25,6 @@
  * credential decides for a client the rules let in as well; one that is
  * no key's is ignored for such a client, since the OpenAI clients
  * always send one, a placeholder where the socket needs none.
- *
- * Where a TCP client is: the address it connected from, or, where that
- * is a trusted proxy's and the request carries X-Forwarded-For, the
- * last address there (the one the proxy added: a client may send its
- * own field, which the proxy keeps before its own).  A trusted proxy's
- * request without the field is the proxy's own (HAProxy's "option
- * forwardfor" adds it to every request it passes on).  What is not an
- * address there is no client of this host.  A client is on this host
- * (access_local) when it came on a Unix socket, or from a loopback
- * address: 127.0.0.0/8 or ::1 (or 127.0.0.0/8 mapped into IPv6).
- * 127.0.0.2 is one: Linux drops a packet from another host that claims
- * a loopback source (a "martian", unless route_localnet is set), so
- * only a process of this host has one.
  *
  * Calls: rules.c, common/config.c, common/sha256.c.
  */
@@ -175,9 +163,14 @@ list_last(const char *v, char *buf, size_t size)
 
 /*
  * The address a TCP request comes from, into buf (ACCESS_ADDR_MAX
- * bytes): its peer's, or a trusted proxy's X-Forwarded-For's last one
- * (see the head of the file); "?" when that is not an address, or the
- * peer's could not be read.  Not for a Unix socket's client.
+ * bytes): its peer's, or, where that is a trusted proxy's and the
+ * request carries X-Forwarded-For, the last address there (the one the
+ * proxy added: a client may send its own field, which the proxy keeps
+ * before its own).  A trusted proxy's request without the field is the
+ * proxy's own (HAProxy's "option forwardfor" adds it to every request
+ * it passes on).  "?" when that is not an address (no client of this
+ * host), or the peer's could not be read.  Not for a Unix socket's
+ * client.
  */
 void
 access_addr(const struct pconf *c, const struct http_hdrs *hh, char *buf,
@@ -198,8 +191,14 @@ access_addr(const struct pconf *c, const struct http_hdrs *hh, char *buf,
 		(void)strlcpy(buf, peer, size);
 }
 
-/* Whether the request's client is on this host: a Unix socket's, or
- * one at a loopback address (access_addr). */
+/*
+ * Whether the request's client is on this host: a Unix socket's, or
+ * one at a loopback address (access_addr): 127.0.0.0/8 or ::1 (or
+ * 127.0.0.0/8 mapped into IPv6).  127.0.0.2 is one: Linux drops a
+ * packet from another host that claims a loopback source (a "martian",
+ * unless route_localnet is set), so only a process of this host has
+ * one.
+ */
 int
 access_local(const struct pconf *c, const struct http_hdrs *hh)
 {
