@@ -180,6 +180,12 @@ regress/tools/sizes: regress/tools/sizes.c regress/tools/*.h $(AGENCYD_LIB) \
 	$(CC) $(CFLAGS) -Iagencyd $(LDFLAGS) -o $@ $< $(AGENCYD_LIB) \
 	    $(COMMON_LIB) $(LDLIBS)
 
+# formname reads form fields with the front door's own parser.
+regress/tools/formname: regress/tools/formname.c agency-proxy/*.h \
+    $(PROXY_LIB) $(COMMON_LIB)
+	$(CC) $(CFLAGS) -Iagency-proxy $(LDFLAGS) -o $@ $< $(PROXY_LIB) \
+	    $(COMMON_LIB) $(LDLIBS)
+
 # Shims a test preloads into a program, never built with sanitizers
 # (they would have to come before the sanitizer's own runtime).
 regress/preload/%.so: regress/preload/%.c

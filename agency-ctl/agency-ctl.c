@@ -119,6 +119,7 @@ static void		lines_json(struct ctl *, const char *);
 static void		json_print(json_object *, int);
 static void		result_json(struct ctl *, const char *,
 			    json_object *);
+static int		result_string_json(struct ctl *);
 static void		out_flush(void);
 static void		progress_draw(struct ctl *);
 static void		progress_clear(struct ctl *);
@@ -337,22 +338,18 @@ ctl_args(struct ctl *ctl, int argc, char **argv)
 			usage(0);
 		}
 		break;
+	case CTL_RELOAD:
+		break;
 	case CTL_STATUS:
 		if (nargs == 0)
 			break;
 		/* FALLTHROUGH */
-	case CTL_LOAD:
-	case CTL_UNLOAD:
-	case CTL_CANCEL:
-	case CTL_LOGS:
-	case CTL_PLAN:
+	default:	/* load, unload, cancel, logs, plan: on one model */
 		ctl->model = argv[0];
 		if (ctl->model[0] == '\0' ||
 		    strlen(ctl->model) >= AGENCY_NAME_MAX)
 			errx(CTL_EXIT_USAGE, "invalid model name: %s",
 			    ctl->model);
-		break;
-	default:
 		break;
 	}
 }
@@ -792,13 +789,8 @@ ctl_done(struct ctl *ctl)
 		break;
 	case CTL_LOAD:
 	case CTL_UNLOAD:
-		if (!ctl->ok)
-			broken(ctl, "agencyd answered without a result");
-		if (ctl->json) {
-			result_json(ctl, "result",
-			    json_object_new_string(ctl->result));
+		if (result_string_json(ctl))
 			break;
-		}
 		printf("%s: ", ctl->model);
 		show_text(stdout, ctl->result);
 		break;
@@ -812,13 +804,8 @@ ctl_done(struct ctl *ctl)
 		break;
 	case CTL_RELOAD:
 	case CTL_LOG:
-		if (!ctl->ok)
-			broken(ctl, "agencyd answered without a result");
-		if (ctl->json) {
-			result_json(ctl, "result",
-			    json_object_new_string(ctl->result));
+		if (result_string_json(ctl))
 			break;
-		}
 		lines_print(ctl, stdout);
 		show_text(stdout, ctl->result);
 		break;
@@ -866,6 +853,19 @@ result_json(struct ctl *ctl, const char *key, json_object *value)
 		ctl->lines = NULL;
 	}
 	json_print(o, 1);
+}
+
+/* A result that is a string: as {"result": ...} when -j asked for JSON
+ * (1), else 0 for the caller to print it.  Without one it is broken. */
+static int
+result_string_json(struct ctl *ctl)
+{
+	if (!ctl->ok)
+		broken(ctl, "agencyd answered without a result");
+	if (!ctl->json)
+		return (0);
+	result_json(ctl, "result", json_object_new_string(ctl->result));
+	return (1);
 }
 
 /* Print and free o, pretty or on one line. */

@@ -70,12 +70,11 @@ void
 model_skip(struct imp *imp, struct imodel *m, int line, const char *fmt, ...)
 {
 	va_list	 ap;
-	char	 raw[1024], why[1024];
+	char	 why[1024];
 
 	va_start(ap, fmt);
-	(void)vsnprintf(raw, sizeof(raw), fmt, ap);
+	vunmark(why, sizeof(why), fmt, ap);
 	va_end(ap);
-	unmark(why, sizeof(why), raw);
 	if (m->skip)
 		return;
 	m->skip = 1;

@@ -12,6 +12,7 @@
 #ifndef AGENCY_CTL_IMPORT_PRIV_H
 #define AGENCY_CTL_IMPORT_PRIV_H
 
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -33,6 +34,7 @@
 /* Models of one program and runtime settings looked at together for
  * the commands they share: the search is quadratic in them. */
 #define CLUSTER_MAX		64
+#define IMP_TEXT_MAX		2048	/* a note's or an error's text */
 
 enum ex_flags {
 	EX_CMD = 0x01,		/* ${MODEL_ID} is %m, comment lines out */
@@ -116,7 +118,7 @@ struct imp {
 	int			 nkeys;
 };
 
-void	unmark(char *, size_t, const char *);
+void	vunmark(char *, size_t, const char *, va_list);
 void	imp_err(struct imp *, int, const char *, ...)
 		    __attribute__((__format__ (printf, 3, 4)));
 void	notes_print(struct inotes *, const char *, FILE *);

@@ -47,7 +47,7 @@ static int	get_value(struct imp *, struct imodel *, const struct ynode *,
  */
 
 /* s with the markers of import.h written as the macros they were. */
-void
+static void
 unmark(char *buf, size_t len, const char *s)
 {
 	size_t	o = 0;
@@ -64,17 +64,27 @@ unmark(char *buf, size_t len, const char *s)
 	buf[o] = '\0';
 }
 
+/* fmt's text into buf (len at most IMP_TEXT_MAX), the markers as their
+ * macros. */
+void
+vunmark(char *buf, size_t len, const char *fmt, va_list ap)
+{
+	char	 raw[IMP_TEXT_MAX];
+
+	(void)vsnprintf(raw, sizeof(raw), fmt, ap);
+	unmark(buf, len, raw);
+}
+
 /* An error: kept, so that all are said in the order of the lines. */
 void
 imp_err(struct imp *imp, int line, const char *fmt, ...)
 {
 	va_list	 ap;
-	char	 raw[2048], text[2048];
+	char	 text[IMP_TEXT_MAX];
 
 	va_start(ap, fmt);
-	(void)vsnprintf(raw, sizeof(raw), fmt, ap);
+	vunmark(text, sizeof(text), fmt, ap);
 	va_end(ap);
-	unmark(text, sizeof(text), raw);
 	imp->nerr++;
 	(void)note_add(&imp->errs, line, text);
 }
@@ -151,12 +161,11 @@ imp_note(struct imp *imp, FILE *sect, const char *indent, int line,
     const char *where, const char *fmt, ...)
 {
 	va_list		 ap;
-	char		 raw[2200], text[2048], *s;
+	char		 text[IMP_TEXT_MAX], at[2200], *s;
 
 	va_start(ap, fmt);
-	(void)vsnprintf(raw, sizeof(raw), fmt, ap);
+	vunmark(text, sizeof(text), fmt, ap);
 	va_end(ap);
-	unmark(text, sizeof(text), raw);
 	/* Values from the file may hold a line's end. */
 	for (s = text; *s != '\0'; s++)
 		if (*s == '\n' || *s == '\t')
@@ -164,8 +173,8 @@ imp_note(struct imp *imp, FILE *sect, const char *indent, int line,
 	if (sect != NULL)
 		put_comment(sect, indent, text);
 	if (where != NULL) {
-		(void)snprintf(raw, sizeof(raw), "%s: %s", where, text);
-		(void)note_add(&imp->notes, line, raw);
+		(void)snprintf(at, sizeof(at), "%s: %s", where, text);
+		(void)note_add(&imp->notes, line, at);
 	} else
 		(void)note_add(&imp->notes, line, text);
 }

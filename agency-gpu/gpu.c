@@ -3,34 +3,13 @@
  * SPDX-License-Identifier: ISC (see the file LICENSE)
  */
 /*
- * agency-gpu: the GPU probe.  agencyd starts it (agencyd/gpulink.c)
- * with its end of a socketpair on fd 3, asks it which devices there are
- * and how much memory each has and each watched process uses, and gets
- * back figures alone (common/gpuproto.h), which it checks as it would
- * a stranger's.
- *
- * Who it runs as: the model user (agency.conf's "model user"), never
- * root; agencyd switches to that user before the exec, and the probe
- * refuses to run as root.  Not root, because NVML is a large library we
- * cannot read, and whatever it does should do it without privileges.
- * Not the proxy's user: the proxy must not reach it.  The model user,
- * because what the probe reads needs it: a process's DRM fdinfo
- * (/proc/PID/fdinfo, for AMD) is readable only with that process's
- * uid or ptrace rights, and NVML needs the NVIDIA device nodes, which
- * the model user may open since its models use the GPUs.  A model
- * process cannot ptrace it or read its memory (it is not dumpable), but
- * may, as that user, send it signals: at worst it kills or stalls the
- * probe, which agencyd then restarts; a model could skew placement as
- * much by taking device memory.
- *
+ * agency-gpu: the GPU probe.  agencyd starts it (agencyd/gpulink.c) as
+ * the model user, never root (README says why), with its end of a
+ * socketpair on fd 3, asks it which devices there are and how much
+ * memory each has and each watched process uses, and gets back figures
+ * alone (common/gpuproto.h), which it checks as it would a stranger's.
  * Its sandbox (sandbox.c) runs its seccomp filter in log mode until
- * "make check-gpu" has passed on a real card: a filter fitted to the
- * stand-in NVML would kill the real one.
- *
- * Options -L, -S and -P are for tests only (agencyd passes them from
- * its own options, never from the configuration, and the proxy cannot
- * reach either): the NVML library's path, and the roots of sysfs and
- * /proc, so that the suite's stand-ins take the place of the real ones.
+ * "make check-gpu" has passed on a real card.
  *
  * Calls: snapshot.c, nvml.c, amd.c, sandbox.c, common/imsg.c,
  * common/log.c.
@@ -63,6 +42,12 @@ static size_t		 nwatch;
 static const char	*sysfs = GPU_SYSFS;
 static const char	*procfs = GPU_PROC;
 
+/*
+ * Options -L, -S and -P are for tests only (agencyd passes them from
+ * its own options, never from the configuration, and the proxy cannot
+ * reach either): the NVML library's path, and the roots of sysfs and
+ * /proc, so that the suite's stand-ins take the place of the real ones.
+ */
 static __dead void
 usage(void)
 {

@@ -3,29 +3,12 @@
  * SPDX-License-Identifier: ISC (see the file LICENSE)
  */
 /*
- * The probe's sandbox, applied once NVML is loaded and initialised, as
- * far as a vendor library we cannot read allows:
+ * The probe's sandbox (gpu_sandbox, whose rules are above it), applied
+ * once NVML is loaded and initialised, as far as a vendor library we
+ * cannot read allows; its seccomp filter runs in log mode until
+ * "make check-gpu" has passed on a real card.  gpu_selftest (-Z DIR)
+ * applies the same and tries what it forbids.
  *
- *   - not dumpable: the model processes, of the same user, cannot
- *     ptrace it or read its memory;
- *   - no new privileges; no core files, no file growing (RLIMIT_FSIZE
- *     0).  Not RLIMIT_NPROC: its threads, should NVML make any, would
- *     count against every process of the model user;
- *   - Landlock: files and directories may be read anywhere (NVML reads
- *     /proc, /sys and its own files, the AMD side sysfs and fdinfo),
- *     written and ioctl'd only under /dev (the NVIDIA device nodes);
- *     no file is made, removed, renamed or executed; no TCP at all;
- *     no signal to a process outside it;
- *   - a seccomp allowlist, fitted to what the probe does with the
- *     stand-in libraries of the tests (regress/gpu).  Fitted to the
- *     stand-in, it would kill the real NVML on its first ioctl, so it
- *     runs in log mode (SECCOMP_RET_LOG: a call outside it is allowed
- *     and the kernel logs it, "type=1326" lines in the kernel log)
- *     until "make check-gpu" has passed on a real card with -K, which
- *     makes it kill instead.  check-gpu lists the calls logged, to
- *     be added here.
- *
- * gpu_selftest (-Z DIR) applies the same and tries what it forbids.
  * Calls: common/log.c.
  */
 #include <sys/types.h>
@@ -247,6 +230,28 @@ seccomp(int enforce)
 	return (-1);
 }
 
+/*
+ * The sandbox:
+ *
+ *   - not dumpable: the model processes, of the same user, cannot
+ *     ptrace it or read its memory;
+ *   - no new privileges; no core files, no file growing (RLIMIT_FSIZE
+ *     0).  Not RLIMIT_NPROC: its threads, should NVML make any, would
+ *     count against every process of the model user;
+ *   - Landlock: files and directories may be read anywhere (NVML reads
+ *     /proc, /sys and its own files, the AMD side sysfs and fdinfo),
+ *     written and ioctl'd only under /dev (the NVIDIA device nodes);
+ *     no file is made, removed, renamed or executed; no TCP at all;
+ *     no signal to a process outside it;
+ *   - a seccomp allowlist, fitted to what the probe does with the
+ *     stand-in libraries of the tests (regress/gpu).  Fitted to the
+ *     stand-in, it would kill the real NVML on its first ioctl, so it
+ *     runs in log mode (SECCOMP_RET_LOG: a call outside it is allowed
+ *     and the kernel logs it, "type=1326" lines in the kernel log)
+ *     until "make check-gpu" has passed on a real card with -K, which
+ *     makes it kill instead.  check-gpu lists the calls logged, to
+ *     be added here.
+ */
 int
 gpu_sandbox(int enforce)
 {

@@ -7,8 +7,9 @@
  * for http.c's http_decide (and so fuzzed with it): its API key, or the
  * allow rules of the user and groups of a Unix socket's client; the
  * models that lets it use, and the admin routes; whose share of the
- * body budget its body takes (access_owner); and the CORS origins and
- * the headers a preflight may ask for.
+ * body budget its body takes (access_owner); the CORS origins and the
+ * headers a preflight may ask for; where the client is, and whether on
+ * this host (access_addr, access_local).
  *
  * With no key in the configuration the front door serves whoever
  * reaches it, as before keys, and credentials are not looked at (they
@@ -29,6 +30,10 @@
  */
 #include <sys/types.h>
 #include <sys/queue.h>
+#include <sys/socket.h>
+
+#include <netinet/in.h>
+#include <arpa/inet.h>
 
 #include <ctype.h>
 #include <stdio.h>
@@ -99,6 +104,110 @@ apikey_find(const struct pconf *c, const char *v)
 	size_t	n = strlen(v);
 
 	return (n == 0 ? NULL : key_find(c, v, n));
+}
+
+/*
+ * An address as text, the way inet_ntop writes it, IPv4 mapped into
+ * IPv6 written as IPv4 (a dual-stack listener's clients), into buf (at
+ * least INET6_ADDRSTRLEN bytes); -1 if s is no IPv4 or IPv6 address.
+ */
+static int
+addr_canon(const char *s, char *buf, size_t size)
+{
+	struct in6_addr	 in6;
+	struct in_addr	 in4;
+	const char	*p;
+
+	if (inet_pton(AF_INET, s, &in4) == 1)
+		p = inet_ntop(AF_INET, &in4, buf, size);
+	else if (inet_pton(AF_INET6, s, &in6) != 1)
+		return (-1);
+	else if (IN6_IS_ADDR_V4MAPPED(&in6)) {
+		memcpy(&in4, &in6.s6_addr[12], sizeof(in4));
+		p = inet_ntop(AF_INET, &in4, buf, size);
+	} else
+		p = inet_ntop(AF_INET6, &in6, buf, size);
+	return (p == NULL ? -1 : 0);
+}
+
+/* Whether s (as addr_canon writes it) is a loopback address. */
+int
+access_loopback(const char *s)
+{
+	struct in_addr	 in4;
+
+	if (inet_pton(AF_INET, s, &in4) == 1)
+		return ((ntohl(in4.s_addr) >> 24) == 127);
+	return (strcmp(s, "::1") == 0);
+}
+
+/* The last element of a comma-separated list (v), without the blanks
+ * around it, into buf; "" if it is empty or too long. */
+static void
+list_last(const char *v, char *buf, size_t size)
+{
+	const char	*s, *e = v + strlen(v);
+	size_t		 n;
+
+	if ((s = strrchr(v, ',')) != NULL)
+		v = s + 1;
+	while (blank(*v))
+		v++;
+	while (e > v && blank(e[-1]))
+		e--;
+	if ((n = e - v) >= size)
+		n = 0;
+	memcpy(buf, v, n);
+	buf[n] = '\0';
+}
+
+/*
+ * The address a TCP request comes from, into buf (ACCESS_ADDR_MAX
+ * bytes): its peer's, or, where that is a trusted proxy's and the
+ * request carries X-Forwarded-For, the last address there (the one the
+ * proxy added: a client may send its own field, which the proxy keeps
+ * before its own).  A trusted proxy's request without the field is the
+ * proxy's own (HAProxy's "option forwardfor" adds it to every request
+ * it passes on).  "?" when that is not an address (no client of this
+ * host), or the peer's could not be read.  Not for a Unix socket's
+ * client.
+ */
+void
+access_addr(const struct pconf *c, const struct http_hdrs *hh, char *buf,
+    size_t size)
+{
+	char	 peer[ACCESS_ADDR_MAX], fwd[ACCESS_ADDR_MAX];
+
+	(void)strlcpy(buf, "?", size);
+	if (hh->peer == NULL || addr_canon(hh->peer->addr, peer,
+	    sizeof(peer)) == -1)
+		return;
+	if (hh->forwarded == NULL || !pstrs_has(&c->proxies, peer)) {
+		(void)strlcpy(buf, peer, size);
+		return;
+	}
+	list_last(hh->forwarded, fwd, sizeof(fwd));
+	if (addr_canon(fwd, peer, sizeof(peer)) == 0)
+		(void)strlcpy(buf, peer, size);
+}
+
+/*
+ * Whether the request's client is on this host: a Unix socket's, or
+ * one at a loopback address (access_addr): 127.0.0.0/8 or ::1 (or
+ * 127.0.0.0/8 mapped into IPv6).  127.0.0.2 is one: Linux drops a
+ * packet from another host that claims a loopback source (a "martian",
+ * unless route_localnet is set), so only a process of this host has
+ * one.
+ */
+int
+access_local(const struct pconf *c, const struct http_hdrs *hh)
+{
+	char	 addr[ACCESS_ADDR_MAX];
+
+	if (hh->peer != NULL && hh->peer->unixsock)
+		return (1);
+	access_addr(c, hh, addr, sizeof(addr));
+	return (access_loopback(addr));
 }
 
 /* Whether allow rule a names the peer's user or one of its groups. */
@@ -240,6 +349,152 @@ access_scope(const struct paccess *a, struct pscope *sc)
 {
 	sc->ok = a->open ? NULL : scope_ok;
 	sc->arg = a;
+}
+
+/* Whether a may use only some models by its configuration (a key's or
+ * rule's list), whatever models there are now. */
+int
+access_scoped(const struct paccess *a)
+{
+	const struct pallow	*r;
+
+	if (a->open)
+		return (0);
+	if (a->key != NULL)
+		return (a->key->models.n > 0);
+	if (a->rules && a->peer != NULL && a->peer->known)
+		TAILQ_FOREACH(r, &a->conf->allows, entry)
+			if (rule_matches(r, a->peer) && r->models.n == 0)
+				return (0);
+	return (1);
+}
+
+/*
+ * What the answers of a request let in (a) may show of the models, kept
+ * past a reload (the answer may wait on the parent): every model, or
+ * those of the configuration c it may use now.  A scoped admin key's
+ * status, metrics and refusals name no other model.
+ */
+void
+access_view(const struct paccess *a, const struct pconf *c, struct pview *v)
+{
+	const struct pmodel	*m;
+
+	memset(v, 0, sizeof(*v));
+	if (!access_scoped(a)) {
+		v->all = 1;
+		return;
+	}
+	TAILQ_FOREACH(m, &c->models, entry)
+		if (access_model_ok(a, m) && pstrs_add(&v->models, m->name) ==
+		    -1)
+			break;		/* out of memory: shows fewer */
+}
+
+/* Whether v shows the model of that name. */
+int
+access_view_has(const struct pview *v, const char *model)
+{
+	return (v->all || pstrs_has(&v->models, model));
+}
+
+void
+access_view_clear(struct pview *v)
+{
+	pstrs_clear(&v->models);
+	v->all = 0;
+}
+
+/* Append s (n bytes) to buf, as far as it goes. */
+static void
+append(char *buf, size_t size, const char *s, size_t n)
+{
+	size_t	 len = strlen(buf);
+
+	if (len + 1 >= size)
+		return;
+	if (n > size - len - 1)
+		n = size - len - 1;
+	memcpy(buf + len, s, n);
+	buf[len + n] = '\0';
+}
+
+/*
+ * The list agencyd ends a refusal with, "NAME (why), NAME (why)", as v
+ * shows it: the items of the models it shows, in its order, and "other
+ * models" for what else there was; after sep.
+ */
+static void
+scope_list(const struct pview *v, const char *list, const char *sep,
+    char *buf, size_t size)
+{
+	const char	*p, *name, *end;
+	size_t		 i, n, used = 0, items = 0;
+
+	for (i = 0; i < v->models.n; i++) {
+		name = v->models.v[i];
+		n = strlen(name);
+		for (p = list; (p = strstr(p, name)) != NULL; p++) {
+			if ((p != list && (p - list < 2 ||
+			    strncmp(p - 2, ", ", 2) != 0)) ||
+			    strncmp(p + n, " (", 2) != 0 ||
+			    (end = strchr(p + n + 2, ')')) == NULL)
+				continue;
+			sep = items++ == 0 ? sep : ", ";
+			append(buf, size, sep, strlen(sep));
+			append(buf, size, p, end + 1 - p);
+			used += end + 1 - p;
+			break;
+		}
+	}
+	if (used + (items > 0 ? 2 * (items - 1) : 0) < strlen(list)) {
+		sep = items == 0 ? sep : ", ";
+		append(buf, size, sep, strlen(sep));
+		append(buf, size, "other models", 12);
+	}
+}
+
+/*
+ * A pool's refusal (agencyd's message msg, for the request's own model)
+ * as the request may see it, into buf: as it is when v shows every
+ * model; else the models it names that v does not show are left out
+ * ("other models" stands for them).  Two messages name them: not enough
+ * memory for MODEL (FIGURES): NAME (why), ...; and a queue timeout's
+ * "... memory held by NAME (why), ...".  Another not enough memory is
+ * said without the names.
+ */
+void
+access_view_refusal(const struct pview *v, int reason, const char *model,
+    const char *msg, char *buf, size_t size)
+{
+	static const char	 held[] = "memory held by ";
+	char			 head[AGENCY_NAME_MAX + 32];
+	const char		*p;
+
+	(void)strlcpy(buf, msg, size);
+	if (v->all)
+		return;
+	if (reason == REFUSE_NOT_ENOUGH_MEMORY) {
+		(void)snprintf(head, sizeof(head), "not enough memory for %s (",
+		    model);
+		if (strncmp(msg, head, strlen(head)) != 0 ||
+		    (p = strchr(msg + strlen(head), ')')) == NULL ||
+		    strncmp(p, "): ", 3) != 0) {
+			(void)snprintf(buf, size, "not enough memory for %s",
+			    model);
+			return;
+		}
+		if (strcmp(p + 3, "nothing is loaded") == 0)
+			return;
+		buf[0] = '\0';
+		append(buf, size, msg, p + 1 - msg);
+		scope_list(v, p + 3, ": ", buf, size);
+	} else if (reason == REFUSE_QUEUE_TIMEOUT &&
+	    (p = strstr(msg, held)) != NULL) {
+		buf[0] = '\0';
+		append(buf, size, msg, p + sizeof(held) - 1 - msg);
+		scope_list(v, p + sizeof(held) - 1, "", buf, size);
+	}
 }
 
 /*

@@ -20,7 +20,8 @@
  * x-api-key) never go on to the model.
  *
  * Calls: relay.c, upstream.c, answer.c, metrics.c, conn.c, parent.c,
- * keyq.c, splice.c, rules.c, multipart.c, h1.c, state.c, common/log.c.
+ * access.c, keyq.c, splice.c, rules.c, multipart.c, h1.c, state.c,
+ * common/log.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>
@@ -93,6 +94,7 @@ struct preq {
 	int			 held;
 	uint64_t		 holdid;
 	uint16_t		 port;
+	char			 sock[PROTO_SOCK_MAX];	/* "": the port */
 	char			 label[AGENCY_PATH_MAX];
 	char			 hbuf[PREQ_HDRS];	/* kept headers */
 	char			*hdrs;		/* hbuf, or allocated */
@@ -106,6 +108,8 @@ struct preq {
 	int			 progress;	/* asked to be told its waits */
 	int64_t			 keywait;	/* ms a slot of its key is
 						 * waited for */
+	struct pview		 view;		/* the models its answers
+						 * may name */
 };
 RB_HEAD(preqtree, preq);
 TAILQ_HEAD(preqs, preq);
@@ -172,6 +176,7 @@ preq_new(struct hreq *r, const struct http_decision *dc)
 		free(p);
 		return (NULL);
 	}
+	access_view(&dc->acc, px->conf, &p->view);
 	RB_INSERT(preqtree, &tree, p);
 	TAILQ_INSERT_TAIL(&preqs, p, entry);
 	return (p);
@@ -229,6 +234,7 @@ preq_end(struct preq *p)
 	free(p->sp);
 	if (p->hdrs != p->hbuf)
 		free(p->hdrs);
+	access_view_clear(&p->view);
 	free(p);
 	if (next != NULL) {
 		next->keyslot = 1;
@@ -623,6 +629,7 @@ forward_grant(const struct proto_hold_grant *g)
 	p->held = 1;
 	p->holdid = g->holdid;
 	p->port = g->port;
+	(void)strlcpy(p->sock, g->sock, sizeof(p->sock));
 	relay_granted(&p->rl, g->port);
 	hold_waited(p, MW_GRANTED, 0);
 	(void)strlcpy(p->label, g->label, sizeof(p->label));
@@ -645,6 +652,7 @@ forward_refuse(const struct proto_hold_refuse *r)
 	struct preq	*p;
 	int		 status;
 	const char	*code;
+	char		 msg[PROTO_MSG_MAX];
 
 	if ((p = preq_find(r->reqid)) == NULL || p->state != ST_HOLD)
 		return;
@@ -684,7 +692,10 @@ forward_refuse(const struct proto_hold_refuse *r)
 		break;
 	}
 	hold_waited(p, MW_REFUSED, r->reason);
-	relay_error(&p->rl, status, code, r->message, r->retry_after);
+	/* a key limited to some models learns nothing of the others */
+	access_view_refusal(&p->view, r->reason, p->model, r->message, msg,
+	    sizeof(msg));
+	relay_error(&p->rl, status, code, msg, r->retry_after);
 	preq_end(p);
 }
 
@@ -764,7 +775,7 @@ upstream_lost(struct preq *p, const char *what, int how)
 	if (how == UPSTREAM_STALE && !p->retried && p->rl.r != NULL &&
 	    p->state == ST_FORWARD) {
 		p->retried = 1;
-		upstream_drop(p->port);
+		upstream_drop(p->port, p->sock);
 		log_debug("request %llu: kept connection to port %u was "
 		    "closed; once more", (unsigned long long)p->reqid,
 		    p->port);
@@ -774,8 +785,12 @@ upstream_lost(struct preq *p, const char *what, int how)
 	if (how == UPSTREAM_TIMEOUT)
 		log_warnx("request %llu: %s did not answer in time",
 		    (unsigned long long)p->reqid, p->label);
-	(void)snprintf(msg, sizeof(msg), "%.300s: %s (127.0.0.1:%u)",
-	    p->label, what, p->port);
+	if (p->sock[0] != '\0')
+		(void)snprintf(msg, sizeof(msg), "%.300s: %s (its socket)",
+		    p->label, what);
+	else
+		(void)snprintf(msg, sizeof(msg), "%.300s: %s (127.0.0.1:%u)",
+		    p->label, what, p->port);
 	if (how != UPSTREAM_TIMEOUT)
 		log_warnx("request %llu: %s", (unsigned long long)p->reqid,
 		    msg);
@@ -824,7 +839,7 @@ forward_send(struct preq *p)
 	rq.sinkarg = &p->rl;
 	rq.owner = &owner;
 	rq.ownerarg = p;
-	if ((uc = upstream_open(p->port, &err)) == NULL) {
+	if ((uc = upstream_open(p->port, p->sock, &err)) == NULL) {
 		upstream_lost(p, err, UPSTREAM_FAILED);
 		return;
 	}

@@ -4,54 +4,10 @@
  */
 /*
  * HTTP/1.x messages (RFC 9112, RFC 9110): the header block of a request
- * or a response, and the chunked transfer coding.  The bytes come from
- * the network and may be anything, so every byte is checked against the
- * grammar and nothing is read past the length given.
- *
- * The header block is taken a line at a time, each line found with
- * memchr() inside the first max bytes and then checked once.  A line is
- * only looked at when its LF is in the buffer, so an incomplete block
- * gives 0 for every prefix of a valid one; errors in the lines that are
- * complete are reported at once.
- *
- * The rules, each refused with -400 unless said otherwise:
- *  - A line ends in CRLF or a bare LF; a CR anywhere else is refused
- *    (no rule below lets a CR through).
- *  - A request may be preceded by up to MAX_EMPTY empty lines, which are
- *    skipped and counted in the block's length; a response may not.
- *  - Request line: method SP target SP version, one SP each; the method
- *    1+ tchar, the target 1+ bytes in 0x21-0x7e.  The version is
- *    HTTP/1.0 or HTTP/1.1; another well-formed HTTP/DIGIT.DIGIT is -505.
- *  - Status line: HTTP/1.0 or HTTP/1.1 (nothing else, not even -505),
- *    SP, three digits from 100 to 999, then nothing, or SP and a reason
- *    of HTAB, SP, VCHAR and obs-text.  The reason may be empty; when it
- *    is absent, reason points just past the code, with reasonlen 0.
- *  - Field line: name (1+ tchar), ':' right after it, then the value;
- *    the value's bytes are HTAB, SP, VCHAR or obs-text and its leading
- *    and trailing SP and HTAB are not part of it.  A line that starts
- *    with SP or HTAB (obs-fold) is refused.  Over H1_MAX_HEADERS
- *    fields is -431.
- *  - A block over max bytes is -431 as soon as the first max bytes hold
- *    no end of it, even when the input stops there: a caller that reads
- *    at most max bytes still gets an answer.  max is capped at INT_MAX.
- *  - Content-Length: 1+ DIGIT, at most INT64_MAX.  Repeated fields must
- *    agree; ncontent_length counts them and the caller decides.
- *  - Transfer-Encoding: a list of 1+ codings (an empty list is refused);
- *    chunked when the last coding of the last field is "chunked".  For
- *    a request, Transfer-Encoding on HTTP/1.0, with Content-Length, or
- *    in more than one field is refused (request smuggling: two parties
- *    could read the fields differently), and one that does not end in
- *    chunked is -501.  For a response Content-Length is then ignored (-1); one
- *    that does not end in chunked is read until the connection closes,
- *    and keepalive is 0 then, as it is for a response with both fields.
- *  - More than one Host field in a request is refused (RFC 9112 3.2);
- *    whether a missing one is an error is the caller's to decide.
- *  - keepalive: HTTP/1.1 unless any Connection field lists "close";
- *    HTTP/1.0 only when one lists "keep-alive" and none "close".
- *  - expect_continue: a request of HTTP/1.1 with an Expect field whose
- *    whole value is "100-continue" (RFC 9110 10.1.1: an HTTP/1.0
- *    client's expectation is ignored).
- * On an error m holds whatever was parsed before it.
+ * or a response (parse, its rules above it), and the chunked transfer
+ * coding.  The bytes come from the network and may be anything: every
+ * byte is checked against the grammar and nothing is read past the
+ * length given.
  *
  * Calls: none (fuzz_h1 links it alone).
  */
@@ -346,6 +302,52 @@ transfer_encoding(struct h1_msg *m, const char *v, size_t n)
 	return (0);
 }
 
+/*
+ * The header block is taken a line at a time, each line found with
+ * memchr() inside the first max bytes and then checked once.  A line is
+ * only looked at when its LF is in the buffer, so an incomplete block
+ * gives 0 for every prefix of a valid one; errors in the lines that are
+ * complete are reported at once.
+ *
+ * The rules, each refused with -400 unless said otherwise:
+ *  - A line ends in CRLF or a bare LF; a CR anywhere else is refused
+ *    (no rule below lets a CR through).
+ *  - A request may be preceded by up to MAX_EMPTY empty lines, which are
+ *    skipped and counted in the block's length; a response may not.
+ *  - Request line: method SP target SP version, one SP each; the method
+ *    1+ tchar, the target 1+ bytes in 0x21-0x7e.  The version is
+ *    HTTP/1.0 or HTTP/1.1; another well-formed HTTP/DIGIT.DIGIT is -505.
+ *  - Status line: HTTP/1.0 or HTTP/1.1 (nothing else, not even -505),
+ *    SP, three digits from 100 to 999, then nothing, or SP and a reason
+ *    of HTAB, SP, VCHAR and obs-text.  The reason may be empty; when it
+ *    is absent, reason points just past the code, with reasonlen 0.
+ *  - Field line: name (1+ tchar), ':' right after it, then the value;
+ *    the value's bytes are HTAB, SP, VCHAR or obs-text and its leading
+ *    and trailing SP and HTAB are not part of it.  A line that starts
+ *    with SP or HTAB (obs-fold) is refused.  Over H1_MAX_HEADERS
+ *    fields is -431.
+ *  - A block over max bytes is -431 as soon as the first max bytes hold
+ *    no end of it, even when the input stops there: a caller that reads
+ *    at most max bytes still gets an answer.  max is capped at INT_MAX.
+ *  - Content-Length: 1+ DIGIT, at most INT64_MAX.  Repeated fields must
+ *    agree; ncontent_length counts them and the caller decides.
+ *  - Transfer-Encoding: a list of 1+ codings (an empty list is refused);
+ *    chunked when the last coding of the last field is "chunked".  For
+ *    a request, Transfer-Encoding on HTTP/1.0, with Content-Length, or
+ *    in more than one field is refused (request smuggling: two parties
+ *    could read the fields differently), and one that does not end in
+ *    chunked is -501.  For a response Content-Length is then ignored (-1); one
+ *    that does not end in chunked is read until the connection closes,
+ *    and keepalive is 0 then, as it is for a response with both fields.
+ *  - More than one Host field in a request is refused (RFC 9112 3.2);
+ *    whether a missing one is an error is the caller's to decide.
+ *  - keepalive: HTTP/1.1 unless any Connection field lists "close";
+ *    HTTP/1.0 only when one lists "keep-alive" and none "close".
+ *  - expect_continue: a request of HTTP/1.1 with an Expect field whose
+ *    whole value is "100-continue" (RFC 9110 10.1.1: an HTTP/1.0
+ *    client's expectation is ignored).
+ * On an error m holds whatever was parsed before it.
+ */
 static int
 parse(const char *buf, size_t len, size_t max, struct h1_msg *m,
     int request)

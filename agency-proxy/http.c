@@ -49,13 +49,15 @@ static void	 http_refused(struct hreq *, int);
 static int	 host_guard(const struct pconf *, const struct http_hdrs *,
 		    struct rerr *);
 static int	 admin_guard(const struct pconf *, const struct http_hdrs *,
-		    int, struct rerr *);
+		    int, int, struct rerr *);
 static int	 json_ctype(const char *);
 static int	 pct_decode(const char *, char *, size_t);
 static int	 query_has(const char *, const char *, const char *);
 static struct pmodel *pass_model(const struct pconf *, const char *,
 		    size_t *);
 static const char *field(const struct h1_msg *, const char *, char *,
+		    size_t);
+static const char *field_last(const struct h1_msg *, const char *, char *,
 		    size_t);
 static int	 delay_error(struct hreq *, const struct http_decision *);
 static void	 serve_error(struct hreq *, struct http_decision *);
@@ -282,7 +284,8 @@ guard_front(const struct decide_in *in, struct http_decision *dc)
 }
 
 /* Who it comes from (access.c: keys, allow rules), and for the admin
- * routes their Host and an admin key.  0 to go on. */
+ * routes and passthrough all three of agencyd(8)'s: a loopback Host, a
+ * client on this host, an admin key.  0 to go on. */
 static int
 guard_access(const struct decide_in *in, struct http_decision *dc)
 {
@@ -293,15 +296,16 @@ guard_access(const struct decide_in *in, struct http_decision *dc)
 	}
 	if (!(in->route->guard & ROUTE_ADMIN))
 		return (0);
-	if (admin_guard(in->conf, in->hh, in->cmd, &dc->e) != 0) {
+	if (admin_guard(in->conf, in->hh, in->cmd, in->route->guard,
+	    &dc->e) != 0) {
 		dc->action = HTTP_ERROR;
 		return (-1);
 	}
 	if (!dc->acc.admin) {
 		decide_error(dc, 403, "admin_key_required", dc->acc.key !=
-		    NULL ? "Admin routes need a key marked admin." :
-		    "Admin routes need a key marked admin, or an allow rule "
-		    "with admin.");
+		    NULL ? "Admin routes and /upstream/ need a key marked "
+		    "admin." : "Admin routes and /upstream/ need a key marked "
+		    "admin, or an allow rule with admin.");
 		return (-1);
 	}
 	return (0);
@@ -403,7 +407,8 @@ decide_console(const struct decide_in *in, struct http_decision *dc)
 	    (dc->asset = console_asset(in->path)) == NULL) {
 		dc->asset = NULL;
 		decide_error(dc, 404, "not_found", "No such route.");
-	} else if (admin_guard(in->conf, in->hh, in->cmd, &dc->e) != 0) {
+	} else if (admin_guard(in->conf, in->hh, in->cmd, in->route->guard,
+	    &dc->e) != 0) {
 		dc->asset = NULL;
 		dc->action = HTTP_ERROR;
 	} else
@@ -426,8 +431,17 @@ admin_method(const struct decide_in *in, struct http_decision *dc)
 static void
 decide_admin(const struct decide_in *in, struct http_decision *dc)
 {
-	if (admin_method(in, dc) == 0)
-		dc->action = kinds[in->route->kind].action;
+	if (admin_method(in, dc) != 0)
+		return;
+	/* the stream is the same for every subscriber: not for a key
+	 * that may not see every model */
+	if (in->route->kind == ROUTE_EVENTS && access_scoped(&dc->acc)) {
+		decide_error(dc, 403, "key_scoped", "The events stream shows "
+		    "every model: it needs an admin key (or allow rule) of "
+		    "every model.");
+		return;
+	}
+	dc->action = kinds[in->route->kind].action;
 }
 
 /*
@@ -770,7 +784,8 @@ pass_model(const struct pconf *conf, const char *rest, size_t *n)
 /*
  * /upstream/MODEL/...: any method but TRACE and CONNECT, to the model's
  * own server as it is, where its runtime says "passthrough yes".  No
- * request rule reads it, so it is kept to the admin routes' Host.
+ * request rule reads it, so it is kept to what the admin routes need
+ * (guard_access), and to the models the admin key may use.
  */
 static void
 decide_pass(const struct decide_in *in, struct http_decision *dc)
@@ -778,10 +793,6 @@ decide_pass(const struct decide_in *in, struct http_decision *dc)
 	size_t	 prefix = strlen(in->route->path), n;
 	struct pmodel	*m;
 
-	if (host_guard(in->conf, in->hh, &dc->e) != 0) {
-		dc->action = HTTP_ERROR;
-		return;
-	}
 	if (!(in->cmd & in->route->methods)) {
 		decide_error(dc, 405, "method_not_allowed",
 		    "That method is not passed through.");
@@ -823,20 +834,43 @@ static const struct {
 	{ "PATCH", EVHTTP_REQ_PATCH },
 };
 
-/* A field's value as a string, or NULL if absent or too long to be one
- * we would accept. */
+/* A field's value (h, or NULL when absent) into buf: buf, or "" when
+ * too long to be one we would accept. */
 static const char *
-field(const struct h1_msg *m, const char *name, char *buf, size_t size)
+field_copy(const struct h1_header *h, char *buf, size_t size)
 {
-	const struct h1_header	*h;
-
-	if ((h = h1_find(m, name)) == NULL)
+	if (h == NULL)
 		return (NULL);
 	if (h->valuelen >= size)
 		return ("");
 	memcpy(buf, h->value, h->valuelen);
 	buf[h->valuelen] = '\0';
 	return (buf);
+}
+
+/* A field's value as a string, or NULL if absent or too long to be one
+ * we would accept. */
+static const char *
+field(const struct h1_msg *m, const char *name, char *buf, size_t size)
+{
+	return (field_copy(h1_find(m, name), buf, size));
+}
+
+/* The last field of that name, as field() gives one: a proxy adds its
+ * X-Forwarded-For after any the client sent. */
+static const char *
+field_last(const struct h1_msg *m, const char *name, char *buf,
+    size_t size)
+{
+	const struct h1_header	*h;
+	size_t			 i = m->nheaders, n = strlen(name);
+
+	while (i-- > 0) {
+		h = &m->headers[i];
+		if (h->namelen == n && strncasecmp(h->name, name, n) == 0)
+			return (field_copy(h, buf, size));
+	}
+	return (NULL);
 }
 
 /*
@@ -975,6 +1009,7 @@ struct hin {
 	char			 origin[256];
 	char			 acrm[32];
 	char			 acrh[1024];
+	char			 fwd[1024];
 	/* a credential too long to be a key's is a wrong one ("") */
 	char			 authz[AGENCY_SECRET_MAX + 64];
 	char			 apikey[AGENCY_SECRET_MAX + 64];
@@ -1046,6 +1081,8 @@ request_fields(struct hreq *r, const struct h1_msg *m, struct hin *in)
 	    sizeof(in->acrm));
 	hh->acrh = field(m, "Access-Control-Request-Headers", in->acrh,
 	    sizeof(in->acrh));
+	hh->forwarded = field_last(m, "X-Forwarded-For", in->fwd,
+	    sizeof(in->fwd));
 	hh->tls = r->tls;
 	hh->peer = &r->peer;
 }
@@ -1528,9 +1565,12 @@ json_ctype(const char *ct)
 }
 
 /*
- * Admin routes, /metrics and passthrough, beyond the Host check of every
- * route: a loopback name with a listener's port, whatever server names
- * there are (on a Unix socket, which is local, any Host).
+ * Admin routes, /metrics, the console and passthrough, beyond the Host
+ * check of every route: a loopback name with a listener's port, whatever
+ * server names there are (on a Unix socket, which is local, any Host);
+ * then a client on this host (access.c's access_local: a loopback
+ * address, after a trusted proxy's X-Forwarded-For), since a Host is
+ * whatever the client writes.
  */
 static int
 host_guard(const struct pconf *conf, const struct http_hdrs *hh,
@@ -1547,18 +1587,26 @@ host_guard(const struct pconf *conf, const struct http_hdrs *hh,
 		    "a Host of 127.0.0.1, [::1] or localhost with the port.");
 		return (403);
 	}
+	if (!access_local(conf, hh)) {
+		rerr_set(e, 403, "forbidden_peer", "Admin routes and "
+		    "/upstream/ are only for clients on this host (a loopback "
+		    "address, or a Unix socket).");
+		return (403);
+	}
 	return (0);
 }
 
-/* The admin routes and /metrics: their Host, and POSTs only with a JSON
- * body. */
+/* The admin routes, /metrics, the console and passthrough: their Host
+ * and client (host_guard), and where the route says so (json, its
+ * guard's ROUTE_JSON), POSTs only with a JSON body. */
 static int
 admin_guard(const struct pconf *conf, const struct http_hdrs *hh, int cmd,
-    struct rerr *e)
+    int guard, struct rerr *e)
 {
 	if (host_guard(conf, hh, e) != 0)
 		return (403);
-	if (cmd == EVHTTP_REQ_POST && !json_ctype(hh->ctype)) {
+	if ((guard & ROUTE_JSON) && cmd == EVHTTP_REQ_POST &&
+	    !json_ctype(hh->ctype)) {
 		rerr_set(e, 415, "unsupported_media_type",
 		    "Admin POSTs need Content-Type: application/json.");
 		return (415);

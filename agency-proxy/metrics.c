@@ -64,6 +64,10 @@ struct wcount {
 TAILQ_HEAD(wcounts, wcount);
 
 static struct mcounts	 mcounts = TAILQ_HEAD_INITIALIZER(mcounts);
+/* While a rendering runs: whether it may show a model (status.c's
+ * answer's view, for an admin key limited to some models). */
+static int		(*shown)(const void *, const char *);
+static const void	*shown_arg;
 static struct wcounts	 wcounts = TAILQ_HEAD_INITIALIZER(wcounts);
 static uint64_t		 unrouted[MC_N];
 
@@ -305,6 +309,12 @@ sample(struct evbuffer *b, const char *name, const char *model,
 	    extra, (unsigned long long)v);
 }
 
+static int
+show(const char *model)
+{
+	return (shown == NULL || shown(shown_arg, model));
+}
+
 static void
 render_who(struct evbuffer *b, int user)
 {
@@ -314,7 +324,7 @@ render_who(struct evbuffer *b, int user)
 	int		 c;
 
 	TAILQ_FOREACH(w, &wcounts, entry) {
-		if (w->user != user)
+		if (w->user != user || !show(w->model))
 			continue;
 		for (c = 0; c < MC_N; c++) {
 			if (c >= MC_SHOWN && w->codes[c] == 0)
@@ -343,7 +353,8 @@ render_requests(struct evbuffer *b)
 	    "was cut).");
 	TAILQ_FOREACH(m, &mcounts, entry)
 		for (c = 0; c < MC_N; c++) {
-			if (c >= MC_SHOWN && m->codes[c] == 0)
+			if ((c >= MC_SHOWN && m->codes[c] == 0) ||
+			    !show(m->model))
 				continue;
 			(void)snprintf(extra, sizeof(extra), "code=\"%s\"",
 			    class_names[c]);
@@ -370,13 +381,15 @@ render_requests(struct evbuffer *b)
 	family(b, "agency_prompt_tokens_total", "counter", "Prompt tokens "
 	    "of the answers that reported usage.");
 	TAILQ_FOREACH(m, &mcounts, entry)
-		sample(b, "agency_prompt_tokens_total", m->model, "",
-		    m->ptok);
+		if (show(m->model))
+			sample(b, "agency_prompt_tokens_total", m->model, "",
+			    m->ptok);
 	family(b, "agency_completion_tokens_total", "counter", "Completion "
 	    "tokens of the answers that reported usage.");
 	TAILQ_FOREACH(m, &mcounts, entry)
-		sample(b, "agency_completion_tokens_total", m->model, "",
-		    m->ctok);
+		if (show(m->model))
+			sample(b, "agency_completion_tokens_total", m->model,
+			    "", m->ctok);
 }
 
 static void
@@ -440,6 +453,8 @@ render_queue(struct evbuffer *b, const struct proto_status *st, size_t n)
 	    "withdrawn (the client left or was cancelled) or refused, and "
 	    "why.");
 	TAILQ_FOREACH(w, &mwaits, entry) {
+		if (!show(w->model))
+			continue;
 		k = snprintf(extra, sizeof(extra), "outcome=\"%s\"",
 		    outcomes[w->outcome]);
 		if (w->outcome == MW_REFUSED &&
@@ -528,10 +543,12 @@ static const struct {
 #define NSINGLES	(sizeof(singles) / sizeof(singles[0]))
 
 /* The whole exposition, from our counters, the pool's status and the
- * client connections' counts. */
+ * client connections' counts; of the models, those shows lets it show
+ * (all, when NULL). */
 void
 metrics_render(struct evbuffer *b, const struct proto_status *st, size_t n,
-    const struct conn_stats *cs, const struct events_stats *es)
+    const struct conn_stats *cs, const struct events_stats *es,
+    int (*shows)(const void *, const char *), const void *arg)
 {
 	static const int	 states[] = { STATE_STOPPED, STATE_LOADING,
 				    STATE_READY, STATE_FAILED, STATE_UNLOADED };
@@ -555,9 +572,13 @@ metrics_render(struct evbuffer *b, const struct proto_status *st, size_t n,
 	uint64_t		 v[NSINGLES];
 	size_t			 i, j, k;
 
-	/* Every served model shows, requested yet or not. */
+	/* Every served model shows, requested yet or not; but of the
+	 * models the proxy counted, only those shows (or NULL) lets it
+	 * (st holds those alone already). */
 	for (i = 0; i < n; i++)
 		(void)mcount_get(st[i].model, 1);
+	shown = shows;
+	shown_arg = arg;
 	render_requests(b);
 
 	family(b, "agency_requests_in_progress", "gauge", "Requests holding "
@@ -587,6 +608,8 @@ metrics_render(struct evbuffer *b, const struct proto_status *st, size_t n,
 	for (i = 0; i < n; i++)
 		render_histogram(b, &st[i]);
 	render_queue(b, st, n);
+	shown = NULL;
+	shown_arg = NULL;
 
 	v[0] = es->subscribers;
 	v[1] = es->log_followers;

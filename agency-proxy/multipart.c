@@ -3,41 +3,13 @@
  * SPDX-License-Identifier: ISC (see the file LICENSE)
  */
 /*
- * multipart/form-data, read strictly (see multipart.h).  The rules, each
- * a 400 with its own message when broken:
- *
- * - The Content-Type is multipart/form-data with exactly one boundary
- *   parameter: 1 to 70 characters of RFC 2046's bchars, not ending in a
- *   space, as a token or a quoted string.
- * - The body starts with "--" and the boundary (no preamble), and every
- *   delimiter is CRLF "--" boundary, followed either by "--" (the last
- *   one: then at most spaces or tabs and one CRLF, no epilogue) or by
- *   spaces or tabs and CRLF.  A part's data ends at the first CRLF "--"
- *   boundary after its header lines; what follows it must make it a
- *   delimiter, so the boundary cannot appear inside data, as RFC 2046
- *   requires of senders; nor can a part's data start with "--" and the
- *   boundary, which a careless reader takes for the next delimiter.
- *   There is at least one part.
- * - A part's header lines end in CRLF (no bare CR or LF, no folding, no
- *   NUL), are "name: value" with a token for a name, and take at most
- *   MULTIPART_HEAD_MAX bytes together.  There is exactly one
- *   Content-Disposition: form-data with one name parameter; a filename
- *   parameter makes the part a file.  Parameters are ";" name "="
- *   (token or quoted string, with backslash escapes, but for the
- *   Content-Disposition's).  The Content-Disposition has no parameter
- *   twice, none of RFC 2231 (a name with a "*": name*, filename*0), no
- *   backslash in a quoted value, and at most 8 parameters: each is read
- *   otherwise by one server or another (multipart.c's disposition).
- * - The field "model" comes at most once, is not a file, has no
- *   Content-Transfer-Encoding, and its value is 1 to MULTIPART_MODEL_MAX
- *   bytes with no control character (its UTF-8 is the caller's to
- *   check, with the name it picks).
- *
- * The body is passed over once, each delimiter found by multipart_find,
- * so the work is linear in its length, which the caller bounds by max
- * body; a part's data (a file) is looked at 32 to 128 bytes a step,
- * or not at all when marks (multipart_mark, taken as the body came in)
- * say where its delimiters may be.
+ * multipart/form-data, read strictly (see multipart.h): the boundary of
+ * a Content-Type (multipart_boundary), a body's parts and its model
+ * field (multipart_scan, whose rules are above it: each broken one is a
+ * 400 with its own message), and the body with another model
+ * (multipart_splice).  One pass over the body, its delimiters found
+ * many bytes a step (multipart_find) or taken from the marks made as it
+ * came in (multipart_mark).
  *
  * Calls: none.
  */
@@ -644,6 +616,43 @@ part_add(const char *body, const struct phead *h, const char *data,
 	return (0);
 }
 
+/*
+ * The rules, each a 400 with its own message when broken (the first is
+ * multipart_boundary's):
+ *
+ * - The Content-Type is multipart/form-data with exactly one boundary
+ *   parameter: 1 to 70 characters of RFC 2046's bchars, not ending in a
+ *   space, as a token or a quoted string.
+ * - The body starts with "--" and the boundary (no preamble), and every
+ *   delimiter is CRLF "--" boundary, followed either by "--" (the last
+ *   one: then at most spaces or tabs and one CRLF, no epilogue) or by
+ *   spaces or tabs and CRLF.  A part's data ends at the first CRLF "--"
+ *   boundary after its header lines; what follows it must make it a
+ *   delimiter, so the boundary cannot appear inside data, as RFC 2046
+ *   requires of senders; nor can a part's data start with "--" and the
+ *   boundary, which a careless reader takes for the next delimiter.
+ *   There is at least one part.
+ * - A part's header lines end in CRLF (no bare CR or LF, no folding, no
+ *   NUL), are "name: value" with a token for a name, and take at most
+ *   MULTIPART_HEAD_MAX bytes together.  There is exactly one
+ *   Content-Disposition: form-data with one name parameter; a filename
+ *   parameter makes the part a file.  Parameters are ";" name "="
+ *   (token or quoted string, with backslash escapes, but for the
+ *   Content-Disposition's).  The Content-Disposition has no parameter
+ *   twice, none of RFC 2231 (a name with a "*": name*, filename*0), no
+ *   backslash in a quoted value, and at most 8 parameters: each is read
+ *   otherwise by one server or another (multipart.c's disposition).
+ * - The field "model" comes at most once, is not a file, has no
+ *   Content-Transfer-Encoding, and its value is 1 to MULTIPART_MODEL_MAX
+ *   bytes with no control character (its UTF-8 is the caller's to
+ *   check, with the name it picks).
+ *
+ * The body is passed over once, each delimiter found by multipart_find,
+ * so the work is linear in its length, which the caller bounds by max
+ * body; a part's data (a file) is looked at 32 to 128 bytes a step,
+ * or not at all when marks (multipart_mark, taken as the body came in)
+ * say where its delimiters may be.
+ */
 int
 multipart_scan(const char *body, size_t len, const char *b, size_t max,
     const struct mmarks *mk, struct mform *f, const char **err)

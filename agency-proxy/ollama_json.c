@@ -14,7 +14,8 @@
  * model's path) are only read to their closing quote, which was a third
  * of the cost.
  *
- * Calls: ollama_out.c, utf8.c, buf.c, common/sha256.c (hex_value).
+ * Calls: ollama_out.c, scan.c (scan_digits, scan_json_number), utf8.c,
+ * buf.c, common/sha256.c (hex_value).
  */
 #include <sys/types.h>
 
@@ -128,37 +129,15 @@ jr_string(struct jr *j, const char **s, size_t *len)
 	return (-1);
 }
 
-/* -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? */
+/* A JSON number (scan_json_number's grammar): s and len its bytes. */
 int
 jr_number(struct jr *j, const char **s, size_t *len)
 {
-	const unsigned char	*p = j->p, *e = j->end;
+	const unsigned char	*p;
+	int			 integer;
 
-	if (p < e && *p == '-')
-		p++;
-	if (p >= e)
+	if ((p = scan_json_number(j->p, j->end, &integer)) == NULL)
 		return (-1);
-	if (*p == '0')
-		p++;
-	else if (*p >= '1' && *p <= '9')
-		while (p < e && *p >= '0' && *p <= '9')
-			p++;
-	else
-		return (-1);
-	if (p < e && *p == '.') {
-		if (++p >= e || *p < '0' || *p > '9')
-			return (-1);
-		while (p < e && *p >= '0' && *p <= '9')
-			p++;
-	}
-	if (p < e && (*p == 'e' || *p == 'E')) {
-		if (++p < e && (*p == '+' || *p == '-'))
-			p++;
-		if (p >= e || *p < '0' || *p > '9')
-			return (-1);
-		while (p < e && *p >= '0' && *p <= '9')
-			p++;
-	}
 	*s = (const char *)j->p;
 	*len = p - j->p;
 	j->p = p;
@@ -196,12 +175,20 @@ jr_open(struct jr *j, unsigned char c)
 }
 
 /*
- * The next member of an object (*first: none read yet): 1 with its
- * name, p on its value; 0 past the closing brace; -1 when not JSON.
+ * The next member of an object (*first: none read yet; JR_OBJECT: p is
+ * on the object, or on a null, which has none): 1 with its name, p on
+ * its value; 0 past the closing brace (or the null); -1 when not JSON.
  */
 int
 jr_member(struct jr *j, int *first, const char **k, size_t *klen)
 {
+	if (*first == JR_OBJECT) {
+		if (jr_null(j))
+			return (0);
+		if (jr_open(j, '{') == -1)
+			return (-1);
+		*first = 1;
+	}
 	jr_ws(j);
 	if (j->p >= j->end)
 		return (-1);
@@ -364,22 +351,14 @@ int
 jr_count(struct jr *j, int64_t *v)
 {
 	const char	*s;
-	size_t		 len, i;
-	int64_t		 x = 0;
+	size_t		 len;
 
 	jr_ws(j);
 	if (j->p >= j->end || *j->p < '0' || *j->p > '9')
 		return (jr_skip(j));
 	if (jr_number(j, &s, &len) == -1)
 		return (-1);
-	if (len > 18)
-		return (0);
-	for (i = 0; i < len; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return (0);
-		x = x * 10 + (s[i] - '0');
-	}
-	*v = x;
+	(void)scan_digits(s, len, 18, v);
 	return (0);
 }
 

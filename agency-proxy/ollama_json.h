@@ -36,6 +36,9 @@ void	jr_init(struct jr *, const char *, size_t);
 int	jr_number(struct jr *, const char **, size_t *);
 int	jr_null(struct jr *);
 int	jr_open(struct jr *, unsigned char);
+/* *first for jr_member: an object not entered yet, or null (read as
+ * an empty one). */
+#define JR_OBJECT	2
 int	jr_member(struct jr *, int *, const char **, size_t *);
 int	jr_element(struct jr *, int *);
 int	jr_is(const char *, size_t, const char *);

@@ -197,11 +197,7 @@ read_calls(struct ollama_stream *st, struct jr *j, struct said *sd,
 			else if (jr_is(k, klen, "id"))
 				r = jr_span(j, &id);
 			else if (jr_is(k, klen, "function")) {
-				ffirst = 1;
-				if (jr_null(j))
-					continue;
-				if (jr_open(j, '{') == -1)
-					return (-1);
+				ffirst = JR_OBJECT;
 				while ((r = jr_member(j, &ffirst, &k,
 				    &klen)) == 1) {
 					if (jr_is(k, klen, "name"))
@@ -240,12 +236,8 @@ read_message(struct ollama_stream *st, struct jr *j, struct said *sd,
 {
 	const char	*k;
 	size_t		 klen;
-	int		 first = 1, r;
+	int		 first = JR_OBJECT, r;
 
-	if (jr_null(j))
-		return (0);
-	if (jr_open(j, '{') == -1)
-		return (-1);
 	while ((r = jr_member(j, &first, &k, &klen)) == 1) {
 		if (jr_is(k, klen, "content"))
 			r = jr_span(j, &sd->content);
@@ -268,12 +260,8 @@ read_logprobs(struct ollama_stream *st, struct jr *j, struct said *sd)
 {
 	const char	*k;
 	size_t		 klen;
-	int		 first = 1, r;
+	int		 first = JR_OBJECT, r;
 
-	if (jr_null(j))
-		return (0);
-	if (jr_open(j, '{') == -1)
-		return (-1);
 	while ((r = jr_member(j, &first, &k, &klen)) == 1) {
 		if (jr_is(k, klen, "content") && !jr_null(j)) {
 			st->lp.len = 0;
@@ -375,11 +363,7 @@ read_chunk(struct ollama_stream *st, const char *d, size_t len, struct said *sd,
 		if (jr_is(k, klen, "choices"))
 			r = read_choices(st, &j, sd, now, out);
 		else if (jr_is(k, klen, "usage") || jr_is(k, klen, "timings")) {
-			tfirst = 1;
-			if (jr_null(&j))
-				continue;
-			if (jr_open(&j, '{') == -1)
-				return (-1);
+			tfirst = JR_OBJECT;
 			while ((r = jr_member(&j, &tfirst, &k, &klen)) == 1) {
 				if (jr_is(k, klen, "prompt_tokens"))
 					r = jr_count(&j, &st->ptok);
@@ -1000,11 +984,7 @@ embeddings(struct ollama_stream *st, const char *d, size_t len,
 				n++;
 			}
 		} else if (out == NULL && jr_is(k, klen, "usage")) {
-			dfirst = 1;
-			if (jr_null(&j))
-				continue;
-			if (jr_open(&j, '{') == -1)
-				return (-1);
+			dfirst = JR_OBJECT;
 			while ((r = jr_member(&j, &dfirst, &k, &klen)) == 1) {
 				r = jr_is(k, klen, "prompt_tokens") ?
 				    jr_count(&j, &st->ptok) : jr_skip(&j);

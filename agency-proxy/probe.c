@@ -9,14 +9,24 @@
  * with backoff; any other answer is the result.  Started and cancelled
  * by dispatch.c; the result goes back with parent_send.
  *
+ * A model on a Unix socket (%s in its command) is asked over it.
+ * libevent 2.1's evhttp connects only to addresses, so that attempt is
+ * a small client of its own: the request written, the answer read to
+ * its close (Connection: close) or to PROBE_UNIX_READ bytes, and its
+ * status line and body taken as evhttp's would be.
+ *
  * Calls: parent.c, state.c, common/log.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/event.h>
@@ -50,6 +60,18 @@
 #define PROBE_STEADY_INTERVAL	5	/* ms */
 #define PROBE_ANSWERED_DIV	4	/* the wait: elapsed / this */
 #define PROBE_ANSWERED_MAX	10000	/* ms */
+#define PROBE_UNIX_READ		(16 * 1024)	/* of an answer on a socket */
+
+/* An attempt over a Unix socket. */
+struct probe_unix {
+	int		 fd;
+	struct event	*ev;
+	char		*out;		/* the request */
+	size_t		 outlen;
+	size_t		 sent;
+	char		*in;		/* the answer, NUL-terminated */
+	size_t		 inlen;
+};
 
 struct probe {
 	TAILQ_ENTRY(probe)		 entry;
@@ -57,6 +79,7 @@ struct probe {
 	struct evhttp_connection	*evcon;
 	struct evhttp_request		*req;
 	struct event			*timer;
+	struct probe_unix		 u;		/* fd -1: none */
 	int				 backoff;	/* ms */
 	int				 answered;	/* HTTP came back */
 	int64_t				 started;	/* now_ms() */
@@ -72,6 +95,10 @@ static void	 probe_chunk(struct evhttp_request *, void *);
 static void	 probe_timer(evutil_socket_t, short, void *);
 static void	 probe_free(struct probe *);
 static void	 evcon_free_cb(evutil_socket_t, short, void *);
+static void	 probe_finish(struct probe *, int);
+static void	 unix_attempt(struct probe *);
+static void	 unix_event(evutil_socket_t, short, void *);
+static void	 unix_close(struct probe *);
 
 static struct probe *
 probe_find(uint64_t loadid)
@@ -97,6 +124,7 @@ probe_start(const struct proto_probe *pp)
 	if ((pr = calloc(1, sizeof(*pr))) == NULL)
 		fatal("%s: calloc", __func__);
 	pr->p = *pp;
+	pr->u.fd = -1;
 	pr->backoff = PROBE_BACKOFF_MIN;
 	pr->started = now_ms();
 	if ((pr->timer = evtimer_new(px->base, probe_timer, pr)) == NULL)
@@ -125,6 +153,7 @@ probe_free(struct probe *pr)
 		evhttp_cancel_request(req);
 	if (pr->evcon != NULL)
 		evhttp_connection_free(pr->evcon);
+	unix_close(pr);
 	event_free(pr->timer);
 	free(pr);
 }
@@ -138,6 +167,10 @@ probe_attempt(struct probe *pr)
 	pr->attempts++;
 	pr->bodylen = 0;
 	pr->body[0] = '\0';
+	if (pr->p.sock[0] != '\0') {
+		unix_attempt(pr);
+		return;
+	}
 	if ((pr->evcon = evhttp_connection_base_new(px->base, NULL,
 	    "127.0.0.1", pr->p.port)) == NULL ||
 	    (pr->req = evhttp_request_new(probe_done, pr)) == NULL)
@@ -183,9 +216,8 @@ static void
 probe_done(struct evhttp_request *req, void *arg)
 {
 	struct probe			*pr = arg;
-	struct proto_probe_result	 res;
 	struct timeval			 tv;
-	int				 code, delay;
+	int				 code;
 
 	if (pr->req == NULL && req != NULL)
 		return;		/* cancelled */
@@ -200,6 +232,16 @@ probe_done(struct evhttp_request *req, void *arg)
 	    pr->evcon, &tv) == -1)
 		fatalx("%s: event_base_once", __func__);
 	pr->evcon = NULL;
+	probe_finish(pr, code);
+}
+
+/* An attempt's answer, code (0: none): once more, or the result. */
+static void
+probe_finish(struct probe *pr, int code)
+{
+	struct proto_probe_result	 res;
+	struct timeval			 tv;
+	int				 delay;
 
 	if (code == 0 || code == 503) {
 		if (code != 0)
@@ -227,6 +269,136 @@ probe_done(struct evhttp_request *req, void *arg)
 	    pr->attempts);
 	parent_send(IMSG_PROBE_RESULT, &res, sizeof(res));
 	probe_free(pr);
+}
+
+static void
+unix_close(struct probe *pr)
+{
+	if (pr->u.ev != NULL)
+		event_free(pr->u.ev);
+	if (pr->u.fd != -1)
+		close(pr->u.fd);
+	free(pr->u.out);
+	free(pr->u.in);
+	memset(&pr->u, 0, sizeof(pr->u));
+	pr->u.fd = -1;
+}
+
+static void
+unix_attempt(struct probe *pr)
+{
+	struct sockaddr_un	 sun;
+	struct timeval		 tv = { PROBE_ATTEMPT_TIMEOUT, 0 };
+	int			 n, post = pr->p.method == READY_POST;
+
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	if (strlcpy(sun.sun_path, pr->p.sock, sizeof(sun.sun_path)) >=
+	    sizeof(sun.sun_path))
+		fatalx("%s: socket path too long", __func__);
+	if ((pr->u.fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK |
+	    SOCK_CLOEXEC, 0)) == -1)
+		fatal("%s: socket", __func__);
+	/* Not there yet, nobody listening, its backlog full: not yet. */
+	if (connect(pr->u.fd, (struct sockaddr *)&sun, sizeof(sun)) == -1 &&
+	    errno != EINPROGRESS) {
+		if (errno != ENOENT && errno != ECONNREFUSED &&
+		    errno != EAGAIN)
+			log_debug("probe %llu: connect %s: %s",
+			    (unsigned long long)pr->p.loadid, pr->p.sock,
+			    strerror(errno));
+		unix_close(pr);
+		probe_finish(pr, 0);
+		return;
+	}
+	if (post)
+		n = asprintf(&pr->u.out, "POST %s HTTP/1.1\r\n"
+		    "Host: localhost\r\nConnection: close\r\n"
+		    "Content-Type: application/json\r\n"
+		    "Content-Length: %zu\r\n\r\n%s", pr->p.path,
+		    strlen(pr->p.body), pr->p.body);
+	else
+		n = asprintf(&pr->u.out, "GET %s HTTP/1.1\r\n"
+		    "Host: localhost\r\nConnection: close\r\n\r\n",
+		    pr->p.path);
+	if (n == -1 || (pr->u.in = malloc(PROBE_UNIX_READ + 1)) == NULL)
+		fatal("%s", __func__);
+	pr->u.outlen = n;
+	if ((pr->u.ev = event_new(px->base, pr->u.fd, EV_READ | EV_WRITE |
+	    EV_PERSIST, unix_event, pr)) == NULL ||
+	    event_add(pr->u.ev, &tv) == -1)
+		fatalx("%s: event", __func__);
+}
+
+/* The status of the answer in in, its body copied to pr->body. */
+static int
+unix_answer(struct probe *pr)
+{
+	const char	*e;
+	int		 minor, code;
+	size_t		 len;
+
+	pr->u.in[pr->u.inlen] = '\0';
+	if (sscanf(pr->u.in, "HTTP/1.%d %3d ", &minor, &code) != 2 ||
+	    code < 100 || code > 999 ||
+	    (e = strstr(pr->u.in, "\r\n\r\n")) == NULL)
+		return (0);
+	e += 4;
+	len = pr->u.inlen - (e - pr->u.in);
+	if (len > PROTO_PROBE_BODY)
+		len = PROTO_PROBE_BODY;
+	memcpy(pr->body, e, len);
+	pr->body[len] = '\0';
+	pr->bodylen = strlen(pr->body);
+	return (code);
+}
+
+static void
+unix_event(evutil_socket_t fd, short ev, void *arg)
+{
+	struct probe	*pr = arg;
+	struct timeval	 tv = { PROBE_ATTEMPT_TIMEOUT, 0 };
+	ssize_t		 n;
+	int		 code;
+
+	if (ev & EV_TIMEOUT) {
+		unix_close(pr);
+		probe_finish(pr, 0);
+		return;
+	}
+	if ((ev & EV_WRITE) && pr->u.sent < pr->u.outlen) {
+		n = write(fd, pr->u.out + pr->u.sent,
+		    pr->u.outlen - pr->u.sent);
+		if (n == -1 && errno != EAGAIN && errno != EINTR) {
+			unix_close(pr);
+			probe_finish(pr, 0);
+			return;
+		}
+		if (n > 0)
+			pr->u.sent += n;
+		if (pr->u.sent == pr->u.outlen) {
+			/* Only reads from now on. */
+			event_del(pr->u.ev);
+			if (event_assign(pr->u.ev, px->base, fd, EV_READ |
+			    EV_PERSIST, unix_event, pr) == -1 ||
+			    event_add(pr->u.ev, &tv) == -1)
+				fatalx("%s: event", __func__);
+		}
+	}
+	if (!(ev & EV_READ))
+		return;
+	n = read(fd, pr->u.in + pr->u.inlen, PROBE_UNIX_READ - pr->u.inlen);
+	if (n == -1 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n > 0) {
+		pr->u.inlen += n;
+		if (pr->u.inlen < PROBE_UNIX_READ)
+			return;
+	}
+	/* Its close, an error or all we read of it: the answer as is. */
+	code = unix_answer(pr);
+	unix_close(pr);
+	probe_finish(pr, code);
 }
 
 /*

@@ -3,56 +3,18 @@
  * SPDX-License-Identifier: ISC (see the file LICENSE)
  */
 /*
- * agency-proxy: the unprivileged front door.
+ * agency-proxy: the unprivileged front door, and the declarations its
+ * files share.  agencyd starts it as "agency-proxy [-dv] [-p lo:hi ...]
+ * [-u user]" with its end of a socketpair on fd 3; it drops privileges
+ * (privsep.c) before it reads anything, confines itself (sandbox.c:
+ * each -p is a range of model ports it may connect to, which IMSG_PORTS
+ * may narrow), then runs one libevent loop (proxy.c).
  *
- * It is started by agencyd as "agency-proxy [-dv] [-p lo:hi ...] [-u user]"
- * with its end of a socketpair on fd 3, drops privileges (privsep.c)
- * before it reads anything, confines itself (sandbox.c: Landlock, then
- * seccomp; each -p is a range of model ports it may connect to, and
- * IMSG_PORTS may narrow them later), then runs one libevent loop
- * (proxy.c).
- *
- * Its files call one way, from proxy.c down to the pure ones
- * (regress/layout/cycles_test holds them to it); what must reach back
+ * Calls go one way (regress/layout/cycles_test); what must reach back
  * up goes through a handler registered at start-up (conn_init,
- * parent_init).  README in this directory lists them in that order and
- * draws a request's way through them; the prototypes below follow the
- * same order, from the bottom up.
- *
- * Decisions the design leaves open, settled here:
- * - A runtime with no "routes" serves the routes of its kind (routes.c
- *   lists them, as agency.conf(5) does): chat has OpenAI's chat and
- *   completions, Anthropic's Messages and OpenAI's Responses.  Each
- *   route has a family (OpenAI's or Anthropic's: the shape of the front
- *   door's errors on it), a body (JSON, or a multipart form whose model
- *   field is read and rewritten) and the fields the cap holds.
- * - A runtime with no "parts" allows the content-part types of its kind:
- *   "text" for every kind, and "image_url" as well for vision; an
- *   Anthropic image block and a Responses input_image count as
- *   "image_url".  An image must be inline (a data:image/ URL, a base64
- *   source), whatever the list says; Anthropic's tool and thinking
- *   blocks are not media and always pass.
- * - The max_tokens cap holds every field a model server reads for the
- *   length of an answer (routes_limits: max_tokens,
- *   max_completion_tokens, max_output_tokens, n_predict) on every route
- *   that has a cap: a value that is not an integer from 1 to the cap
- *   (over it, below 1, null, a fraction, a string) becomes the cap,
- *   rather than being refused, since clients send null and -1 for "no
- *   limit of mine", which the operator's limit then answers.  A chat or
- *   vision request that has none of the route's own fields (max_tokens
- *   and max_completion_tokens of chat, max_tokens of Messages,
- *   max_output_tokens of Responses) gets the first set to the cap, so
- *   the operator's limit always holds.  Counting routes are not capped.
- * - /upstream/MODEL/... (passthrough yes) goes to the model's server as
- *   it came, any method, held like a model request; no rule reads it,
- *   so it is kept to loopback Hosts as the admin routes are.
- * - A request counts for cancel from the moment it asked for a hold: a
- *   cancel ends waiting requests too (they are withdrawn).
- * - request_timeout bounds the wait for the upstream's header and then
- *   every gap between two pieces of the answer: 504 before the header,
- *   the client's connection is closed after it.
- * - A body over max_body is refused with 413 (Content-Length over it:
- *   before the body is read), and the connection closed.
+ * parent_init).  The prototypes below follow README's order of the
+ * files, from the bottom up; README also says how the decisions the
+ * design left open were settled.
  */
 #ifndef AGENCY_PROXY_H
 #define AGENCY_PROXY_H
@@ -222,6 +184,9 @@ int		 rules_scan(const char *, size_t, const struct prescan *,
 int		 rules_scan_parts(const char *, size_t, const struct prescan *,
 		    int, struct rscan *);
 int		 rules_plain(const char *, size_t);
+int		 scan_digits(const char *, size_t, size_t, int64_t *);
+const unsigned char *scan_json_number(const unsigned char *,
+		    const unsigned char *, int *);
 int		 scan_count(const char *, size_t, int64_t *);
 
 /* rules.c: pure functions, unit-tested */
@@ -440,12 +405,13 @@ struct upstream_req {
 };
 
 struct upconn;
-struct upconn	*upstream_open(uint16_t, const char **);
+/* To port, or to the Unix socket sock where it is not "". */
+struct upconn	*upstream_open(uint16_t, const char *, const char **);
 int		 upstream_send(struct upconn *, const struct upstream_req *);
 void		 upstream_close(struct upconn *);
 void		 upstream_resume(struct upconn *);
 int		 upstream_sending(const struct upconn *);
-void		 upstream_drop(uint16_t);
+void		 upstream_drop(uint16_t, const char *);
 
 /*
  * How a model request ended, when not as its answer ended: what the
@@ -485,7 +451,8 @@ void		 metrics_totals(const char *, uint64_t *, uint64_t *,
 		    uint64_t *);
 void		 metrics_render(struct evbuffer *, const struct proto_status *,
 		    size_t, const struct conn_stats *,
-		    const struct events_stats *);
+		    const struct events_stats *,
+		    int (*)(const void *, const char *), const void *);
 
 /* answer.c: the front door's own answers */
 void		 answer_reply(struct hreq *, int, const char *, const char *,
@@ -620,6 +587,7 @@ struct http_hdrs {
 	const char		*apikey;	/* x-api-key */
 	const char		*acrm;	/* Access-Control-Request-Method */
 	const char		*acrh;	/* Access-Control-Request-Headers */
+	const char		*forwarded;	/* the last X-Forwarded-For */
 	int			 tls;
 	const struct hpeer	*peer;
 };
@@ -637,7 +605,26 @@ struct paccess {
 							 * or "uid=N"; "" */
 };
 
+#define ACCESS_ADDR_MAX		48	/* an address as text, and NUL */
+
+/* The models a request's answers may show (access_view). */
+struct pview {
+	int		 all;		/* every one, now and later */
+	struct pstrs	 models;	/* else these */
+};
+
 int		 access_bearer(const char *, const char **, size_t *);
+void		 access_addr(const struct pconf *, const struct http_hdrs *,
+		    char *, size_t);
+int		 access_local(const struct pconf *, const struct http_hdrs *);
+int		 access_loopback(const char *);
+int		 access_scoped(const struct paccess *);
+void		 access_view(const struct paccess *, const struct pconf *,
+		    struct pview *);
+int		 access_view_has(const struct pview *, const char *);
+void		 access_view_clear(struct pview *);
+void		 access_view_refusal(const struct pview *, int, const char *,
+		    const char *, char *, size_t);
 int		 access_decide(const struct pconf *, const struct http_hdrs *,
 		    struct paccess *, struct rerr *);
 int		 access_model_ok(const struct paccess *, const struct pmodel *);

@@ -4,31 +4,9 @@
  */
 /*
  * The table of routes (routes.h): the front door's own first, then the
- * models'.  What the rules do with each model route:
- *
- * - OpenAI's chat completions: content parts in messages; the cap holds
- *   max_tokens and max_completion_tokens, and sets max_tokens.  (On every
- *   route with a cap, the cap also holds the other names llama-server
- *   reads for the same limit, routes_limits: n_predict above all.)
- * - OpenAI's completions: no parts; the cap holds max_tokens and sets it.
- * - Anthropic's Messages: Anthropic's blocks; the cap holds max_tokens
- *   (which Anthropic requires) and sets it.  count_tokens: the blocks,
- *   no cap (it takes no max_tokens).
- * - OpenAI's Responses: the parts of the input items; the cap holds
- *   max_output_tokens and sets it.  input_tokens: the parts, no cap.
- * - Embeddings, rerank, speech, image generation: no parts, no cap.
- * - Transcriptions, translations, image edits and whisper-server's
- *   /inference: a multipart/form-data body, whose model field is read
- *   and rewritten; nothing else of it is looked at.
- *
- * Any other route reads as chat completions do (and as every route did
- * before this table).
- *
- * The kinds' routes, agency.conf(5)'s list: chat has OpenAI's chat and
- * completions, Anthropic's Messages and OpenAI's Responses; vision the
- * same but completions, which take no images; rerank the three paths
- * llama-server answers on; transcription OpenAI's two audio forms and
- * whisper.cpp's own /inference; image generations and edits.
+ * models', each with its family, its body, its content parts and the
+ * fields its cap holds; and each kind's routes, agency.conf(5)'s list.
+ * A route not in the table reads as chat completions do.
  *
  * Calls: none.
  */
@@ -47,7 +25,7 @@
 /* passed through: all but TRACE and CONNECT */
 #define PASSED		(GETHEAD | POST | EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE | \
 			    EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH)
-#define ADMIN		(ROUTE_OWN | ROUTE_ADMIN)
+#define ADMIN		(ROUTE_OWN | ROUTE_ADMIN | ROUTE_JSON)
 /* A route of the front door's own: its errors are OpenAI's. */
 #define OWN(path, prefix, kind, guard, methods)				\
 	{ path, FAMILY_OPENAI, BODY_JSON, PARTS_NONE, { NULL, NULL }, 0, \
@@ -61,6 +39,27 @@
 #define PLAIN(path, body)						\
 	MODEL(path, FAMILY_OPENAI, body, PARTS_NONE, NULL, NULL, 0)
 
+/*
+ * What the rules do with each model route:
+ *
+ * - OpenAI's chat completions: content parts in messages; the cap holds
+ *   max_tokens and max_completion_tokens, and sets max_tokens.  (On every
+ *   route with a cap, the cap also holds the other names llama-server
+ *   reads for the same limit, routes_limits: n_predict above all.)
+ * - OpenAI's completions: no parts; the cap holds max_tokens and sets it.
+ * - Anthropic's Messages: Anthropic's blocks; the cap holds max_tokens
+ *   (which Anthropic requires) and sets it.  count_tokens: the blocks,
+ *   no cap (it takes no max_tokens).
+ * - OpenAI's Responses: the parts of the input items; the cap holds
+ *   max_output_tokens and sets it.  input_tokens: the parts, no cap.
+ * - Embeddings, rerank, speech, image generation: no parts, no cap.
+ * - Transcriptions, translations, image edits and whisper-server's
+ *   /inference: a multipart/form-data body, whose model field is read
+ *   and rewritten; nothing else of it is looked at.
+ *
+ * Any other route reads as chat completions do (and as every route did
+ * before this table).
+ */
 static const struct route	 table[] = {
 	OWN("/health", 0, ROUTE_HEALTH, ROUTE_ANYHOST, GETHEAD),
 	OWN("/", 0, ROUTE_CONSOLE, ROUTE_OWN | ROUTE_KEYLESS, GETHEAD),
@@ -74,7 +73,7 @@ static const struct route	 table[] = {
 	OWN("/v1/agency/load", 0, ROUTE_LOAD, ADMIN, POST),
 	OWN("/v1/agency/unload", 0, ROUTE_UNLOAD, ADMIN, POST),
 	OWN("/v1/agency/", 1, ROUTE_ADMIN_OTHER, ADMIN, 0),
-	OWN("/upstream/", 1, ROUTE_PASS, ROUTE_OWN, PASSED),
+	OWN("/upstream/", 1, ROUTE_PASS, ROUTE_OWN | ROUTE_ADMIN, PASSED),
 	MODEL("/v1/chat/completions", FAMILY_OPENAI, BODY_JSON, PARTS_CHAT,
 	    "max_tokens", "max_completion_tokens", 1),
 	MODEL("/v1/completions", FAMILY_OPENAI, BODY_JSON, PARTS_NONE,
@@ -99,6 +98,13 @@ static const struct route	 table[] = {
 	PLAIN("/v1/images/edits", BODY_FORM),
 };
 
+/*
+ * The kinds' routes, agency.conf(5)'s list: chat has OpenAI's chat and
+ * completions, Anthropic's Messages and OpenAI's Responses; vision the
+ * same but completions, which take no images; rerank the three paths
+ * llama-server answers on; transcription OpenAI's two audio forms and
+ * whisper.cpp's own /inference; image generations and edits.
+ */
 static const char *const	 chat_routes[] = { "/v1/chat/completions",
 	"/v1/completions", "/v1/messages", "/v1/messages/count_tokens",
 	"/v1/responses", "/v1/responses/input_tokens", NULL };

@@ -58,7 +58,9 @@ enum route_kind {
 #define ROUTE_ANYHOST	0x01	/* none at all, not even the Host's */
 #define ROUTE_OWN	0x02	/* no CORS: other origins are refused */
 #define ROUTE_KEYLESS	0x04	/* no key nor allow rule asked for */
-#define ROUTE_ADMIN	0x08	/* a loopback Host, and an admin key */
+#define ROUTE_ADMIN	0x08	/* a loopback Host, a client on this
+				 * host and an admin key */
+#define ROUTE_JSON	0x10	/* POSTs only with a JSON body */
 
 #define ROUTE_CAPS	2
 

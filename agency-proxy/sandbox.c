@@ -10,6 +10,14 @@
  * seccomp allowlist.  "agency-proxy -T" (sandbox_selftest) applies the
  * same code in child processes and tries what it must forbid.
  *
+ * Models on Unix sockets (%s, agencyd's sockdir.c) need AF_UNIX
+ * connect, and Landlock cannot restrict connect() to a pathname socket.
+ * What keeps the proxy from every other socket is then: as root, its
+ * chroot, in which the models' socket directories are the only sockets
+ * (and -T tries one outside it); in user mode nothing here, but
+ * agencyd's control sockets refuse it by its peer credentials (its pid;
+ * as root its uid too).  Abstract sockets are scoped by Landlock ABI 6.
+ *
  * Calls: privsep.c (the self-test drops privileges as the proxy does),
  * common/log.c.
  */
@@ -18,7 +26,9 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 
 #include <netinet/in.h>
@@ -359,8 +369,9 @@ seccomp_apply(void)
 	    SC_FLAGS & ~(scmp_datum_t)MSG_CMSG_CLOEXEC, 0)) == -1)
 		goto fail;
 	/*
-	 * Upstream connections only: TCP over IPv4 or IPv6, a stream
-	 * socket with no flag but non-blocking and close-on-exec.
+	 * Upstream connections only: TCP over IPv4 or IPv6, or a Unix
+	 * stream socket (a model's, %s), with no flag but non-blocking and
+	 * close-on-exec.
 	 */
 	for (fam = 0; fam < 2; fam++)
 		for (proto = 0; proto < 2; proto++)
@@ -371,6 +382,12 @@ seccomp_apply(void)
 			    SOCK_STREAM),
 			    SCMP_A2(SCMP_CMP_EQ, protos[proto])) == -1)
 				goto fail;
+	if (seccomp_rule(ctx, SCMP_SYS(socket), "socket", 3,
+	    SCMP_A0(SCMP_CMP_EQ, AF_UNIX),
+	    SCMP_A1(SCMP_CMP_MASKED_EQ, SC_FLAGS &
+	    ~(scmp_datum_t)(SOCK_NONBLOCK | SOCK_CLOEXEC), SOCK_STREAM),
+	    SCMP_A2(SCMP_CMP_EQ, 0)) == -1)
+		goto fail;
 	/* O_NONBLOCK and FD_CLOEXEC, nothing else. */
 	for (i = 0; i < sizeof(fcntls) / sizeof(fcntls[0]); i++)
 		if (seccomp_rule(ctx, SCMP_SYS(fcntl), "fcntl", 1,
@@ -476,7 +493,8 @@ sandbox_narrow(const struct proto_port_range *ports, size_t nports)
  */
 enum {
 	T_OPEN, T_CREATE, T_EXEC, T_CONNECT, T_CONNECT_FAR, T_FASTOPEN,
-	T_SIGNAL, T_BIND, T_NARROWED, T_MAX
+	T_SIGNAL, T_BIND, T_NARROWED, T_UNIX, T_ABSTRACT, T_UNIX_DGRAM,
+	T_MAX
 };
 
 enum {
@@ -502,6 +520,11 @@ struct tenv {
 	pid_t		 target;	/* agencyd's stand-in */
 	char		 tmpname[64];
 	int		 loop_denied;	/* T_CONNECT gave EACCES */
+	char		 unixpath[64];	/* a stand-in control socket */
+	char		 abstract[64];	/* an abstract one, after its NUL */
+	int		 unixfd;	/* listening on unixpath */
+	int		 absfd;
+	int		 chrooted;	/* as the proxy is, as root */
 };
 
 static const char *t_label[T_MAX] = {
@@ -514,6 +537,9 @@ static const char *t_label[T_MAX] = {
 	"signal agencyd (a stand-in: same user, no sandbox)",
 	"bind 127.0.0.1 port 0",
 	"connect to a model port narrowed away",
+	"connect to a Unix socket outside the chroot (agencyd's stand-in)",
+	"connect to an abstract Unix socket outside the sandbox",
+	"make a Unix datagram socket",
 };
 
 static void
@@ -596,6 +622,29 @@ t_fastopen(uint16_t port)
 	close(s);
 	errno = saved;
 	return (rv == -1 ? -1 : 0);
+}
+
+/* connect to the Unix socket path (abstract: its name after a NUL). */
+static int
+t_unix(const char *path, int abstract)
+{
+	struct sockaddr_un	 sun;
+	socklen_t		 len;
+	int			 s, rv, saved;
+
+	if ((s = socket(AF_UNIX, SOCK_STREAM, 0)) == -1)
+		return (-1);
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	(void)strlcpy(sun.sun_path + (abstract ? 1 : 0), path,
+	    sizeof(sun.sun_path) - 1);
+	len = offsetof(struct sockaddr_un, sun_path) + (abstract ? 1 : 0) +
+	    strlen(path) + (abstract ? 0 : 1);
+	rv = connect(s, (struct sockaddr *)&sun, len);
+	saved = errno;
+	close(s);
+	errno = saved;
+	return (rv);
 }
 
 /* The child: never returns. */
@@ -699,6 +748,27 @@ t_child(struct tenv *env, int test, int parts, int fd)
 	case T_SIGNAL:
 		t_errno(fd, kill(env->target, 0));
 		break;
+	case T_UNIX:
+		rv = t_unix(env->unixpath, 0);
+		if (rv == -1 && errno == ENOENT && env->chrooted)
+			/* chrooted: not there at all */
+			t_send(fd, R_DENIED, ENOENT, NULL);
+		else if (rv == 0 && !env->chrooted)
+			t_send(fd, R_UNCHECKED, 0, "user mode: any socket of "
+			    "the user's; agencyd refuses the proxy's pid");
+		else
+			t_errno(fd, rv);
+		break;
+	case T_ABSTRACT:
+		if (sandbox_abi < 6 && parts == SB_LANDLOCK) {
+			t_send(fd, R_UNCHECKED, 0, "no Landlock scoping");
+			break;
+		}
+		t_errno(fd, t_unix(env->abstract, 1));
+		break;
+	case T_UNIX_DGRAM:
+		t_errno(fd, socket(AF_UNIX, SOCK_DGRAM, 0));
+		break;
 	case T_BIND:
 		if ((s = socket(AF_INET, SOCK_STREAM, 0)) == -1) {
 			t_errno(fd, -1);
@@ -801,6 +871,44 @@ t_format(const struct tresult *tr, char *buf, size_t len)
 	}
 }
 
+/*
+ * The Unix sockets the sandbox must keep the proxy from: one at a path
+ * in /tmp anyone may connect to (as agencyd's restricted control socket
+ * is), so that only the sandbox is in the way, and an abstract one.
+ */
+static void
+t_listen(struct tenv *env)
+{
+	struct sockaddr_un	 sun;
+	socklen_t		 len;
+
+	(void)snprintf(env->unixpath, sizeof(env->unixpath),
+	    "/tmp/agency-proxy-T.%ld.sock", (long)getpid());
+	(void)snprintf(env->abstract, sizeof(env->abstract),
+	    "agency-proxy-T.%ld", (long)getpid());
+	(void)unlink(env->unixpath);
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	(void)strlcpy(sun.sun_path, env->unixpath, sizeof(sun.sun_path));
+	if ((env->unixfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC,
+	    0)) == -1 ||
+	    bind(env->unixfd, (struct sockaddr *)&sun, sizeof(sun)) == -1 ||
+	    chmod(env->unixpath, 0666) == -1 ||
+	    listen(env->unixfd, 4) == -1)
+		fatal("%s: %s", __func__, env->unixpath);
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	(void)strlcpy(sun.sun_path + 1, env->abstract,
+	    sizeof(sun.sun_path) - 1);
+	len = offsetof(struct sockaddr_un, sun_path) + 1 +
+	    strlen(env->abstract);
+	if ((env->absfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC,
+	    0)) == -1 ||
+	    bind(env->absfd, (struct sockaddr *)&sun, len) == -1 ||
+	    listen(env->absfd, 4) == -1)
+		fatal("%s: abstract %s", __func__, env->abstract);
+}
+
 /* A process with the proxy's credentials, outside the sandbox. */
 static pid_t
 t_target(const char *user)
@@ -866,6 +974,8 @@ sandbox_selftest(const char *user, uint16_t port_lo, uint16_t port_hi)
 	    "chroot and the user switch" : getuid() == 0 ?
 	    "root, no user switch (no -u)" : "user mode (no chroot)");
 
+	env.chrooted = getuid() == 0 && user != NULL;
+	t_listen(&env);
 	env.target = t_target(user);
 	for (test = 0; test < T_MAX; test++) {
 		if (test == T_CONNECT_FAR)
@@ -878,12 +988,15 @@ sandbox_selftest(const char *user, uint16_t port_lo, uint16_t port_hi)
 		t_format(&ll, b, sizeof(b));
 		printf("%s: %s; Landlock alone: %s\n", t_label[test], a, b);
 		if (full.r != R_DENIED && full.r != R_KILLED &&
-		    !((test == T_CONNECT_FAR || test == T_NARROWED) &&
-		    full.r == R_UNCHECKED))
+		    !((test == T_CONNECT_FAR || test == T_NARROWED ||
+		    test == T_UNIX) && full.r == R_UNCHECKED))
 			bad++;
 	}
 	(void)kill(env.target, SIGKILL);
 	(void)waitpid(env.target, NULL, 0);
+	close(env.unixfd);
+	close(env.absfd);
+	(void)unlink(env.unixpath);
 	printf("%s\n", bad ? "FAILED: something was allowed" :
 	    "every attempt was denied");
 	fflush(stdout);

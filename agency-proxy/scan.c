@@ -7,47 +7,11 @@
  * checks them as strict JSON (RFC 8259) and notes the few fields the
  * rules read, and where each member of the top object is, so that a
  * body no rule changes goes to the model without ever being built as a
- * json-c tree.
- *
- * It only ever says yes to a body that json-c reads as the same thing
- * and that every other parser reads alike: an object, strict grammar,
- * valid UTF-8, at most SCAN_DEPTH deep, no object with a name twice and
- * no name with an escape (so names compare as bytes), no more than
- * SCAN_KEYS names an object.  And only when the rules' answer can be
- * read off the notes: "model" absent, null or a string without escapes,
- * max_tokens and max_completion_tokens absent, null or integers of at
- * most 15 digits, max_output_tokens too, and every message's "content"
- * a string or null, or, on a route with content parts
- * (rules_scan_parts), an array of parts as rules.c's check_part reads
- * them: each an object with a type that is a string without escapes,
- * an image's or a file's given inline (a data:image/ URL, a base64
- * source, no file_id nor file_url), nested no deeper than the tree
- * allows; each type is noted once (rs->types, by its chat name), for
- * splice_rules to ask the model's runtime.  The Responses' "input" and
- * "instructions" are a string or a list of items read as messages are,
- * their "output" as parts too.  Anything else is
- * "no" (0), and the body takes the json-c path, which gives every error.
- * Where the scan is in doubt it says no: a block that is not
- * tool_result but has a "content" array is read as parts too.  The
- * fuzzer holds the two paths to the same decisions.
- *
- * Strings are most of a long body, and most of a string is bytes that
- * need nothing done: the scan marks the bytes that matter (a quote, a
- * backslash, a control character, a byte >= 0x80) 32 at a time, with
- * SSE2, which every x86-64 has, or 8 to a 64-bit word elsewhere, and
- * handles the marked ones in turn.  Where the CPU has AVX2, steps of 64
- * bytes go first and take plain text, simple escapes and UTF-8 with no
- * branch on where the marked bytes are (blocks_avx2), \u escapes too,
- * leaving anything wrong to the 32-byte steps, which give every answer.
- * scan_portable (utf8.c's) keeps the scan to the words or to SSE2 for
- * the tests, which hold every way to the same answers.  A step with
- * no byte >= 0x80 (all of an English prompt but a few) has no UTF-8
- * work at all; a byte >= 0x80 is checked as the start of a well-formed
- * sequence where it stands (utf8.c), in the same pass.
- *
- * The strings of a long body may be noted as it comes in (prescan_feed,
- * from conn.c), while its bytes are still in the cache; the scan then
- * takes each from the notes.
+ * json-c tree.  It says yes only to a body every parser reads alike and
+ * whose rules' answer the notes give (the list is above scan()); to
+ * anything else no, and the body takes the json-c path.  Strings are
+ * checked many bytes a step (SSE2, AVX2 where the CPU has it), and may
+ * be noted as the body comes in (prescan_feed, from conn.c).
  *
  * Calls: utf8.c, routes.c (routes_part_name).
  */
@@ -89,6 +53,22 @@ struct scanner {
 };
 
 static int	 scan_value(struct scanner *, int, int);
+
+/*
+ * Strings are most of a long body, and most of a string is bytes that
+ * need nothing done: the scan marks the bytes that matter (a quote, a
+ * backslash, a control character, a byte >= 0x80) 32 at a time, with
+ * SSE2, which every x86-64 has, or 8 to a 64-bit word elsewhere, and
+ * handles the marked ones in turn.  Where the CPU has AVX2, steps of 64
+ * bytes go first and take plain text, simple escapes and UTF-8 with no
+ * branch on where the marked bytes are (blocks_avx2), \u escapes too,
+ * leaving anything wrong to the 32-byte steps, which give every answer.
+ * scan_portable (utf8.c's) keeps the scan to the words or to SSE2 for
+ * the tests, which hold every way to the same answers.  A step with
+ * no byte >= 0x80 (all of an English prompt but a few) has no UTF-8
+ * work at all; a byte >= 0x80 is checked as the start of a well-formed
+ * sequence where it stands (utf8.c), in the same pass.
+ */
 
 /* Whether a byte ends a run of plain string bytes. */
 static inline int
@@ -724,28 +704,31 @@ prescan_clear(struct prescan *ps)
 	memset(ps, 0, sizeof(*ps));
 }
 
-/* -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? ; *integer: no . or e */
-static int
-scan_number(struct scanner *s, int *integer)
+/*
+ * The JSON number at p, of the bytes before e,
+ * -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? : where it ends, or
+ * NULL when there is none.  *integer: it has no . and no e.
+ */
+const unsigned char *
+scan_json_number(const unsigned char *p, const unsigned char *e,
+    int *integer)
 {
-	const unsigned char	*p = s->p, *e = s->end;
-
 	*integer = 1;
 	if (p < e && *p == '-')
 		p++;
 	if (p >= e)
-		return (0);
+		return (NULL);
 	if (*p == '0')
 		p++;
 	else if (*p >= '1' && *p <= '9')
 		while (p < e && *p >= '0' && *p <= '9')
 			p++;
 	else
-		return (0);
+		return (NULL);
 	if (p < e && *p == '.') {
 		*integer = 0;
 		if (++p >= e || *p < '0' || *p > '9')
-			return (0);
+			return (NULL);
 		while (p < e && *p >= '0' && *p <= '9')
 			p++;
 	}
@@ -754,10 +737,20 @@ scan_number(struct scanner *s, int *integer)
 		if (++p < e && (*p == '+' || *p == '-'))
 			p++;
 		if (p >= e || *p < '0' || *p > '9')
-			return (0);
+			return (NULL);
 		while (p < e && *p >= '0' && *p <= '9')
 			p++;
 	}
+	return (p);
+}
+
+static int
+scan_number(struct scanner *s, int *integer)
+{
+	const unsigned char	*p;
+
+	if ((p = scan_json_number(s->p, s->end, integer)) == NULL)
+		return (0);
 	s->p = p;
 	return (1);
 }
@@ -771,20 +764,15 @@ word(struct scanner *s, const char *w, size_t n)
 	return (1);
 }
 
-/* A count for max_tokens and the like: null (-1), or a short integer
- * >= 0; 0 if the n bytes at v are neither. */
+/* The n bytes at v as 1 to max decimal digits (max at most 18) into
+ * *out: 1; else 0, and *out as it was. */
 int
-scan_count(const char *cv, size_t n, int64_t *out)
+scan_digits(const char *v, size_t n, size_t max, int64_t *out)
 {
-	const unsigned char	*v = (const unsigned char *)cv;
-	int64_t			 x = 0;
-	size_t			 i;
+	int64_t	 x = 0;
+	size_t	 i;
 
-	if (n == 4 && memcmp(v, "null", 4) == 0) {
-		*out = -1;
-		return (1);
-	}
-	if (n == 0 || n > 15)
+	if (n == 0 || n > max)
 		return (0);
 	for (i = 0; i < n; i++) {
 		if (v[i] < '0' || v[i] > '9')
@@ -793,6 +781,18 @@ scan_count(const char *cv, size_t n, int64_t *out)
 	}
 	*out = x;
 	return (1);
+}
+
+/* A count for max_tokens and the like: null (-1), or a short integer
+ * >= 0; 0 if the n bytes at v are neither. */
+int
+scan_count(const char *v, size_t n, int64_t *out)
+{
+	if (n == 4 && memcmp(v, "null", 4) == 0) {
+		*out = -1;
+		return (1);
+	}
+	return (scan_digits(v, n, 15, out));
 }
 
 enum {
@@ -1151,8 +1151,32 @@ scan_value(struct scanner *s, int ctx, int inarray)
 	}
 }
 
-/* The body as strict JSON: an object, with the rules' checks and notes
- * (CTX_TOP) or without them (CTX_OTHER). */
+/*
+ * The body as strict JSON: an object, with the rules' checks and notes
+ * (CTX_TOP) or without them (CTX_OTHER).
+ *
+ * It only ever says yes to a body that json-c reads as the same thing
+ * and that every other parser reads alike: an object, strict grammar,
+ * valid UTF-8, at most SCAN_DEPTH deep, no object with a name twice and
+ * no name with an escape (so names compare as bytes), no more than
+ * SCAN_KEYS names an object.  And only when the rules' answer can be
+ * read off the notes: "model" absent, null or a string without escapes,
+ * max_tokens and max_completion_tokens absent, null or integers of at
+ * most 15 digits, max_output_tokens too, and every message's "content"
+ * a string or null, or, on a route with content parts
+ * (rules_scan_parts), an array of parts as rules.c's check_part reads
+ * them: each an object with a type that is a string without escapes,
+ * an image's or a file's given inline (a data:image/ URL, a base64
+ * source, no file_id nor file_url), nested no deeper than the tree
+ * allows; each type is noted once (rs->types, by its chat name), for
+ * splice_rules to ask the model's runtime.  The Responses' "input" and
+ * "instructions" are a string or a list of items read as messages are,
+ * their "output" as parts too.  Anything else is
+ * "no" (0), and the body takes the json-c path, which gives every error.
+ * Where the scan is in doubt it says no: a block that is not
+ * tool_result but has a "content" array is read as parts too.  The
+ * fuzzer holds the two paths to the same decisions.
+ */
 static int
 scan(const char *buf, size_t len, const struct prescan *pre,
     struct rscan *rs, int ctx, int parts)

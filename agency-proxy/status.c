@@ -10,8 +10,12 @@
  * tells us of.  Each asks once, answers when the parent has said all,
  * and is logged then; a client that leaves first is logged as 499.
  *
- * Calls: events.c, answer.c, metrics.c, conn.c, parent.c, state.c,
- * common/config.c, common/log.c, common/status_json.c.
+ * An admin key limited to some models sees only those (access.c's
+ * access_view, taken when the request came): in the status, in the
+ * metrics, and as the model an eviction was for.
+ *
+ * Calls: events.c, answer.c, metrics.c, conn.c, parent.c, access.c,
+ * state.c, common/config.c, common/log.c, common/status_json.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>
@@ -45,6 +49,7 @@ struct sreq {
 	json_object		*models;	/* status: the records */
 	struct proto_status	*sts;		/* metrics: the statuses */
 	size_t			 nsts;
+	struct pview		 view;		/* the models it may show */
 };
 TAILQ_HEAD(sreqs, sreq);
 
@@ -71,6 +76,7 @@ sreq_new(struct hreq *r, struct http_decision *dc, enum sreq_kind kind)
 	(void)strlcpy(s->model, kind == SREQ_CANCEL ? dc->model->name : "-",
 	    sizeof(s->model));
 	s->t0 = now_ms();
+	access_view(&dc->acc, px->conf, &s->view);
 	TAILQ_INSERT_TAIL(&sreqs, s, entry);
 	conn_set_owner(r->conn, sreq_gone, NULL, s);
 	return (s);
@@ -96,6 +102,7 @@ sreq_end(struct sreq *s, int status)
 	TAILQ_REMOVE(&sreqs, s, entry);
 	json_object_put(s->models);
 	free(s->sts);
+	access_view_clear(&s->view);
 	free(s);
 }
 
@@ -171,20 +178,32 @@ status_record(const struct proto_status *st)
 {
 	struct proto_status	*n;
 	struct sreq		*s;
+	json_object		*o;
 
-	if ((s = sreq_find(st->reqid, 0)) == NULL)
+	if ((s = sreq_find(st->reqid, 0)) == NULL ||
+	    !access_view_has(&s->view, st->model))
 		return;
 	if (s->kind == SREQ_STATUS) {
-		/* the record the events stream shows too */
-		json_object_array_add(s->models, events_record(st,
-		    px->conf != NULL ? pconf_find_model(px->conf, st->model) :
-		    NULL));
+		/* the record the events stream shows too, but whom an
+		 * eviction was for when it may not show that model */
+		o = events_record(st, px->conf != NULL ?
+		    pconf_find_model(px->conf, st->model) : NULL);
+		if (st->change_for[0] != '\0' &&
+		    !access_view_has(&s->view, st->change_for))
+			json_object_object_add(o, "for", NULL);
+		json_object_array_add(s->models, o);
 		return;
 	}
 	if ((n = reallocarray(s->sts, s->nsts + 1, sizeof(*n))) == NULL)
 		return;
 	s->sts = n;
 	s->sts[s->nsts++] = *st;
+}
+
+static int
+view_shows(const void *arg, const char *model)
+{
+	return (access_view_has(arg, model));
 }
 
 static void
@@ -198,7 +217,8 @@ metrics_answer(struct hreq *r, const struct sreq *s)
 		fatal("%s: evbuffer_new", __func__);
 	conn_get_stats(&cs);
 	events_get_stats(&es);
-	metrics_render(buf, s->sts, s->nsts, &cs, &es);
+	metrics_render(buf, s->sts, s->nsts, &cs, &es, view_shows,
+	    &s->view);
 	answer_reply(r, 200, "text/plain; version=0.0.4; charset=utf-8",
 	    (const char *)evbuffer_pullup(buf, -1), evbuffer_get_length(buf));
 	evbuffer_free(buf);

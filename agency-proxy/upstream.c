@@ -4,7 +4,8 @@
  */
 /*
  * The model servers' side of a model request, in HTTP/1.1 of our own:
- * kept connections to their ports (PROXY_POOL_MAX idle a port at most),
+ * kept connections to their ports, or to their Unix sockets for a model
+ * whose command has %s (PROXY_POOL_MAX idle a server at most),
  * the request written in one writev (its header made here, its body's
  * pieces taken from where they are), and the answer read and framed
  * (h1.c parses its header; then chunked, of a known length, or to the
@@ -24,6 +25,7 @@
 #include <sys/queue.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <sys/un.h>
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -48,6 +50,7 @@ struct upconn {
 	TAILQ_ENTRY(upconn)	 entry;		/* idle */
 	int			 fd;
 	uint16_t		 port;
+	char			 sock[PROTO_SOCK_MAX];	/* "": the port */
 	struct event		 rev;
 	struct event		 wev;
 	struct event		 timer;
@@ -102,29 +105,50 @@ static void	 up_writecb(evutil_socket_t, short, void *);
 static void	 up_timeout(evutil_socket_t, short, void *);
 static void	 uc_free(struct upconn *);
 
-/* A new connection to port, connecting; NULL with *err. */
+/* A new connection to port (or sock), connecting; NULL with *err. */
 static struct upconn *
-uc_connect(uint16_t port, const char **err)
+uc_connect(uint16_t port, const char *sock, const char **err)
 {
 	struct upconn		*uc;
 	struct sockaddr_in	 sin;
+	struct sockaddr_un	 sun;
+	struct sockaddr		*sa;
+	socklen_t		 salen;
 	int			 fd, one = 1;
 
-	if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-	    IPPROTO_TCP)) == -1) {
+	if ((fd = socket(sock[0] != '\0' ? AF_UNIX : AF_INET, SOCK_STREAM |
+	    SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) == -1) {
 		*err = errno == EMFILE || errno == ENFILE ?
 		    "out of file descriptors" : "cannot make a socket";
 		return (NULL);
 	}
-	/* one write a request; nothing to wait for */
-	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	memset(&sin, 0, sizeof(sin));
-	sin.sin_family = AF_INET;
-	sin.sin_port = htons(port);
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == -1 &&
-	    errno != EINPROGRESS) {
-		*err = errno == ECONNREFUSED ? "connection refused" :
+	if (sock[0] != '\0') {
+		memset(&sun, 0, sizeof(sun));
+		sun.sun_family = AF_UNIX;
+		if (strlcpy(sun.sun_path, sock, sizeof(sun.sun_path)) >=
+		    sizeof(sun.sun_path)) {
+			*err = "socket path too long";
+			close(fd);
+			return (NULL);
+		}
+		sa = (struct sockaddr *)&sun;
+		salen = sizeof(sun);
+	} else {
+		/* one write a request; nothing to wait for */
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
+		    sizeof(one));
+		memset(&sin, 0, sizeof(sin));
+		sin.sin_family = AF_INET;
+		sin.sin_port = htons(port);
+		sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		sa = (struct sockaddr *)&sin;
+		salen = sizeof(sin);
+	}
+	/* A Unix socket whose backlog is full says EAGAIN: retried as
+	 * a refusal is, by the owner. */
+	if (connect(fd, sa, salen) == -1 && errno != EINPROGRESS) {
+		*err = errno == ECONNREFUSED || errno == ENOENT ||
+		    errno == EAGAIN ? "connection refused" :
 		    "connection failed";
 		close(fd);
 		return (NULL);
@@ -136,6 +160,7 @@ uc_connect(uint16_t port, const char **err)
 	}
 	uc->fd = fd;
 	uc->port = port;
+	(void)strlcpy(uc->sock, sock, sizeof(uc->sock));
 	uc->connecting = 1;
 	if (event_assign(&uc->rev, px->base, fd, EV_READ | EV_PERSIST,
 	    up_readcb, uc) == -1 ||
@@ -152,31 +177,38 @@ uc_connect(uint16_t port, const char **err)
 	return (uc);
 }
 
-/* An idle connection to port, or a new one (connecting); NULL with
- * *err saying why there is none. */
+/* Whether uc goes where port and sock say. */
+static int
+uc_to(const struct upconn *uc, uint16_t port, const char *sock)
+{
+	return (uc->port == port && strcmp(uc->sock, sock) == 0);
+}
+
+/* An idle connection to port (or sock), or a new one (connecting);
+ * NULL with *err saying why there is none. */
 struct upconn *
-upstream_open(uint16_t port, const char **err)
+upstream_open(uint16_t port, const char *sock, const char **err)
 {
 	struct upconn	*uc;
 
 	TAILQ_FOREACH(uc, &idle, entry)
-		if (uc->port == port) {
+		if (uc_to(uc, port, sock)) {
 			TAILQ_REMOVE(&idle, uc, entry);
 			uc->inidle = 0;
 			return (uc);
 		}
-	return (uc_connect(port, err));
+	return (uc_connect(port, sock, err));
 }
 
-/* Close the idle connections to port. */
+/* Close the idle connections to port (or sock). */
 void
-upstream_drop(uint16_t port)
+upstream_drop(uint16_t port, const char *sock)
 {
 	struct upconn	*uc, *next;
 
 	for (uc = TAILQ_FIRST(&idle); uc != NULL; uc = next) {
 		next = TAILQ_NEXT(uc, entry);
-		if (uc->port == port)
+		if (uc_to(uc, port, sock))
 			uc_free(uc);
 	}
 }
@@ -196,7 +228,7 @@ idle_put(struct upconn *uc)
 	uc->in = NULL;
 	uc->inlen = 0;
 	TAILQ_FOREACH(u, &idle, entry)
-		if (u->port == uc->port && ++n >= PROXY_POOL_MAX) {
+		if (uc_to(u, uc->port, uc->sock) && ++n >= PROXY_POOL_MAX) {
 			uc_free(uc);
 			return;
 		}

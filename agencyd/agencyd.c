@@ -16,7 +16,8 @@
  *
  * Calls: control.c, emit.c, keystats.c, listeners.c, model.c, notify.c,
  * parse.y, pool.c, pool_status.c, poolops.c, printconf.c, privdrop.c,
- * proxylink.c, proxysvc.c, reload.c, common/config.c, common/log.c.
+ * proxylink.c, proxysvc.c, reload.c, sockdir.c, common/config.c,
+ * common/log.c.
  */
 #include <sys/types.h>
 #include <sys/stat.h>
@@ -256,6 +257,11 @@ agencyd_start(struct agencyd *d)
 {
 	if (control_init(d, d->conf->socket, d->conf->rsocket) == -1)
 		fatalx("cannot open the control socket");
+	/* Only models with %s need it: they fail to start without it. */
+	if (sockdir_init(&d->sockdirs, d->conf->socket, d->conf->user,
+	    d->conf->model_user) == -1)
+		log_warnx("no directory for the models' sockets: %s",
+		    d->sockdirs.why);
 	/* What the models write, to the clients that follow it, on the
 	 * control socket and through the proxy alike. */
 	models_on_line(agencyd_model_line, d);
@@ -418,6 +424,6 @@ agencyd_shutdown_done(void *arg)
 {
 	struct agencyd	*d = arg;
 
-	(void)d;
+	sockdir_fini(&d->sockdirs);
 	event_loopexit(NULL);
 }

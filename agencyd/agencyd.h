@@ -17,6 +17,7 @@
 #include "imsg.h"
 #include "pool.h"
 #include "proto.h"
+#include "sockdir.h"
 #include "spawn.h"
 
 #define AGENCYD_OPT_VERBOSE	0x01
@@ -58,6 +59,7 @@ struct model {
 	int			 ev_changed;	/* replaced by the reload */
 	int			 log_follow;	/* the proxy follows its lines
 						 * (proxylink.c) */
+	struct sockdir		 sock;		/* its process's socket, %s */
 };
 TAILQ_HEAD(model_head, model);
 
@@ -102,6 +104,8 @@ struct agencyd {
 	struct proto_ports	 proxy_ports;	/* those it may connect to */
 	int			 proxy_quick_deaths;
 	struct event		 proxy_restart_ev;
+
+	struct sockdirs		 sockdirs;	/* the models' sockets */
 
 	int			 stopping;
 	int			 reloading;	/* in agencyd_reload */

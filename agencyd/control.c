@@ -20,12 +20,9 @@
  * - a client following a model's lines (IMSG_CTL_FOLLOW) is sent each
  *   new line as any answer, within the same bounds: one that does not
  *   read is dropped; it may send nothing more;
- * - each socket has its own cap, so restricted clients cannot take the
- *   room of the main socket's.
- *
- * It calls below it: reload.c, proxylink.c (a cancel), model.c (the
- * records) and the pool.  Nothing calls it but agencyd.c.
- *
+ * - each socket has its own cap, for the main socket's room.
+ * agency-proxy (it may connect to Unix sockets) is refused by its peer
+ * credentials (control_peer_is_proxy).
  * Calls: keystats.c, listeners.c, model.c, pool.c, pool_decide.c,
  * pool_status.c, proxysvc.c, reload.c, spawn.c, common/config.c,
  * common/imsg.c, common/log.c, common/msg.c, common/proto.c.
@@ -38,6 +35,7 @@
 #include <errno.h>
 #include <event.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -95,6 +93,8 @@ static struct ctl_sock		ctl_restricted = {
 };
 static uint32_t			ctl_nextid = 1;
 static struct agencyd		*ctl_env;	/* control_init's */
+static int			ctl_proxy_has_uid;	/* as root */
+static uid_t			ctl_proxy_uid;
 
 static void	control_accept(int, short, void *);
 static struct ctl_conn *control_conn_new(struct ctl_sock *, int);
@@ -229,7 +229,14 @@ control_listen(struct ctl_sock *cs, const char *path)
 int
 control_init(struct agencyd *d, const char *path, const char *rpath)
 {
+	struct passwd	*pw;
+
 	ctl_env = d;
+	if (getuid() == 0 && (pw = getpwnam(d->conf->user)) != NULL &&
+	    pw->pw_uid != 0) {
+		ctl_proxy_has_uid = 1;
+		ctl_proxy_uid = pw->pw_uid;
+	}
 	if (control_listen(&ctl_main, path) == -1)
 		return (-1);
 	/* both sockets were checked by main, in the foreground */
@@ -270,11 +277,22 @@ control_cleanup(struct agencyd *d)
 		control_drop(c);
 }
 
+int
+control_peer_is_proxy(pid_t pid, uid_t uid, pid_t proxy_pid, int has_uid,
+    uid_t proxy_uid)
+{
+	if (proxy_pid > 0 && pid == proxy_pid)
+		return (1);
+	return (has_uid && uid == proxy_uid);
+}
+
 static void
 control_accept(int fd, short event, void *arg)
 {
 	struct ctl_sock		*cs = arg;
 	struct timeval		 tv = { 1, 0 };
+	struct ucred		 cred;
+	socklen_t		 len = sizeof(cred);
 	int			 s;
 
 	(void)fd;
@@ -292,6 +310,19 @@ control_accept(int fd, short event, void *arg)
 		} else if (errno != EAGAIN && errno != EINTR &&
 		    errno != ECONNABORTED)
 			log_warn("%s: accept", __func__);
+		return;
+	}
+	if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cred, &len) == -1) {
+		log_warn("%s: SO_PEERCRED", __func__);
+		close(s);
+		return;
+	}
+	if (control_peer_is_proxy(cred.pid, cred.uid, ctl_env->proxy_pid,
+	    ctl_proxy_has_uid, ctl_proxy_uid)) {
+		log_warnx("control: %s: refused a client that is "
+		    "agency-proxy (pid %ld, uid %lu)", cs->path,
+		    (long)cred.pid, (unsigned long)cred.uid);
+		close(s);
 		return;
 	}
 	if (cs->nconns >= cs->maxconns) {

@@ -28,5 +28,13 @@ void	control_close(struct agencyd *);
 void	control_cleanup(struct agencyd *);
 /* A new line of a model, for the clients that follow it. */
 void	control_model_line(const char *, const char *);
+/*
+ * Whether a control client is agency-proxy, from its peer credentials
+ * (SO_PEERCRED: pid, uid): its pid (proxy_pid, 0: none running), or as
+ * root its user's uid (has_uid).  Such a client is refused: a proxy
+ * taken over, allowed to connect to the models' Unix sockets, must not
+ * reach agencyd's control either.
+ */
+int	control_peer_is_proxy(pid_t, uid_t, pid_t, int, uid_t);
 
 #endif /* AGENCYD_CONTROL_H */

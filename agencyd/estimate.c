@@ -3,36 +3,10 @@
  * SPDX-License-Identifier: ISC (see the file LICENSE)
  */
 /*
- * The figures' check, and what a model will take from them.  See
- * sizing.h.  Calls gguf.c for ggml's types (the KV cache's).
- *
- * The estimate follows what llama.cpp allocates (its log says each
- * part: "model buffer size", "KV buffer size", "compute buffer size",
- * "output buffer size"), checked against the real llama-server here
- * (regress/real/sizing_test):
- *
- *   weights  every tensor's bytes (llama.cpp maps the whole file and
- *            touches all of it while it loads)
- *   KV       for each layer, cells x (K row + V row) bytes of the cache
- *            types; cells are the context rounded up to 256, or for a
- *            sliding-window layer min(that, window x sequences +
- *            micro-batch, rounded up to 256) (llama-kv-cache-iswa.cpp)
- *   compute  the scheduler's buffer for one micro-batch: about
- *            3 x feed-forward + 4 x embedding floats a token (fitted to
- *            the logged buffer of llama-shaped models from 64 to 1024
- *            wide: within 0.3 MiB above it, never below), the f16 KQ
- *            mask (cells x micro-batch), and without flash attention
- *            the f32 scores (cells x micro-batch x heads) and an f16
- *            copy of the mask (cells x micro-batch); plus the
- *            logits of each sequence (vocabulary x sequences floats)
- *   base     the server itself (SIZING_BASE_DEFAULT for llama-server)
- *
- * With layers on a device, the last ones go there with their KV, the
- * output head too when every layer is offloaded and more are asked for
- * (llama.cpp's -ngl), and the compute buffer with them; the host keeps
- * a buffer for the input's embeddings (2 x embedding floats a token)
- * and the logits.  That split is llama.cpp's rule, not checked here on
- * a device (there is none).
+ * The figures' check (sizing_check), and what a model will take from
+ * them (sizing_estimate, which says how it follows llama.cpp's buffers,
+ * checked against the real llama-server by regress/real/sizing_test).
+ * See sizing.h.  Pure: no I/O.
  *
  * Calls: gguf.c.
  */
@@ -161,6 +135,35 @@ addmul(uint64_t *acc, uint64_t a, uint64_t b)
 	return (0);
 }
 
+/*
+ * The estimate follows what llama.cpp allocates (its log says each
+ * part: "model buffer size", "KV buffer size", "compute buffer size",
+ * "output buffer size"), checked against the real llama-server here
+ * (regress/real/sizing_test):
+ *
+ *   weights  every tensor's bytes (llama.cpp maps the whole file and
+ *            touches all of it while it loads)
+ *   KV       for each layer, cells x (K row + V row) bytes of the cache
+ *            types; cells are the context rounded up to 256, or for a
+ *            sliding-window layer min(that, window x sequences +
+ *            micro-batch, rounded up to 256) (llama-kv-cache-iswa.cpp)
+ *   compute  the scheduler's buffer for one micro-batch: about
+ *            3 x feed-forward + 4 x embedding floats a token (fitted to
+ *            the logged buffer of llama-shaped models from 64 to 1024
+ *            wide: within 0.3 MiB above it, never below), the f16 KQ
+ *            mask (cells x micro-batch), and without flash attention
+ *            the f32 scores (cells x micro-batch x heads) and an f16
+ *            copy of the mask (cells x micro-batch); plus the
+ *            logits of each sequence (vocabulary x sequences floats)
+ *   base     the server itself (SIZING_BASE_DEFAULT for llama-server)
+ *
+ * With layers on a device, the last ones go there with their KV, the
+ * output head too when every layer is offloaded and more are asked for
+ * (llama.cpp's -ngl), and the compute buffer with them; the host keeps
+ * a buffer for the input's embeddings (2 x embedding floats a token)
+ * and the logits.  That split is llama.cpp's rule, not checked here on
+ * a device (there is none).
+ */
 int
 sizing_estimate(const struct sizing_figures *f,
     const struct sizing_params *p, struct sizing_estimate *e, char *err,

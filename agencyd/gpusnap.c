@@ -4,28 +4,12 @@
  */
 /*
  * The GPU probe's messages as agencyd reads them: every figure is a
- * claim, checked before it counts.  The probe runs as the model user,
- * whom a model process could take over (ptrace is off, but a model is
- * code we did not write), so a snapshot is only taken whole and only
- * when it keeps every rule:
- *
- *   - it answers the poll out (its reqid), and only then comes;
- *   - exact sizes; strings end inside their arrays, ids and PCI
- *     addresses of their own characters, names printable;
- *   - at most GPU_DEVICES_MAX devices and GPU_PROCS_MAX process
- *     figures, and no more figures than watched processes a device;
- *   - devices in index order, known vendors and flags, distinct ids
- *     and vendor indexes, 0 < total <= GPU_MEM_MAX, used <= total
- *     (or both 0 for a device whose memory could not be read);
- *   - process figures on a device of the snapshot that has them, of a
- *     watched pid, once a (device, pid), and summing to no more than
- *     the device's used memory;
- *   - the counts it announced, then its end, with its reqid.
- *
- * A lie leaves s->why and nothing else: the caller kills the probe.
- * Log lines are taken between and inside snapshots, at most
- * GPU_LOGS_MAX between two answers.  Pure: no I/O, no allocation.
- * Calls nothing else of agencyd.
+ * claim, checked before it counts, since the probe runs as the model
+ * user, whom a model process could take over.  A snapshot is taken
+ * whole, and only when it keeps every rule (above gpu_snap_feed); a lie
+ * leaves s->why and nothing else: the caller kills the probe.  Log
+ * lines are taken between and inside snapshots, at most GPU_LOGS_MAX
+ * between two answers.  Pure: no I/O, no allocation.
  *
  * Calls: none.
  */
@@ -274,6 +258,25 @@ feed_end(struct gpu_snap *s, const void *data, size_t len)
 	return (GPU_FEED_WHOLE);
 }
 
+/*
+ * A message of the probe's.  The probe runs as the model user, whom a
+ * model process could take over (ptrace is off, but a model is
+ * code we did not write), so a snapshot is only taken whole and only
+ * when it keeps every rule:
+ *
+ *   - it answers the poll out (its reqid), and only then comes;
+ *   - exact sizes; strings end inside their arrays, ids and PCI
+ *     addresses of their own characters, names printable;
+ *   - at most GPU_DEVICES_MAX devices and GPU_PROCS_MAX process
+ *     figures, and no more figures than watched processes a device;
+ *   - devices in index order, known vendors and flags, distinct ids
+ *     and vendor indexes, 0 < total <= GPU_MEM_MAX, used <= total
+ *     (or both 0 for a device whose memory could not be read);
+ *   - process figures on a device of the snapshot that has them, of a
+ *     watched pid, once a (device, pid), and summing to no more than
+ *     the device's used memory;
+ *   - the counts it announced, then its end, with its reqid.
+ */
 enum gpu_feed
 gpu_snap_feed(struct gpu_snap *s, uint32_t type, uint32_t peerid,
     const void *data, size_t len, const char **line, int *pri)

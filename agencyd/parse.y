@@ -114,6 +114,7 @@ static int		 setstr(char *, size_t, const char *, const char *);
 static char		*xstrdup(const char *);
 static char		*host_norm(const char *, const char *, const char *);
 static char		*cors_origin(const char *);
+static char		*proxy_addr(const char *);
 static int		 addstr(struct strlist *, const char *, size_t,
 			    const char *);
 static int		 check_command(const char *);
@@ -235,11 +236,11 @@ static size_t			 nnotes;
 %token	CLOSE COMMAND CONNECTIONS CONSOLE CORS DEFAULT EMBEDDING ENV
 %token	FAIRNESS GET GROUP HEADER IDLE IMAGE INCLUDE KEY KIND LAZY LISTEN
 %token	LOAD LOADING MAX MEMORY MODE MODEL MODELS MOVE NAME NEVER NO ON
-%token	ORIGIN OVERCOMMIT OWNER PART PASSTHROUGH PORT PORTS POST PROGRESS
+%token	ORIGIN OVERCOMMIT OWNER PART PASSTHROUGH PORT PORTS POST PROGRESS PROXY
 %token	QUEUE READY REFUSE REQUEST REQUESTS RERANK RESERVE RESTRICTED ROUTE
 %token	RUNTIME SECRET SECRETFILE SEND SERVER SHA256 SHARE SOCKET SPEECH
 %token	STOPS
-%token	STREAM TIMEOUT TLS TO TOKENS TRANSCRIPTION UNCHANGED UPSTREAM USER
+%token	STREAM TIMEOUT TLS TO TOKENS TRANSCRIPTION TRUSTED UNCHANGED UPSTREAM USER
 %token	VISION WINDOW YES
 %token	ERROR
 %token	<v.string>	STRING
@@ -307,11 +308,13 @@ macroname	: STRING			{ $$ = $1; }
 		| MODELS			{ $$ = xstrdup("models"); }
 		| ORIGIN			{ $$ = xstrdup("origin"); }
 		| OWNER				{ $$ = xstrdup("owner"); }
+		| PROXY				{ $$ = xstrdup("proxy"); }
 		| SECRET			{ $$ = xstrdup("secret"); }
 		| SECRETFILE			{ $$ = xstrdup("file"); }
 		| SHA256			{ $$ = xstrdup("sha256"); }
 		| SHARE				{ $$ = xstrdup("share"); }
 		| TLS				{ $$ = xstrdup("tls"); }
+		| TRUSTED			{ $$ = xstrdup("trusted"); }
 		;
 
 macroval	: STRING			{ $$ = $1; }
@@ -356,6 +359,16 @@ main		: LISTEN ON STRING PORT NUMBER listentls {
 				(void)addstr(&conf->cors_origins, origin,
 				    AGENCY_ORIGIN_MAX, "cors origin");
 			free(origin);
+			free($3);
+		}
+		| TRUSTED PROXY STRING		{
+			char	*addr;
+
+			if ((addr = proxy_addr($3)) != NULL &&
+			    !strlist_contains(&conf->trusted_proxies, addr))
+				(void)addstr(&conf->trusted_proxies, addr,
+				    AGENCY_NAME_MAX, "trusted proxy");
+			free(addr);
 			free($3);
 		}
 		| ALLOW USER STRING allowopts	{
@@ -1156,6 +1169,7 @@ lookup(const char *s)
 		{ "ports",		PORTS },
 		{ "post",		POST },
 		{ "progress",		PROGRESS },
+		{ "proxy",		PROXY },
 		{ "queue",		QUEUE },
 		{ "ready",		READY },
 		{ "refuse",		REFUSE },
@@ -1180,6 +1194,7 @@ lookup(const char *s)
 		{ "to",			TO },
 		{ "tokens",		TOKENS },
 		{ "transcription",	TRANSCRIPTION },
+		{ "trusted",		TRUSTED },
 		{ "unchanged",		UNCHANGED },
 		{ "upstream",		UPSTREAM },
 		{ "user",		USER },
@@ -1661,6 +1676,31 @@ addstr(struct strlist *list, const char *s, size_t max, const char *what)
 }
 
 /*
+ * A trusted proxy's address as the proxy compares it with a client's:
+ * an IPv4 or IPv6 address (no brackets, no port, no prefix), written
+ * as inet_ntop writes it.  NULL, with the error said, if it is none.
+ */
+static char *
+proxy_addr(const char *s)
+{
+	struct in6_addr	 in6;
+	struct in_addr	 in4;
+	char		 buf[INET6_ADDRSTRLEN];
+	const char	*p = NULL;
+
+	if (inet_pton(AF_INET, s, &in4) == 1)
+		p = inet_ntop(AF_INET, &in4, buf, sizeof(buf));
+	else if (inet_pton(AF_INET6, s, &in6) == 1)
+		p = inet_ntop(AF_INET6, &in6, buf, sizeof(buf));
+	if (p == NULL) {
+		yyerror("trusted proxy \"%s\" is not an IPv4 or IPv6 address",
+		    s);
+		return (NULL);
+	}
+	return (xstrdup(p));
+}
+
+/*
  * A server name as the front door compares it with a request's Host: a
  * host name, an IPv4 address or an IPv6 address in brackets, then
  * optionally ":" and a port; in lower case, the port without leading
@@ -1797,19 +1837,21 @@ cors_origin(const char *s)
 	return (origin);
 }
 
-/* %p port, %u upstream, %m model name, %% a percent sign. */
+/* %p port, %s socket, %u upstream, %m model name, %% a percent sign. */
 static int
 check_command(const char *cmd)
 {
-	const char	*s;
-	char		**argv, err[SPAWN_ERR_MAX];
-	int		 port = 0;
+	struct spawn_tokens	 t = { "0", "/s", "u", "m" };
+	const char		*s;
+	char			**argv, err[SPAWN_ERR_MAX];
+	int			 port = 0;
 
 	for (s = cmd; *s != '\0'; s++) {
 		if (*s != '%')
 			continue;
 		switch (s[1]) {
 		case 'p':
+		case 's':
 			port = 1;
 			break;
 		case 'u':
@@ -1826,11 +1868,12 @@ check_command(const char *cmd)
 		s++;
 	}
 	if (!port) {
-		yyerror("command has no %%p for the port");
+		yyerror("command has neither %%p for the port nor %%s for "
+		    "a socket");
 		return (-1);
 	}
 	/* What spawn will make of it: quotes, an empty or relative program. */
-	if (spawn_argv(cmd, "0", "u", "m", &argv, err, sizeof(err)) == -1) {
+	if (spawn_argv(cmd, &t, &argv, err, sizeof(err)) == -1) {
 		yyerror("%s", err);
 		return (-1);
 	}
@@ -1839,35 +1882,70 @@ check_command(const char *cmd)
 }
 
 /*
- * An absolute path, or a bare model id ("name" or "org/name") that the
- * runtime resolves itself; anything else would depend on agencyd's
- * working directory.
+ * An absolute path, or a model id that the runtime resolves itself:
+ * "name" or "org/name" as Hugging Face spells them (letters, digits,
+ * "_", "-" and "."; no "--" or ".."; neither starting nor ending with
+ * "-" or "."; 96 characters a part at most).  A relative path would
+ * depend on agencyd's working directory, and one that looks like an id
+ * ("models/x.gguf") would be taken for one: refused, saying what it
+ * names.
  */
+static int
+hf_id_part(const char *p, size_t len)
+{
+	size_t	 i;
+
+	if (len == 0 || len > 96 || p[0] == '-' || p[0] == '.' ||
+	    p[len - 1] == '-' || p[len - 1] == '.')
+		return (0);
+	for (i = 0; i < len; i++) {
+		if (!isalnum((unsigned char)p[i]) && p[i] != '_' &&
+		    p[i] != '-' && p[i] != '.')
+			return (0);
+		if (i > 0 && (p[i] == '-' || p[i] == '.') && p[i - 1] == p[i])
+			return (0);
+	}
+	return (1);
+}
+
 static int
 check_upstream(const char *up)
 {
-	const char	*s, *comp;
-	size_t		 len;
-	int		 ncomp = 0;
+	struct stat	 st;
+	const char	*slash, *end;
+	char		*near = NULL;
+	const char	*named = NULL;
+	int		 id, rv = 0;
 
 	if (up[0] == '/' || up[0] == '\0')
 		return (0);	/* setstr reports the empty one */
-	for (comp = up;; comp = s + 1) {
-		if ((s = strchr(comp, '/')) == NULL)
-			s = comp + strlen(comp);
-		len = s - comp;
-		ncomp++;
-		if (len == 0 || (len == 1 && comp[0] == '.') ||
-		    (len == 2 && comp[0] == '.' && comp[1] == '.') ||
-		    ncomp > 2) {
-			yyerror("upstream \"%s\" is a relative path: use an "
-			    "absolute path or a model id", up);
-			return (-1);
-		}
-		if (*s == '\0')
-			break;
+	end = up + strlen(up);
+	if ((slash = strchr(up, '/')) == NULL)
+		id = hf_id_part(up, end - up);
+	else
+		id = hf_id_part(up, slash - up) &&
+		    hf_id_part(slash + 1, end - slash - 1);
+	if (!id) {
+		yyerror("upstream \"%s\" is neither an absolute path nor a "
+		    "model id (\"name\" or \"org/name\")", up);
+		return (-1);
 	}
-	return (0);
+	/* An id, unless a file by that name is beside the configuration. */
+	if ((slash = strrchr(file->name, '/')) != NULL &&
+	    asprintf(&near, "%.*s/%s", (int)(slash - file->name), file->name,
+	    up) == -1)
+		fatal("%s: asprintf", __func__);
+	if (near != NULL && stat(near, &st) == 0)
+		named = near;
+	else if (stat(up, &st) == 0)
+		named = up;
+	if (named != NULL) {
+		yyerror("upstream \"%s\" would be taken as a model id, but "
+		    "names the file %s: use its absolute path", up, named);
+		rv = -1;
+	}
+	free(near);
+	return (rv);
 }
 
 static int
@@ -2717,6 +2795,7 @@ program_ok(const char *path, char *why, size_t len)
 static void
 check_program(const struct model_conf *m, struct strlist *done)
 {
+	struct spawn_tokens t = { "0", "/s", NULL, NULL };
 	char		**argv = NULL, **envp = NULL, err[SPAWN_ERR_MAX];
 	char		  why[64], prog[PATH_MAX];
 	const char	 *path = SPAWN_PATH, *dir, *e;
@@ -2725,8 +2804,9 @@ check_program(const struct model_conf *m, struct strlist *done)
 	int		  found = 0;
 
 	p = pos_find(m->rt, POS_COMMAND);
-	if (spawn_argv(m->rt->command, "0", m->upstream, m->name, &argv,
-	    err, sizeof(err)) == -1 ||
+	t.upstream = m->upstream;
+	t.model = m->name;
+	if (spawn_argv(m->rt->command, &t, &argv, err, sizeof(err)) == -1 ||
 	    spawn_env(NULL, NULL, m->name, "0", &m->rt->env, &m->env, &envp,
 	    err, sizeof(err)) == -1) {
 		conf_error(p, "model \"%s\": %s", m->name, err);

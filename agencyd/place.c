@@ -6,39 +6,9 @@
  * Where a model goes on the GPUs: a pure decision over a table of
  * devices and models, no I/O, no allocation.  It is DESIGN.md's rule
  * for making room (the pool), used at once for host memory and for
- * each device the model would use:
- *
- *   1. It fits now: its host need fits the host's free memory (and the
- *      budget), and on each of the `span` devices it may use, its share
- *      fits that device's free room, which is
- *          total - headroom - outside - the shares of the models held
- *      there (outside: what processes agency did not start use on it,
- *      measured).  Then the emptiest devices are taken (the most free
- *      room first, the lower index among equals), the largest share on
- *      the emptiest.  PLACE_FITS.
- *   2. Otherwise stop idle lazy models: for each set of devices tried,
- *      a greedy pass takes the idle model that frees the most of what
- *      is still short (on those devices, the host, the budget), the
- *      least recently used among equals, until nothing is short; then
- *      drops again any it took that the others make unnecessary, the
- *      most recently used first.  Of the sets tried, the one with the
- *      fewest stops wins, then the one whose stops are the oldest.  A
- *      model is only stopped where it frees something short: eviction
- *      happens on the right device.  PLACE_EVICT.
- *   3. Otherwise, when stopping the busy lazy models as well would make
- *      room, PLACE_WAIT; else PLACE_NEVER (nothing that can ever stop
- *      makes room: models that are not lazy, outside use, or devices
- *      too small or too few).
- *
- * Sets of devices tried for a model spanning k of them: for k = 1 each
- * device it may use; for k > 1, the k with the most free room, the k
- * with the most room once their idle models stop (which has room if
- * any set has), and each device with the k - 1 freest others.  A
- * bounded search, as the design asks: at most devices + 2 greedy
- * passes, each over the models a few times.
- *
+ * each device the model would use; place_decide says it step by step.
  * Sums saturate (mem_add): a need near INT64_MAX never fits by
- * wrapping.  Calls memory.c (mem_add) alone.
+ * wrapping.
  *
  * Calls: memory.c.
  */
@@ -449,6 +419,38 @@ candidate(const struct work *w, const int64_t *idle_room, uint32_t i,
 	return (0);
 }
 
+/*
+ * The verdict for model self:
+ *
+ *   1. It fits now: its host need fits the host's free memory (and the
+ *      budget), and on each of the `span` devices it may use, its share
+ *      fits that device's free room, which is
+ *          total - headroom - outside - the shares of the models held
+ *      there (outside: what processes agency did not start use on it,
+ *      measured).  Then the emptiest devices are taken (the most free
+ *      room first, the lower index among equals), the largest share on
+ *      the emptiest.  PLACE_FITS.
+ *   2. Otherwise stop idle lazy models: for each set of devices tried,
+ *      a greedy pass takes the idle model that frees the most of what
+ *      is still short (on those devices, the host, the budget), the
+ *      least recently used among equals, until nothing is short; then
+ *      drops again any it took that the others make unnecessary, the
+ *      most recently used first.  Of the sets tried, the one with the
+ *      fewest stops wins, then the one whose stops are the oldest.  A
+ *      model is only stopped where it frees something short: eviction
+ *      happens on the right device.  PLACE_EVICT.
+ *   3. Otherwise, when stopping the busy lazy models as well would make
+ *      room, PLACE_WAIT; else PLACE_NEVER (nothing that can ever stop
+ *      makes room: models that are not lazy, outside use, or devices
+ *      too small or too few).
+ *
+ * Sets of devices tried for a model spanning k of them: for k = 1 each
+ * device it may use; for k > 1, the k with the most free room, the k
+ * with the most room once their idle models stop (which has room if
+ * any set has), and each device with the k - 1 freest others.  A
+ * bounded search, as the design asks: at most devices + 2 greedy
+ * passes, each over the models a few times.
+ */
 enum place_verdict
 place_decide(const struct place_table *t, size_t self,
     struct place_result *r)

@@ -4,17 +4,9 @@
  */
 /*
  * The pool's own records, shared by its files and by no other file
- * (pool.h is the interface).  Its files, from the top down, each calling
- * only those below it:
- *
- *   pool.c		the entry points: set-up, requests, control
- *   pool_change.c	the queue of changes of state and their runs:
- *			loads, stops, making room; the answers to effects
- *   pool_status.c	status and explanation; the figures of a refusal
- *   pool_wait.c	holds, and the requests that wait (queues, bounds,
- *			timeouts, fairness, progress, estimates)
- *   pool_record.c	the records: state, lookups, ops as data
- *   pool_decide.c	the pure decisions (fit, eviction, room, estimates)
+ * (pool.h is the interface).  Its files, pool.c at the top and
+ * pool_decide.c at the bottom, each call only those below them, in
+ * agencyd/README's order.
  *
  * Invariants.  Every change of state (load, unload, idle unload, stop
  * all, replace, remove, restart) is an op on p->queue, in the order it

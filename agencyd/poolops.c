@@ -19,7 +19,7 @@
  * pool_child_exited).
  *
  * Calls: emit.c, memory.c, model.c, notify.c, pool_change.c,
- * proxylink.c, spawn.c, common/log.c.
+ * proxylink.c, sockdir.c, spawn.c, common/log.c.
  */
 #include <sys/types.h>
 #include <sys/socket.h>
@@ -125,6 +125,8 @@ models_reaped(struct agencyd *d, pid_t pid, int status)
 		m->addr_in_use = 0;
 		said = last_error_line(m);
 	}
+	if (m != NULL)
+		sockdir_remove(&d->sockdirs, &m->sock);
 	pool_child_exited(d->pool, pid, status, addr_in_use, said);
 }
 
@@ -162,6 +164,7 @@ op_spawn(void *ctx, const struct pool_plan *plan, uint64_t spawnid,
 	struct model		*m = plan->arg;
 	struct model_conf	*mc = m->mc;
 	struct spawn_req	 req;
+	struct spawn_tokens	 tok;
 	char			 portstr[8], err[SPAWN_ERR_MAX];
 	char			 home[PATH_MAX];
 	char			**argv = NULL, **envp = NULL;
@@ -169,8 +172,16 @@ op_spawn(void *ctx, const struct pool_plan *plan, uint64_t spawnid,
 	pid_t			 pid = -1;
 
 	(void)snprintf(portstr, sizeof(portstr), "%u", port);
-	if (spawn_argv(mc->rt->command, portstr, mc->upstream, mc->name,
-	    &argv, err, sizeof(err)) == -1)
+	/* A socket directory of its own, new for each process (%s). */
+	sockdir_remove(&d->sockdirs, &m->sock);
+	if (spawn_uses(mc->rt->command, 's') &&
+	    sockdir_make(&d->sockdirs, &m->sock, err, sizeof(err)) == -1)
+		goto done;
+	tok.port = portstr;
+	tok.sock = m->sock.dir[0] != '\0' ? m->sock.server : NULL;
+	tok.upstream = mc->upstream;
+	tok.model = mc->name;
+	if (spawn_argv(mc->rt->command, &tok, &argv, err, sizeof(err)) == -1)
 		goto done;
 	if (model_env(d->conf->model_user, mc, portstr, &user, home,
 	    sizeof(home), &envp, err, sizeof(err)) == -1)
@@ -186,6 +197,8 @@ op_spawn(void *ctx, const struct pool_plan *plan, uint64_t spawnid,
 	req.envp = envp;
 	req.user = user;
 	req.dir = home[0] != '\0' ? home : NULL;
+	/* Its socket's group (the proxy's) may connect to it. */
+	req.umask = m->sock.dir[0] != '\0' && d->sockdirs.shared ? 007 : 0;
 	req.label = plan->label;
 	req.ring = &m->ring;
 	req.line_cb = model_line;
@@ -201,6 +214,8 @@ op_spawn(void *ctx, const struct pool_plan *plan, uint64_t spawnid,
 		    (int)m->sp.reaper);
 	}
  done:
+	if (pid == -1)
+		sockdir_remove(&d->sockdirs, &m->sock);
 	spawn_argv_free(argv);
 	spawn_argv_free(envp);
 	d->now_cached = 0;	/* spawn_start waited for the exec */
@@ -269,6 +284,7 @@ op_probe(void *ctx, const struct pool_plan *plan, uint64_t loadid,
 	(void)strlcpy(pr->p.path, rt->ready_path, sizeof(pr->p.path));
 	(void)strlcpy(pr->p.body, rt->ready_body, sizeof(pr->p.body));
 	(void)strlcpy(pr->p.label, plan->label, sizeof(pr->p.label));
+	(void)strlcpy(pr->p.sock, m->sock.proxy, sizeof(pr->p.sock));
 	TAILQ_INSERT_TAIL(&d->probes, pr, entry);
 	proxy_send_probe(d, &pr->p);
 }
@@ -379,6 +395,7 @@ op_granted(void *ctx, uint64_t reqid, uint64_t holdid,
     const struct pool_plan *plan, uint16_t port)
 {
 	struct agencyd		*d = ctx;
+	struct model		*m = plan->arg;
 	struct proto_hold_grant	 g;
 
 	g.reqid = reqid;
@@ -386,6 +403,7 @@ op_granted(void *ctx, uint64_t reqid, uint64_t holdid,
 	g.port = port;
 	(void)strlcpy(g.upstream, plan->upstream, sizeof(g.upstream));
 	(void)strlcpy(g.label, plan->label, sizeof(g.label));
+	(void)strlcpy(g.sock, m->sock.proxy, sizeof(g.sock));
 	proxy_compose(d, IMSG_HOLD_GRANT, &g, sizeof(g));
 }
 
@@ -393,15 +411,11 @@ static void
 op_refused(void *ctx, uint64_t reqid, int reason, int retry_after,
     const char *message)
 {
-	struct agencyd		*d = ctx;
-	struct proto_hold_refuse r;
+	struct proto_hold_refuse r = { .reqid = reqid, .reason = reason,
+	    .retry_after = retry_after };
 
-	memset(&r, 0, sizeof(r));
-	r.reqid = reqid;
-	r.reason = reason;
-	r.retry_after = retry_after;
 	(void)strlcpy(r.message, message, sizeof(r.message));
-	proxy_compose(d, IMSG_HOLD_REFUSE, &r, sizeof(r));
+	proxy_compose(ctx, IMSG_HOLD_REFUSE, &r, sizeof(r));
 }
 
 static void
@@ -421,13 +435,8 @@ static void
 op_waiting(void *ctx, uint64_t reqid, int wait, uint32_t ahead,
     int64_t load_ms)
 {
-	struct agencyd		*d = ctx;
-	struct proto_hold_wait	 w;
+	struct proto_hold_wait	 w = { .reqid = reqid, .wait = wait,
+	    .ahead = ahead, .load_ms = load_ms };
 
-	memset(&w, 0, sizeof(w));
-	w.reqid = reqid;
-	w.wait = wait;
-	w.ahead = ahead;
-	w.load_ms = load_ms;
-	proxy_compose(d, IMSG_HOLD_WAIT, &w, sizeof(w));
+	proxy_compose(ctx, IMSG_HOLD_WAIT, &w, sizeof(w));
 }

@@ -75,8 +75,8 @@ struct strvec {
 
 static int	strvec_add(struct strvec *, char *);
 static void	strvec_free(struct strvec *);
-static int	expand_word(const char *, const char *, const char *,
-		    const char *, char **, char *, size_t);
+static int	expand_word(const char *, const struct spawn_tokens *,
+		    char **, char *, size_t);
 static int	env_put(struct strvec *, const char *, const char *, char *,
 		    size_t);
 static void	signals_reset(int);
@@ -234,23 +234,25 @@ spawn_argv_free(char **v)
 }
 
 /*
- * The command template's tokens (agency.conf(5)): %p the port, %u the
- * upstream, %m the model's name.  0 with *val (NULL: it has no value
- * here), or -1 when c names no token.
+ * The command template's tokens (agency.conf(5)): %p the port, %s the
+ * model's Unix socket, %u the upstream, %m the model's name.  0 with
+ * *val (NULL: it has no value here), or -1 when c names no token.
  */
 static int
-token_value(int c, const char *port, const char *upstream,
-    const char *model, const char **val)
+token_value(int c, const struct spawn_tokens *t, const char **val)
 {
 	switch (c) {
 	case 'p':
-		*val = port;
+		*val = t->port;
+		return (0);
+	case 's':
+		*val = t->sock;
 		return (0);
 	case 'u':
-		*val = upstream;
+		*val = t->upstream;
 		return (0);
 	case 'm':
-		*val = model;
+		*val = t->model;
 		return (0);
 	default:
 		*val = NULL;
@@ -258,9 +260,23 @@ token_value(int c, const char *port, const char *upstream,
 	}
 }
 
+int
+spawn_uses(const char *tmpl, int c)
+{
+	const char	*p;
+
+	for (p = tmpl; *p != '\0'; p++) {
+		if (*p != '%' || p[1] == '\0')
+			continue;
+		if (*++p == c)
+			return (1);
+	}
+	return (0);
+}
+
 static int
-expand_word(const char *w, const char *port, const char *upstream,
-    const char *model, char **out, char *err, size_t errlen)
+expand_word(const char *w, const struct spawn_tokens *t, char **out,
+    char *err, size_t errlen)
 {
 	const char	*val;
 	char		*s;
@@ -273,7 +289,7 @@ expand_word(const char *w, const char *port, const char *upstream,
 		if (*p != '%' || p[1] == '\0')
 			continue;
 		p++;
-		if (token_value(*p, port, upstream, model, &val) == 0 &&
+		if (token_value(*p, t, &val) == 0 &&
 		    val != NULL)
 			cap += strlen(val);
 	}
@@ -295,7 +311,7 @@ expand_word(const char *w, const char *port, const char *upstream,
 			s[len++] = '%';
 			continue;
 		}
-		if (token_value(*p, port, upstream, model, &val) == -1) {
+		if (token_value(*p, t, &val) == -1) {
 			if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
 				snprintf(err, errlen, "unknown %%\\x%02x in "
 				    "command", (unsigned char)*p);
@@ -328,8 +344,8 @@ isblankc(char c)
 }
 
 int
-spawn_argv(const char *tmpl, const char *port, const char *upstream,
-    const char *model, char ***argvp, char *err, size_t errlen)
+spawn_argv(const char *tmpl, const struct spawn_tokens *t, char ***argvp,
+    char *err, size_t errlen)
 {
 	struct strvec	 sv = { NULL, 0, 0 };
 	const char	*p = tmpl;
@@ -386,8 +402,7 @@ spawn_argv(const char *tmpl, const char *port, const char *upstream,
 			}
 		}
 		word[wl] = '\0';
-		if (expand_word(word, port, upstream, model, &w, err,
-		    errlen) == -1)
+		if (expand_word(word, t, &w, err, errlen) == -1)
 			goto fail;
 		if (strvec_add(&sv, w) == -1) {
 			free(w);
@@ -644,7 +659,7 @@ child_run(const struct spawn_req *req, int in_r, int out_w, int err_w,
 		_exit(127);
 
 	/* Not agencyd's umask and directory; as the model user. */
-	umask(022);
+	umask(req->umask != 0 ? req->umask : 022);
 	if ((req->dir == NULL || chdir(req->dir) == -1) && chdir("/") == -1)
 		child_fail(ex, "chdir");
 

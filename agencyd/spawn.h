@@ -61,6 +61,7 @@ struct spawn_req {
 	char		**envp;
 	const char	 *user;		/* NULL: stay who we are */
 	const char	 *dir;		/* working directory; NULL or gone: / */
+	mode_t		  umask;	/* 0: 022 */
 	const char	 *label;	/* prefixes each logged line */
 	struct ring	 *ring;		/* NULL: lines go only to the log */
 	void		(*line_cb)(void *, const char *);
@@ -91,18 +92,29 @@ struct spawn_proc {
 	int			 eof_sent;
 };
 
+/* The values of a command template's tokens; NULL: none here. */
+struct spawn_tokens {
+	const char	*port;		/* %p */
+	const char	*sock;		/* %s, the model's Unix socket */
+	const char	*upstream;	/* %u */
+	const char	*model;		/* %m */
+};
+
 /*
- * spawn_argv(template, port, upstream, model, &argv, err, errlen):
+ * spawn_argv(template, tokens, &argv, err, errlen):
  * split a command template into a NULL-terminated argv without a shell
  * (blanks separate words; '...' and "..." group; a backslash outside
  * single quotes takes the next character literally), then expand %p
- * (port), %u (upstream), %m (model) and %% in each word; an expansion
+ * (port), %s (socket), %u (upstream), %m (model) and %% in each word
+ * (a token with no value is an error); an expansion
  * never splits a word.  argv[0] must be an absolute path or a bare
  * name (looked up in the child's PATH).  0 with *argvp set (free it with
  * spawn_argv_free()), or -1 with a message in err.
  */
-int	spawn_argv(const char *, const char *, const char *, const char *,
-	    char ***, char *, size_t);
+int	spawn_argv(const char *, const struct spawn_tokens *, char ***, char *,
+	    size_t);
+/* Whether template uses the token %c (c: 'p', 's', ...). */
+int	spawn_uses(const char *, int);
 void	spawn_argv_free(char **);
 
 /*

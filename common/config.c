@@ -76,6 +76,7 @@ const struct conf_global conf_globals[] = {
 	NAMES("server name", server_names, names),
 	SENT("server name any", CK_FLAG, CP_CHANGED, host_any, 0, 0),
 	NAMES("cors origin", cors_origins, cors),
+	NAMES("trusted proxy", trusted_proxies, proxies),
 	NUM("idle timeout", CK_DURATION, CP_CHANGED, idle_timeout, 0),
 	SENT("queue timeout", CK_DURATION, CP_CHANGED, queue_timeout,
 	    DEFAULT_QUEUE_TIMEOUT, 0),
@@ -307,6 +308,7 @@ config_free(struct agency_conf *conf)
 	}
 	strlist_clear(&conf->server_names);
 	strlist_clear(&conf->cors_origins);
+	strlist_clear(&conf->trusted_proxies);
 	tls_files_clear(&conf->tls);
 	free(conf);
 }
@@ -498,6 +500,7 @@ pconf_free(struct pconf *c)
 	free(c->users);
 	pstrs_clear(&c->names);
 	pstrs_clear(&c->cors);
+	pstrs_clear(&c->proxies);
 	free(c);
 }
 

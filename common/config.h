@@ -259,6 +259,9 @@ struct agency_conf {
 	struct tls_files	 tls;		/* of TLS listeners without
 						 * their own */
 	struct strlist		 cors_origins;	/* normalized */
+	struct strlist		 trusted_proxies;	/* addresses, as
+							 * inet_ntop writes
+							 * them */
 	int			 progress;	/* loading progress, default */
 	struct runtime_list	 runtimes;
 	struct model_list	 models;
@@ -353,6 +356,7 @@ struct pconf {
 	CONF_PROXY_GLOBALS
 	struct pstrs			 names;		/* server names */
 	struct pstrs			 cors;		/* CORS origins */
+	struct pstrs			 proxies;	/* trusted proxies */
 	TAILQ_HEAD(, pruntime)		 runtimes;
 	TAILQ_HEAD(, pmodel)		 models;
 	TAILQ_HEAD(, plisten)		 listens;

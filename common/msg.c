@@ -36,36 +36,6 @@ msg_add_bytes(struct msgw *w, const void *p, size_t n)
 }
 
 void
-msg_add_u16(struct msgw *w, uint16_t v)
-{
-	msg_add_bytes(w, &v, sizeof(v));
-}
-
-void
-msg_add_u32(struct msgw *w, uint32_t v)
-{
-	msg_add_bytes(w, &v, sizeof(v));
-}
-
-void
-msg_add_i32(struct msgw *w, int32_t v)
-{
-	msg_add_u32(w, (uint32_t)v);
-}
-
-void
-msg_add_u64(struct msgw *w, uint64_t v)
-{
-	msg_add_bytes(w, &v, sizeof(v));
-}
-
-void
-msg_add_i64(struct msgw *w, int64_t v)
-{
-	msg_add_u64(w, (uint64_t)v);
-}
-
-void
 msg_add_str(struct msgw *w, const char *s)
 {
 	msg_add_bytes(w, s, strlen(s) + 1);
@@ -134,55 +104,47 @@ take(struct msgr *r, void *dst, size_t n)
 	r->left -= n;
 }
 
-uint16_t
-msg_get_u16(struct msgr *r)
-{
-	uint16_t	 v;
-
-	take(r, &v, sizeof(v));
-	return (v);
+/*
+ * The fixed-width fields, each written and read as its bytes: defines
+ * msg_add_u16 and msg_get_u16, and so on for each type below.
+ */
+#define FIXED(type, add, get)						\
+void									\
+add(struct msgw *w, type v)						\
+{									\
+	msg_add_bytes(w, &v, sizeof(v));				\
+}									\
+									\
+type									\
+get(struct msgr *r)							\
+{									\
+	type	 v;							\
+									\
+	take(r, &v, sizeof(v));						\
+	return (v);							\
 }
 
-uint32_t
-msg_get_u32(struct msgr *r)
+FIXED(uint16_t, msg_add_u16, msg_get_u16)
+FIXED(uint32_t, msg_add_u32, msg_get_u32)
+FIXED(int32_t, msg_add_i32, msg_get_i32)
+FIXED(uint64_t, msg_add_u64, msg_get_u64)
+FIXED(int64_t, msg_add_i64, msg_get_i64)
+
+/* v, or lo once v out of [lo, hi] has failed the reader. */
+static int64_t
+in_range(struct msgr *r, int64_t v, int64_t lo, int64_t hi)
 {
-	uint32_t	 v;
-
-	take(r, &v, sizeof(v));
-	return (v);
-}
-
-int32_t
-msg_get_i32(struct msgr *r)
-{
-	return ((int32_t)msg_get_u32(r));
-}
-
-uint64_t
-msg_get_u64(struct msgr *r)
-{
-	uint64_t	 v;
-
-	take(r, &v, sizeof(v));
-	return (v);
-}
-
-int64_t
-msg_get_i64(struct msgr *r)
-{
-	return ((int64_t)msg_get_u64(r));
-}
-
-int32_t
-msg_get_enum(struct msgr *r, int32_t lo, int32_t hi)
-{
-	int32_t	 v = msg_get_i32(r);
-
 	if (v < lo || v > hi) {
 		msg_fail(r, "a value out of its range");
 		return (lo);
 	}
 	return (v);
+}
+
+int32_t
+msg_get_enum(struct msgr *r, int32_t lo, int32_t hi)
+{
+	return ((int32_t)in_range(r, msg_get_i32(r), lo, hi));
 }
 
 int
@@ -194,13 +156,7 @@ msg_get_bool(struct msgr *r)
 int64_t
 msg_get_range(struct msgr *r, int64_t lo, int64_t hi)
 {
-	int64_t	 v = msg_get_i64(r);
-
-	if (v < lo || v > hi) {
-		msg_fail(r, "a value out of its range");
-		return (lo);
-	}
-	return (v);
+	return (in_range(r, msg_get_i64(r), lo, hi));
 }
 
 void

@@ -128,6 +128,7 @@ put_hold_grant(struct msgw *w, const void *p)
 	msg_add_u16(w, m->port);
 	msg_add_strn(w, m->upstream, sizeof(m->upstream));
 	msg_add_strn(w, m->label, sizeof(m->label));
+	msg_add_strn(w, m->sock, sizeof(m->sock));
 }
 
 static void
@@ -141,6 +142,9 @@ get_hold_grant(struct msgr *r, uint32_t type, void *p)
 	m->port = msg_get_u16(r);
 	msg_get_str(r, m->upstream, sizeof(m->upstream));
 	msg_get_str(r, m->label, sizeof(m->label));
+	msg_get_str(r, m->sock, sizeof(m->sock));
+	if (m->sock[0] != '\0' && m->sock[0] != '/')
+		msg_fail(r, "a socket path that is not absolute");
 }
 
 static void
@@ -202,6 +206,7 @@ put_probe(struct msgw *w, const void *p)
 	msg_add_strn(w, m->path, sizeof(m->path));
 	msg_add_strn(w, m->body, sizeof(m->body));
 	msg_add_strn(w, m->label, sizeof(m->label));
+	msg_add_strn(w, m->sock, sizeof(m->sock));
 }
 
 static void
@@ -216,8 +221,11 @@ get_probe(struct msgr *r, uint32_t type, void *p)
 	msg_get_str(r, m->path, sizeof(m->path));
 	msg_get_str(r, m->body, sizeof(m->body));
 	msg_get_str(r, m->label, sizeof(m->label));
+	msg_get_str(r, m->sock, sizeof(m->sock));
 	if (m->port == 0 || m->path[0] != '/')
 		msg_fail(r, "a probe of port 0 or of no path");
+	if (m->sock[0] != '\0' && m->sock[0] != '/')
+		msg_fail(r, "a socket path that is not absolute");
 }
 
 static void

@@ -11,40 +11,8 @@
  * or a value out of its range is refused there, and the caller treats
  * that as an attack (agencyd, of the proxy), a broken parent (the proxy)
  * or a broken client.  The configuration's messages are confimsg.c's.
- *
- * The proxy's numbers are internal, free to change with both programs.
- * The control protocol's are not: an agency-ctl may be older or newer
- * than its agencyd, so each message keeps its number for good
- * (regress/unit/proto_test pins them).  It is, request first:
- *
- *   19  CTL_STATUS_REQ     ctl -> d  reqid: every model; answered with
- *                                    STATUS_MODEL, its STATUS_ALIASes,
- *                                    each model, STATUS_MEMORY, a
- *                                    STATUS_KEY a key, STATUS_END
- *   42  CTL_STATUS         ctl -> d  ctl_model: one model (name or
- *                                    alias), answered as 19 without keys
- *   20  CTL_STATUS_MODEL   d -> ctl  status
- *   43  CTL_STATUS_ALIAS   d -> ctl  alias
- *   44  CTL_STATUS_MEMORY  d -> ctl  memory
- *   55  CTL_STATUS_KEY     d -> ctl  key_status
- *   21  CTL_STATUS_END     d -> ctl  reqid
- *   26  CTL_LOAD           ctl -> d  ctl_model (wait: when ready)
- *   27  CTL_UNLOAD         ctl -> d  ctl_model
- *   28  CTL_CANCEL         ctl -> d  ctl_model
- *   29  CTL_RELOAD         ctl -> d  nothing; INFO lines, then OK/ERROR
- *   30  CTL_VERBOSE        ctl -> d  ctl_verbose (0 to 3)
- *   31  CTL_LOGS           ctl -> d  ctl_model: the ring's LOGLINEs
- *   45  CTL_FOLLOW         ctl -> d  ctl_model: LOGLINEs until a close
- *   39  CTL_PLAN           ctl -> d  ctl_model; INFO lines, OK verdict
- *   32  CTL_LOGLINE        d -> ctl  log
- *   33  CTL_OK             d -> ctl  ctl_result: done
- *   34  CTL_ERROR          d -> ctl  ctl_result: refused
- *   46  CTL_FAILED         d -> ctl  ctl_result: done, the load failed
- *   35  CTL_INFO           d -> ctl  ctl_result: a line to print
- *   36  CTL_END            d -> ctl  nothing: the answer is complete
- *
- * Each answer but a status ends with CTL_END.  A new message takes a
- * number never used (56 and up); the others below 56 are retired.
+ * The control protocol's numbers are fixed for good (above enum
+ * ctl_type); the proxy's are free to change.
  */
 #ifndef AGENCY_PROTO_H
 #define AGENCY_PROTO_H
@@ -61,6 +29,7 @@ struct msgw;
 #define PROTO_PROBE_BODY	500	/* bytes of a probe answer kept */
 #define PROTO_LOGLINE_MAX	1024
 #define PROTO_RETRY_MAX		3600	/* s, the longest Retry-After */
+#define PROTO_SOCK_MAX		108	/* a model's socket: sun_path */
 
 /*
  * The load-duration histogram's upper bounds in ms (Prometheus "le"
@@ -174,7 +143,43 @@ enum imsg_type {
 #define IMSG_CONF_FIRST		IMSG_CONF_START
 #define IMSG_CONF_LAST		IMSG_CONF_END
 
-/* agency-ctl <-> agencyd: the control protocol, as the table above. */
+/*
+ * agency-ctl <-> agencyd: the control protocol.
+ *
+ * The proxy's numbers are internal, free to change with both programs.
+ * The control protocol's are not: an agency-ctl may be older or newer
+ * than its agencyd, so each message keeps its number for good
+ * (regress/unit/proto_test pins them).  It is, request first:
+ *
+ *   19  CTL_STATUS_REQ     ctl -> d  reqid: every model; answered with
+ *                                    STATUS_MODEL, its STATUS_ALIASes,
+ *                                    each model, STATUS_MEMORY, a
+ *                                    STATUS_KEY a key, STATUS_END
+ *   42  CTL_STATUS         ctl -> d  ctl_model: one model (name or
+ *                                    alias), answered as 19 without keys
+ *   20  CTL_STATUS_MODEL   d -> ctl  status
+ *   43  CTL_STATUS_ALIAS   d -> ctl  alias
+ *   44  CTL_STATUS_MEMORY  d -> ctl  memory
+ *   55  CTL_STATUS_KEY     d -> ctl  key_status
+ *   21  CTL_STATUS_END     d -> ctl  reqid
+ *   26  CTL_LOAD           ctl -> d  ctl_model (wait: when ready)
+ *   27  CTL_UNLOAD         ctl -> d  ctl_model
+ *   28  CTL_CANCEL         ctl -> d  ctl_model
+ *   29  CTL_RELOAD         ctl -> d  nothing; INFO lines, then OK/ERROR
+ *   30  CTL_VERBOSE        ctl -> d  ctl_verbose (0 to 3)
+ *   31  CTL_LOGS           ctl -> d  ctl_model: the ring's LOGLINEs
+ *   45  CTL_FOLLOW         ctl -> d  ctl_model: LOGLINEs until a close
+ *   39  CTL_PLAN           ctl -> d  ctl_model; INFO lines, OK verdict
+ *   32  CTL_LOGLINE        d -> ctl  log
+ *   33  CTL_OK             d -> ctl  ctl_result: done
+ *   34  CTL_ERROR          d -> ctl  ctl_result: refused
+ *   46  CTL_FAILED         d -> ctl  ctl_result: done, the load failed
+ *   35  CTL_INFO           d -> ctl  ctl_result: a line to print
+ *   36  CTL_END            d -> ctl  nothing: the answer is complete
+ *
+ * Each answer but a status ends with CTL_END.  A new message takes a
+ * number never used (56 and up); the others below 56 are retired.
+ */
 enum ctl_type {
 	IMSG_CTL_STATUS_REQ = 19,
 	IMSG_CTL_STATUS_MODEL = 20,
@@ -297,13 +302,16 @@ struct proto_hold_req {
 #define PROTO_HOLD_FLAGS	PROTO_HOLD_PROGRESS
 
 /* IMSG_HOLD_GRANT.  upstream: what the model server is sent as the
- * body's "model" (the runtime's send model); "" leaves the client's. */
+ * body's "model" (the runtime's send model); "" leaves the client's.
+ * sock: the model's Unix socket as the proxy reaches it (in its chroot),
+ * "" for a model on its TCP port (%s in its command, agency.conf(5)). */
 struct proto_hold_grant {
 	uint64_t	reqid;
 	uint64_t	holdid;
 	uint16_t	port;
 	char		upstream[AGENCY_PATH_MAX];
 	char		label[AGENCY_PATH_MAX];
+	char		sock[PROTO_SOCK_MAX];
 };
 
 /*
@@ -332,6 +340,7 @@ struct proto_probe {
 	char		path[AGENCY_PATH_MAX];
 	char		body[AGENCY_BODY_MAX];
 	char		label[AGENCY_PATH_MAX];
+	char		sock[PROTO_SOCK_MAX];	/* as in proto_hold_grant */
 };
 
 struct proto_probe_result {

@@ -11,6 +11,7 @@
 #include <sys/types.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -131,7 +132,8 @@ usage(FILE *fp, int code)
 "\n"
 "An OpenAI-compatible stand-in model server for tests and benchmarks.\n"
 "\n"
-"  --host ADDR        address to listen on (default 127.0.0.1)\n"
+"  --host ADDR        address to listen on (default 127.0.0.1); a path\n"
+"                     that ends in .sock: a Unix socket (--port unused)\n"
 "  --port PORT        port to listen on; 0 picks a free one, which the\n"
 "                     listening and ready lines report (default 8080)\n"
 "  --model NAME       the model served; a request naming another model\n"
@@ -268,6 +270,41 @@ timer_once(long long ms, event_callback_fn cb)
 	}
 }
 
+/*
+ * A host that ends in ".sock" is a Unix socket's path, as llama-server
+ * takes it: listened on there, port 0.
+ */
+static int
+bind_unix(void)
+{
+	struct sockaddr_un	 sun;
+	size_t			 len = strlen(conf.host);
+	int			 fd;
+
+	if (len < 5 || strcmp(conf.host + len - 5, ".sock") != 0)
+		return (0);
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	if (len >= sizeof(sun.sun_path)) {
+		complain("fakelm: socket path too long: %s", conf.host);
+		exit(1);
+	}
+	memcpy(sun.sun_path, conf.host, len);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+	    0)) == -1 ||
+	    bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1 ||
+	    listen(fd, 128) == -1 ||
+	    evhttp_accept_socket_with_handle(http, fd) == NULL) {
+		complain("fakelm: cannot listen on %s: %s", conf.host,
+		    strerror(errno));
+		exit(1);
+	}
+	bound_port = 0;
+	say("fakelm: listening pid=%ld port=0 socket=%s model=%s",
+	    (long)getpid(), conf.host, conf.model);
+	return (1);
+}
+
 static void
 bind_port(void)
 {
@@ -277,6 +314,8 @@ bind_port(void)
 	evutil_socket_t			 fd;
 	int				 on = 1;
 
+	if (bind_unix())
+		return;
 	bs = evhttp_bind_socket_with_handle(http, conf.host,
 	    (ev_uint16_t)conf.port);
 	if (bs == NULL) {

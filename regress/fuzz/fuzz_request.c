@@ -16,7 +16,8 @@
  * many bytes of the input follow), a flags byte (bit 0: a default model
  * is set; bit 1: server names; bit 2: server name any; bits 3 and 4:
  * the query; bit 5: the console is off; bit 6: access, with keys, CORS
- * origins and allow rules), an Authorization byte, an x-api-key byte,
+ * origins and allow rules; bit 7: a TCP client is not on this host,
+ * 192.0.2.7 rather than 127.0.0.1), an Authorization byte, an x-api-key byte,
  * an Access-Control-Request-Method byte and a -Headers byte (each picks
  * as the others), a connection byte (TCP, TLS, or a Unix socket's
  * client of one of a few users), then the body.
@@ -33,12 +34,13 @@
  * the front door (but to a Unix socket's client) or an Origin not its
  * own or, for routes that are not the admin ones nor passthrough,
  * listed; no admin route nor passthrough without a loopback Host and
- * the port; a passthrough is for a served model whose runtime has it
- * on, at a prefix that names it.  With keys: nothing but /health, a
- * preflight and the console's files without a key's secret or an allow
- * rule; a key's request only for its models, an admin route only for an
- * admin key; CORS granted only to a listed origin, never on an admin
- * route, passthrough nor the console.  The body scan's two ways of
+ * the port, nor to a TCP client not on this host; a passthrough is for
+ * a served model whose runtime has it on, at a prefix that names it.
+ * With keys: nothing but /health, a preflight and the console's files
+ * without a key's secret or an allow rule; a key's request only for its
+ * models, an admin route and passthrough only for an admin key; CORS
+ * granted only to a listed origin, never on an admin route,
+ * passthrough nor the console.  The body scan's two ways of
  * finding the bytes that matter (SSE2 and a 64-bit word, scan.c) give
  * the same answer and notes for every body, with its strings noted as
  * it came in or not (prescan_feed), and a body the scan takes is an
@@ -165,6 +167,9 @@ static const struct hpeer peers[] = {
 	{ 1, 0, 0, 0, NULL, 0 },	/* its credentials not read */
 };
 #define NPEERS		(sizeof(peers) / sizeof(peers[0]))
+/* TCP clients: one on this host, one not (bit 7 of the flags). */
+static const struct hpeer tcp_local = { 0, 0, 0, 0, NULL, 0, "127.0.0.1" };
+static const struct hpeer tcp_far = { 0, 0, 0, 0, NULL, 0, "192.0.2.7" };
 
 /* The names of confs with bit 1 of the flags. */
 static const char	*names[] = { "agency.lan", "gw.example:8443",
@@ -696,8 +701,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	hh.acrh = pick(&in, acrhs, NACRHS, hbuf, sizeof(hbuf));
 	conn = byte(&in) % (NPEERS + 2);
 	hh.tls = conn == 1;
-	hh.peer = conn >= 2 ? &peers[conn - 2] : NULL;
-	unixsock = hh.peer != NULL;
+	unixsock = conn >= 2;
+	hh.peer = unixsock ? &peers[conn - 2] : (flags & 0x80) ? &tcp_far :
+	    &tcp_local;
 	admin = strcmp(path, "/metrics") == 0 ||
 	    strncmp(path, "/v1/agency/", 11) == 0;
 	console = strcmp(path, "/") == 0 || strncmp(path, "/console/", 9) == 0;
@@ -778,7 +784,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    dc.action == HTTP_REDIRECT || dc.action == HTTP_CONSOLE ||
 	    dc.action == HTTP_EVENTS || dc.action == HTTP_LOGS ||
 	    dc.action == HTTP_LOAD || dc.action == HTTP_UNLOAD) &&
-	    !unixsock && !admin_host(host))
+	    !unixsock && (!admin_host(host) || hh.peer == &tcp_far))
 		abort();
 	/* CORS: a listed origin alone, never an admin route, passthrough
 	 * nor the console, never "*" */
@@ -801,7 +807,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if ((dc.action == HTTP_STATUS || dc.action == HTTP_CANCEL ||
 		    dc.action == HTTP_METRICS || dc.action == HTTP_EVENTS ||
 		    dc.action == HTTP_LOGS || dc.action == HTTP_LOAD ||
-		    dc.action == HTTP_UNLOAD) && !dc.acc.admin)
+		    dc.action == HTTP_UNLOAD || dc.action == HTTP_PASS ||
+		    dc.action == HTTP_REDIRECT) && !dc.acc.admin)
 			abort();
 		if (dc.acc.key != NULL && strcmp(dc.acc.key->name, "alice") ==
 		    0 && dc.model != NULL && strcmp(dc.model->name, "qwen") !=

@@ -7,7 +7,10 @@
  * both header forms, wrong and missing credentials, allow rules of a
  * Unix socket's client by user and by supplementary group, the models
  * each lets a request use, the CORS preflight's headers; http_decide's
- * order of them (Host, Origin, preflight, access, admin); and the slots
+ * order of them (Host, Origin, preflight, access, admin); the admin
+ * routes' and passthrough's client on this host, through a trusted
+ * proxy's X-Forwarded-For too; what a key limited to some models may
+ * see of the others (access_view); and the slots
  * of keys with max requests (keyq.c).
  */
 #include <sys/types.h>
@@ -32,6 +35,8 @@ static const struct hpeer	 p1000 = { 1, 1, 1000, 1000, NULL, 0, "" };
 static const struct hpeer	 p1001 = { 1, 1, 1001, 1001, users_gid, 1, "" };
 static const struct hpeer	 p1002 = { 1, 1, 1002, 1002, NULL, 0, "" };
 static const struct hpeer	 punknown = { 1, 0, 0, 0, NULL, 0, "" };
+/* TCP clients: on this host, and not */
+static const struct hpeer	 ploop = { 0, 0, 0, 0, NULL, 0, "127.0.0.1" };
 
 /* Models qwen (alias q) and bge, on 127.0.0.1:8080; with keys, alice
  * (qwen) and ops (admin, every model), a CORS origin and allow rules. */
@@ -312,7 +317,8 @@ hdecide(const struct pconf *c, int cmd, const char *path, const char *host,
 	hh.authorization = authz;
 	hh.acrm = cmd == EVHTTP_REQ_OPTIONS ? "GET" : NULL;
 	hh.ctype = "application/json";
-	hh.peer = peer;
+	/* a TCP client of this host, unless told */
+	hh.peer = peer != NULL ? peer : &ploop;
 	http_decide(c, cmd, path, &hh, NULL, 0, NULL, dc);
 	json_object_put(dc->body);
 	return (dc->action == HTTP_ERROR ? dc->e.status : -dc->action);
@@ -379,6 +385,237 @@ ATF_TC_BODY(decide_order, tc)
 	pconf_free(c);
 }
 
+/* A TCP client at addr, for admin_peer. */
+static struct hpeer *
+tcp_peer(struct hpeer *p, const char *addr)
+{
+	memset(p, 0, sizeof(*p));
+	(void)strlcpy(p->addr, addr, sizeof(p->addr));
+	return (p);
+}
+
+/* What path (GET) decides for a client at addr sending X-Forwarded-For
+ * fwd (or none), with the ops key: 0 let in, or the status. */
+static int
+peer_decide(const struct pconf *c, const char *path, const char *addr,
+    const char *fwd, const char *authz, struct http_decision *dc)
+{
+	struct http_hdrs	 hh;
+	struct hpeer		 p;
+
+	memset(&hh, 0, sizeof(hh));
+	hh.host = "127.0.0.1:8080";
+	hh.authorization = authz;
+	hh.forwarded = fwd;
+	hh.peer = tcp_peer(&p, addr);
+	http_decide(c, EVHTTP_REQ_GET, path, &hh, NULL, 0, NULL, dc);
+	json_object_put(dc->body);
+	return (dc->action == HTTP_ERROR ? dc->e.status : 0);
+}
+
+ATF_TC_WITHOUT_HEAD(admin_peer);
+ATF_TC_BODY(admin_peer, tc)
+{
+	static const char	*local[] = { "127.0.0.1", "127.0.0.2",
+				    "127.255.255.254", "::1",
+				    "::ffff:127.0.0.1", "0:0:0:0:0:0:0:1" };
+	static const char	*far[] = { "192.0.2.7", "10.0.0.1", "::2",
+				    "::ffff:192.0.2.7", "fe80::1", "128.0.0.1",
+				    "126.255.255.255", "0.0.0.0", "::", "?",
+				    "", "127.0.0.1x" };
+	static const char	*paths[] = { "/v1/agency/status", "/metrics",
+				    "/v1/agency/events", "/v1/agency/logs/qwen",
+				    "/upstream/qwen/health", "/" };
+	struct pconf		*c = conf(1, 0);
+	struct http_decision	 dc;
+	struct pruntime		*rt;
+	const char		*ops = "Bearer " OPS;
+	size_t			 i, j;
+
+	rt = TAILQ_FIRST(&c->runtimes);
+	rt->passthrough = 1;
+	c->console = 1;
+	px->conf = c;
+	ATF_CHECK(access_loopback("127.0.0.1"));
+	ATF_CHECK(access_loopback("127.0.0.2"));
+	ATF_CHECK(access_loopback("::1"));
+	ATF_CHECK(!access_loopback("128.0.0.1"));
+	ATF_CHECK(!access_loopback("::2"));
+	ATF_CHECK(!access_loopback("?"));
+	/* Every admin route, passthrough and the console: a loopback Host
+	 * from elsewhere is refused, whatever the key */
+	for (j = 0; j < sizeof(paths) / sizeof(paths[0]); j++) {
+		for (i = 0; i < sizeof(local) / sizeof(local[0]); i++)
+			ATF_CHECK_MSG(peer_decide(c, paths[j], local[i], NULL,
+			    ops, &dc) == 0, "%s from %s: %d %s", paths[j],
+			    local[i], dc.e.status, dc.e.code);
+		for (i = 0; i < sizeof(far) / sizeof(far[0]); i++) {
+			ATF_CHECK_MSG(peer_decide(c, paths[j], far[i], NULL,
+			    ops, &dc) == 403 && strcmp(dc.e.code,
+			    "forbidden_peer") == 0, "%s from %s: %d %s",
+			    paths[j], far[i], dc.e.status, dc.e.code);
+		}
+	}
+	/* the model routes are for anyone */
+	ATF_CHECK_EQ(peer_decide(c, "/v1/models", "192.0.2.7", NULL, ops,
+	    &dc), 0);
+	/* passthrough needs an admin key, as the admin routes do: a key
+	 * allowed the model is not enough */
+	ATF_CHECK_EQ(peer_decide(c, "/upstream/qwen/health", "127.0.0.1",
+	    NULL, "Bearer " ALICE, &dc), 403);
+	ATF_CHECK_STREQ(dc.e.code, "admin_key_required");
+	ATF_CHECK_EQ(peer_decide(c, "/upstream/qwen/health", "127.0.0.1",
+	    NULL, ops, &dc), 0);
+	ATF_CHECK_EQ(dc.action, HTTP_PASS);
+
+	/* X-Forwarded-For is no one's word but a trusted proxy's */
+	ATF_CHECK_EQ(peer_decide(c, "/metrics", "127.0.0.1", "192.0.2.7",
+	    ops, &dc), 0);
+	ATF_CHECK_EQ(peer_decide(c, "/metrics", "192.0.2.7", "127.0.0.1",
+	    ops, &dc), 403);
+	ATF_REQUIRE(pstrs_add(&c->proxies, "127.0.0.3") == 0);
+	ATF_REQUIRE(pstrs_add(&c->proxies, "::1") == 0);
+	ATF_CHECK_EQ(peer_decide(c, "/metrics", "127.0.0.1", "192.0.2.7",
+	    ops, &dc), 0);
+	/* the proxy's client is the peer: its last address, not the
+	 * client's own field before it */
+	ATF_CHECK_EQ(peer_decide(c, "/metrics", "127.0.0.3", "192.0.2.7",
+	    ops, &dc), 403);
+	ATF_CHECK_STREQ(dc.e.code, "forbidden_peer");
+	ATF_CHECK_EQ(peer_decide(c, "/metrics", "::ffff:127.0.0.3",
+	    "127.0.0.1, 192.0.2.7", ops, &dc), 403);
+	ATF_CHECK_EQ(peer_decide(c, "/metrics", "::1", " 192.0.2.7 ,  ::1 ",
+	    ops, &dc), 0);
+	ATF_CHECK_EQ(peer_decide(c, "/metrics", "127.0.0.3",
+	    "192.0.2.7, 10.0.0.1, 127.0.0.1", ops, &dc), 0);
+	ATF_CHECK_EQ(peer_decide(c, "/metrics", "127.0.0.3",
+	    "127.0.0.1, 10.0.0.1, 192.0.2.7", ops, &dc), 403);
+	ATF_CHECK_EQ(peer_decide(c, "/upstream/qwen/x", "127.0.0.3",
+	    "10.1.2.3", ops, &dc), 403);
+	ATF_CHECK_EQ(peer_decide(c, "/metrics", "127.0.0.3", "127.0.0.1",
+	    ops, &dc), 0);
+	/* what is not an address is no client of this host */
+	ATF_CHECK_EQ(peer_decide(c, "/metrics", "127.0.0.3", "unknown",
+	    ops, &dc), 403);
+	ATF_CHECK_EQ(peer_decide(c, "/metrics", "127.0.0.3", "", ops, &dc),
+	    403);
+	ATF_CHECK_EQ(peer_decide(c, "/metrics", "127.0.0.3", "127.0.0.1,",
+	    ops, &dc), 403);
+	ATF_CHECK_EQ(peer_decide(c, "/metrics", "127.0.0.3",
+	    "[::1]:8080", ops, &dc), 403);
+	/* a trusted proxy's request without the field is its own */
+	ATF_CHECK_EQ(peer_decide(c, "/metrics", "127.0.0.3", NULL, ops, &dc),
+	    0);
+	/* a Unix socket's client is on this host */
+	ATF_CHECK_EQ(hdecide(c, EVHTTP_REQ_GET, "/metrics", NULL, NULL, ops,
+	    &punknown, &dc), -HTTP_METRICS);
+	px->conf = NULL;
+	pconf_free(c);
+}
+
+/* What an admin key limited to some models may see (access_view), and
+ * a pool's refusal as it may read it. */
+#define NOMEM	"not enough memory for qwen (needs 6.0G, 2.0G available)"
+
+/* What a refusal of qwen (reason, msg) reads as for v: want. */
+static void
+refusal_is(const struct pview *v, int reason, const char *msg,
+    const char *want)
+{
+	char	 buf[PROTO_MSG_MAX];
+
+	access_view_refusal(v, reason, "qwen", msg, buf, sizeof(buf));
+	ATF_CHECK_MSG(strcmp(buf, want) == 0, "\"%s\" read as \"%s\"",
+	    msg, buf);
+}
+
+ATF_TC_WITHOUT_HEAD(view);
+ATF_TC_BODY(view, tc)
+{
+	struct pconf	*c = conf(1, 1);
+	struct http_decision dc;
+	struct paccess	 a;
+	struct pview	 v;
+	struct pkey	*k;
+	uint8_t		 d[SHA256_LEN];
+	const char	*nomem = NOMEM ": bge (busy), q2 (not lazy)";
+	static const struct {
+		int		 reason;
+		const char	*msg;
+		const char	*want;
+	}			 sa[] = {
+		{ REFUSE_NOT_ENOUGH_MEMORY, NOMEM ": bge (busy), q2 (not lazy)",
+		    NOMEM ": other models" },
+		{ REFUSE_NOT_ENOUGH_MEMORY, NOMEM ": nothing is loaded",
+		    NOMEM ": nothing is loaded" },
+		/* a message of another shape: no names at all */
+		{ REFUSE_NOT_ENOUGH_MEMORY, "bge is in the way",
+		    "not enough memory for qwen" },
+		{ REFUSE_QUEUE_TIMEOUT, "qwen: no turn within the queue timeout "
+		    "(5s): its load waited for memory held by bge (busy), q2 "
+		    "(in use)", "qwen: no turn within the queue timeout (5s): "
+		    "its load waited for memory held by other models" },
+		{ REFUSE_QUEUE_FULL, "the queue is full: 3 requests wait (max "
+		    "queue 3)", "the queue is full: 3 requests wait (max queue "
+		    "3)" },
+	}, alice[] = {
+		{ REFUSE_NOT_ENOUGH_MEMORY, NOMEM ": bge (busy), q2 (not lazy)",
+		    NOMEM ": bge (busy), other models" },
+		{ REFUSE_NOT_ENOUGH_MEMORY, NOMEM ": bge (busy)",
+		    NOMEM ": bge (busy)" },
+		/* a name inside another's is not it */
+		{ REFUSE_NOT_ENOUGH_MEMORY, NOMEM ": xbge (busy)",
+		    NOMEM ": other models" },
+	};
+	size_t		 i;
+
+	sha256("scoped-admin", 12, d);
+	ATF_REQUIRE((k = pconf_add_key(c, "sa", d, 1, 0)) != NULL);
+	ATF_REQUIRE(pstrs_add(&k->models, "qwen") == 0);
+	ATF_REQUIRE(pconf_add_model(c, "q2", "llama", "/m/q2", "q2", 0) !=
+	    NULL);
+	/* ops: every model, and any a reload adds */
+	ATF_REQUIRE(decide(c, "Bearer " OPS, NULL, NULL, &a) == 0);
+	access_view(&a, c, &v);
+	ATF_CHECK(v.all && access_view_has(&v, "bge") &&
+	    access_view_has(&v, "later"));
+	refusal_is(&v, REFUSE_NOT_ENOUGH_MEMORY, nomem, nomem);
+	access_view_clear(&v);
+	/* sa: qwen alone */
+	ATF_REQUIRE(decide(c, "Bearer scoped-admin", NULL, NULL, &a) == 0);
+	ATF_CHECK(a.admin);
+	access_view(&a, c, &v);
+	ATF_CHECK(!v.all && access_view_has(&v, "qwen"));
+	ATF_CHECK(!access_view_has(&v, "bge") && !access_view_has(&v, "q2") &&
+	    !access_view_has(&v, "q") && !access_view_has(&v, "later"));
+	for (i = 0; i < sizeof(sa) / sizeof(sa[0]); i++)
+		refusal_is(&v, sa[i].reason, sa[i].msg, sa[i].want);
+	access_view_clear(&v);
+	/* alice, qwen and bge: the names of hers stay, the other goes */
+	ATF_REQUIRE(pstrs_add(&TAILQ_FIRST(&c->keys)->models, "bge") == 0);
+	ATF_REQUIRE(decide(c, "Bearer " ALICE, NULL, NULL, &a) == 0);
+	access_view(&a, c, &v);
+	for (i = 0; i < sizeof(alice) / sizeof(alice[0]); i++)
+		refusal_is(&v, alice[i].reason, alice[i].msg, alice[i].want);
+	access_view_clear(&v);
+	/* the events stream, the same for all, is not for sa */
+	ATF_CHECK_EQ(hdecide(c, EVHTTP_REQ_GET, "/v1/agency/events",
+	    "127.0.0.1:8080", NULL, "Bearer scoped-admin", NULL, &dc), 403);
+	ATF_CHECK_STREQ(dc.e.code, "key_scoped");
+	ATF_CHECK_EQ(hdecide(c, EVHTTP_REQ_GET, "/v1/agency/events",
+	    "127.0.0.1:8080", NULL, "Bearer " OPS, NULL, &dc), -HTTP_EVENTS);
+	ATF_CHECK_EQ(hdecide(c, EVHTTP_REQ_GET, "/v1/agency/status",
+	    "127.0.0.1:8080", NULL, "Bearer scoped-admin", NULL, &dc),
+	    -HTTP_STATUS);
+	/* an allow rule with models, and one without */
+	ATF_REQUIRE(decide(c, NULL, NULL, &p1000, &a) == 0);
+	access_view(&a, c, &v);
+	ATF_CHECK(!v.all && access_view_has(&v, "qwen") &&
+	    !access_view_has(&v, "bge"));
+	access_view_clear(&v);
+	pconf_free(c);
+}
+
 ATF_TC_WITHOUT_HEAD(keyq);
 ATF_TC_BODY(keyq, tc)
 {
@@ -414,6 +651,8 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, scope);
 	ATF_TP_ADD_TC(tp, cors_headers);
 	ATF_TP_ADD_TC(tp, decide_order);
+	ATF_TP_ADD_TC(tp, admin_peer);
+	ATF_TP_ADD_TC(tp, view);
 	ATF_TP_ADD_TC(tp, keyq);
 	return (0);
 }

@@ -384,7 +384,45 @@ ATF_TC_BODY(compact, tc)
 	strlcpy(g.upstream, "u", sizeof(g.upstream));
 	strlcpy(g.label, "l", sizeof(g.label));
 	wr(&w, FROM_PARENT, IMSG_HOLD_GRANT, &g, sizeof(g));
-	ATF_CHECK_EQ(w.len, 8 + 8 + 2 + 2 + 2);
+	/* ids, port, "u", "l" and no socket ("") */
+	ATF_CHECK_EQ(w.len, 8 + 8 + 2 + 2 + 2 + 1);
+}
+
+/* A model's socket (%s) is an absolute path, in grants and probes. */
+ATF_TC_WITHOUT_HEAD(socket_paths);
+ATF_TC_BODY(socket_paths, tc)
+{
+	struct proto_hold_grant	 g;
+	struct proto_probe	 pr;
+	union proto_msg		 u;
+	struct msgw		 w;
+	const char		*why;
+
+	(void)tc;
+	memset(&g, 0, sizeof(g));
+	g.reqid = 1;
+	strlcpy(g.sock, "/agency-models.1/abc/model.sock", sizeof(g.sock));
+	wr(&w, FROM_PARENT, IMSG_HOLD_GRANT, &g, sizeof(g));
+	ATF_REQUIRE(rd(FROM_PARENT, IMSG_HOLD_GRANT, w.buf, w.len, &u,
+	    &why) == 0);
+	ATF_CHECK_STREQ(u.hold_grant.sock, g.sock);
+	strlcpy(g.sock, "abc/model.sock", sizeof(g.sock));
+	wr(&w, FROM_PARENT, IMSG_HOLD_GRANT, &g, sizeof(g));
+	ATF_CHECK(rd(FROM_PARENT, IMSG_HOLD_GRANT, w.buf, w.len, &u,
+	    &why) == -1);
+
+	memset(&pr, 0, sizeof(pr));
+	pr.loadid = 1;
+	pr.port = 5800;
+	pr.method = READY_GET;
+	strlcpy(pr.path, "/health", sizeof(pr.path));
+	strlcpy(pr.sock, "/s/model.sock", sizeof(pr.sock));
+	wr(&w, FROM_PARENT, IMSG_PROBE, &pr, sizeof(pr));
+	ATF_REQUIRE(rd(FROM_PARENT, IMSG_PROBE, w.buf, w.len, &u, &why) == 0);
+	ATF_CHECK_STREQ(u.probe.sock, pr.sock);
+	strlcpy(pr.sock, "s/model.sock", sizeof(pr.sock));
+	wr(&w, FROM_PARENT, IMSG_PROBE, &pr, sizeof(pr));
+	ATF_CHECK(rd(FROM_PARENT, IMSG_PROBE, w.buf, w.len, &u, &why) == -1);
 }
 
 ATF_TC_WITHOUT_HEAD(short_and_long);
@@ -621,6 +659,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, ctl_numbers);
 	ATF_TP_ADD_TC(tp, roundtrip);
 	ATF_TP_ADD_TC(tp, compact);
+	ATF_TP_ADD_TC(tp, socket_paths);
 	ATF_TP_ADD_TC(tp, short_and_long);
 	ATF_TP_ADD_TC(tp, senders);
 	ATF_TP_ADD_TC(tp, strings_bounded);

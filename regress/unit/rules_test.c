@@ -992,9 +992,10 @@ static int
 decide(struct pconf *c, int cmd, const char *path, const char *host,
     const char *origin, const char *ctype, const char *body)
 {
+	static const struct hpeer loop = { .addr = "127.0.0.1" };
 	struct http_decision	 dc;
 	struct http_hdrs	 hh = { .host = host, .origin = origin,
-				    .ctype = ctype };
+				    .ctype = ctype, .peer = &loop };
 
 	http_decide(c, cmd, path, &hh, body, body ? strlen(body) : 0, NULL,
 	    &dc);

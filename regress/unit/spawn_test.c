@@ -309,13 +309,23 @@ now_ms(void)
 	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
 }
 
+/* spawn_argv with %p, %u and %m, and no socket. */
+static int
+argv4(const char *tmpl, const char *port, const char *upstream,
+    const char *model, char ***v, char *e, size_t elen)
+{
+	struct spawn_tokens	 t = { port, NULL, upstream, model };
+
+	return (spawn_argv(tmpl, &t, v, e, elen));
+}
+
 ATF_TC_WITHOUT_HEAD(argv_split);
 ATF_TC_BODY(argv_split, tc)
 {
 	char	**v;
 
 	(void)tc;
-	ATF_REQUIRE_MSG(spawn_argv("  /bin/x  -a\tb 'c d' \"e \\\" f\" "
+	ATF_REQUIRE_MSG(argv4("  /bin/x  -a\tb 'c d' \"e \\\" f\" "
 	    "g\\ h 'i'\"j\"k \"\" '\\n'  ", "1", "u", "m", &v, err,
 	    sizeof(err)) == 0, "%s", err);
 	ATF_CHECK_STREQ(v[0], "/bin/x");
@@ -331,7 +341,7 @@ ATF_TC_BODY(argv_split, tc)
 	spawn_argv_free(v);
 
 	/* A bare name is looked up in PATH by the child. */
-	ATF_REQUIRE(spawn_argv("llama-server --port %p", "1", "u", "m", &v,
+	ATF_REQUIRE(argv4("llama-server --port %p", "1", "u", "m", &v,
 	    err, sizeof(err)) == 0);
 	ATF_CHECK_STREQ(v[0], "llama-server");
 	spawn_argv_free(v);
@@ -343,7 +353,7 @@ ATF_TC_BODY(argv_expand, tc)
 	char	**v;
 
 	(void)tc;
-	ATF_REQUIRE_MSG(spawn_argv("/usr/bin/llama-server --host 127.0.0.1 "
+	ATF_REQUIRE_MSG(argv4("/usr/bin/llama-server --host 127.0.0.1 "
 	    "--port %p -m %u --alias %m --pct 100%% --x=%p:%m %%p",
 	    "5801", "/srv/my models/q 7b.gguf", "qwen", &v, err,
 	    sizeof(err)) == 0, "%s", err);
@@ -360,11 +370,38 @@ ATF_TC_BODY(argv_expand, tc)
 	spawn_argv_free(v);
 
 	/* Quotes around an expansion are fine too; a value's quotes stay. */
-	ATF_REQUIRE(spawn_argv("/bin/x \"%u\"", "1", "it's \"q\"", "m", &v,
+	ATF_REQUIRE(argv4("/bin/x \"%u\"", "1", "it's \"q\"", "m", &v,
 	    err, sizeof(err)) == 0);
 	ATF_CHECK_STREQ(v[1], "it's \"q\"");
 	ATF_CHECK(v[2] == NULL);
 	spawn_argv_free(v);
+}
+
+ATF_TC_WITHOUT_HEAD(argv_socket);
+ATF_TC_BODY(argv_socket, tc)
+{
+	struct spawn_tokens	 t = { "5801", "/run/m.x/abc/sock", "/m.gguf",
+				    "qwen" };
+	char			**v;
+
+	(void)tc;
+	ATF_REQUIRE_MSG(spawn_argv("/bin/llama-server --host %s -m %u", &t,
+	    &v, err, sizeof(err)) == 0, "%s", err);
+	ATF_CHECK_STREQ(v[2], "/run/m.x/abc/sock");
+	ATF_CHECK_STREQ(v[4], "/m.gguf");
+	spawn_argv_free(v);
+	ATF_CHECK(spawn_uses("/bin/x --host %s", 's'));
+	ATF_CHECK(!spawn_uses("/bin/x --host %%s --port %p", 's'));
+	ATF_CHECK(spawn_uses("/bin/x --host %%s --port %p", 'p'));
+
+	/* Without a socket, %s is an error, not an empty word. */
+	t.sock = NULL;
+	v = (char **)1;
+	ATF_CHECK_EQ(spawn_argv("/bin/x --uds %s", &t, &v, err,
+	    sizeof(err)), -1);
+	ATF_CHECK(v == NULL);
+	ATF_CHECK_MSG(strstr(err, "%s in command has no value") != NULL,
+	    "%s", err);
 }
 
 static void
@@ -373,7 +410,7 @@ argv_fails(const char *tmpl, const char *port, const char *msg)
 	char	**v = (char **)1;
 
 	err[0] = '\0';
-	ATF_CHECK_EQ_MSG(spawn_argv(tmpl, port, "u", "m", &v, err,
+	ATF_CHECK_EQ_MSG(argv4(tmpl, port, "u", "m", &v, err,
 	    sizeof(err)), -1, "template [%s] accepted", tmpl);
 	ATF_CHECK(v == NULL);
 	ATF_CHECK_MSG(strstr(err, msg) != NULL,
@@ -1009,6 +1046,7 @@ ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, argv_split);
 	ATF_TP_ADD_TC(tp, argv_expand);
+	ATF_TP_ADD_TC(tp, argv_socket);
 	ATF_TP_ADD_TC(tp, argv_errors);
 	ATF_TP_ADD_TC(tp, env_precedence);
 	ATF_TP_ADD_TC(tp, ring_wrap);
