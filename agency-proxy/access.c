@@ -21,10 +21,9 @@
  * neither which key matched nor how much of one did shows in the time
  * taken.  On a Unix socket with allow rules, a client is let in by the
  * rules that name its user or one of its groups; without a matching
- * rule it needs a key, or is refused when there are no keys.  A key's
- * credential decides for a client the rules let in as well; one that is
- * no key's is ignored for such a client, since the OpenAI clients
- * always send one, a placeholder where the socket needs none.
+ * rule it needs a key, or is refused when there are no keys.  A key
+ * decides for a client the rules let in too; a credential that is no
+ * key's is ignored there (OpenAI's clients always send a placeholder).
  *
  * Calls: rules.c, common/config.c, common/sha256.c.
  */

@@ -721,11 +721,16 @@ void		 http_decide(const struct pconf *, int, const char *,
 		    const struct prescan *, struct http_decision *);
 int		 http_decide_header(const struct pconf *, int, const char *,
 		    const struct http_hdrs *, int, struct http_decision *);
+void		 http_init(void);
+void		 http_swap_listeners(struct pconf *, struct pconf *);
+
+/* hosts.c: Host, Origin and the admin routes' guard */
 int		 http_host_ok(const struct pconf *, const char *);
 int		 http_origin_ok(const struct pconf *, const char *,
 		    const char *, int);
-void		 http_init(void);
-void		 http_swap_listeners(struct pconf *, struct pconf *);
+int		 hosts_admin_guard(const struct pconf *,
+		    const struct http_hdrs *, int, int, struct rerr *);
+int		 hosts_json_ctype(const char *);
 
 /* dispatch.c: the parent's messages */
 void		 dispatch_imsg(struct imsg *);
