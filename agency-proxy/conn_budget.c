@@ -3,32 +3,20 @@
  * SPDX-License-Identifier: ISC (see the file LICENSE)
  */
 /*
- * Two budgets over all connections, alike in shape: that of request
- * bodies (body buffer) and that of what connections keep that is not a
- * body taken from it (header buffer): an unfinished header, input
- * pipelined behind a running request, a body's header.
+ * Two budgets over all connections, alike in shape: of request bodies
+ * (body buffer: a body's length, taken once its header passed the
+ * access checks, given back once answered) and of what else the
+ * connections keep (header buffer: unfinished headers, pipelined
+ * input, a body's header; taken as a connection's input buffer grows,
+ * before it grows).  What does not fit is refused (conn.c answers 503,
+ * or leaves pipelined input unread).
  *
- * A body's length (max body for a chunked one) is taken from the first
- * when its header has arrived and passed the access checks, and given
- * back when its answer is out; a body that does not fit is refused
- * (conn.c answers 503).  Bodies over BODY_SMALL may take only seven
- * eighths of it (max body at least), so that small requests find room
- * while big ones are refused.  A connection's input buffer is taken
- * from the second as it grows, before it grows, and given back as it
- * shrinks or goes; what does not fit is not read (conn.c refuses the
- * request, or waits to read pipelined input).
- *
- * Each hold is taken for an owner (of a body, the request's key, or its
- * client's address or user: http.c names it; of a connection's input,
- * always its client's address or user, since no key is known before a
- * header is whole), and an owner may hold only its share of a budget
- * (body share, header share: percentages), so that one key or client
- * cannot take the room of the others; an owner that holds nothing may
- * always take one hold's first bytes, so that the share never refuses
- * what the budget has room for on its own.
- *
- * The bytes given back are counted, for conn.c to give the memory back
- * to the system (malloc_trim) once enough of them went.
+ * Each hold has an owner (of a body, its key, or its client's address
+ * or user; of the rest, its client's, or its body's owner while a body
+ * is read), and an owner holds at most its share of a budget (body
+ * share, header share), so that one key or client cannot take the room
+ * of the others; one that holds nothing may always take one hold's
+ * first bytes.  The bytes given back are counted, for conn.c's trim.
  *
  * Invariants: a budget's taken is the sum of what its holds hold; an
  * owner's taken the sum of what its holds hold, and an owner is kept
@@ -190,7 +178,9 @@ hold_shrink(struct budget *b, struct bhold *h, int64_t n)
 /*
  * Take n bytes for the body about to be read into h (empty: it holds
  * none), for the owner named id: 0, or -1 when they do not fit in the
- * budget or in the owner's share.
+ * budget or in the owner's share.  Bodies over BODY_SMALL may take
+ * only seven eighths of the budget (max body at least), so that small
+ * requests find room while big ones are refused.
  */
 int
 conn_budget_take(struct bhold *h, const char *id, int64_t n)
