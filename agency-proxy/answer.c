@@ -63,7 +63,7 @@ static const struct status {
 	    "That Transfer-Encoding is not supported." },
 	{ 502, "Bad Gateway", NULL, NULL },
 	{ 503, "Service Unavailable", "server_busy",
-	    "The front door holds as many request bodies as it may; try "
+	    "The front door holds as many requests as it may; try "
 	    "again." },
 	{ 504, "Gateway Timeout", NULL, NULL },
 	{ 505, "HTTP Version Not Supported", "version_not_supported",

@@ -20,9 +20,28 @@
 #include "proxy.h"
 
 /*
- * Make room for n more bytes: the size doubles from first, and stops at
- * limit (SIZE_MAX: none).  -1, the buffer as it was, when len + n is
- * over limit or memory is short.
+ * The size buf_reserve would make for n more bytes (the size it has,
+ * when they fit): the size doubles from first, and stops at limit
+ * (SIZE_MAX: none); 0 when len + n is over limit.
+ */
+size_t
+buf_grown(const struct buf *b, size_t n, size_t first, size_t limit)
+{
+	size_t	 cap;
+
+	if (b->len + n <= b->cap)
+		return (b->cap);
+	if (b->len + n > limit)
+		return (0);
+	cap = b->cap ? b->cap : first;
+	while (cap < b->len + n)
+		cap *= 2;
+	return (cap > limit ? limit : cap);
+}
+
+/*
+ * Make room for n more bytes, as buf_grown says.  -1, the buffer as it
+ * was, when len + n is over limit or memory is short.
  */
 int
 buf_reserve(struct buf *b, size_t n, size_t first, size_t limit)
@@ -32,13 +51,8 @@ buf_reserve(struct buf *b, size_t n, size_t first, size_t limit)
 
 	if (b->len + n <= b->cap)
 		return (0);
-	if (b->len + n > limit)
+	if ((cap = buf_grown(b, n, first, limit)) == 0)
 		return (-1);
-	cap = b->cap ? b->cap : first;
-	while (cap < b->len + n)
-		cap *= 2;
-	if (cap > limit)
-		cap = limit;
 	if ((p = realloc(b->b, cap)) == NULL)
 		return (-1);
 	b->b = p;
@@ -71,6 +85,22 @@ buf_num(struct buf *b, uint64_t v, int base, size_t first)
 		v /= base;
 	} while (v != 0);
 	return (buf_add(b, p, e - p, first));
+}
+
+/* Its size down to what it holds, keep bytes at least, when that lets
+ * half of it go or more; as it was if realloc fails. */
+void
+buf_fit(struct buf *b, size_t keep)
+{
+	size_t	 cap = b->len > keep ? b->len : keep;
+	char	*p;
+
+	if (b->b == NULL || cap > b->cap / 2)
+		return;
+	if ((p = realloc(b->b, cap)) == NULL)
+		return;
+	b->b = p;
+	b->cap = cap;
 }
 
 /* Let the memory go, when the buffer is bigger than keep bytes (0: in

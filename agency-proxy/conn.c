@@ -16,8 +16,12 @@
  * conn_abort, never while conn.c is on the stack for it (c->inproc).
  * Its read event stays added for its whole life; its write event only
  * while output waits.  Only input a connection leaves unfinished is kept
- * in a buffer of its own.  While a request runs (CS_BUSY), what the
- * client sends is only kept, up to CONN_PIPELINE_MAX.
+ * in a buffer of its own, and that buffer's size, less what the body
+ * budget holds for it, is taken from the header budget (conn_budget.c,
+ * the client's address or user its owner) before it grows: an
+ * unfinished header the budget has no room for is refused (503).  While
+ * a request runs (CS_BUSY), what the client sends is only kept, up to
+ * CONN_PIPELINE_MAX and what the header budget lets it keep.
  *
  * Calls: conn_tls.c, conn_budget.c, h1.c, buf.c, scan.c, multipart.c,
  * state.c, common/log.c.
@@ -31,6 +35,9 @@
 #include <arpa/inet.h>
 
 #include <errno.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +58,8 @@
 #define CONN_FIRST		(16 * 1024)	/* a request's first read */
 #define CONN_HEADER_MAX		(64 * 1024)	/* a request's header */
 #define CONN_PIPELINE_MAX	(64 * 1024)	/* kept while BUSY */
+#define CONN_FIT_MIN		4096		/* c->in, fitted */
+#define CONN_TRIM_BYTES		(4 * 1024 * 1024)	/* let go: trim */
 #define CONN_LINGER_MS		2000		/* a lingering close, at most */
 #define CONN_LINGER_BYTES	(1024 * 1024)	/* read and dropped, at most */
 #define CONN_EVICT_MS		1000		/* waited, to be closed at the
@@ -80,6 +89,10 @@ struct hconn {
 	int64_t			 since;		/* the state's deadline's start */
 	int64_t			 lastio;
 	struct bhold		 held;		/* of the body budget */
+	struct bhold		 hheld;		/* of the header budget: what
+						 * c->in has beyond held */
+	char			 hown[AGENCY_NAME_MAX + 16];	/* whose
+						 * share hheld is of */
 	size_t			 lingered;	/* bytes dropped */
 	/* CS_BODY */
 	size_t			 hdrlen;
@@ -131,6 +144,7 @@ static int64_t		 max_body;
 static uint64_t		 auto_max;		/* from the fd limit */
 static int		 accept_paused;		/* out of fds, for a while */
 static int		 cap_paused;		/* at the cap, none to give way */
+static int64_t		 let_go;		/* bytes freed since a trim */
 static char		 rbuf[CONN_READ];
 
 static void	 conn_acceptcb(struct evconnlistener *, evutil_socket_t,
@@ -139,6 +153,7 @@ static void	 conn_readcb(evutil_socket_t, short, void *);
 static void	 conn_writecb(evutil_socket_t, short, void *);
 static void	 conn_sweep(evutil_socket_t, short, void *);
 static void	 conn_resume(evutil_socket_t, short, void *);
+static void	 conn_trim(void);
 static void	 cap_check(void);
 static int	 accept_stopped(void);
 static void	 cap_timer(evutil_socket_t, short, void *);
@@ -152,6 +167,7 @@ static void	 conn_linger(struct hconn *);
 static void	 conn_refuse(struct hconn *, int);
 static void	 wait_enter(struct hconn *);
 static void	 wait_leave(struct hconn *);
+static int	 in_charge(struct hconn *, size_t, int);
 
 /*
  * Before the sandbox: raise the fd limit to its hard limit, and take the
@@ -212,7 +228,8 @@ conn_configure(const struct pconf *conf)
 	header_timeout = conf->header_timeout;
 	body_timeout = conf->body_timeout;
 	max_body = conf->max_body;
-	conn_budget_configure(conf->body_buffer, max_body, conf->body_share);
+	conn_budget_configure(conf->body_buffer, max_body, conf->body_share,
+	    conf->header_buffer, conf->header_share);
 	evtimer_del(sweep_ev);
 	/* late by at most a quarter of the shorter deadline, or a second */
 	ms = header_timeout > 0 && header_timeout < body_timeout ?
@@ -327,6 +344,30 @@ peer_addr(struct hconn *c, const struct sockaddr *sa, int salen)
 }
 
 /*
+ * Whose share of the header budget the connection's input takes: its
+ * client's address, or its user on a Unix socket, since no key is known
+ * before a header is whole; while a body is read, the owner its body
+ * takes the body budget for (owner, or NULL: the client).  What it
+ * holds moves to the new owner, taken even over the budget.
+ */
+static void
+in_owner(struct hconn *c, const char *owner)
+{
+	(void)conn_budget_header(&c->hheld, "", 0, 0);
+	if (owner != NULL)
+		(void)strlcpy(c->hown, owner, sizeof(c->hown));
+	else if (!c->req.peer.unixsock)
+		(void)snprintf(c->hown, sizeof(c->hown), "addr=%s",
+		    c->req.peer.addr);
+	else if (c->req.peer.known)
+		(void)snprintf(c->hown, sizeof(c->hown), "uid=%u",
+		    c->req.peer.uid);
+	else
+		(void)strlcpy(c->hown, "uid=?", sizeof(c->hown));
+	(void)in_charge(c, c->in.cap, 1);
+}
+
+/*
  * The connection that has waited longest for its request (or in a
  * lingering close), or NULL; in left, the ms until it has waited long
  * enough to be taken for slow and give way at the cap (0 or less: it
@@ -394,6 +435,7 @@ conn_acceptcb(struct evconnlistener *lev, evutil_socket_t fd,
 		peer_read(c);
 	else
 		peer_addr(c, sa, salen);
+	in_owner(c, NULL);
 	/* the handshake comes with the first reads */
 	if (l->tls != NULL && (c->tls = conn_tls_accept(l->tls, fd)) == NULL) {
 		close(fd);
@@ -443,17 +485,60 @@ wait_leave(struct hconn *c)
 	c->inwait = 0;
 }
 
-/* Make room for n more bytes of input; -1 past limit or out of memory. */
+/*
+ * What c->in takes of the header budget when its size is cap: what the
+ * body budget does not hold for it.  0, or -1 when more does not fit
+ * (force: it is taken all the same, for input already kept).
+ */
 static int
-in_reserve(struct hconn *c, size_t n, size_t limit)
+in_charge(struct hconn *c, size_t cap, int force)
 {
-	return (buf_reserve(&c->in, n, 4096, limit));
+	int64_t	 n = (int64_t)cap - c->held.n;
+
+	/* a chunked body's raw bytes: bounded by in_limit, beside the
+	 * max body the body budget holds for it */
+	if (n < 0 || (c->state == CS_BODY && c->clen < 0))
+		n = 0;
+	return (conn_budget_header(&c->hheld, c->hown, n, force));
+}
+
+/*
+ * Make room for n more bytes of input, the size doubling from first;
+ * -1 past limit or out of memory, -2 when the header budget has no room
+ * for it (the buffer as it was).
+ */
+static int
+in_reserve(struct hconn *c, size_t n, size_t first, size_t limit)
+{
+	size_t	 cap;
+
+	if ((cap = buf_grown(&c->in, n, first, limit)) == 0)
+		return (-1);
+	if (cap > c->in.cap && in_charge(c, cap, 0) == -1)
+		return (-2);
+	if (buf_reserve(&c->in, n, first, limit) == -1) {
+		(void)in_charge(c, c->in.cap, 1);
+		return (-1);
+	}
+	return (0);
 }
 
 static void
 in_release(struct hconn *c)
 {
 	buf_release(&c->in, 0);
+	(void)in_charge(c, 0, 0);
+}
+
+/* What c->in no longer needs let go, out of a body's state: after a
+ * body it may have the body's size and a few bytes that followed. */
+static void
+in_fit(struct hconn *c)
+{
+	if (c->state == CS_BODY)
+		return;
+	buf_fit(&c->in, CONN_FIT_MIN);
+	(void)in_charge(c, c->in.cap, 1);
 }
 
 /* The most input a connection may keep in its state. */
@@ -554,6 +639,7 @@ static int
 read_place(struct hconn *c, char **dst, size_t *room)
 {
 	size_t	 total;
+	int	 r;
 
 	if (c->in.len == 0 && c->state == CS_HEADER) {
 		*dst = rbuf;
@@ -562,7 +648,11 @@ read_place(struct hconn *c, char **dst, size_t *room)
 		/* all that is left of the body, in room made for it all */
 		total = c->hdrlen + (size_t)c->clen;
 		*room = total - c->in.len;
-		if (buf_reserve(&c->in, *room, 4096, total) == -1)
+		if ((r = in_reserve(c, *room, 4096, total)) == -2) {
+			conn_refuse(c, 503);
+			return (1);
+		}
+		if (r == -1)
 			return (-1);
 		/* a form's, a piece at a time: marked while in the cache */
 		if (c->form && *room > CONN_MARK_READ)
@@ -570,12 +660,19 @@ read_place(struct hconn *c, char **dst, size_t *room)
 		*dst = c->in.b + c->in.len;
 	} else {
 		*room = c->state == CS_BODY ? CONN_READ : 4096;
-		if (in_reserve(c, *room, in_limit(c)) == -1)
+		if ((r = in_reserve(c, *room, 4096, in_limit(c))) != 0)
 			*room = c->in.cap - c->in.len;
 		if (*room == 0 && c->state == CS_BUSY) {
-			/* pipelined up to the limit: read on after it */
+			/* pipelined up to the limit, or to what the header
+			 * budget lets it keep: read on after it */
 			event_del(&c->rev);
 			c->paused = 1;
+			return (1);
+		}
+		if (*room == 0 && r == -2) {
+			/* a header (or chunked body) the budget has no
+			 * room to keep */
+			conn_refuse(c, 503);
 			return (1);
 		}
 		*dst = c->in.b + c->in.len;
@@ -592,6 +689,7 @@ static void
 read_shared(struct hconn *c, size_t n)
 {
 	size_t	 used, total;
+	int	 r;
 
 	c->inproc = 1;
 	used = conn_consume(c, rbuf, n);
@@ -611,8 +709,17 @@ read_shared(struct hconn *c, size_t n)
 	/* a body of known length: room for all of it */
 	total = c->state == CS_BODY && c->clen >= 0 ?
 	    c->hdrlen + (size_t)c->clen : n - used;
-	if (buf_reserve(&c->in, total, total < 4096 ? 4096 : total,
-	    in_limit(c)) == -1) {
+	r = in_reserve(c, total, total < 4096 ? 4096 : total, in_limit(c));
+	if (r == -2 && c->state != CS_BUSY) {
+		/* no room to keep it in the header budget: refused */
+		conn_refuse(c, 503);
+		if (c->state == CS_CLOSING && conn_queued(c) == 0)
+			conn_linger(c);
+		return;
+	}
+	if (r != 0) {
+		/* out of memory, or input pipelined behind a running
+		 * request that the budget has no room for */
 		conn_end(c);
 		return;
 	}
@@ -653,6 +760,7 @@ read_kept(struct hconn *c, size_t room)
 		/* state may have moved: CS_BODY keeps offsets from 0 */
 		memmove(c->in.b, c->in.b + used, c->in.len - used);
 		c->in.len -= used;
+		in_fit(c);
 	} else if (room == 0 && (c->state == CS_HEADER ||
 	    c->state == CS_BODY)) {
 		/* full and nothing taken: cannot happen, but never spin */
@@ -860,6 +968,7 @@ conn_header(struct hconn *c, const char *buf, size_t len, struct h1_msg *m)
 		conn_refuse(c, 503);
 		return (-1);
 	}
+	in_owner(c, owner);
 	c->state = CS_BODY;
 	c->since = now_ms();
 	wait_enter(c);
@@ -1006,6 +1115,7 @@ conn_take_input(struct hconn *c)
 	b = c->in.b;
 	c->in.b = NULL;
 	c->in.len = c->in.cap = 0;
+	(void)in_charge(c, 0, 0);
 	c->taken = 1;
 	return (b);
 }
@@ -1091,6 +1201,8 @@ conn_writecb(evutil_socket_t fd, short ev, void *arg)
 		return;
 	event_del(&c->wev);
 	c->outoff = 0;
+	if (c->out.cap > 65536)
+		let_go += c->out.cap;
 	buf_release(&c->out, 65536);
 	if (c->state == CS_CLOSING) {
 		conn_linger(c);
@@ -1121,6 +1233,12 @@ conn_done(struct hconn *c, int keepalive)
 	if (c->dead)
 		return;
 	conn_budget_give(&c->held);
+	/* what c->in keeps is the header budget's now, its client's (as
+	 * much as the connection read past its request, at most
+	 * CONN_READ); it is fitted once conn_consume leaves it */
+	if (!c->inproc)
+		in_fit(c);
+	in_owner(c, NULL);
 	if (!keepalive || !c->req.keepalive || c->broken) {
 		c->state = CS_CLOSING;
 		/* what it sent after this is dropped; not while
@@ -1231,10 +1349,12 @@ conn_free(struct hconn *c)
 	stats.open--;
 	if (cap_paused)
 		cap_check();
-	buf_release(&c->in, 0);
+	in_release(c);
+	let_go += c->out.cap;
 	buf_release(&c->out, 0);
 	prescan_clear(&c->pre);
 	multipart_marks_free(&c->marks);
+	let_go += sizeof(*c);
 	free(c);
 }
 
@@ -1298,6 +1418,24 @@ conn_sweep(evutil_socket_t fd, short ev, void *arg)
 	if (nb > 0)
 		log_debug("refused %llu request bodies not read in %lld ms",
 		    (unsigned long long)nb, (long long)body_timeout);
+	conn_trim();
+}
+
+/*
+ * Once enough input, output and connections were let go, the memory
+ * they had goes back to the system: glibc's malloc keeps what was freed
+ * below its top, so that the memory of many clients that held headers
+ * and left would stay the proxy's.
+ */
+static void
+conn_trim(void)
+{
+	if ((let_go += conn_budget_given()) < CONN_TRIM_BYTES)
+		return;
+	let_go = 0;
+#ifdef __GLIBC__
+	(void)malloc_trim(0);
+#endif
 }
 
 /* Whether the listeners stop accepting: out of fds, or at the cap. */

@@ -527,6 +527,17 @@ static const struct {
 	{ "agency_request_body_share_refused_total", "counter",
 	    "Of them, those refused for their key's (or client's) share of "
 	    "it (body share)." },
+	{ "agency_request_header_bytes", "gauge", "Bytes of the header "
+	    "buffer taken by what connections keep besides bodies: "
+	    "unfinished headers, pipelined requests." },
+	{ "agency_request_header_bytes_max", "gauge", "The header buffer: "
+	    "past it, unfinished headers are refused (503) and pipelined "
+	    "input waits." },
+	{ "agency_request_header_refused_total", "counter",
+	    "Times input was not kept for want of room in the header "
+	    "buffer." },
+	{ "agency_request_header_share_refused_total", "counter",
+	    "Of them, those for the client's share of it (header share)." },
 	{ "agency_accept_pauses_total", "counter", "Times the front door "
 	    "stopped accepting for a while, out of file descriptors." },
 };
@@ -616,7 +627,11 @@ metrics_render(struct evbuffer *b, const struct proto_status *st, size_t n,
 	v[12] = cs->body_max;
 	v[13] = cs->body_refused;
 	v[14] = cs->body_share_refused;
-	v[15] = cs->accept_pauses;
+	v[15] = cs->header_bytes;
+	v[16] = cs->header_max;
+	v[17] = cs->header_refused;
+	v[18] = cs->header_share_refused;
+	v[19] = cs->accept_pauses;
 	for (i = 0; i < NSINGLES; i++)
 		single(b, singles[i].name, singles[i].type, singles[i].help,
 		    v[i]);

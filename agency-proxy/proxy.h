@@ -107,7 +107,9 @@ struct buf {
 	size_t		 cap;
 };
 
+size_t		 buf_grown(const struct buf *, size_t, size_t, size_t);
 int		 buf_reserve(struct buf *, size_t, size_t, size_t);
+void		 buf_fit(struct buf *, size_t);
 int		 buf_add(struct buf *, const void *, size_t, size_t);
 int		 buf_num(struct buf *, uint64_t, int, size_t);
 void		 buf_release(struct buf *, size_t);
@@ -281,9 +283,13 @@ struct conn_stats {
 	int64_t		 body_max;	/* the budget */
 	uint64_t	 body_refused;	/* 503: over the budget */
 	uint64_t	 body_share_refused;	/* of them, over a share */
+	int64_t		 header_bytes;	/* of the header budget, taken */
+	int64_t		 header_max;	/* the budget */
+	uint64_t	 header_refused;	/* over the budget */
+	uint64_t	 header_share_refused;	/* of them, over a share */
 };
 
-/* What a connection holds of the body budget (conn_budget.c). */
+/* What a connection holds of a budget (conn_budget.c). */
 struct bowner;
 struct bhold {
 	int64_t		 n;		/* bytes */
@@ -337,11 +343,17 @@ ssize_t		 conn_tls_read(struct tls *, void *, size_t, int *);
 ssize_t		 conn_tls_write(struct tls *, const void *, size_t, int *);
 void		 conn_tls_close(struct tls *);
 
-/* conn_budget.c: the request bodies' budget over all connections */
-void		 conn_budget_configure(int64_t, int64_t, int64_t);
+/* conn_budget.c: the budgets of request bodies and of the rest of the
+ * input, over all connections */
+void		 conn_budget_configure(int64_t, int64_t, int64_t, int64_t,
+		    int64_t);
 int		 conn_budget_take(struct bhold *, const char *, int64_t);
 void		 conn_budget_give(struct bhold *);
+int		 conn_budget_header(struct bhold *, const char *, int64_t,
+		    int);
+int64_t		 conn_budget_given(void);
 int64_t		 conn_budget_held(const char *);
+int64_t		 conn_budget_header_held(const char *);
 void		 conn_budget_stats(struct conn_stats *);
 
 /* upstream.c: the model servers' side of a model request */

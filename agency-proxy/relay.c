@@ -534,7 +534,8 @@ pass_location(const struct relay *rl, const char *v, size_t len)
 }
 
 /* The model answer's header fields, for the client: the end-to-end ones
- * but CORS, a passed-through Location under its prefix. */
+ * (not those its Connection field names) but CORS, a passed-through
+ * Location under its prefix. */
 static void
 o_fields(const struct relay *rl, const struct h1_msg *m)
 {
@@ -543,8 +544,10 @@ o_fields(const struct relay *rl, const struct h1_msg *m)
 
 	for (i = 0; i < m->nheaders; i++) {
 		h = &m->headers[i];
-		/* CORS is the front door's to grant, not the model's */
-		if (h1_hop(h->name, h->namelen) || (h->namelen > 15 &&
+		/* hop-by-hop, or named by the answer's Connection field
+		 * (RFC 9110 7.6.1); CORS is the front door's to grant,
+		 * not the model's */
+		if (h1_hop_in(m, h->name, h->namelen) || (h->namelen > 15 &&
 		    strncasecmp(h->name, "Access-Control-", 15) == 0))
 			continue;
 		o_add(h->name, h->namelen);

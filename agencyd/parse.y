@@ -490,6 +490,19 @@ main		: LISTEN ON STRING PORT NUMBER listentls {
 			else
 				conf->body_share = $3;
 		}
+		| HEADER BUFFER size		{
+			if ($3 == 0)
+				yyerror("header buffer must be more than 0");
+			else if ($3 > 0)
+				conf->header_buffer = $3;
+		}
+		| HEADER SHARE NUMBER		{
+			if ($3 < 1 || $3 > 100)
+				yyerror("header share must be 1 to 100 "
+				    "(percent)");
+			else
+				conf->header_share = $3;
+		}
 		| SERVER NAME STRING		{
 			char	*name;
 

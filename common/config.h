@@ -53,6 +53,8 @@
 #define DEFAULT_BODY_TIMEOUT	(60LL * 1000)		/* ms */
 #define DEFAULT_BODY_BUFFER	(256LL * 1024 * 1024)
 #define DEFAULT_BODY_SHARE	50	/* percent */
+#define DEFAULT_HEADER_BUFFER	(16LL * 1024 * 1024)
+#define DEFAULT_HEADER_SHARE	50	/* percent */
 #define DEFAULT_QUEUE_TIMEOUT	(5LL * 60 * 1000)	/* ms */
 #define DEFAULT_MAX_QUEUE	512
 #define DEFAULT_FAIRNESS	(-1LL)	/* from each model's loads (pool.h) */
@@ -231,6 +233,8 @@ TAILQ_HEAD(model_list, model_conf);
 	int64_t		 body_timeout;		/* ms */		\
 	int64_t		 body_buffer;	/* bytes, all bodies */		\
 	int64_t		 body_share;	/* percent of it, a key's */	\
+	int64_t		 header_buffer;	/* bytes, kept headers */	\
+	int64_t		 header_share;	/* percent of it, a client's */	\
 	int		 host_any;	/* server name any: no Host	\
 					 * check */			\
 	int		 console;	/* GET / serves the console */	\

@@ -200,6 +200,8 @@ usage(FILE *fp, int code)
 "came (\"none\" if neither is there).\n"
 "A request with the header \"X-Fakelm-Echo-Headers\" is answered with\n"
 "\"X-Fakelm-Headers\", the names of its header fields in lower case.\n"
+"A request with the header \"X-Fakelm-Hop: NAME\" is answered with a field\n"
+"NAME that its Connection field names.\n"
 "Environment: AGENCY_EXIT_WITH_PARENT=1 exits 0 when stdin reaches EOF.\n",
 	    __progname);
 	exit(code);

@@ -253,16 +253,24 @@ reply_error(struct evhttp_request *req, int code, const char *path,
  * Asked for with the request header X-Fakelm-Echo-Headers: the names of
  * the request's header fields, in lower case and in order, in the
  * answer's X-Fakelm-Headers, so that a test sees what a proxy passed on
- * (and what it took out).
+ * (and what it took out).  With X-Fakelm-Hop: NAME, the answer has a
+ * field NAME and names it in its Connection field, for a proxy not to
+ * pass on.
  */
 static void
 echo_headers(struct evhttp_request *req)
 {
 	struct evkeyvalq	*in = evhttp_request_get_input_headers(req);
+	struct evkeyvalq	*out = evhttp_request_get_output_headers(req);
 	struct evkeyval		*kv;
+	const char		*hop;
 	char			 names[2048], *p;
 	size_t			 n = 0;
 
+	if ((hop = evhttp_find_header(in, "X-Fakelm-Hop")) != NULL) {
+		evhttp_add_header(out, "Connection", hop);
+		evhttp_add_header(out, hop, "1");
+	}
 	if (evhttp_find_header(in, "X-Fakelm-Echo-Headers") == NULL)
 		return;
 	names[0] = '\0';
@@ -274,8 +282,7 @@ echo_headers(struct evhttp_request *req)
 	}
 	for (p = names; *p != '\0'; p++)
 		*p = tolower((unsigned char)*p);
-	evhttp_add_header(evhttp_request_get_output_headers(req),
-	    "X-Fakelm-Headers", names);
+	evhttp_add_header(out, "X-Fakelm-Headers", names);
 }
 
 static void
