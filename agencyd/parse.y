@@ -1890,51 +1890,38 @@ check_command(const char *cmd)
 }
 
 /*
- * An absolute path, or a model id that the runtime resolves itself:
- * "name" or "org/name", each part of letters, digits, "_", "-", "." and
- * ":" (a tag), starting with neither "-" nor ".", with no "..".  A
- * relative path would depend on agencyd's working directory, and one
- * that looks like an id ("models/x.gguf") would be taken for one:
- * refused, saying what it names.
+ * An absolute path, or a bare model id ("name" or "org/name") that the
+ * runtime resolves itself; anything else would depend on agencyd's
+ * working directory.  One that looks like an id ("models/x.gguf") but
+ * names a file beside the configuration (or in the working directory)
+ * would be taken for an id: refused, saying what it names.
  */
-static int
-id_part(const char *p, size_t len)
-{
-	size_t	 i;
-
-	if (len == 0 || p[0] == '-' || p[0] == '.')
-		return (0);
-	for (i = 0; i < len; i++) {
-		if (!isalnum((unsigned char)p[i]) && p[i] != '_' &&
-		    p[i] != '-' && p[i] != '.' && p[i] != ':')
-			return (0);
-		if (i > 0 && p[i] == '.' && p[i - 1] == '.')
-			return (0);
-	}
-	return (1);
-}
-
 static int
 check_upstream(const char *up)
 {
 	struct stat	 st;
-	const char	*slash, *end;
+	const char	*s, *comp, *slash;
 	char		*near = NULL;
 	const char	*named = NULL;
-	int		 id, rv = 0;
+	size_t		 len;
+	int		 ncomp = 0, rv = 0;
 
 	if (up[0] == '/' || up[0] == '\0')
 		return (0);	/* setstr reports the empty one */
-	end = up + strlen(up);
-	if ((slash = strchr(up, '/')) == NULL)
-		id = id_part(up, end - up);
-	else
-		id = id_part(up, slash - up) &&
-		    id_part(slash + 1, end - slash - 1);
-	if (!id) {
-		yyerror("upstream \"%s\" is neither an absolute path nor a "
-		    "model id (\"name\" or \"org/name\")", up);
-		return (-1);
+	for (comp = up;; comp = s + 1) {
+		if ((s = strchr(comp, '/')) == NULL)
+			s = comp + strlen(comp);
+		len = s - comp;
+		ncomp++;
+		if (len == 0 || (len == 1 && comp[0] == '.') ||
+		    (len == 2 && comp[0] == '.' && comp[1] == '.') ||
+		    ncomp > 2) {
+			yyerror("upstream \"%s\" is a relative path: use an "
+			    "absolute path or a model id", up);
+			return (-1);
+		}
+		if (*s == '\0')
+			break;
 	}
 	/* An id, unless a file by that name is beside the configuration. */
 	if ((slash = strrchr(file->name, '/')) != NULL &&

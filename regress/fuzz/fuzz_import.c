@@ -16,10 +16,10 @@
  * off: what is not on main yet is only ever a comment.
  */
 #include <sys/types.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include <err.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,7 +36,9 @@ int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 #define NAME	"in.yaml"
 
 static int	 conf_fd = -1;
-static char	 conf_path[64];
+static int	 here_fd = -1;
+static char	 conf_dir[64];
+static char	 conf_path[96];
 static FILE	*stderr_real;
 
 int
@@ -46,12 +48,23 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 
 	(void)argc;
 	(void)argv;
-	if ((conf_fd = memfd_create("fuzz_import", 0)) == -1)
-		err(1, "memfd_create");
-	if (fchmod(conf_fd, 0600) == -1)
-		err(1, "fchmod");
-	(void)snprintf(conf_path, sizeof(conf_path), "/proc/self/fd/%d",
-	    conf_fd);
+	/*
+	 * The configuration in a directory of its own, which is also the
+	 * working directory while it is parsed: parse_config refuses an id
+	 * naming a file beside the configuration or there, so no other
+	 * file may be, and the configuration's own name is one no import
+	 * writes (a space and a "#").
+	 */
+	(void)snprintf(conf_dir, sizeof(conf_dir), "/tmp/fuzz_import.XXXXXX");
+	if (mkdtemp(conf_dir) == NULL)
+		err(1, "%s", conf_dir);
+	if ((here_fd = open(".", O_RDONLY | O_DIRECTORY)) == -1)
+		err(1, "the working directory");
+	(void)snprintf(conf_path, sizeof(conf_path), "%s/#fuzz import",
+	    conf_dir);
+	if ((conf_fd = open(conf_path, O_RDWR | O_CREAT | O_TRUNC, 0600)) ==
+	    -1)
+		err(1, "%s", conf_path);
 	/* agencyd's parser warns and errs on stderr: silence it once. */
 	if ((devnull = fopen("/dev/null", "w")) == NULL)
 		err(1, "/dev/null");
@@ -142,9 +155,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (rv == 0) {
 			if (ftruncate(conf_fd, 0) == -1 ||
 			    pwrite(conf_fd, cbuf, clen, 0) != (ssize_t)clen)
-				err(1, "memfd write");
-			if ((conf = parse_config(conf_path,
-			    AGENCYD_OPT_NOACTION)) == NULL)
+				err(1, "%s", conf_path);
+			if (chdir(conf_dir) == -1)
+				err(1, "%s", conf_dir);
+			conf = parse_config(conf_path, AGENCYD_OPT_NOACTION);
+			if (fchdir(here_fd) == -1)
+				err(1, "fchdir");
+			if (conf == NULL)
 				fail("agencyd does not take the import", cbuf,
 				    ebuf);
 			config_free(conf);
