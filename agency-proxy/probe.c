@@ -12,10 +12,10 @@
  * A model on a Unix socket (%s in its command) is asked over it.
  * libevent 2.1's evhttp connects only to addresses, so that attempt is
  * a small client of its own: the request written, the answer read to
- * its close (Connection: close) or to PROBE_UNIX_READ bytes, and its
- * status line and body taken as evhttp's would be.
+ * its close (Connection: close) or to PROBE_UNIX_READ bytes, and read
+ * with h1.c's parser.
  *
- * Calls: parent.c, state.c, common/log.c.
+ * Calls: parent.c, state.c, h1.c, common/log.c.
  */
 #include <sys/types.h>
 #include <sys/queue.h>
@@ -32,6 +32,7 @@
 #include <event2/event.h>
 #include <event2/http.h>
 
+#include "h1.h"
 #include "log.h"
 #include "proxy.h"
 
@@ -330,27 +331,36 @@ unix_attempt(struct probe *pr)
 		fatalx("%s: event", __func__);
 }
 
-/* The status of the answer in in, its body copied to pr->body. */
+/*
+ * The status of the answer in in, read by h1.c as an upstream answer is,
+ * its body (the chunks' data, if chunked) copied to pr->body; 0 when it
+ * is not a whole HTTP answer.
+ */
 static int
 unix_answer(struct probe *pr)
 {
-	const char	*e;
-	int		 minor, code;
-	size_t		 len;
+	struct h1_msg		 m;
+	struct h1_chunked	 ch;
+	char			*b;
+	size_t			 len;
+	int			 hl, done = 0;
 
-	pr->u.in[pr->u.inlen] = '\0';
-	if (sscanf(pr->u.in, "HTTP/1.%d %3d ", &minor, &code) != 2 ||
-	    code < 100 || code > 999 ||
-	    (e = strstr(pr->u.in, "\r\n\r\n")) == NULL)
+	if ((hl = h1_parse_response(pr->u.in, pr->u.inlen, pr->u.inlen,
+	    &m)) <= 0)
 		return (0);
-	e += 4;
-	len = pr->u.inlen - (e - pr->u.in);
+	b = pr->u.in + hl;
+	len = pr->u.inlen - hl;
+	if (m.chunked) {
+		h1_chunked_init(&ch);
+		if (h1_chunked_decode(&ch, b, len, &len, &done) == -1)
+			return (0);
+	}
 	if (len > PROTO_PROBE_BODY)
 		len = PROTO_PROBE_BODY;
-	memcpy(pr->body, e, len);
+	memcpy(pr->body, b, len);
 	pr->body[len] = '\0';
 	pr->bodylen = strlen(pr->body);
-	return (code);
+	return (m.status);
 }
 
 static void
