@@ -499,22 +499,28 @@ access_view_refusal(const struct pview *v, int reason, const char *model,
 /*
  * Whose share of the body budget a request let in (a) takes, into buf:
  * its key's, or, without one, its Unix socket client's user or its TCP
- * client's address (p, the connection's).  Clients the rules let in
- * without a key are told apart by user, as the rules are; those whose
- * user could not be read share one.
+ * client's address (access_addr: behind a trusted proxy, the client's,
+ * not the proxy's).  Clients the rules let in without a key are told
+ * apart by user, as the rules are; those whose user could not be read
+ * share one.
  */
 void
-access_owner(const struct paccess *a, const struct hpeer *p, char *buf,
-    size_t size)
+access_owner(const struct pconf *c, const struct paccess *a,
+    const struct http_hdrs *hh, char *buf, size_t size)
 {
+	const struct hpeer	*p = hh->peer;
+	char			 addr[ACCESS_ADDR_MAX];
+
 	if (a->key != NULL)
 		(void)snprintf(buf, size, "key=%s", a->key->name);
 	else if (p != NULL && p->unixsock && p->known)
 		(void)snprintf(buf, size, "uid=%u", p->uid);
 	else if (p != NULL && p->unixsock)
 		(void)strlcpy(buf, "uid=?", size);
-	else
-		(void)snprintf(buf, size, "addr=%s", p != NULL ? p->addr : "");
+	else {
+		access_addr(c, hh, addr, sizeof(addr));
+		(void)snprintf(buf, size, "addr=%s", addr);
+	}
 }
 
 /* Who it was, for the access log: "key=NAME", "user=NAME" (or

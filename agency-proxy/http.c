@@ -1163,11 +1163,11 @@ http_header(struct hreq *r, const struct h1_msg *m, int body, char *owner,
 	in.hh.marks = NULL;	/* of no body yet */
 	pass = http_decide_header(px->conf, in.cmd, in.path, &in.hh, body,
 	    &dc);
+	if (pass == 0)
+		access_owner(px->conf, &dc.acc, &in.hh, owner, size);
 	request_forget(&in);
-	if (pass == 0) {
-		access_owner(&dc.acc, &r->peer, owner, size);
+	if (pass == 0)
 		return (0);
-	}
 	http_serve(r, m, &in, &dc, NULL, 0, t0);
 	return (-1);
 }

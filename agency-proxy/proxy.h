@@ -632,8 +632,8 @@ void		 access_view_refusal(const struct pview *, int, const char *,
 int		 access_decide(const struct pconf *, const struct http_hdrs *,
 		    struct paccess *, struct rerr *);
 int		 access_model_ok(const struct paccess *, const struct pmodel *);
-void		 access_owner(const struct paccess *, const struct hpeer *,
-		    char *, size_t);
+void		 access_owner(const struct pconf *, const struct paccess *,
+		    const struct http_hdrs *, char *, size_t);
 void		 access_scope(const struct paccess *, struct pscope *);
 void		 access_who(const struct paccess *, char *, size_t);
 int		 access_cors_listed(const struct pconf *, const char *);

@@ -750,7 +750,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (hpass == 0 && in.left > 0) {
 		if (!hdc.acc.open && hdc.acc.key == NULL && !hdc.acc.rules)
 			abort();
-		access_owner(&hdc.acc, hh.peer, owner, sizeof(owner));
+		access_owner(c, &hdc.acc, &hh, owner, sizeof(owner));
 		if (owner[0] == '\0' || (hdc.acc.key != NULL &&
 		    strncmp(owner, "key=", 4) != 0))
 			abort();

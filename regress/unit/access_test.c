@@ -413,6 +413,24 @@ peer_decide(const struct pconf *c, const char *path, const char *addr,
 	return (dc->action == HTTP_ERROR ? dc->e.status : 0);
 }
 
+/* Whose body share a keyless client at addr sending X-Forwarded-For
+ * fwd (or none) takes. */
+static const char *
+owner_of(const struct pconf *c, const char *addr, const char *fwd)
+{
+	static char		 buf[128];
+	struct http_hdrs	 hh;
+	struct hpeer		 p;
+	struct paccess		 a;
+
+	memset(&hh, 0, sizeof(hh));
+	memset(&a, 0, sizeof(a));
+	hh.forwarded = fwd;
+	hh.peer = tcp_peer(&p, addr);
+	access_owner(c, &a, &hh, buf, sizeof(buf));
+	return (buf);
+}
+
 ATF_TC_WITHOUT_HEAD(admin_peer);
 ATF_TC_BODY(admin_peer, tc)
 {
@@ -506,6 +524,15 @@ ATF_TC_BODY(admin_peer, tc)
 	/* a trusted proxy's request without the field is its own */
 	ATF_CHECK_EQ(peer_decide(c, "/metrics", "127.0.0.3", NULL, ops, &dc),
 	    0);
+	/* the body budget's owner is the same client: two clients behind
+	 * the proxy hold two shares, not the proxy's one */
+	ATF_CHECK_STREQ(owner_of(c, "127.0.0.3", "192.0.2.7"),
+	    "addr=192.0.2.7");
+	ATF_CHECK_STREQ(owner_of(c, "127.0.0.3", "10.0.0.1"),
+	    "addr=10.0.0.1");
+	ATF_CHECK_STREQ(owner_of(c, "127.0.0.3", NULL), "addr=127.0.0.3");
+	ATF_CHECK_STREQ(owner_of(c, "192.0.2.7", "10.0.0.1"),
+	    "addr=192.0.2.7");
 	/* a Unix socket's client is on this host */
 	ATF_CHECK_EQ(hdecide(c, EVHTTP_REQ_GET, "/metrics", NULL, NULL, ops,
 	    &punknown, &dc), -HTTP_METRICS);
