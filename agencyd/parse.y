@@ -1893,8 +1893,8 @@ check_command(const char *cmd)
  * An absolute path, or a bare model id ("name" or "org/name") that the
  * runtime resolves itself; anything else would depend on agencyd's
  * working directory.  One that looks like an id ("models/x.gguf") but
- * names a file beside the configuration (or in the working directory)
- * would be taken for an id: refused, saying what it names.
+ * names a file beside the configuration file would be taken for an id:
+ * refused, saying what it names.
  */
 static int
 check_upstream(const char *up)
@@ -1902,7 +1902,7 @@ check_upstream(const char *up)
 	struct stat	 st;
 	const char	*s, *comp, *slash;
 	char		*near = NULL;
-	const char	*named = NULL;
+	const char	*path;
 	size_t		 len;
 	int		 ncomp = 0, rv = 0;
 
@@ -1923,18 +1923,16 @@ check_upstream(const char *up)
 		if (*s == '\0')
 			break;
 	}
-	/* An id, unless a file by that name is beside the configuration. */
+	/* An id, unless a file by that name is beside the configuration
+	 * file that says it (a name without a directory is beside us). */
 	if ((slash = strrchr(file->name, '/')) != NULL &&
 	    asprintf(&near, "%.*s/%s", (int)(slash - file->name), file->name,
 	    up) == -1)
 		fatal("%s: asprintf", __func__);
-	if (near != NULL && stat(near, &st) == 0)
-		named = near;
-	else if (stat(up, &st) == 0)
-		named = up;
-	if (named != NULL) {
+	path = near != NULL ? near : up;
+	if (stat(path, &st) == 0) {
 		yyerror("upstream \"%s\" would be taken as a model id, but "
-		    "names the file %s: use its absolute path", up, named);
+		    "names the file %s: use its absolute path", up, path);
 		rv = -1;
 	}
 	free(near);

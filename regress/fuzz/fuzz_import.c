@@ -36,7 +36,6 @@ int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 #define NAME	"in.yaml"
 
 static int	 conf_fd = -1;
-static int	 here_fd = -1;
 static char	 conf_dir[64];
 static char	 conf_path[96];
 static FILE	*stderr_real;
@@ -49,17 +48,14 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	(void)argc;
 	(void)argv;
 	/*
-	 * The configuration in a directory of its own, which is also the
-	 * working directory while it is parsed: parse_config refuses an id
-	 * naming a file beside the configuration or there, so no other
-	 * file may be, and the configuration's own name is one no import
+	 * The configuration in a directory of its own: parse_config refuses
+	 * an id naming a file beside the configuration, so no other file
+	 * may be there, and the configuration's own name is one no import
 	 * writes (a space and a "#").
 	 */
 	(void)snprintf(conf_dir, sizeof(conf_dir), "/tmp/fuzz_import.XXXXXX");
 	if (mkdtemp(conf_dir) == NULL)
 		err(1, "%s", conf_dir);
-	if ((here_fd = open(".", O_RDONLY | O_DIRECTORY)) == -1)
-		err(1, "the working directory");
 	(void)snprintf(conf_path, sizeof(conf_path), "%s/#fuzz import",
 	    conf_dir);
 	if ((conf_fd = open(conf_path, O_RDWR | O_CREAT | O_TRUNC, 0600)) ==
@@ -156,12 +152,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (ftruncate(conf_fd, 0) == -1 ||
 			    pwrite(conf_fd, cbuf, clen, 0) != (ssize_t)clen)
 				err(1, "%s", conf_path);
-			if (chdir(conf_dir) == -1)
-				err(1, "%s", conf_dir);
-			conf = parse_config(conf_path, AGENCYD_OPT_NOACTION);
-			if (fchdir(here_fd) == -1)
-				err(1, "fchdir");
-			if (conf == NULL)
+			if ((conf = parse_config(conf_path,
+			    AGENCYD_OPT_NOACTION)) == NULL)
 				fail("agencyd does not take the import", cbuf,
 				    ebuf);
 			config_free(conf);
