@@ -702,7 +702,8 @@ strip_fields(struct imp *imp, struct imodel *m, const struct ynode *v,
 			(void)words_add(fields, f);
 	}
 	free(s);
-	qsort(fields->w, fields->n, sizeof(*fields->w), str_cmp);
+	if (fields->n > 1)
+		qsort(fields->w, fields->n, sizeof(*fields->w), str_cmp);
 }
 
 /* setParamsByID: its ids (with the model's macros) become aliases. */
